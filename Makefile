@@ -1,0 +1,43 @@
+# The two commands a new user runs: `make demo` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+EXTRAS ?= dev,hf,embed,ray
+STAMP := $(VENV)/.scopebench-installed
+
+.PHONY: venv demo test lint typecheck check browser clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "scopebench needs Python >= 3.11 (set PYTHON=python3.11)")'
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# The CPU wheel first, so no dependency can pull a CUDA build of torch.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[$(EXTRAS)]'
+	@touch $@
+
+demo: venv
+	$(VENV)/bin/scopebench demo
+
+test: venv browser
+	$(PY) -m pytest -q
+
+# Chromium for the HTML-report browser tests: installed from Debian when we can, else those tests
+# skip with a stated reason.
+browser:
+	@bash .ci/install-chromium.sh || true
+
+lint: venv
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+check: lint typecheck test
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,7 @@
+"""``python -m scopebench``."""
+
+import sys
+
+from scopebench.cli import main
+
+sys.exit(main())

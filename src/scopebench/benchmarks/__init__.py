@@ -1,0 +1,14 @@
+"""Benchmark loaders: one module per benchmark, registered by name."""
+
+from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, Problem, fingerprint_files
+from scopebench.benchmarks.registry import available_benchmarks, get_benchmark, register_benchmark
+
+__all__ = [
+    "Benchmark",
+    "LoadedBenchmark",
+    "Problem",
+    "available_benchmarks",
+    "fingerprint_files",
+    "get_benchmark",
+    "register_benchmark",
+]

@@ -1,0 +1,298 @@
+"""Command-line interface: thin argument parsing over the library.
+
+Every :class:`~scopebench.errors.ScopebenchError` is shown as one message (no traceback) with a
+non-zero exit code; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from scopebench.display import configure_logging
+from scopebench.errors import DataFormatError, ScopebenchError
+
+__all__ = ["build_parser", "main"]
+
+console = Console()
+err_console = Console(stderr=True)
+
+# Feature areas that add their own subcommands (module with `add_subcommands(sub)`); a module
+# that is absent in this installation is simply not offered.
+_EXTENSION_MODULES = ("scopebench.cli_report", "scopebench.cli_probe", "scopebench.cli_tools")
+
+
+def _parse_model_args(pairs: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise DataFormatError(f"--model-arg expects key=value, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _read_exclude(path: str | None) -> frozenset[str]:
+    if not path:
+        return frozenset()
+    p = Path(path)
+    if not p.is_file():
+        from scopebench.errors import DataNotFoundError
+
+        raise DataNotFoundError(f"--exclude file not found: {p}")
+    return frozenset(line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+# Commands ---------------------------------------------------------------------------------------
+
+
+def cmd_benchmarks(args: argparse.Namespace) -> int:
+    """List registered benchmarks, their splits/tasks and what data each needs."""
+    from scopebench.benchmarks import available_benchmarks, get_benchmark
+
+    table = Table(title="Registered benchmarks", show_lines=True)
+    for col in ("name", "benchmark", "splits", "tasks", "data: what and where"):
+        table.add_column(col, overflow="fold")
+    for name in available_benchmarks():
+        b = get_benchmark(name)
+        table.add_row(name, b.title, ", ".join(b.splits), ", ".join(b.tasks), b.data_help)
+    console.print(table)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Load a benchmark, print counts and every problem found."""
+    from scopebench.benchmarks import get_benchmark
+
+    loaded = get_benchmark(args.bench).load(args.data or "", split=args.split)
+    table = Table(title=f"{args.bench}: {len(loaded.items)} items (data fingerprint {loaded.fingerprint})")
+    for col in ("split", "subset", "task", "items"):
+        table.add_column(col, justify="right" if col == "items" else "left")
+    for (split, subset, task), n in loaded.counts().items():
+        table.add_row(split, subset, task, str(n))
+    console.print(table)
+    n_err = sum(p.severity == "error" for p in loaded.problems)
+    n_warn = len(loaded.problems) - n_err
+    if loaded.problems:
+        by_kind: dict[str, int] = {}
+        for p in loaded.problems:
+            by_kind[p.kind] = by_kind.get(p.kind, 0) + 1
+        console.print(
+            f"[bold]{len(loaded.problems)} problem(s)[/bold]: {n_err} error(s), {n_warn} warning(s) — "
+            + ", ".join(f"{k}: {v}" for k, v in sorted(by_kind.items()))
+        )
+        shown = loaded.problems if args.all_problems else loaded.problems[: args.max_problems]
+        for p in shown:
+            console.print(str(p), markup=False, highlight=False)
+        if len(shown) < len(loaded.problems):
+            console.print(f"… {len(loaded.problems) - len(shown)} more (use --all-problems to see every one)")
+    else:
+        console.print("no problems found")
+    return 1 if n_err and args.strict else 0
+
+
+def _print_metrics(metrics: dict[str, Any], title: str) -> None:
+    try:
+        from scopebench.report import render_metrics_table  # type: ignore[attr-defined]
+
+        console.print(render_metrics_table(metrics))
+        return
+    except (ImportError, AttributeError):
+        pass
+    table = Table(title=title)
+    for col in ("group", "n", "accuracy", "correct", "unparsed", "errors", "missing img", "missing resp"):
+        table.add_column(col, justify="left" if col == "group" else "right")
+    rows = [metrics["overall"], *metrics["by_task"], *metrics["by_subset"]]
+    if len(metrics["by_split"]) > 1:
+        rows += metrics["by_split"]
+    for r in rows:
+        acc = r["accuracy"]
+        table.add_row(
+            r["group"],
+            str(r["n"]),
+            "n/a" if acc != acc else f"{100 * acc:.1f}%",
+            str(r["correct"]),
+            str(r["unparsed"]),
+            str(r["errors"]),
+            str(r["missing_image"]),
+            str(r["missing_response"]),
+        )
+    console.print(table)
+    console.print(f"policy for unscorable answers: {metrics['policy']} (they count as wrong)")
+
+
+def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
+    """Full metrics with CIs and files when the reporting stage is installed, else the basics."""
+    try:
+        from scopebench.report import write_run_outputs  # type: ignore[attr-defined]
+    except (ImportError, AttributeError):
+        from scopebench.engine.runner import _basic_metrics
+
+        return _basic_metrics(run_dir)
+    result: dict[str, Any] = write_run_outputs(run_dir, seed=seed)
+    return result
+
+
+def _run_config(args: argparse.Namespace) -> Any:
+    from scopebench.engine import RunConfig
+
+    return RunConfig(
+        benchmark=args.bench,
+        data=args.data or "",
+        model=args.model,
+        split=args.split,
+        limit=args.limit,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        protocol=args.protocol,
+        mode=args.mode,
+        no_image=args.no_image,
+        device=args.device,
+        base_url=args.base_url,
+        model_args=_parse_model_args(args.model_arg),
+        exclude_ids=_read_exclude(args.exclude),
+        max_fail_fraction=args.max_fail_fraction,
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Evaluate one model on one benchmark into a run directory."""
+    from scopebench.engine import run_benchmark
+
+    config = _run_config(args)
+    result = run_benchmark(
+        config,
+        args.out,
+        fresh=args.fresh,
+        retry_errors=args.retry_errors,
+        on_metrics=lambda d: _write_outputs(d, args.seed),
+    )
+    _print_metrics(result.metrics, f"{config.benchmark} — {config.model}")
+    console.print(
+        f"{result.n_items} items ({result.n_new} new this time) in {result.seconds:.1f}s; "
+        f"results in {result.run_dir}/ (records.jsonl, metrics.json)"
+    )
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Generate the offline demo benchmark and evaluate the demo models on it."""
+    from scopebench.benchmarks.demo import generate_demo
+    from scopebench.engine import RunConfig, run_benchmark
+
+    data_dir = generate_demo(Path(args.data) if args.data else None, seed=args.seed)
+    console.print(f"demo benchmark: {data_dir}")
+    out_root = Path(args.out)
+    models = args.models or list(_demo_models())
+    for model in models:
+        config = RunConfig(benchmark="demo", data=str(data_dir), model=model, seed=args.seed)
+        run_dir = out_root / model.replace(":", "_").replace("/", "_")
+        result = run_benchmark(config, run_dir, fresh=True, on_metrics=lambda d: _write_outputs(d, args.seed))
+        _print_metrics(result.metrics, f"demo — {model}")
+        console.print(f"[dim]{model}: results in {result.run_dir}/[/dim]")
+    console.print(f"\nrun folders under {out_root}/ (records.jsonl, metrics.json per model)")
+    return 0
+
+
+def _demo_models() -> list[str]:
+    # Baselines need nothing; later stages add the embedding baseline and tiny local models.
+    return ["random", "frequent"]
+
+
+# Parser -----------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``scopebench`` command."""
+    parser = argparse.ArgumentParser(
+        prog="scopebench",
+        description="Evaluate vision-language models on microscopy, pathology and figure benchmarks.",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars, errors only")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("benchmarks", help="list benchmarks, their splits/tasks and the data each needs")
+    p.set_defaults(func=cmd_benchmarks)
+
+    p = sub.add_parser("validate", help="load a benchmark and report counts and every data problem")
+    p.add_argument("bench", help="benchmark name (see `scopebench benchmarks`)")
+    p.add_argument("--data", help="data location (folder, file or dataset id)")
+    p.add_argument("--split", help="only this split")
+    p.add_argument("--max-problems", type=int, default=50, help="problems to list (default 50)")
+    p.add_argument("--all-problems", action="store_true", help="list every problem")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any error-level problem is found")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("run", help="evaluate a model on a benchmark (resumable)")
+    p.add_argument("--bench", required=True, help="benchmark name")
+    p.add_argument("--data", help="data location (not needed for `demo`)")
+    p.add_argument("--model", required=True, help="model spec: random, frequent, replay:FILE, …")
+    p.add_argument("--out", required=True, help="run directory (resumed if it exists)")
+    p.add_argument("--split", help="split to evaluate (default: the benchmark's default)")
+    p.add_argument("--limit", type=int, help="evaluate only the first N items")
+    p.add_argument("--seed", type=int, default=0, help="seed for every random choice (default 0)")
+    p.add_argument("--batch-size", type=int, help="items per model call")
+    p.add_argument("--protocol", default="default", help="prompt protocol: default or owner")
+    p.add_argument("--mode", help="backend mode, e.g. generate or choice-logprob")
+    p.add_argument("--no-image", action="store_true", help="send prompts without images")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 …")
+    p.add_argument("--base-url", help="server URL for openai: models")
+    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="backend option")
+    p.add_argument("--exclude", help="file of item ids (one per line) to leave out")
+    p.add_argument("--fresh", action="store_true", help="discard results stored in --out and start again")
+    p.add_argument("--retry-errors", action="store_true", help="redo items whose stored result is an error")
+    p.add_argument(
+        "--max-fail-fraction", type=float, default=0.5, help="stop when more items fail (default 0.5)"
+    )
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("demo", help="generate the offline demo benchmark and evaluate the demo models")
+    p.add_argument("--data", help="folder for the generated benchmark (default: the cache)")
+    p.add_argument("--out", default="runs/demo", help="folder for the run directories (default runs/demo)")
+    p.add_argument("--seed", type=int, default=0, help="generation and evaluation seed (default 0)")
+    p.add_argument("--models", nargs="+", help="model specs to run (default: the demo set)")
+    p.set_defaults(func=cmd_demo)
+
+    for module_name in _EXTENSION_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        module.add_subcommands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``scopebench`` command; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose, args.quiet)
+    try:
+        code: int = args.func(args)
+        return code
+    except ScopebenchError as exc:
+        err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""One place for what the user sees while work runs: progress bars and log set-up."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tqdm.auto import tqdm
+
+__all__ = ["configure_logging", "progress", "set_quiet"]
+
+_QUIET = False
+
+
+def set_quiet(quiet: bool) -> None:
+    """Turn progress bars off (``--quiet``)."""
+    global _QUIET
+    _QUIET = quiet
+
+
+def configure_logging(verbosity: int = 0, quiet: bool = False) -> None:
+    """Set up ``logging`` for the CLI: warnings by default, info with ``-v``, debug with ``-vv``."""
+    level = logging.ERROR if quiet else [logging.WARNING, logging.INFO, logging.DEBUG][min(verbosity, 2)]
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("scopebench").setLevel(level)
+    set_quiet(quiet)
+
+
+@contextmanager
+def progress(total: int, desc: str, unit: str = "item") -> Iterator[tqdm]:
+    """A progress bar with rate and ETA on stderr; silent under ``--quiet`` or when not a TTY."""
+    bar = tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        disable=_QUIET or None,  # None: tqdm disables itself when stderr is not a terminal
+        dynamic_ncols=True,
+        smoothing=0.1,
+    )
+    try:
+        yield bar
+    finally:
+        bar.close()

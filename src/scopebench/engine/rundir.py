@@ -1,0 +1,81 @@
+"""The run directory: what a run writes and how to read it back.
+
+Layout (documented in the README)::
+
+    RUN/
+      run.json         provenance: benchmark, data + fingerprint, model identity, protocol,
+                       parser version, seed, package versions, device
+      records.sqlite   the durable per-item store (SQLite, WAL)
+      records.jsonl    export of every record (rewritten at the end of each run)
+      metrics.json     accuracy tables (see docs/metrics-schema.md)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scopebench.engine.store import RunStore
+from scopebench.errors import DataNotFoundError
+from scopebench.items import Record
+
+__all__ = ["CONFIG_FILE", "METRICS_FILE", "RECORDS_JSONL", "STORE_FILE", "RunData", "load_run"]
+
+CONFIG_FILE = "run.json"
+STORE_FILE = "records.sqlite"
+RECORDS_JSONL = "records.jsonl"
+METRICS_FILE = "metrics.json"
+
+
+@dataclass(slots=True)
+class RunData:
+    """A finished (or partial) run read back from its directory.
+
+    Attributes:
+        path: The run directory.
+        config: The provenance dict of ``run.json``.
+        records: Every stored record, ordered by item id.
+        items: Item summaries (question, choices, answer, image locations) by id.
+        metrics: ``metrics.json`` if present, else ``None``.
+    """
+
+    path: Path
+    config: dict[str, Any]
+    records: list[Record]
+    items: dict[str, dict[str, Any]]
+    metrics: dict[str, Any] | None
+
+    @property
+    def model(self) -> str:
+        """The model spec of the run."""
+        return str(self.config.get("model", "?"))
+
+    @property
+    def benchmark(self) -> str:
+        """The benchmark of the run."""
+        return str(self.config.get("benchmark", "?"))
+
+
+def load_run(path: str | Path) -> RunData:
+    """Read a run directory.
+
+    Raises:
+        DataNotFoundError: When ``path`` is not a run directory.
+    """
+    run_dir = Path(path)
+    cfg_path = run_dir / CONFIG_FILE
+    store_path = run_dir / STORE_FILE
+    if not cfg_path.is_file() or not store_path.is_file():
+        raise DataNotFoundError(
+            f"{run_dir} is not a scopebench run directory (no {CONFIG_FILE} / {STORE_FILE}); "
+            "pass the --out folder of a `scopebench run`"
+        )
+    config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    with RunStore(store_path) as store:
+        records = store.records()
+        items = store.items()
+    metrics_path = run_dir / METRICS_FILE
+    metrics = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.is_file() else None
+    return RunData(path=run_dir, config=config, records=records, items=items, metrics=metrics)

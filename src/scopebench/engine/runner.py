@@ -1,0 +1,386 @@
+"""Run a benchmark through a backend into a durable, resumable run directory.
+
+The flow: load items → check/record provenance → skip what the store already has → ask the
+backend in batches → turn each response into a :class:`~scopebench.items.Record` (parser for
+text, argmax for scores) → commit each batch → compute metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from scopebench.benchmarks import LoadedBenchmark, get_benchmark
+from scopebench.display import progress
+from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
+from scopebench.engine.store import RunStore
+from scopebench.errors import ConfigMismatchError, RunAbortedError, ScopebenchError
+from scopebench.items import Item, Record
+from scopebench.models import Backend, ModelOptions, Response, load_model
+from scopebench.parsing import PARSER_VERSION, parse_choice
+
+__all__ = ["RunConfig", "RunResult", "load_items", "make_record", "run_benchmark"]
+
+log = logging.getLogger(__name__)
+
+# Keys of run.json that must match for a run directory to be resumed.
+_IDENTITY_KEYS = (
+    "benchmark",
+    "data_fingerprint",
+    "split",
+    "limit",
+    "exclude_fingerprint",
+    "seed",
+    "model",
+    "model_identity",
+    "protocol",
+    "mode",
+    "no_image",
+    "parser_version",
+)
+
+
+@dataclass(slots=True)
+class RunConfig:
+    """Everything that defines a run.
+
+    Attributes:
+        benchmark: Registered benchmark name.
+        data: Data location (folder, file or dataset id), as the loader takes it.
+        model: Model spec string.
+        split: Split to evaluate (``None``: the benchmark's default).
+        limit: Evaluate only the first ``limit`` items (in the loader's order).
+        seed: Seed for every random choice (recorded).
+        batch_size: Items per backend call (``None``: backend default).
+        protocol: Prompt protocol (``default`` or a benchmark's ``owner`` protocol).
+        mode: Backend mode (``generate``/``choice-logprob``…), if the backend has several.
+        no_image: Send prompts without images.
+        device: Device for local models.
+        base_url: Server for API backends.
+        model_args: Extra backend options (``--model-arg k=v``).
+        exclude_ids: Item ids to leave out (``--exclude FILE``).
+        max_fail_fraction: Stop when more than this fraction of processed items failed.
+    """
+
+    benchmark: str
+    data: str
+    model: str
+    split: str | None = None
+    limit: int | None = None
+    seed: int = 0
+    batch_size: int | None = None
+    protocol: str = "default"
+    mode: str | None = None
+    no_image: bool = False
+    device: str = "auto"
+    base_url: str | None = None
+    model_args: dict[str, Any] = field(default_factory=dict)
+    exclude_ids: frozenset[str] = frozenset()
+    max_fail_fraction: float = 0.5
+
+    def model_options(self) -> ModelOptions:
+        """The backend options this config implies."""
+        return ModelOptions(
+            seed=self.seed,
+            device=self.device,
+            batch_size=self.batch_size,
+            no_image=self.no_image,
+            protocol=self.protocol,
+            mode=self.mode,
+            base_url=self.base_url,
+            extra=dict(self.model_args),
+        )
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What :func:`run_benchmark` returns.
+
+    Attributes:
+        run_dir: The run directory.
+        metrics: The metrics dict written to ``metrics.json``.
+        n_items: Items in the run.
+        n_new: Records produced by this invocation (0 for a finished run re-run).
+        n_skipped_kind: Items the backend cannot answer (e.g. detection items for an MCQ model).
+        seconds: Wall time of this invocation.
+    """
+
+    run_dir: Path
+    metrics: dict[str, Any]
+    n_items: int
+    n_new: int
+    n_skipped_kind: int
+    seconds: float
+
+
+def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
+    """Load the benchmark and select the run's items (split, exclusions, limit)."""
+    loaded = get_benchmark(config.benchmark).load(config.data, split=config.split)
+    items = [it for it in loaded.items if it.id not in config.exclude_ids]
+    if config.limit is not None:
+        items = items[: config.limit]
+    return loaded, items
+
+
+def make_record(item: Item, response: Response, backend: Backend) -> Record:
+    """Turn a backend response into the stored record (parser for text, argmax for scores)."""
+    rec = Record(
+        item_id=item.id,
+        model=backend.spec,
+        status="ok",
+        task=item.task,
+        subset=item.subset,
+        split=item.split,
+        answer_index=item.answer_index,
+        response=response.text,
+        scores=response.scores,
+        extra=dict(response.extra),
+    )
+    if response.status != "ok":
+        rec.status, rec.error = response.status, response.error or response.status
+        return rec
+    choice: int | None = response.choice
+    reason: str | None = None
+    if choice is None and response.text is not None:
+        parsed = parse_choice(response.text, item.choices, labels=backend.answer_labels)
+        choice, reason = parsed.index, parsed.reason
+        rec.extra["parse_method"] = parsed.method
+    elif choice is None and response.scores is not None:
+        scores = response.scores
+        if len(scores) != len(item.choices) or any(math.isnan(s) for s in scores):
+            rec.status, rec.error = "error", "backend returned malformed option scores"
+            return rec
+        # Ties go to the lowest index: deterministic, and the recorded scores show the tie.
+        choice = max(range(len(scores)), key=lambda i: scores[i])
+    if choice is None:
+        rec.status, rec.error = "unparsed", reason or "no option chosen"
+    elif not 0 <= choice < len(item.choices):
+        rec.status, rec.error = "error", f"backend chose option {choice} of {len(item.choices)}"
+    else:
+        rec.choice, rec.correct = choice, choice == item.answer_index
+    return rec
+
+
+def _package_versions() -> dict[str, str]:
+    names = ["scopebench", "torch", "transformers", "open_clip_torch", "vllm", "datasets", "numpy", "scipy"]
+    out = {}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _provenance(
+    config: RunConfig, loaded: LoadedBenchmark, items: Sequence[Item], backend: Backend
+) -> dict[str, Any]:
+    import hashlib
+
+    exclude_fp = (
+        hashlib.sha256("\n".join(sorted(config.exclude_ids)).encode()).hexdigest()[:16]
+        if config.exclude_ids
+        else None
+    )
+    data = config.data
+    if data and Path(data).exists():
+        data = str(Path(data).resolve())
+    return {
+        "benchmark": config.benchmark,
+        "data": data,
+        "data_fingerprint": loaded.fingerprint,
+        "split": config.split,
+        "limit": config.limit,
+        "exclude_fingerprint": exclude_fp,
+        "seed": config.seed,
+        "model": config.model,
+        "model_identity": backend.identity(),
+        "protocol": config.protocol,
+        "mode": backend.mode if config.mode is None else config.mode,
+        "no_image": config.no_image,
+        "batch_size": config.batch_size,
+        "parser_version": PARSER_VERSION,
+        "scopebench_version": _package_versions().get("scopebench", "unknown"),
+        "packages": _package_versions(),
+        "device": config.device,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "n_items": len(items),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
+    cfg_path = run_dir / CONFIG_FILE
+    if not cfg_path.is_file():
+        return
+    if fresh:
+        for name in (
+            CONFIG_FILE,
+            STORE_FILE,
+            STORE_FILE + "-wal",
+            STORE_FILE + "-shm",
+            METRICS_FILE,
+            RECORDS_JSONL,
+        ):
+            (run_dir / name).unlink(missing_ok=True)
+        return
+    old = json.loads(cfg_path.read_text(encoding="utf-8"))
+    diffs = [
+        f"  {k}: stored {old.get(k)!r}, now {new.get(k)!r}"
+        for k in _IDENTITY_KEYS
+        if json.dumps(old.get(k), sort_keys=True) != json.dumps(new.get(k), sort_keys=True)
+    ]
+    if diffs:
+        raise ConfigMismatchError(
+            f"the run directory {run_dir} holds results of a different configuration:\n"
+            + "\n".join(diffs)
+            + "\nUse another --out, or pass --fresh to discard the stored results and start again."
+        )
+
+
+def run_benchmark(
+    config: RunConfig,
+    out_dir: str | Path,
+    *,
+    fresh: bool = False,
+    retry_errors: bool = False,
+    on_metrics: Callable[[Path], dict[str, Any]] | None = None,
+) -> RunResult:
+    """Run (or resume) ``config`` into ``out_dir``.
+
+    Args:
+        config: What to run.
+        out_dir: The run directory (created if needed).
+        fresh: Discard results stored with a different configuration instead of refusing.
+        retry_errors: Redo items whose stored record is an ``error`` (e.g. after a server outage).
+        on_metrics: Computes and writes the run's metrics from the run directory (the reporting
+            stage); the default writes the basic accuracy tables.
+
+    Returns:
+        A :class:`RunResult`.
+
+    Raises:
+        ConfigMismatchError: When ``out_dir`` holds a different configuration and not ``fresh``.
+        RunAbortedError: When too many items failed, or on Ctrl-C (finished work is kept).
+    """
+    start = time.perf_counter()
+    run_dir = Path(out_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    loaded, items = load_items(config)
+    backend = load_model(config.model, config.model_options())
+    try:
+        provenance = _provenance(config, loaded, items, backend)
+        _check_config(run_dir, provenance, fresh)
+        (run_dir / CONFIG_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
+        with RunStore(run_dir / STORE_FILE) as store:
+            n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
+            store.export_jsonl(run_dir / RECORDS_JSONL)
+    finally:
+        backend.close()
+    metrics = (on_metrics or _basic_metrics)(run_dir)
+    return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
+
+
+def _basic_metrics(run_dir: Path) -> dict[str, Any]:
+    from scopebench.engine.rundir import load_run
+    from scopebench.scoring import compute_metrics
+
+    run = load_run(run_dir)
+    metrics = compute_metrics(run.records, benchmark=run.benchmark)
+    (run_dir / METRICS_FILE).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    return metrics
+
+
+def _execute(
+    config: RunConfig, backend: Backend, items: Sequence[Item], store: RunStore, retry_errors: bool
+) -> tuple[int, int]:
+    """Answer every item the store lacks; returns (records written, items of unsupported kind)."""
+    if retry_errors:
+        store.delete_status(["error"])
+    supported = [it for it in items if it.kind in backend.kinds]
+    n_skipped = len(items) - len(supported)
+    if n_skipped:
+        log.warning(
+            "%d %s item(s) are not evaluated by %s (it answers %s items); they are not in the metrics",
+            n_skipped,
+            "/".join(sorted({it.kind for it in items if it.kind not in backend.kinds})),
+            backend.spec,
+            "/".join(backend.kinds),
+        )
+    store.add_items(supported)
+    backend.prepare(supported)
+    done = store.done_ids()
+    todo = [it for it in supported if it.id not in done]
+    if not todo:
+        log.info("all %d items already have results; nothing to do", len(supported))
+        return 0, n_skipped
+
+    # Items whose image is missing cannot be shown to an image model: record that, don't call it.
+    needs_images = backend.needs_images and not config.no_image
+    blocked = [it for it in todo if needs_images and "missing_image" in it.problems]
+    if blocked:
+        store.add(
+            Record(
+                item_id=it.id,
+                model=backend.spec,
+                status="missing_image",
+                error="image file missing from the data",
+                task=it.task,
+                subset=it.subset,
+                split=it.split,
+                answer_index=it.answer_index,
+            )
+            for it in blocked
+        )
+    blocked_ids = {it.id for it in blocked}
+    todo = [it for it in todo if it.id not in blocked_ids]
+    batch_size = max(1, config.batch_size or backend.default_batch_size)
+    written, failed, processed = len(blocked), 0, 0
+    with progress(len(todo), desc=f"{config.benchmark} × {backend.spec}") as bar:
+        try:
+            for start in range(0, len(todo), batch_size):
+                batch = todo[start : start + batch_size]
+                records = _answer_batch(backend, batch)
+                written += store.add(records)
+                failed += sum(r.status == "error" for r in records)
+                processed += len(batch)
+                bar.update(len(batch))
+                # Judge the failure rate only once enough items are in to mean something.
+                if processed >= min(20, len(todo)) and failed / processed > config.max_fail_fraction:
+                    errors = [r.error for r in records if r.status == "error"]
+                    first = errors[-1] if errors else "see the run's records"
+                    raise RunAbortedError(
+                        f"stopped: {failed} of {processed} items failed (more than "
+                        f"{config.max_fail_fraction:.0%}); last error: {first}. Finished results are "
+                        "kept; fix the cause and run the same command again to resume "
+                        "(--retry-errors redoes the failed items)."
+                    )
+        except KeyboardInterrupt:
+            raise RunAbortedError(
+                f"interrupted: {written} new results were saved in {store.path.parent}; "
+                "run the same command again to resume"
+            ) from None
+    return written, n_skipped
+
+
+def _answer_batch(backend: Backend, batch: Sequence[Item]) -> list[Record]:
+    try:
+        responses = backend.predict(batch)
+        if len(responses) != len(batch):
+            raise RuntimeError(f"backend returned {len(responses)} responses for {len(batch)} items")
+    except ScopebenchError as exc:
+        responses = [Response(it.id, status="error", error=str(exc)) for it in batch]
+    except (RuntimeError, ValueError, OSError) as exc:
+        # A model failure must not take down the run: record it per item and carry on.
+        log.debug("batch failed", exc_info=True)
+        responses = [Response(it.id, status="error", error=f"{type(exc).__name__}: {exc}") for it in batch]
+    return [make_record(it, resp, backend) for it, resp in zip(batch, responses, strict=True)]

@@ -1,0 +1,75 @@
+"""Exception types for errors a user can fix.
+
+Every error a user can cause (a wrong path, a malformed file, an unknown model spec) raises a
+subclass of :class:`ScopebenchError` whose message says what went wrong *and what to do*. The CLI
+prints that message and exits non-zero without a traceback; anything else is a bug and keeps its
+traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BenchmarkNotFoundError",
+    "ConfigMismatchError",
+    "DataFormatError",
+    "DataNotFoundError",
+    "ImageLoadError",
+    "MissingDependencyError",
+    "ModelError",
+    "ModelSpecError",
+    "RunAbortedError",
+    "ScopebenchError",
+    "UnsafePathError",
+]
+
+
+class ScopebenchError(Exception):
+    """Base class for errors whose message is meant for the user."""
+
+
+class BenchmarkNotFoundError(ScopebenchError):
+    """An unknown benchmark name was asked for."""
+
+
+class DataNotFoundError(ScopebenchError):
+    """A data file or folder that a benchmark needs does not exist."""
+
+
+class DataFormatError(ScopebenchError):
+    """A data file exists but cannot be read as the benchmark's format."""
+
+
+class UnsafePathError(ScopebenchError):
+    """An image reference points outside the benchmark's data folder."""
+
+
+class ImageLoadError(ScopebenchError):
+    """An image could not be opened or decoded."""
+
+
+class ModelSpecError(ScopebenchError):
+    """A model spec string cannot be resolved to a backend."""
+
+
+class ModelError(ScopebenchError):
+    """A backend failed in a way the user can act on (bad weights folder, server refused)."""
+
+
+class MissingDependencyError(ScopebenchError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the Python package '{package}', which is not installed. "
+            f"Install it with: pip install 'scopebench[{extra}]'"
+        )
+        self.package = package
+        self.extra = extra
+
+
+class ConfigMismatchError(ScopebenchError):
+    """A run directory holds results made with a different configuration."""
+
+
+class RunAbortedError(ScopebenchError):
+    """A run stopped on purpose (too many failures); finished work is kept."""

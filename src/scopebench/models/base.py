@@ -1,0 +1,119 @@
+"""The backend contract: a model adapter takes a batch of items and returns one response each.
+
+Backends receive a *list* of items and batch internally (the lm-evaluation-harness habit), so the
+engine can hand them as much work as memory allows. A backend answers in one of three ways:
+
+* ``text`` — free text from a generative model, mapped to an option by the parser;
+* ``scores`` — one score per option (probabilities for contrastive and log-prob backends); the
+  highest wins;
+* ``choice`` — a direct option index (baselines).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from scopebench.items import Item
+
+__all__ = ["Backend", "ModelOptions", "Response", "ResponseStatus"]
+
+ResponseStatus = Literal["ok", "error", "missing_response"]
+
+
+@dataclass(slots=True)
+class Response:
+    """A backend's answer for one item.
+
+    Attributes:
+        item_id: The item answered.
+        text: Free-text output, for generative backends.
+        scores: One score per option (higher is better; probabilities where the backend has them).
+        choice: A direct 0-based option index, for backends that pick without text or scores.
+        status: ``ok``; ``error`` when the call failed (``error`` says why); ``missing_response``
+            when a replay file has no answer for the item.
+        error: The failure reason.
+        extra: Anything worth keeping in the per-item record (prompt, latency, token counts,
+            intermediate messages).
+    """
+
+    item_id: str
+    text: str | None = None
+    scores: list[float] | None = None
+    choice: int | None = None
+    status: ResponseStatus = "ok"
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ModelOptions:
+    """Options common to every backend; a backend ignores the ones it has no use for.
+
+    Attributes:
+        seed: Seed for any random choice (recorded in the run).
+        device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"``…
+        batch_size: Items per backend call; ``None`` lets the backend choose a safe default.
+        no_image: Send prompts without images (text-only baselines).
+        protocol: Prompt protocol name (``"default"`` or a benchmark's owner protocol).
+        mode: Backend mode (``"generate"``, ``"choice-logprob"``…), when the backend has several.
+        base_url: Server address for API backends.
+        extra: Backend-specific options from ``--model-arg key=value``.
+    """
+
+    seed: int = 0
+    device: str = "auto"
+    batch_size: int | None = None
+    no_image: bool = False
+    protocol: str = "default"
+    mode: str | None = None
+    base_url: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(ABC):
+    """Base class of every model adapter.
+
+    Attributes:
+        spec: The spec string the backend was made from (``"random"``, ``"clip:/path"``…).
+        mode: What the backend does, recorded in results (``baseline``, ``replay``,
+            ``contrastive``, ``generate``, ``choice-logprob``…).
+        needs_images: Whether items whose image is missing can be answered at all.
+        options: The :class:`ModelOptions` it was built with.
+    """
+
+    mode: ClassVar[str] = "baseline"
+    needs_images: ClassVar[bool] = True
+    #: Item kinds the backend can answer; others are left out of its runs (and logged).
+    kinds: ClassVar[tuple[str, ...]] = ("mcq",)
+    #: Batch size when the user sets none; safe on a CPU.
+    default_batch_size: ClassVar[int] = 8
+
+    @property
+    def answer_labels(self) -> Literal["letters", "numbers"]:
+        """How options are labelled in this backend's prompts (MicroVQA's owner protocol numbers them)."""
+        return "letters"
+
+    def __init__(self, spec: str, options: ModelOptions) -> None:
+        self.spec = spec
+        self.options = options
+
+    def prepare(self, items: Sequence[Item]) -> None:  # noqa: B027 - optional hook
+        """Look at every item of the run once before any prediction (e.g. answer frequencies)."""
+
+    @abstractmethod
+    def predict(self, items: Sequence[Item]) -> list[Response]:
+        """Answer a batch of items, one :class:`Response` per item, in order.
+
+        A failure that concerns one item is returned as that item's ``error`` response; raising
+        marks the whole batch as failed with the exception's message.
+        """
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies this model in provenance records (spec, revision, weight hash, mode)."""
+        return {"spec": self.spec, "mode": self.mode}
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (GPU memory, sessions, worker processes)."""

@@ -1,0 +1,116 @@
+"""``replay:PATH`` — re-score raw responses produced earlier or by other tools.
+
+The file is JSON Lines, one object per answered item::
+
+    {"item_id": "pathmmu/SocialPath/test_tiny/3", "response": "The answer is (B)"}
+
+Each response goes through the same parser as a live model's. Items with no line are reported as
+``missing_response`` (never scored, never guessed); lines naming items that are not in the run are
+counted and logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from scopebench.errors import DataFormatError, DataNotFoundError
+from scopebench.items import Item
+from scopebench.models.base import Backend, ModelOptions, Response
+from scopebench.models.registry import split_spec
+
+__all__ = ["ReplayBackend", "read_replay_file"]
+
+log = logging.getLogger(__name__)
+
+
+def read_replay_file(path: Path) -> dict[str, str]:
+    """Read a replay JSONL file into ``{item_id: response}``.
+
+    Raises:
+        DataNotFoundError: When the file does not exist.
+        DataFormatError: On a malformed line, a line without ``item_id``/``response``, or two lines
+            giving different responses for the same item.
+    """
+    if not path.is_file():
+        raise DataNotFoundError(f"replay file not found: {path}")
+    out: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataFormatError(f"{path}, line {lineno}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(obj, dict) or "item_id" not in obj or "response" not in obj:
+                raise DataFormatError(
+                    f'{path}, line {lineno}: expected {{"item_id": "...", "response": "..."}}'
+                )
+            item_id, response = str(obj["item_id"]), obj["response"]
+            if response is not None and not isinstance(response, str):
+                raise DataFormatError(f"{path}, line {lineno}: 'response' must be a string or null")
+            text = response or ""
+            if item_id in out and out[item_id] != text:
+                raise DataFormatError(
+                    f"{path}: item {item_id!r} has different responses on lines "
+                    f"{first_line[item_id]} and {lineno}; keep one"
+                )
+            out[item_id] = text
+            first_line.setdefault(item_id, lineno)
+    return out
+
+
+class ReplayBackend(Backend):
+    """Answers from a JSONL file of raw responses, parsed like live model output."""
+
+    mode = "replay"
+    needs_images = False
+    default_batch_size = 256
+
+    def __init__(self, spec: str, options: ModelOptions) -> None:
+        _, arg = split_spec(spec)
+        super().__init__(spec, options)
+        self.path = Path(arg).expanduser()
+        self.responses = read_replay_file(self.path)
+        self._labels = "numbers" if options.extra.get("labels") == "numbers" else "letters"
+
+    @property
+    def answer_labels(self) -> Any:
+        """``letters`` unless ``--model-arg labels=numbers`` (MicroVQA-style numbered options)."""
+        return self._labels
+
+    def prepare(self, items: Sequence[Item]) -> None:
+        """Log how the file's ids line up with the run's items."""
+        ids = {it.id for it in items}
+        unknown = [k for k in self.responses if k not in ids]
+        missing = sum(1 for it in items if it.id not in self.responses)
+        if unknown:
+            log.warning(
+                "%d line(s) of %s name items that are not in this run (e.g. %r); item ids look like %r",
+                len(unknown),
+                self.path,
+                unknown[0],
+                next(iter(ids), "?"),
+            )
+        if missing:
+            log.warning("%d of %d items have no response in %s", missing, len(items), self.path)
+
+    def predict(self, items: Sequence[Item]) -> list[Response]:
+        """Return the stored response of each item, or ``missing_response``."""
+        return [
+            Response(it.id, text=self.responses[it.id])
+            if it.id in self.responses
+            else Response(it.id, status="missing_response", error=f"no line for this item in {self.path}")
+            for it in items
+        ]
+
+    def identity(self) -> dict[str, Any]:
+        """Spec plus a hash of the replay file, so a changed file is a different model."""
+        digest = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
+        return {**super().identity(), "file_sha256": digest}

@@ -1,0 +1,169 @@
+"""Prompt protocols: how an item becomes the text (and images) a generative model sees.
+
+Two families:
+
+* ``default`` — one unified prompt for every benchmark, so models are compared on equal terms;
+* ``owner`` — each benchmark's own published prompt (see ``docs/protocols.md``), resolved to
+  ``ubench-owner``, ``pathmmu-owner``, ``spur-owner`` or ``microvqa-owner``.
+
+Every record stores the protocol name and :data:`PROTOCOL_VERSION`, so a changed template is a
+changed configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from scopebench.errors import ModelSpecError
+from scopebench.items import ImageRef, Item, letter
+
+__all__ = [
+    "PROTOCOLS",
+    "PROTOCOL_VERSION",
+    "Prompt",
+    "caption_texts",
+    "render_prompt",
+    "resolve_protocol",
+]
+
+PROTOCOL_VERSION = "1"
+
+Labels = Literal["letters", "numbers"]
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """What a generative backend sends for one item.
+
+    Attributes:
+        text: The user message text. Images are not placed inline: backends put them before the
+            text in the model's own chat format (one image placeholder per image).
+        images: The images to attach (empty with ``--no-image``).
+        system: A system message, for protocols that have one.
+        labels: How options are labelled (``letters`` A, B…; ``numbers`` 1, 2…).
+        option_labels: The label of each option as the model must answer it (``"A"``/``"1"``).
+        protocol: Resolved protocol name.
+    """
+
+    text: str
+    images: tuple[ImageRef, ...]
+    system: str | None
+    labels: Labels
+    option_labels: tuple[str, ...]
+    protocol: str
+
+
+def _context(item: Item) -> str:
+    return f"{item.context.strip()}\n\n" if item.context else ""
+
+
+def _default(item: Item) -> tuple[str, str | None, Labels]:
+    opts = "\n".join(f"{letter(i)}) {c}" for i, c in enumerate(item.choices))
+    letters = ", ".join(letter(i) for i in range(len(item.choices)))
+    text = (
+        f"{_context(item)}Question: {item.question}\nOptions:\n{opts}\n"
+        f"Answer with the letter of the correct option ({letters}) only."
+    )
+    return text, None, "letters"
+
+
+def _ubench_owner(item: Item) -> tuple[str, str | None, Labels]:
+    # μ-Bench paper Fig. 19 / eVLLM code: "A) option" lines after the question.
+    opts = "\n".join(f"{letter(i)}) {c}" for i, c in enumerate(item.choices))
+    return (
+        f"Answer with a single letter, no extra details.\nQuestion: {item.question}\n{opts}\n",
+        None,
+        "letters",
+    )
+
+
+def _pathmmu_owner(item: Item) -> tuple[str, str | None, Labels]:
+    # PathMMU eval configs, LLaVA-1.5 template.
+    opts = "\n".join(f"({letter(i)}) {c}" for i, c in enumerate(item.choices))
+    text = f"{item.question}\n\n{opts}\n\nAnswer with the option's letter from the given choices directly."
+    return text, None, "letters"
+
+
+# SPUR api_test/base.py SYSTEM_INSTRUCTION, verbatim (including its odd spacing and the stray "]").
+_SPUR_SYSTEM = (
+    " You are a helpful assistant specialized in analyzing academic images. Please answer this question."
+    " Input: {question} {options} {image}"
+    " Answer with the option’s letter from the given choices.Please solve the problem step by step."
+    " Make sure to follow this output format strictly:"
+    " <ANSWER> the correct answer (A or B or C or D or E) of question here] </ANSWER>"
+    " <EVIDENCE> the explain of your answer here </EVIDENCE>"
+)
+
+
+def _spur_owner(item: Item) -> tuple[str, str | None, Labels]:
+    # The released code sends QUESTION + "\n {Options}:" + the raw OPTION string; we render the
+    # parsed options one per line with their letters, which carries the same content.
+    opts = " ".join(f"{letter(i)}. {c}" for i, c in enumerate(item.choices))
+    return f"{item.question}\n {{Options}}:{opts}", _SPUR_SYSTEM, "letters"
+
+
+def _microvqa_owner(item: Item) -> tuple[str, str | None, Labels]:
+    # jmhb0/microvqa eval: MMLU-Pro style, options numbered from 1, "The answer is (X)".
+    opts = "\n".join(f"  ({i + 1}): {c}" for i, c in enumerate(item.choices))
+    text = (
+        "The following is a multiple choice question (with answers). \n"
+        'Think step by step and then output the answer in the format of "The answer is (X)" at the end.'
+        f"\n\n{_context(item)}{item.question}\n\nOptions:\n{opts}"
+    )
+    return text, None, "numbers"
+
+
+PROTOCOLS: dict[str, Callable[[Item], tuple[str, str | None, Labels]]] = {
+    "default": _default,
+    "ubench-owner": _ubench_owner,
+    "pathmmu-owner": _pathmmu_owner,
+    "spur-owner": _spur_owner,
+    "microvqa-owner": _microvqa_owner,
+}
+
+
+def resolve_protocol(name: str, benchmark: str) -> str:
+    """Resolve ``owner`` to the benchmark's own protocol and check the name exists.
+
+    Raises:
+        ModelSpecError: For an unknown protocol, or ``owner`` on a benchmark without one.
+    """
+    if name == "owner":
+        key = f"{benchmark}-owner"
+        if key not in PROTOCOLS:
+            raise ModelSpecError(
+                f"benchmark {benchmark!r} has no owner protocol; use --protocol default "
+                f"(owner protocols exist for: {', '.join(k[:-6] for k in PROTOCOLS if k.endswith('-owner'))})"
+            )
+        return key
+    if name not in PROTOCOLS:
+        raise ModelSpecError(f"unknown protocol {name!r}; choose one of: owner, {', '.join(PROTOCOLS)}")
+    return name
+
+
+def render_prompt(item: Item, protocol: str = "default", *, no_image: bool = False) -> Prompt:
+    """Build the prompt of ``item`` under ``protocol`` (``owner`` resolves per benchmark)."""
+    name = resolve_protocol(protocol, item.benchmark)
+    text, system, labels = PROTOCOLS[name](item)
+    option_labels = tuple(str(i + 1) if labels == "numbers" else letter(i) for i in range(len(item.choices)))
+    return Prompt(
+        text=text,
+        images=() if no_image else item.images,
+        system=system,
+        labels=labels,
+        option_labels=option_labels,
+        protocol=name,
+    )
+
+
+def caption_texts(item: Item) -> list[str]:
+    """One text per option for contrastive models.
+
+    μ-Bench items carry caption-style options (templated sentences); every other benchmark uses
+    question + option, μ-Bench's protocol for its cognition questions.
+    """
+    if item.captions is not None and len(item.captions) == len(item.choices):
+        return list(item.captions)
+    return [f"{item.question} {c}".strip() for c in item.choices]
