@@ -1,0 +1,137 @@
+"""Reading option labels ("C", "(c)", "Option C:", "(3)") out of response text (private).
+
+A label read carries *how* it was written (:attr:`LabelRead.kind`), because only some forms are
+safe for the English words "a" and "I": a bracket, a following punctuation mark or the end of the
+text make a letter a label; a following ordinary word ("a whorled pattern", "I think") does not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+LabelStyle = Literal["letters", "numbers"]
+
+#: How a label was written, strongest first. ``word`` means "followed by an ordinary word".
+LabelKind = Literal["bracketed", "closed", "keyword", "punct", "end", "connective", "word"]
+
+#: Kinds that make any letter, lower-case or not, a label.
+STRONG_KINDS: frozenset[str] = frozenset({"bracketed", "closed", "keyword", "punct", "end"})
+
+_KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)\s*)"
+_OPEN = r"(?:(?P<open>[(\[{'\"])\s*)"
+_CLOSE = r"(?:\s*(?P<close>[)\]}'\"]))"
+_LETTER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>[A-Za-z])(?!\w){_CLOSE}?", re.I)
+# A number label is one or two digits that are not part of a decimal ("3.5") or a longer number.
+_NUMBER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>\d{{1,2}})(?!\w|[.,]\d){_CLOSE}?", re.I)
+_PAIRS = {"(": ")", "[": "]", "{": "}", "'": "'", '"': '"'}
+
+# Words that may follow a label but never follow the article "a" or the pronoun "I" in English,
+# so "A because …" is option A while "A cell …" is not.
+_CONNECTIVES = frozenset(
+    {"because", "since", "as", "is", "are", "which", "and", "or", "but", "given", "due", "hence"}
+)
+_WORD = re.compile(r"[^\W\d_]+")
+
+# Words joining labels into a list: "A and C", "A, C", "B or D", "A/C".
+_JOINER = re.compile(r"[ \t]*(?:,[ \t]*(?:and|or)\b|and/or\b|and\b|or\b|[,;/&+])[ \t]*", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRead:
+    """One label found at a given position.
+
+    Attributes:
+        label: Canonical label: an upper-case letter or a decimal number string.
+        start: Where the label form starts (keyword or opening bracket included).
+        label_start: Where the letter or digits themselves start.
+        end: Just after the label (and its closing bracket, if any).
+        kind: How it was written; see :data:`LabelKind`.
+        lower: Whether a letter was written in lower case.
+    """
+
+    label: str
+    start: int
+    label_start: int
+    end: int
+    kind: LabelKind
+    lower: bool
+
+    @property
+    def strong(self) -> bool:
+        """Whether the form alone makes this a label, whatever the letter."""
+        return self.kind in STRONG_KINDS
+
+
+def read_label(text: str, pos: int, style: LabelStyle) -> LabelRead | None:
+    """Read a label starting exactly at ``pos``, or return ``None``."""
+    m = (_LETTER if style == "letters" else _NUMBER).match(text, pos)
+    if m is None:
+        return None
+    raw, opened, closed = m["lab"], m["open"], m["close"]
+    label = raw.upper() if style == "letters" else str(int(raw))
+    lower = raw.islower()
+    if opened is not None:
+        if closed is None or _PAIRS[opened] != closed:
+            return None  # "(C because" or "'s": not a clean label form
+        return LabelRead(label, m.start(), m.start("lab"), m.end(), "bracketed", lower)
+    end = m.end("lab")
+    if closed is not None and closed in ")]}":
+        return LabelRead(label, m.start(), m.start("lab"), m.end(), "closed", lower)
+    kind = _kind_after(text, end)
+    if kind is None:
+        return None
+    if m["kw"] and kind in ("punct", "end", "connective"):
+        kind = "keyword"
+    return LabelRead(label, m.start(), m.start("lab"), end, kind, lower)
+
+
+def _kind_after(text: str, end: int) -> LabelKind | None:
+    """Classify what follows a bare label ending at ``end``."""
+    j = end
+    while j < len(text) and text[j] in " \t":
+        j += 1
+    if j >= len(text) or text[j] in "\r\n":
+        return "end"
+    ch = text[j]
+    nxt = text[j + 1] if j + 1 < len(text) else ""
+    # "C." / "C:" count only before a space or the end, so "e.g." and "C.elegans" are no labels.
+    if ch in ".:;,!?" and (nxt == "" or nxt.isspace() or nxt in "\"')]<"):
+        return "punct"
+    if ch == "-" and (nxt == "" or nxt.isspace()):
+        return "punct"
+    if ch in "([<\"'":
+        return "punct"
+    if j > end:
+        word = _WORD.match(text, j)
+        if word is not None:
+            return "connective" if word.group().casefold() in _CONNECTIVES else "word"
+    return None
+
+
+def read_label_list(text: str, first: LabelRead, style: LabelStyle) -> list[LabelRead]:
+    """Extend ``first`` with the labels joined to it ("A and C", "B, D or E")."""
+    items = [first]
+    pos = first.end
+    while True:
+        join = _JOINER.match(text, pos)
+        if join is None:
+            break
+        nxt = read_label(text, join.end(), style)
+        # A second label must be unmistakable: "A and a cell" is one label, not two.
+        if nxt is None or not (nxt.strong or nxt.kind == "connective"):
+            break
+        items.append(nxt)
+        pos = nxt.end
+    return items
+
+
+def label_index(label: str, style: LabelStyle) -> int:
+    """0-based option index a canonical label stands for (may be out of range)."""
+    return ord(label) - ord("A") if style == "letters" else int(label) - 1
+
+
+def label_for(index: int, style: LabelStyle) -> str:
+    """Canonical label of a 0-based option index."""
+    return chr(ord("A") + index) if style == "letters" else str(index + 1)

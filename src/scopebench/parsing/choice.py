@@ -1,0 +1,408 @@
+r"""Map a free-text model response to the option it commits to — or to none.
+
+:func:`parse_choice` is deterministic and never guesses: a response that commits to no option, or
+to several, is *unparsed* and the :class:`ParseResult` says why. (PathMMU's released parser picks a
+random option in that case, SPUR's CoT runners read any standalone "a" near the end as option A,
+and μ-Bench's code counts a reply as correct when the gold label appears anywhere; we do none of
+these.)
+
+Before any rule, the response is cleaned: Unicode NFKC, typographic quotes and dashes to ASCII,
+and markdown/LaTeX noise removed (``**``, ``*``, backticks, ``$``, ``\text{…}``, heading ``#``,
+quote ``>``). Labels are letters ``A, B, …`` or, with ``labels="numbers"`` (MicroVQA's owner
+protocol), 1-based numbers ``1, 2, …``; labels outside the option count are reported, not mapped.
+
+The rules, in order; the first that commits decides:
+
+1. **Answer tags and answer phrases** (``method="answer_tag"`` / ``"answer_phrase"``). Every
+   ``<ANSWER> … </ANSWER>`` (SPUR; an unclosed tag runs to the next ``<`` or the end) and
+   ``\boxed{…}``, and every phrase such as "The answer is", "Answer:", "Final answer:", "The
+   correct option is", "I would choose", "the answer to this question is", plus the reverse "B is
+   the correct answer". What follows must be a label — "C", "(c)", "C)", "Option C", "C because"
+   — or, after a tag or a phrase with a connector ("is", ":", "="), the text of an option
+   beginning right there ("The answer is a rosette formation"). All of them are read: if they
+   agree (the same label repeated is fine) that option is chosen; if they name different options
+   the result is none ("several options named: A, C"). "The answer is A or B" names two.
+   A lone out-of-range ``X`` next to in-range answers is ignored, since it is the placeholder of
+   an echoed instruction ('answer in the format "The answer is (X)"').
+2. **Whole-response label** (``"bare_label"``): the response is only a label, in any usual form
+   and any case — "C", "c", "(C)", "C.", "[C]", "'C'", "Option C" — or only several ("A and C",
+   "Either B or D"), which is none.
+3. **Leading label** (``"leading_label"``): the response starts with a punctuated label — "C)
+   text", "C. because …", "(c) text", "Option C: text" — unless it enumerates several labels at
+   line starts (or several "(X)" / "Option X" mentions), which is a walk through the options and
+   not an answer. With numbers only bracketed forms count ("(3) text", "3) text"), since "1." is
+   how lists start.
+4. **Option text** (``"option_text"``): the text of exactly one option occurs in the response, on
+   word boundaries, insensitive to case, spacing and punctuation, a trailing plural "s"/"es"
+   tolerated. Where one option's text lies inside another's match at the same place ("stroma"
+   inside "cancer stroma", "lymphocyte" against "lymphocytes"), the longer or exact one wins;
+   two distinct options named → none. "None of the above" is an ordinary option.
+5. Otherwise none: ``method="none"``, reason "no option committed to".
+
+Guards that apply throughout:
+
+- An English "a"/"A" or pronoun "I" inside a sentence is not a label: a letter followed by an
+  ordinary word ("A cell shows…", "I think…", "the answer is a whorled pattern") is not read as a
+  label, and lower-case letters count only in explicit forms (bracketed, punctuated, at the end,
+  or before a connective such as "because"). Elsewhere (after an answer phrase) an upper-case
+  letter other than A or I followed by a word still counts ("The answer is C since…"), unless an
+  option's own text starts at that letter ("The answer is B cells" with an option "B cells").
+- A label directly followed by the complete text of a *different* option ("C) Whorled pattern"
+  when C is "Rosette formation") contradicts itself → none.
+- ``method`` names the rule that decided, also when it decided that no single option was chosen
+  (e.g. ``"answer_phrase"`` with reason "several options named: A, C"); ``"none"`` means no rule
+  found anything to go on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scopebench.parsing._labels import (
+    LabelRead,
+    LabelStyle,
+    label_for,
+    label_index,
+    read_label,
+    read_label_list,
+)
+from scopebench.parsing._text import clean, equals_option, named_options, option_tokens, tokenize
+
+__all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
+
+#: Recorded with every run; bump whenever the parser's behaviour changes.
+PARSER_VERSION = "choice-1"
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    """What :func:`parse_choice` made of a response.
+
+    Attributes:
+        index: 0-based option index, or ``None`` when the response commits to no single option.
+        method: The rule that decided: ``"answer_tag"``, ``"answer_phrase"``, ``"bare_label"``,
+            ``"leading_label"``, ``"option_text"`` or ``"none"``.
+        reason: Human-readable account, in particular why nothing was chosen.
+    """
+
+    index: int | None
+    method: str
+    reason: str
+
+
+# --- patterns -------------------------------------------------------------------------------
+
+_TAG = re.compile(r"<\s*answer\s*>(?P<body>.*?)(?:<\s*/\s*answer\s*>|(?=<)|\Z)", re.I | re.S)
+_BOXED = re.compile(r"\\boxed\s*\{(?P<body>[^{}]*)\}")
+
+_QUALIFIER = r"(?:the|my|our|final|correct|best|right|true|most\s+likely|likely|only)"
+_PHRASE = re.compile(
+    rf"""
+    (?<![\w<>/])                       # not inside a word or an <ANSWER> tag name
+    (?:
+        (?:{_QUALIFIER}\s+)*answers?
+        (?:\s+to\s+(?:the|this)\s+question)?
+        (?:\s+(?:choice|option|letter))?
+      | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|most\s+likely|most\s+appropriate|appropriate)
+        \s+(?:options?|choices?)
+      | (?P<choose>\bI(?:'d|\s+would|\s+will)?\s+(?:choose|select|pick|go\s+with))
+    )
+    (?![\w>])
+    [ \t]*
+    (?P<conn>
+        (?:is|are|would\s+be|should\s+be|will\s+be|must\s+be|seems\s+to\s+be|appears\s+to\s+be)\b
+        [ \t]*[:\-]?
+      | [:=]|->|=>|→|-(?!\w)
+    )?
+    """,
+    re.I | re.X,
+)
+# "B is the correct answer" / "(B) is correct." — an upper-case or bracketed label first. The
+# lookahead keeps "A is correct in stating…" (a remark about one option) out.
+_VERDICT = (
+    r"(?!\w)\s+(?i:is|would\s+be|seems\s+to\s+be)\s+(?i:the\s+)?(?i:most\s+)?"
+    r"(?i:correct|right|best|appropriate|accurate)(?:\s+(?i:answer|option|choice|one))?"
+    r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as)\b))"
+)
+_REVERSE_LETTERS = re.compile(
+    r"(?<![\w'])(?:(?i:options?|choices?)\s*)?(?:\((?P<a>[A-Za-z])\)|\[(?P<b>[A-Za-z])\]|(?P<c>[A-Z]))"
+    + _VERDICT
+)
+_REVERSE_NUMBERS = re.compile(
+    r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\])"
+    + _VERDICT
+)
+
+# Hedges and quantifiers allowed between an answer phrase and its label.
+_FILLER = re.compile(
+    r"(?:(?:most\s+likely|likely|probably|definitely|clearly|therefore|thus|hence|indeed|then|"
+    r"actually|either|both|simply|just)\b[\s,]*)+",
+    re.I,
+)
+_ARTICLES = frozenset({"a", "an", "the"})
+# An answer after a phrase runs to the end of its clause.
+_CLAUSE_END = re.compile(r"\n|[.;!?](?=\s|$)|[,(]")
+_REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
+_BULLET = re.compile(r"[ \t]*(?:[-*•+][ \t]+)?")
+_INLINE_LETTERS = re.compile(r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b")
+_INLINE_NUMBERS = re.compile(r"(?<!\S)\((\d{1,2})\)|(?<!\S)(\d{1,2})\)|\b(?i:option|choice)\s*\(?(\d{1,2})\b")
+# A label that is an echoed format placeholder ("The answer is (X)"), ignored next to real ones.
+_PLACEHOLDER = "X"
+
+
+@dataclass(frozen=True, slots=True)
+class _Commit:
+    """Labels one tag or phrase commits to; ``conflict`` explains a self-contradiction."""
+
+    labels: tuple[str, ...]
+    conflict: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Ctx:
+    """The item being parsed: option tokens and label style."""
+
+    options: tuple[tuple[str, ...], ...]
+    style: LabelStyle
+
+    @property
+    def n(self) -> int:
+        return len(self.options)
+
+    def in_range(self, label: str) -> bool:
+        return 0 <= label_index(label, self.style) < self.n
+
+
+# --- entry point ----------------------------------------------------------------------------
+
+
+def parse_choice(
+    response: str | None, choices: Sequence[str], *, labels: LabelStyle = "letters"
+) -> ParseResult:
+    """Map a free-text response to the option it commits to (rules in the module docstring).
+
+    Args:
+        response: The model's reply; ``None`` or blank is "empty response".
+        choices: The option texts in order, without their labels.
+        labels: ``"letters"`` (A, B, …) or ``"numbers"`` (1-based, MicroVQA's owner protocol).
+
+    Returns:
+        The chosen 0-based index with the rule that chose it, or ``index=None`` with the reason.
+
+    Raises:
+        ValueError: When ``labels`` is neither ``"letters"`` nor ``"numbers"``.
+    """
+    if labels not in ("letters", "numbers"):
+        raise ValueError(f"labels must be 'letters' or 'numbers', not {labels!r}")
+    if not choices:
+        return ParseResult(None, "none", "no options to choose from")
+    if response is None or not response.strip():
+        return ParseResult(None, "none", "empty response")
+    text = clean(response)
+    if not text.strip():
+        return ParseResult(None, "none", "empty response")
+    ctx = _Ctx(tuple(option_tokens(c) for c in choices), labels)
+    for rule in (_answer_markers, _bare_label, _leading_label, _option_text):
+        result = rule(text, ctx)
+        if result is not None:
+            return result
+    return ParseResult(None, "none", "no option committed to")
+
+
+# --- rule 1: answer tags and phrases ----------------------------------------------------------
+
+
+def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
+    tags = [c for m in (*_TAG.finditer(text), *_BOXED.finditer(text)) if (c := _read_answer(m["body"], ctx))]
+    phrases: list[_Commit] = []
+    for m in _PHRASE.finditer(text):
+        loose = m["conn"] is not None or m["choose"] is not None
+        commit = _read_answer(text[m.end() :], ctx, loose=loose)
+        if commit is not None:
+            phrases.append(commit)
+    reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
+    for m in reverse.finditer(text):
+        raw = m["a"] or m["b"] or m["c"]
+        phrases.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),)))
+    if not tags and not phrases:
+        return None
+    method, what = ("answer_tag", "answer tag") if tags else ("answer_phrase", "answer phrase")
+    return _decide([*tags, *phrases], method, what, ctx)
+
+
+def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True) -> _Commit | None:
+    """Read what follows an answer phrase (or fills a tag): a label list or an option's text.
+
+    Args:
+        body: Text from just after the phrase (or the tag's content).
+        ctx: The item.
+        loose: False after a phrase without a connector ("Answer C"), where only an explicit
+            label counts, never option text or a letter followed by a word.
+    """
+    pos = _skip_space(body, 0)
+    filler = _FILLER.match(body, pos)
+    if filler is not None:
+        pos = filler.end()
+    read = read_label(body, pos, ctx.style)
+    if read is not None and not _option_starts_at(body, read, ctx) and _accepts(read, ctx, loose=loose):
+        items = read_label_list(body, read, ctx.style)
+        if len(items) == 1:
+            return _Commit((read.label,), _contradiction(body, read, ctx))
+        return _Commit(tuple(r.label for r in items))
+    if not loose:
+        return None
+    clause = body[pos:]
+    cut = _CLAUSE_END.search(clause)
+    words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause)]
+    while words and words[0] in _ARTICLES and not named_options(words, ctx.options, at_start=True):
+        words = words[1:]
+    named = named_options(words, ctx.options, at_start=True)
+    return _Commit(tuple(label_for(i, ctx.style) for i in named)) if named else None
+
+
+def _accepts(read: LabelRead, ctx: _Ctx, *, loose: bool) -> bool:
+    """Whether a label read after an answer phrase or in a tag commits to that label."""
+    if read.strong or read.kind == "connective":
+        return True
+    # Followed by an ordinary word: "the answer is a whorled…" and "Answer: I think…" are English.
+    return loose and read.kind == "word" and not read.lower and read.label not in ("A", "I")
+
+
+def _option_starts_at(text: str, read: LabelRead, ctx: _Ctx) -> bool:
+    """Whether a label followed by a word is really the start of an option's text ("B cells")."""
+    if read.kind != "word":
+        return False
+    clause = text[read.label_start :]
+    cut = _CLAUSE_END.search(clause)
+    words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause)]
+    return bool(named_options(words, ctx.options, at_start=True))
+
+
+def _contradiction(text: str, read: LabelRead, ctx: _Ctx) -> str | None:
+    """A reason when a label is directly followed by the full text of a different option."""
+    if not ctx.in_range(read.label):
+        return None
+    rest = text[read.end :].lstrip(" \t.:)]-")
+    cut = _CLAUSE_END.search(rest)
+    words = [t.value for t in tokenize(rest[: cut.start()] if cut else rest)]
+    own = label_index(read.label, ctx.style)
+    if equals_option(words, ctx.options[own]):
+        return None
+    for idx, opt in enumerate(ctx.options):
+        if idx != own and equals_option(words, opt):
+            return f"label {read.label} is followed by the text of option {label_for(idx, ctx.style)}"
+    return None
+
+
+def _decide(commits: Sequence[_Commit], method: str, what: str, ctx: _Ctx) -> ParseResult:
+    for c in commits:
+        if c.conflict is not None:
+            return ParseResult(None, method, c.conflict)
+    named: list[str] = []
+    for c in commits:
+        for label in c.labels:
+            if label not in named:
+                named.append(label)
+    if len(named) > 1 and any(ctx.in_range(x) for x in named):
+        named = [x for x in named if not (x == _PLACEHOLDER and not ctx.in_range(x))]
+    if len(named) > 1:
+        return ParseResult(None, method, f"several options named: {', '.join(named)}")
+    (label,) = named
+    if not ctx.in_range(label):
+        return ParseResult(None, method, _out_of_range(label, ctx))
+    return ParseResult(label_index(label, ctx.style), method, f"{what} names {label}")
+
+
+def _out_of_range(label: str, ctx: _Ctx) -> str:
+    noun = "letter" if ctx.style == "letters" else "option"
+    return f"{noun} {label} out of range for {ctx.n} options"
+
+
+# --- rule 2: the whole response is a label ------------------------------------------------------
+
+
+def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
+    body = text.strip()
+    pos = 0
+    filler = _FILLER.match(body)
+    if filler is not None:
+        pos = filler.end()
+    read = read_label(body, pos, ctx.style)
+    if read is None or not (read.strong or read.kind == "connective"):
+        return None
+    items = read_label_list(body, read, ctx.style)
+    if not _REST_OK.match(body, items[-1].end):
+        return None
+    return _decide([_Commit(tuple(r.label for r in items))], "bare_label", "whole response", ctx)
+
+
+# --- rule 3: the response starts with a label ----------------------------------------------------
+
+
+def _leading_label(text: str, ctx: _Ctx) -> ParseResult | None:
+    body = text.lstrip()
+    read = read_label(body, 0, ctx.style)
+    if read is None or read.kind not in _leading_kinds(ctx):
+        return None
+    if _enumerates(body, ctx) or _option_starts_at_label(body, read, ctx):
+        return None
+    if not ctx.in_range(read.label):
+        # "I. Observations" or "F) …" with four options: no answer here; option text may still tell.
+        return _option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
+    conflict = _contradiction(body, read, ctx)
+    if conflict is not None:
+        return ParseResult(None, "leading_label", conflict)
+    return ParseResult(
+        label_index(read.label, ctx.style), "leading_label", f"response starts with label {read.label}"
+    )
+
+
+def _leading_kinds(ctx: _Ctx) -> frozenset[str]:
+    if ctx.style == "numbers":
+        return frozenset({"bracketed", "closed"})
+    return frozenset({"bracketed", "closed", "punct", "keyword"})
+
+
+def _option_starts_at_label(body: str, read: LabelRead, ctx: _Ctx) -> bool:
+    """Whether the "label" is the first word of an option's text ("C. elegans …")."""
+    if read.kind != "punct":
+        return False
+    words = [t.value for t in tokenize(body[read.label_start :].split("\n", 1)[0])]
+    return bool(named_options(words, ctx.options, at_start=True))
+
+
+def _enumerates(body: str, ctx: _Ctx) -> bool:
+    """Whether the response walks through several labels rather than starting with its answer."""
+    seen: set[str] = set()
+    for line in body.splitlines():
+        bullet = _BULLET.match(line)
+        start = bullet.end() if bullet else 0
+        read = read_label(line, start, ctx.style)
+        if read is not None and read.kind in ("bracketed", "closed", "punct", "keyword"):
+            seen.add(read.label)
+    inline = _INLINE_LETTERS if ctx.style == "letters" else _INLINE_NUMBERS
+    for m in inline.finditer(body):
+        raw = next(g for g in m.groups() if g)
+        seen.add(raw.upper() if ctx.style == "letters" else str(int(raw)))
+    return len(seen) > 1
+
+
+# --- rule 4: option text -------------------------------------------------------------------------
+
+
+def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
+    named = named_options([t.value for t in tokenize(text)], ctx.options)
+    if not named:
+        return None
+    labels = [label_for(i, ctx.style) for i in named]
+    if len(named) > 1:
+        return ParseResult(None, "option_text", f"several options named: {', '.join(labels)}")
+    return ParseResult(named[0], "option_text", f"text of option {labels[0]} found")
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
