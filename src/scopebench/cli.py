@@ -164,6 +164,9 @@ def _run_config(args: argparse.Namespace) -> Any:
         model_args=_parse_model_args(args.model_arg),
         exclude_ids=_read_exclude(args.exclude),
         max_fail_fraction=args.max_fail_fraction,
+        executor=args.executor,
+        ray_address=args.ray_address,
+        workers=args.workers,
     )
 
 
@@ -258,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-fail-fraction", type=float, default=0.5, help="stop when more items fail (default 0.5)"
     )
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help="where model calls run")
+    p.add_argument("--ray-address", help="Ray cluster address for --executor ray (default: local Ray)")
+    p.add_argument("--workers", type=int, help="Ray actors (default: one per GPU, else 2)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("demo", help="generate the offline demo benchmark and evaluate the demo models")

@@ -20,6 +20,7 @@ from typing import Any
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
 from scopebench.display import progress
+from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
 from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
 from scopebench.engine.store import RunStore
 from scopebench.errors import ConfigMismatchError, RunAbortedError, ScopebenchError
@@ -68,6 +69,9 @@ class RunConfig:
         model_args: Extra backend options (``--model-arg k=v``).
         exclude_ids: Item ids to leave out (``--exclude FILE``).
         max_fail_fraction: Stop when more than this fraction of processed items failed.
+        executor: ``local`` or ``ray``.
+        ray_address: Ray cluster address for ``ray`` (default: a local instance).
+        workers: Ray actors (default: one per GPU, else 2).
     """
 
     benchmark: str
@@ -85,6 +89,9 @@ class RunConfig:
     model_args: dict[str, Any] = field(default_factory=dict)
     exclude_ids: frozenset[str] = frozenset()
     max_fail_fraction: float = 0.5
+    executor: str = "local"
+    ray_address: str | None = None
+    workers: int | None = None
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -344,23 +351,24 @@ def _execute(
     blocked_ids = {it.id for it in blocked}
     todo = [it for it in todo if it.id not in blocked_ids]
     batch_size = max(1, config.batch_size or backend.default_batch_size)
+    batches = [todo[k : k + batch_size] for k in range(0, len(todo), batch_size)]
+    executor = _make_executor(config, backend, supported)
     written, failed, processed = len(blocked), 0, 0
     with progress(len(todo), desc=f"{config.benchmark} × {backend.spec}") as bar:
         try:
-            for start in range(0, len(todo), batch_size):
-                batch = todo[start : start + batch_size]
-                records = _answer_batch(backend, batch)
+            for batch, responses in executor.run(batches):
+                records = [make_record(it, r, backend) for it, r in zip(batch, responses, strict=True)]
                 written += store.add(records)
-                failed += sum(r.status == "error" for r in records)
+                errors = [r.error for r in records if r.status == "error"]
+                failed += len(errors)
                 processed += len(batch)
                 bar.update(len(batch))
                 # Judge the failure rate only once enough items are in to mean something.
                 if processed >= min(20, len(todo)) and failed / processed > config.max_fail_fraction:
-                    errors = [r.error for r in records if r.status == "error"]
-                    first = errors[-1] if errors else "see the run's records"
+                    last = errors[-1] if errors else "see the run's records"
                     raise RunAbortedError(
                         f"stopped: {failed} of {processed} items failed (more than "
-                        f"{config.max_fail_fraction:.0%}); last error: {first}. Finished results are "
+                        f"{config.max_fail_fraction:.0%}); last error: {last}. Finished results are "
                         "kept; fix the cause and run the same command again to resume "
                         "(--retry-errors redoes the failed items)."
                     )
@@ -369,18 +377,16 @@ def _execute(
                 f"interrupted: {written} new results were saved in {store.path.parent}; "
                 "run the same command again to resume"
             ) from None
+        finally:
+            executor.close()
     return written, n_skipped
 
 
-def _answer_batch(backend: Backend, batch: Sequence[Item]) -> list[Record]:
-    try:
-        responses = backend.predict(batch)
-        if len(responses) != len(batch):
-            raise RuntimeError(f"backend returned {len(responses)} responses for {len(batch)} items")
-    except ScopebenchError as exc:
-        responses = [Response(it.id, status="error", error=str(exc)) for it in batch]
-    except (RuntimeError, ValueError, OSError) as exc:
-        # A model failure must not take down the run: record it per item and carry on.
-        log.debug("batch failed", exc_info=True)
-        responses = [Response(it.id, status="error", error=f"{type(exc).__name__}: {exc}") for it in batch]
-    return [make_record(it, resp, backend) for it, resp in zip(batch, responses, strict=True)]
+def _make_executor(config: RunConfig, backend: Backend, items: Sequence[Item]) -> Executor:
+    if config.executor == "local":
+        return LocalExecutor(backend)
+    if config.executor == "ray":
+        return RayExecutor(
+            config, [it.id for it in items], num_workers=config.workers, address=config.ray_address
+        )
+    raise ScopebenchError(f"unknown executor {config.executor!r}; use local or ray")

@@ -1,0 +1,162 @@
+"""Executors: where the backend calls happen.
+
+* :class:`LocalExecutor` — in this process, batch after batch.
+* :class:`RayExecutor` — over Ray actors, one model replica each (one GPU each when the cluster has
+  GPUs). Actors load the benchmark themselves and receive *item ids*, not items, so no pixels or
+  dataset handles cross the wire; results stream back to the driver, which alone writes the run
+  store — so resume semantics are the same as local runs. On a cluster the data must be readable at
+  the same ``--data`` path on every node.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from scopebench.errors import MissingDependencyError, ScopebenchError
+from scopebench.items import Item
+from scopebench.models import Backend, Response
+
+if TYPE_CHECKING:
+    from scopebench.engine.runner import RunConfig
+
+__all__ = ["Executor", "LocalExecutor", "RayExecutor", "answer_batch"]
+
+log = logging.getLogger(__name__)
+
+
+def answer_batch(backend: Backend, batch: Sequence[Item]) -> list[Response]:
+    """Call the backend on one batch; a failing call becomes one error response per item."""
+    try:
+        responses = backend.predict(batch)
+        if len(responses) != len(batch):
+            raise RuntimeError(f"backend returned {len(responses)} responses for {len(batch)} items")
+        return responses
+    except ScopebenchError as exc:
+        return [Response(it.id, status="error", error=str(exc)) for it in batch]
+    except (RuntimeError, ValueError, OSError, MemoryError) as exc:
+        # A model failure must not take down the run: record it per item and carry on.
+        log.debug("batch failed", exc_info=True)
+        return [Response(it.id, status="error", error=f"{type(exc).__name__}: {exc}") for it in batch]
+
+
+class Executor(Protocol):
+    """Runs batches and yields ``(batch, responses)`` as each finishes (any order)."""
+
+    def run(self, batches: Sequence[Sequence[Item]]) -> Iterator[tuple[Sequence[Item], list[Response]]]:
+        """Answer every batch."""
+        ...
+
+    def close(self) -> None:
+        """Release workers."""
+        ...
+
+
+class LocalExecutor:
+    """Answer batches in this process with the run's backend."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    def run(self, batches: Sequence[Sequence[Item]]) -> Iterator[tuple[Sequence[Item], list[Response]]]:
+        """Answer batches in order."""
+        for batch in batches:
+            yield batch, answer_batch(self.backend, batch)
+
+    def close(self) -> None:
+        """Nothing to release (the runner closes the backend)."""
+
+
+class _Worker:
+    """A Ray actor body: loads the benchmark and one model replica, answers batches of item ids."""
+
+    def __init__(self, config: RunConfig, item_ids: Sequence[str]) -> None:
+        from scopebench.engine.runner import load_items
+        from scopebench.models import load_model
+
+        _, items = load_items(config)
+        wanted = set(item_ids)
+        self.items = {it.id: it for it in items if it.id in wanted}
+        self.backend = load_model(config.model, config.model_options())
+        # Same view of the run as the driver's backend (e.g. frequent-choice counts).
+        self.backend.prepare([self.items[i] for i in item_ids])
+
+    def answer(self, ids: Sequence[str]) -> list[Response]:
+        return answer_batch(self.backend, [self.items[i] for i in ids])
+
+
+class RayExecutor:
+    """Shard batches over Ray actors and stream results back.
+
+    Args:
+        config: The run configuration (each actor rebuilds benchmark and backend from it).
+        item_ids: Ids of the items the backend will be asked about (what ``prepare`` saw).
+        num_workers: Actors to start (default: one per GPU, else 2).
+        address: Ray cluster address (``None`` starts or joins a local instance).
+        gpus_per_worker: GPUs per actor (default 1 when the cluster has GPUs, else 0).
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        item_ids: Sequence[str],
+        *,
+        num_workers: int | None = None,
+        address: str | None = None,
+        gpus_per_worker: float | None = None,
+    ) -> None:
+        try:
+            import ray
+        except ImportError as exc:
+            raise MissingDependencyError("ray", "ray", "--executor ray") from exc
+        self._ray = ray
+        if not ray.is_initialized():
+            init_kwargs: dict[str, Any] = {"address": address, "include_dashboard": False}
+            if address is None:
+                init_kwargs["num_cpus"] = max(2, num_workers or 2)
+            ray.init(**init_kwargs, log_to_driver=False)
+            self._owns_ray = True
+        else:
+            self._owns_ray = False
+        n_gpus = float(ray.cluster_resources().get("GPU", 0))
+        gpus = gpus_per_worker if gpus_per_worker is not None else (1.0 if n_gpus >= 1 else 0.0)
+        n = num_workers or (int(n_gpus) if n_gpus >= 1 else 2)
+        actor_cls = ray.remote(num_cpus=1, num_gpus=gpus)(_Worker)
+        # Ray's actor handles are dynamically typed; Any keeps mypy out of its stubs' gaps.
+        self.workers: list[Any] = [actor_cls.remote(config, list(item_ids)) for _ in range(n)]
+        log.info("ray executor: %d workers, %.1f GPU each", n, gpus)
+
+    def run(self, batches: Sequence[Sequence[Item]]) -> Iterator[tuple[Sequence[Item], list[Response]]]:
+        """Keep every worker busy with one batch at a time; yield batches as they finish."""
+        ray = self._ray
+        queue = list(batches)
+        pending: dict[Any, tuple[int, Sequence[Item]]] = {}
+
+        def submit(w: int) -> None:
+            if queue:
+                batch = queue.pop(0)
+                pending[self.workers[w].answer.remote([it.id for it in batch])] = (w, batch)
+
+        for w in range(len(self.workers)):
+            submit(w)
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            ref = done[0]
+            w, batch = pending.pop(ref)
+            try:
+                responses: list[Response] = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                responses = [
+                    Response(it.id, status="error", error=f"ray worker failed: {exc}") for it in batch
+                ]
+            submit(w)
+            yield batch, responses
+
+    def close(self) -> None:
+        """Stop the actors (and the local Ray instance if this executor started it)."""
+        for w in self.workers:
+            self._ray.kill(w)
+        if self._owns_ray:
+            self._ray.shutdown()
+

@@ -1,0 +1,31 @@
+"""Shared test helpers: an in-memory benchmark registered under ``unit`` for engine tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import make_items
+from scopebench.benchmarks import Benchmark, LoadedBenchmark, register_benchmark
+from scopebench.items import Item
+
+
+@register_benchmark("unit")
+class UnitBenchmark(Benchmark):
+    """A benchmark whose items come from the ``SCOPEBENCH_UNIT_N`` data string: ``"N"`` items."""
+
+    title = "unit-test benchmark"
+    splits = ("test",)
+    tasks = ("t1", "t2")
+    default_split = "test"
+    data_help = "tests only"
+
+    def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
+        n = int(str(data) or "10")
+        return LoadedBenchmark(name="unit", data=str(data), items=make_items(n), fingerprint=f"unit-{n}")
+
+
+@pytest.fixture
+def unit_items() -> list[Item]:
+    return make_items(10)

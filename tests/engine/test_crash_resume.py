@@ -1,0 +1,87 @@
+"""SIGKILL a real `scopebench run` process at several points and resume it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO
+from scopebench.engine import load_run
+
+_SCRIPT = """
+import sys
+from scopebench.models import register_scheme
+register_scheme("slow", "slow_backend:SlowBackend", bare=True)
+from scopebench.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _write_local(tmp: Path, n: int) -> Path:
+    path = tmp / "data.jsonl"
+    with open(path, "w") as fh:
+        for i in range(n):
+            row = {"id": f"q{i:03d}", "question": f"Q{i}?", "choices": ["a", "b", "c"], "answer": i % 3}
+            fh.write(json.dumps(row) + "\n")
+    return path
+
+
+def _cmd(data: Path, out: Path) -> list[str]:
+    return [
+        sys.executable, "-c", _SCRIPT, "-q", "run", "--bench", "local", "--data", str(data),
+        "--model", "slow", "--out", str(out), "--batch-size", "2", "--model-arg", "delay=0.05",
+    ]  # fmt: skip
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO / "tests")}
+
+
+def _count(out: Path) -> int:
+    db = out / "records.sqlite"
+    if not db.exists():
+        return 0
+    try:
+        return int(sqlite3.connect(db).execute("SELECT COUNT(*) FROM records").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.slow
+def test_sigkill_at_several_points_then_resume(tmp_path: Path) -> None:
+    pytest.importorskip("scopebench.benchmarks.local")
+    data = _write_local(tmp_path, 60)
+    straight = tmp_path / "straight"
+    subprocess.run(_cmd(data, straight), env=_env(), check=True, capture_output=True)
+    expected = {(r.item_id, r.choice, r.correct) for r in load_run(straight).records}
+    assert len(expected) == 60
+
+    out = tmp_path / "killed"
+    seen = []
+    for target in (6, 20, 40):
+        proc = subprocess.Popen(
+            _cmd(data, out), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        deadline = time.time() + 60
+        while _count(out) < target and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        seen.append(_count(out))
+    assert seen == sorted(seen) and seen[-1] < 60  # killed mid-run each time, progress kept
+    done = subprocess.run(_cmd(data, out), env=_env(), check=True, capture_output=True, text=True)
+    assert "60 items" in done.stdout
+    resumed = load_run(out)
+    ids = [r.item_id for r in resumed.records]
+    assert len(ids) == len(set(ids)) == 60
+    assert {(r.item_id, r.choice, r.correct) for r in resumed.records} == expected
+    assert resumed.metrics is not None and load_run(straight).metrics is not None
+    assert resumed.metrics["overall"] == load_run(straight).metrics["overall"]

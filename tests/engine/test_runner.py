@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+import scopebench.engine.runner as runner_mod
+from helpers import make_items
+from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.errors import ConfigMismatchError, RunAbortedError
+from scopebench.items import Item
+from scopebench.models import Backend, ModelOptions, Response, load_model
+
+
+def _cfg(model: str = "random", n: int = 10, **kw: object) -> RunConfig:
+    return RunConfig(benchmark="unit", data=str(n), model=model, **kw)  # type: ignore[arg-type]
+
+
+def test_frequent_baseline_hand_computed(tmp_path: Path) -> None:
+    # Answers cycle 0,1,2,3,0,1,2,3,0,1: "option 0" and "option 1" are correct 3 times each; the tie
+    # goes to the lower index, so every item gets option 0, correct for items 0, 4, 8.
+    res = run_benchmark(_cfg("frequent"), tmp_path / "run")
+    assert res.metrics["overall"]["n"] == 10
+    assert res.metrics["overall"]["correct"] == 3
+    assert res.metrics["overall"]["accuracy"] == pytest.approx(0.3)
+    run = load_run(tmp_path / "run")
+    assert {r.choice for r in run.records} == {0}
+    by_task = {row["group"]: row for row in res.metrics["by_task"]}
+    assert by_task["task=t1"]["correct"] == 3  # items 0, 4, 8 are all even → t1
+    assert by_task["task=t2"]["correct"] == 0
+
+
+def test_random_is_seeded_and_batch_independent(tmp_path: Path) -> None:
+    a = run_benchmark(_cfg("random", n=40, batch_size=1), tmp_path / "a")
+    b = run_benchmark(_cfg("random", n=40, batch_size=7), tmp_path / "b")
+    c = run_benchmark(_cfg("random", n=40, seed=1), tmp_path / "c")
+    choices = lambda d: [r.choice for r in load_run(d).records]  # noqa: E731
+    assert choices(a.run_dir) == choices(b.run_dir)
+    assert choices(a.run_dir) != choices(c.run_dir)
+    assert set(choices(a.run_dir)) == {0, 1, 2, 3}
+
+
+def test_replay_scoring_and_missing(tmp_path: Path) -> None:
+    lines = {
+        "unit/000": "A",  # answer 0: correct
+        "unit/001": "The answer is B",  # answer 1: correct
+        "unit/002": "(a)",  # answer 2: wrong
+        "unit/003": "I cannot tell from this image.",  # unparsed
+        "unit/004": "option 0",  # option text, answer 0: correct
+        "unit/005": "A or B",  # two options: unparsed
+        "unit/006": "C",  # answer 2: correct
+        "unit/007": "D.",  # answer 3: correct
+    }
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps({"item_id": k, "response": v}) + "\n" for k, v in lines.items()))
+    res = run_benchmark(_cfg(f"replay:{path}"), tmp_path / "run")
+    o = res.metrics["overall"]
+    assert (o["n"], o["correct"], o["unparsed"], o["missing_response"]) == (10, 5, 2, 2)
+    assert o["accuracy"] == pytest.approx(0.5)
+    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    assert recs["unit/002"].choice == 0 and recs["unit/002"].correct is False
+    assert recs["unit/008"].status == "missing_response" and recs["unit/008"].correct is None
+    assert recs["unit/005"].status == "unparsed" and recs["unit/005"].choice is None
+
+
+def test_config_mismatch_refused_and_fresh(tmp_path: Path) -> None:
+    run_benchmark(_cfg("random"), tmp_path / "run")
+    with pytest.raises(ConfigMismatchError, match="seed"):
+        run_benchmark(_cfg("random", seed=5), tmp_path / "run")
+    res = run_benchmark(_cfg("random", seed=5), tmp_path / "run", fresh=True)
+    assert res.n_new == 10
+
+
+def test_rerun_of_finished_run_does_nothing(tmp_path: Path) -> None:
+    first = run_benchmark(_cfg("random"), tmp_path / "run")
+    again = run_benchmark(_cfg("random"), tmp_path / "run")
+    assert first.n_new == 10 and again.n_new == 0
+    assert again.metrics == first.metrics
+
+
+class _Scripted(Backend):
+    """Answers option 0; raises KeyboardInterrupt on the batch number given, or errors on all."""
+
+    mode = "baseline"
+    needs_images = True
+
+    def __init__(self, interrupt_at: int | None = None, fail: bool = False) -> None:
+        super().__init__("scripted", ModelOptions())
+        self.calls = 0
+        self.interrupt_at = interrupt_at
+        self.fail = fail
+
+    def predict(self, items: Sequence[Item]) -> list[Response]:
+        self.calls += 1
+        if self.calls == self.interrupt_at:
+            raise KeyboardInterrupt
+        if self.fail:
+            raise RuntimeError("CUDA out of memory")
+        return [Response(it.id, choice=0) for it in items]
+
+
+def test_interrupt_keeps_finished_batches_and_resume_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Scripted(interrupt_at=3))
+    with pytest.raises(RunAbortedError, match="resume"):
+        run_benchmark(_cfg("scripted", batch_size=2), tmp_path / "run")
+    assert len(load_run(tmp_path / "run").records) == 4  # two batches of 2 were committed
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Scripted())
+    resumed = run_benchmark(_cfg("scripted", batch_size=2), tmp_path / "run")
+    assert resumed.n_new == 6
+    straight = run_benchmark(_cfg("scripted", batch_size=2), tmp_path / "straight")
+    assert resumed.metrics == straight.metrics
+    ids = [r.item_id for r in load_run(tmp_path / "run").records]
+    assert len(ids) == len(set(ids)) == 10
+
+
+def test_too_many_failures_stop_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Scripted(fail=True))
+    with pytest.raises(RunAbortedError, match="CUDA out of memory"):
+        run_benchmark(_cfg("scripted", n=50, batch_size=5), tmp_path / "run")
+    recs = load_run(tmp_path / "run").records
+    assert len(recs) == 20 and {r.status for r in recs} == {"error"}
+
+
+def test_failures_below_threshold_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Scripted(fail=True))
+    res = run_benchmark(_cfg("scripted", n=6, batch_size=3, max_fail_fraction=1.0), tmp_path / "run")
+    assert res.metrics["overall"]["errors"] == 6
+    assert res.metrics["overall"]["accuracy"] == 0.0
+
+
+def test_missing_image_not_sent_to_image_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from scopebench.benchmarks import LoadedBenchmark
+
+    items = [replace(it, problems=("missing_image",)) if i < 3 else it for i, it in enumerate(make_items(5))]
+    loaded = LoadedBenchmark(name="unit", data="5", items=items, fingerprint="x")
+    monkeypatch.setattr(runner_mod, "load_items", lambda cfg: (loaded, items))
+    backend = _Scripted()
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: backend)
+    res = run_benchmark(_cfg("scripted", n=5), tmp_path / "run")
+    assert res.metrics["overall"]["missing_image"] == 3
+    assert res.metrics["overall"]["correct"] == 1  # item 4 has answer 0; items 3 (answer 3) is wrong
+    statuses = [r.status for r in load_run(tmp_path / "run").records]
+    assert statuses == ["missing_image"] * 3 + ["ok"] * 2
+    # A text-only baseline still answers items whose image is missing (and metrics count them).
+    monkeypatch.setattr(runner_mod, "load_model", load_model)
+    res = run_benchmark(_cfg("frequent", n=5), tmp_path / "freq")
+    assert [r.status for r in load_run(tmp_path / "freq").records] == ["ok"] * 5

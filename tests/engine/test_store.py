@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from scopebench.engine import RunStore
+from scopebench.items import Record
+
+
+def _rec(i: int, status: str = "ok") -> Record:
+    return Record(
+        item_id=f"x/{i}", model="random", status=status, choice=1, correct=i % 2 == 0, scores=[0.5, 0.5]
+    )
+
+
+def test_add_and_read_back(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "r.sqlite") as store:
+        assert store.add([_rec(2), _rec(1)]) == 2
+        assert store.done_ids() == {"x/1", "x/2"}
+        recs = store.records()
+    assert [r.item_id for r in recs] == ["x/1", "x/2"]
+    assert recs[1].correct is True and recs[1].scores == [0.5, 0.5]
+
+
+def test_wal_mode_and_persistence_across_connections(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    with RunStore(path) as store:
+        store.add([_rec(1)])
+    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+    with RunStore(path) as store:
+        assert store.count() == 1
+
+
+def test_replace_same_item_and_delete_status(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "r.sqlite") as store:
+        store.add([_rec(1, "error"), _rec(2)])
+        store.add([_rec(1, "error")])
+        assert store.count() == 2
+        assert store.delete_status(["error"]) == 1
+        assert store.done_ids() == {"x/2"}
+
+
+def test_exports(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "r.sqlite") as store:
+        store.add([_rec(i) for i in range(3)])
+        store.export_jsonl(tmp_path / "r.jsonl")
+        store.export_parquet(tmp_path / "r.parquet")
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    assert [json.loads(x)["item_id"] for x in lines] == ["x/0", "x/1", "x/2"]
+    table = pq.read_table(tmp_path / "r.parquet")
+    assert table.num_rows == 3
+    assert json.loads(table.column("scores")[0].as_py()) == [0.5, 0.5]
+
+
+def test_meta_roundtrip(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "r.sqlite") as store:
+        store.set_meta("k", {"a": [1, 2]})
+        assert store.get_meta("k") == {"a": [1, 2]}
+        assert store.get_meta("missing", 3) == 3

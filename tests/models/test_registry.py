@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scopebench.errors import DataFormatError, DataNotFoundError, ModelSpecError
+from scopebench.models import ModelOptions, load_model, split_spec
+from scopebench.models.replay import read_replay_file
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("random", ("random", "")),
+        ("frequent", ("frequent", "")),
+        ("replay:out/a.jsonl", ("replay", "out/a.jsonl")),
+        ("clip:openai/clip-vit-base-patch32", ("clip", "openai/clip-vit-base-patch32")),
+        ("openclip:hf-hub:wisdomik/QuiltNet-B-32", ("openclip", "hf-hub:wisdomik/QuiltNet-B-32")),
+        ("openai:gpt-4o", ("openai", "gpt-4o")),
+    ],
+)
+def test_split_spec(spec: str, expected: tuple[str, str]) -> None:
+    assert split_spec(spec) == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("gpt4", "unknown model spec 'gpt4'"),
+        ("random:3", "takes no argument"),
+        ("replay:", "needs an argument"),
+    ],
+)
+def test_bad_specs(spec: str, message: str) -> None:
+    with pytest.raises(ModelSpecError, match=message):
+        split_spec(spec)
+
+
+def test_local_folder_resolves_by_config(tmp_path: Path) -> None:
+    clip = tmp_path / "clip"
+    clip.mkdir()
+    (clip / "config.json").write_text(json.dumps({"architectures": ["CLIPModel"], "model_type": "clip"}))
+    vlm = tmp_path / "vlm"
+    vlm.mkdir()
+    (vlm / "config.json").write_text(json.dumps({"model_type": "qwen2_vl"}))
+    oc = tmp_path / "oc"
+    oc.mkdir()
+    (oc / "open_clip_config.json").write_text("{}")
+    assert split_spec(str(clip)) == ("clip", str(clip))
+    assert split_spec(str(vlm)) == ("hf", str(vlm))
+    assert split_spec(str(oc)) == ("openclip", str(oc))
+    with pytest.raises(ModelSpecError, match=r"no config\.json"):
+        split_spec(str(tmp_path))
+
+
+def test_replay_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(DataNotFoundError, match="replay file not found"):
+        load_model(f"replay:{tmp_path / 'nope.jsonl'}", ModelOptions())
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"item_id": "a", "response": "A"}\n{oops\n')
+    with pytest.raises(DataFormatError, match="line 2: not valid JSON"):
+        read_replay_file(bad)
+    conflict = tmp_path / "conflict.jsonl"
+    conflict.write_text('{"item_id": "a", "response": "A"}\n\n{"item_id": "a", "response": "B"}\n')
+    with pytest.raises(DataFormatError, match="lines 1 and 3"):
+        read_replay_file(conflict)
+    shape = tmp_path / "shape.jsonl"
+    shape.write_text('{"id": "a", "answer": "A"}\n')
+    with pytest.raises(DataFormatError, match="expected"):
+        read_replay_file(shape)
+
+
+def test_replay_identity_hashes_the_file(tmp_path: Path) -> None:
+    p = tmp_path / "a.jsonl"
+    p.write_text('{"item_id": "a", "response": "A"}\n')
+    first = load_model(f"replay:{p}").identity()["file_sha256"]
+    p.write_text('{"item_id": "a", "response": "B"}\n')
+    assert load_model(f"replay:{p}").identity()["file_sha256"] != first
+
+
+def test_import_scopebench_is_light() -> None:
+    code = (
+        "import sys, scopebench, scopebench.cli, scopebench.models, scopebench.engine;"
+        "import scopebench.benchmarks, scopebench.scoring;"
+        "heavy = [m for m in ('torch', 'transformers', 'ray', 'vllm', 'open_clip') if m in sys.modules];"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -1,0 +1,96 @@
+"""The CLI end to end: exit codes, clear messages without tracebacks, run output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scopebench.cli import main
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "scopebench", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["validate", "nosuchbench", "--data", "."], "unknown benchmark 'nosuchbench'"),
+        (
+            ["run", "--bench", "pathmmu", "--data", "/nonexistent/x", "--model", "random", "--out", "o"],
+            "not found",
+        ),
+        (
+            ["run", "--bench", "local", "--data", ".", "--model", "gpt5", "--out", "o"],
+            "unknown model spec 'gpt5'",
+        ),
+    ],
+)
+def test_user_errors_are_one_message(args: list[str], message: str, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "scopebench", *args], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_malformed_replay_file_message(tmp_path: Path) -> None:
+    bad = tmp_path / "r.jsonl"
+    bad.write_text("{not json\n")
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"question": "q", "choices": ["a", "b"], "answer": 0}) + "\n")
+    proc = _cli(
+        "run",
+        "--bench",
+        "local",
+        "--data",
+        str(data),
+        "--model",
+        f"replay:{bad}",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert proc.returncode == 2
+    assert "line 1: not valid JSON" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_run_prints_table_and_writes_run_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["-q", "run", "--bench", "unit", "--data", "12", "--model", "frequent", "--out", str(tmp_path / "r")]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "overall" in out and "task=t1" in out and "12 items" in out
+    for name in ("run.json", "records.sqlite", "records.jsonl", "metrics.json"):
+        assert (tmp_path / "r" / name).is_file(), name
+    recs = [json.loads(x) for x in (tmp_path / "r" / "records.jsonl").read_text().splitlines()]
+    assert len(recs) == 12
+    assert set(recs[0]) >= {"item_id", "model", "response", "scores", "choice", "correct", "error", "status"}
+    cfg = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert cfg["model"] == "frequent" and cfg["seed"] == 0 and cfg["parser_version"]
+
+
+def test_config_mismatch_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(tmp_path / "r")
+    assert main(["-q", "run", "--bench", "unit", "--data", "5", "--model", "random", "--out", out]) == 0
+    assert (
+        main(
+            ["-q", "run", "--bench", "unit", "--data", "5", "--model", "random", "--out", out, "--seed", "2"]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "different configuration" in err and "--fresh" in err
+
+
+def test_benchmarks_lists_every_builtin(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("scopebench.benchmarks.spur")
+    assert main(["benchmarks"]) == 0
+    out = capsys.readouterr().out
+    for name in ("ubench", "pathmmu", "spur", "microvqa", "local", "demo"):
+        assert name in out
