@@ -14,6 +14,13 @@ from scopebench.items import Item
 from scopebench.models import Backend, ModelOptions, Response, load_model
 
 
+@pytest.fixture(autouse=True)
+def _accept_scripted_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The scripted backends below are injected by patching load_model; let their spec through.
+    real = runner_mod.split_spec
+    monkeypatch.setattr(runner_mod, "split_spec", lambda s: ("scripted", "") if s == "scripted" else real(s))
+
+
 def _cfg(model: str = "random", n: int = 10, **kw: object) -> RunConfig:
     return RunConfig(benchmark="unit", data=str(n), model=model, **kw)  # type: ignore[arg-type]
 

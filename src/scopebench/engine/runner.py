@@ -25,7 +25,7 @@ from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, S
 from scopebench.engine.store import RunStore
 from scopebench.errors import ConfigMismatchError, RunAbortedError, ScopebenchError
 from scopebench.items import Item, Record
-from scopebench.models import Backend, ModelOptions, Response, load_model
+from scopebench.models import Backend, ModelOptions, Response, load_model, split_spec
 from scopebench.parsing import PARSER_VERSION, parse_choice
 
 __all__ = ["RunConfig", "RunResult", "load_items", "make_record", "run_benchmark"]
@@ -280,6 +280,7 @@ def run_benchmark(
         RunAbortedError: When too many items failed, or on Ctrl-C (finished work is kept).
     """
     start = time.perf_counter()
+    split_spec(config.model)  # a typo in --model should fail before minutes of data loading
     run_dir = Path(out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     loaded, items = load_items(config)
