@@ -146,6 +146,29 @@ class ImageRef:
             return open_image(got, what=self.key)
         raise ImageLoadError(f"image {self.key} has no source")
 
+    def size(self) -> tuple[int, int]:
+        """``(width, height)`` in pixels, reading only the header for files and bytes.
+
+        Raises:
+            ImageLoadError: When the image is missing or cannot be read.
+        """
+        import warnings
+
+        src: Path | io.BytesIO | None = self.path
+        if self.data is not None:
+            src = io.BytesIO(self.data)
+        if src is None:
+            return self.load().size
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                with Image.open(src) as img:
+                    return img.size
+        except FileNotFoundError as exc:
+            raise ImageLoadError(f"image file not found: {self.describe()}") from exc
+        except (OSError, ValueError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+            raise ImageLoadError(f"cannot read image {self.describe()}: {exc}") from exc
+
     def describe(self) -> str:
         """A short human-readable location for reports and error messages."""
         return str(self.path) if self.path is not None else self.key
@@ -259,7 +282,9 @@ class Record:
         subset: Copied from the item.
         split: Copied from the item.
         answer_index: Copied from the item.
-        extra: Backend-specific details (intermediate messages, latency, token counts…).
+        extra: Backend-specific details (intermediate messages, latency, token counts…); for
+            detection items the parsed ``boxes`` and their ``grit`` localization score.
+        kind: ``mcq`` or ``detection`` (detection records have no ``choice``/``correct``).
     """
 
     item_id: str
@@ -275,6 +300,7 @@ class Record:
     split: str = ""
     answer_index: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    kind: ItemKind = "mcq"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict of every field."""

@@ -23,10 +23,13 @@ from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
 from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
 from scopebench.engine.store import RunStore
-from scopebench.errors import ConfigMismatchError, RunAbortedError, ScopebenchError
+from scopebench.errors import ConfigMismatchError, ImageLoadError, RunAbortedError, ScopebenchError
 from scopebench.items import Item, Record
 from scopebench.models import Backend, ModelOptions, Response, load_model, split_spec
 from scopebench.parsing import PARSER_VERSION, parse_choice
+from scopebench.parsing.boxes import BOX_PARSER_VERSION, parse_boxes
+from scopebench.protocols import detection_class
+from scopebench.scoring.grit import grit_score
 
 __all__ = ["RunConfig", "RunResult", "load_items", "make_record", "run_benchmark"]
 
@@ -150,10 +153,13 @@ def make_record(item: Item, response: Response, backend: Backend) -> Record:
         response=response.text,
         scores=response.scores,
         extra=dict(response.extra),
+        kind=item.kind,
     )
     if response.status != "ok":
         rec.status, rec.error = response.status, response.error or response.status
         return rec
+    if item.kind == "detection":
+        return _score_detection(item, response, backend, rec)
     choice: int | None = response.choice
     reason: str | None = None
     if choice is None and response.text is not None:
@@ -173,6 +179,28 @@ def make_record(item: Item, response: Response, backend: Backend) -> Record:
         rec.status, rec.error = "error", f"backend chose option {choice} of {len(item.choices)}"
     else:
         rec.choice, rec.correct = choice, choice == item.answer_index
+    return rec
+
+
+def _score_detection(item: Item, response: Response, backend: Backend, rec: Record) -> Record:
+    """Parse the response's boxes and score them against the targets with GRIT."""
+    if not item.images:
+        rec.status, rec.error = "error", "detection item has no image to size its boxes"
+        return rec
+    try:
+        width, height = item.images[0].size()
+    except ImageLoadError as exc:
+        rec.status, rec.error = "error", str(exc)
+        return rec
+    parsed = parse_boxes(response.text, width, height, fmt=backend.box_format, label=detection_class(item))
+    rec.extra.update(
+        boxes=[[b.x1, b.y1, b.x2, b.y2] for b in parsed.boxes],
+        box_format=parsed.format,
+        boxes_dropped=parsed.dropped,
+        grit=grit_score(parsed.boxes, item.targets),
+        class_name=detection_class(item),
+        box_parser_version=BOX_PARSER_VERSION,
+    )
     return rec
 
 

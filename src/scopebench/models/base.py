@@ -92,6 +92,11 @@ class Backend(ABC):
     default_batch_size: ClassVar[int] = 8
 
     @property
+    def box_format(self) -> Literal["auto", "qwen", "paligemma", "json"]:
+        """How this backend writes boxes for detection items (``auto`` tries every format)."""
+        return "auto"
+
+    @property
     def answer_labels(self) -> Literal["letters", "numbers"]:
         """How options are labelled in this backend's prompts (MicroVQA's owner protocol numbers them)."""
         return "letters"

@@ -71,6 +71,8 @@ class ReplayBackend(Backend):
 
     mode = "replay"
     needs_images = False
+    # Detection responses are replayed too: their boxes are parsed and scored with GRIT.
+    kinds = ("mcq", "detection")
     default_batch_size = 256
 
     def __init__(self, spec: str, options: ModelOptions) -> None:

@@ -22,8 +22,11 @@ from scopebench.items import ImageRef, Item, letter
 __all__ = [
     "PROTOCOLS",
     "PROTOCOL_VERSION",
+    "DetectionStyle",
     "Prompt",
     "caption_texts",
+    "detection_class",
+    "render_detection_prompt",
     "render_prompt",
     "resolve_protocol",
 ]
@@ -155,6 +158,46 @@ def render_prompt(item: Item, protocol: str = "default", *, no_image: bool = Fal
         labels=labels,
         option_labels=option_labels,
         protocol=name,
+    )
+
+
+DetectionStyle = Literal["qwen", "paligemma", "paligemma-segment", "json"]
+
+
+def detection_class(item: Item) -> str:
+    """The class a detection item asks for (metadata ``class_name``, else its targets' label)."""
+    name = item.metadata.get("class_name")
+    if name:
+        return str(name)
+    labels = sorted({b.label for b in item.targets if b.label})
+    return labels[0] if labels else "object"
+
+
+def render_detection_prompt(item: Item, style: DetectionStyle = "json") -> str:
+    """The detection prompt of ``item`` in a model family's own style.
+
+    ``qwen``: ``Detect {class}`` (Qwen-VL answers ``<box>(x1,y1),(x2,y2)</box>`` on a 0–1000 grid);
+    ``paligemma``: ``detect {class}; {class}`` and its fallback ``segment {class}; {class}``
+    (``<locNNNN>`` tokens); ``json``: asks any other model for a JSON list of pixel boxes.
+    """
+    cls = detection_class(item)
+    if style == "qwen":
+        return f"Detect {cls}"
+    if style == "paligemma":
+        return f"detect {cls}; {cls}"
+    if style == "paligemma-segment":
+        return f"segment {cls}; {cls}"
+    size = ""
+    if item.images:
+        try:
+            w, h = item.images[0].size()
+            size = f" of this {w}×{h} image"
+        except Exception:  # the size is a hint only; the record reports unreadable images
+            size = ""
+    return (
+        f"Locate every {cls} in the image. Answer only with a JSON list of boxes, one per {cls}, each "
+        f'as {{"x1": …, "y1": …, "x2": …, "y2": …}} in pixel coordinates{size}. '
+        "Answer [] if there is none."
     )
 
 
