@@ -42,6 +42,7 @@ _IDENTITY_KEYS = (
     "split",
     "limit",
     "exclude_fingerprint",
+    "transform",
     "seed",
     "model",
     "model_identity",
@@ -75,6 +76,8 @@ class RunConfig:
         executor: ``local`` or ``ray``.
         ray_address: Ray cluster address for ``ray`` (default: a local instance).
         workers: Ray actors (default: one per GPU, else 2).
+        transform: An item transform ``NAME[:ARG]`` applied after loading (probes: corruptions,
+            noise images, question swap, option rotation…), seeded with ``seed``.
     """
 
     benchmark: str
@@ -95,6 +98,7 @@ class RunConfig:
     executor: str = "local"
     ray_address: str | None = None
     workers: int | None = None
+    transform: str | None = None
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -137,6 +141,10 @@ def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
     items = [it for it in loaded.items if it.id not in config.exclude_ids]
     if config.limit is not None:
         items = items[: config.limit]
+    if config.transform:
+        from scopebench.probes.transforms import apply_transform
+
+        items = apply_transform(config.transform, items, config.seed)
     return loaded, items
 
 
@@ -235,6 +243,7 @@ def _provenance(
         "split": config.split,
         "limit": config.limit,
         "exclude_fingerprint": exclude_fp,
+        "transform": config.transform,
         "seed": config.seed,
         "model": config.model,
         "model_identity": backend.identity(),
