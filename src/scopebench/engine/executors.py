@@ -159,4 +159,3 @@ class RayExecutor:
             self._ray.kill(w)
         if self._owns_ray:
             self._ray.shutdown()
-
