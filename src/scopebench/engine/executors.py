@@ -72,13 +72,12 @@ class _Worker:
     """A Ray actor body: loads the benchmark and one model replica, answers batches of item ids."""
 
     def __init__(self, config: RunConfig, item_ids: Sequence[str]) -> None:
-        from scopebench.engine.runner import load_items
-        from scopebench.models import load_model
+        from scopebench.engine.runner import build_backend, load_items
 
         _, items = load_items(config)
         wanted = set(item_ids)
         self.items = {it.id: it for it in items if it.id in wanted}
-        self.backend = load_model(config.model, config.model_options())
+        self.backend = build_backend(config)
         # Same view of the run as the driver's backend (e.g. frequent-choice counts).
         self.backend.prepare([self.items[i] for i in item_ids])
 

@@ -43,6 +43,7 @@ _IDENTITY_KEYS = (
     "limit",
     "exclude_fingerprint",
     "transform",
+    "strategy",
     "seed",
     "model",
     "model_identity",
@@ -78,6 +79,8 @@ class RunConfig:
         workers: Ray actors (default: one per GPU, else 2).
         transform: An item transform ``NAME[:ARG]`` applied after loading (probes: corruptions,
             noise images, question swap, option rotation…), seeded with ``seed``.
+        strategy: A chain-of-thought strategy (``direct``, ``step-by-step``, ``vot``, ``ddcot``,
+            ``cantor``) run over the generative backend; ``None`` asks the backend directly.
     """
 
     benchmark: str
@@ -99,6 +102,7 @@ class RunConfig:
     ray_address: str | None = None
     workers: int | None = None
     transform: str | None = None
+    strategy: str | None = None
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -146,6 +150,18 @@ def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
 
         items = apply_transform(config.transform, items, config.seed)
     return loaded, items
+
+
+def build_backend(config: RunConfig) -> Backend:
+    """The run's backend: the model, wrapped in a chain-of-thought strategy when one is set."""
+    backend = load_model(config.model, config.model_options())
+    if config.strategy:
+        from scopebench.models.strategies import StrategyBackend
+
+        backend = StrategyBackend(
+            backend, config.strategy, protocol=config.protocol, no_image=config.no_image
+        )
+    return backend
 
 
 def make_record(item: Item, response: Response, backend: Backend) -> Record:
@@ -244,6 +260,7 @@ def _provenance(
         "limit": config.limit,
         "exclude_fingerprint": exclude_fp,
         "transform": config.transform,
+        "strategy": config.strategy,
         "seed": config.seed,
         "model": config.model,
         "model_identity": backend.identity(),
@@ -321,7 +338,7 @@ def run_benchmark(
     run_dir = Path(out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     loaded, items = load_items(config)
-    backend = load_model(config.model, config.model_options())
+    backend = build_backend(config)
     try:
         provenance = _provenance(config, loaded, items, backend)
         _check_config(run_dir, provenance, fresh)

@@ -1,10 +1,11 @@
 """Model backends: one module per family, resolved from spec strings with lazy imports."""
 
-from scopebench.models.base import Backend, ModelOptions, Response, ResponseStatus
+from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response, ResponseStatus
 from scopebench.models.registry import available_schemes, load_model, register_scheme, split_spec
 
 __all__ = [
     "Backend",
+    "ChatMessage",
     "ModelOptions",
     "Response",
     "ResponseStatus",

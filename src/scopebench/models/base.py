@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from scopebench.items import Item
+from scopebench.errors import ModelSpecError
+from scopebench.items import ImageRef, Item
 
-__all__ = ["Backend", "ModelOptions", "Response", "ResponseStatus"]
+__all__ = ["Backend", "ChatMessage", "ModelOptions", "Response", "ResponseStatus"]
 
 ResponseStatus = Literal["ok", "error", "missing_response"]
 
@@ -46,6 +47,21 @@ class Response:
     status: ResponseStatus = "ok"
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One turn of a multi-turn conversation (chain-of-thought strategies).
+
+    Attributes:
+        role: ``system``, ``user`` or ``assistant``.
+        text: The message text.
+        images: Images attached to this turn (usually only the first user turn has them).
+    """
+
+    role: Literal["system", "user", "assistant"]
+    text: str
+    images: tuple[ImageRef, ...] = ()
 
 
 @dataclass(slots=True)
@@ -115,6 +131,31 @@ class Backend(ABC):
         A failure that concerns one item is returned as that item's ``error`` response; raising
         marks the whole batch as failed with the exception's message.
         """
+
+    def chat(
+        self,
+        conversations: Sequence[Sequence[ChatMessage]],
+        item_ids: Sequence[str],
+        *,
+        max_new_tokens: int | None = None,
+    ) -> list[Response]:
+        """Continue each conversation with one assistant turn (generative backends).
+
+        Args:
+            conversations: One message list per item, ending with a user turn.
+            item_ids: The item each conversation is about (for records, caches and replay).
+            max_new_tokens: Generation budget for this turn (backend default when ``None``).
+
+        Returns:
+            One :class:`Response` with ``text`` per conversation, in order.
+
+        Raises:
+            ModelSpecError: When the backend cannot hold a conversation.
+        """
+        raise ModelSpecError(
+            f"model {self.spec!r} ({self.mode}) cannot hold a multi-turn conversation, which "
+            "chain-of-thought strategies need; use a generative model (hf:, vllm:, openai:) or replay:"
+        )
 
     def identity(self) -> dict[str, Any]:
         """What identifies this model in provenance records (spec, revision, weight hash, mode)."""

@@ -4,6 +4,10 @@ The file is JSON Lines, one object per answered item::
 
     {"item_id": "pathmmu/SocialPath/test_tiny/3", "response": "The answer is (B)"}
 
+or, for multi-step strategies (one reply per step, in order)::
+
+    {"item_id": "spur/reason/2010027917_6_1", "responses": ["sub-questions…", "…", "The answer is B"]}
+
 Each response goes through the same parser as a live model's. Items with no line are reported as
 ``missing_response`` (never scored, never guessed); lines naming items that are not in the run are
 counted and logged.
@@ -20,7 +24,7 @@ from typing import Any
 
 from scopebench.errors import DataFormatError, DataNotFoundError
 from scopebench.items import Item
-from scopebench.models.base import Backend, ModelOptions, Response
+from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
 from scopebench.models.registry import split_spec
 
 __all__ = ["ReplayBackend", "read_replay_file"]
@@ -28,8 +32,8 @@ __all__ = ["ReplayBackend", "read_replay_file"]
 log = logging.getLogger(__name__)
 
 
-def read_replay_file(path: Path) -> dict[str, str]:
-    """Read a replay JSONL file into ``{item_id: response}``.
+def read_replay_file(path: Path) -> dict[str, str | list[str]]:
+    """Read a replay JSONL file into ``{item_id: response}`` (a list for multi-step transcripts).
 
     Raises:
         DataNotFoundError: When the file does not exist.
@@ -38,7 +42,7 @@ def read_replay_file(path: Path) -> dict[str, str]:
     """
     if not path.is_file():
         raise DataNotFoundError(f"replay file not found: {path}")
-    out: dict[str, str] = {}
+    out: dict[str, str | list[str]] = {}
     first_line: dict[str, int] = {}
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
@@ -48,14 +52,27 @@ def read_replay_file(path: Path) -> dict[str, str]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DataFormatError(f"{path}, line {lineno}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(obj, dict) or "item_id" not in obj or "response" not in obj:
+            if (
+                not isinstance(obj, dict)
+                or "item_id" not in obj
+                or not ({"response", "responses"} & set(obj))
+            ):
                 raise DataFormatError(
-                    f'{path}, line {lineno}: expected {{"item_id": "...", "response": "..."}}'
+                    f'{path}, line {lineno}: expected {{"item_id": "...", "response": "..."}} '
+                    '(or "responses": [...] for multi-step transcripts)'
                 )
-            item_id, response = str(obj["item_id"]), obj["response"]
-            if response is not None and not isinstance(response, str):
-                raise DataFormatError(f"{path}, line {lineno}: 'response' must be a string or null")
-            text = response or ""
+            item_id = str(obj["item_id"])
+            text: str | list[str]
+            if "responses" in obj:
+                steps = obj["responses"]
+                if not isinstance(steps, list) or not all(isinstance(x, str) for x in steps):
+                    raise DataFormatError(f"{path}, line {lineno}: 'responses' must be a list of strings")
+                text = list(steps)
+            else:
+                response = obj["response"]
+                if response is not None and not isinstance(response, str):
+                    raise DataFormatError(f"{path}, line {lineno}: 'response' must be a string or null")
+                text = response or ""
             if item_id in out and out[item_id] != text:
                 raise DataFormatError(
                     f"{path}: item {item_id!r} has different responses on lines "
@@ -104,13 +121,42 @@ class ReplayBackend(Backend):
             log.warning("%d of %d items have no response in %s", missing, len(items), self.path)
 
     def predict(self, items: Sequence[Item]) -> list[Response]:
-        """Return the stored response of each item, or ``missing_response``."""
-        return [
-            Response(it.id, text=self.responses[it.id])
-            if it.id in self.responses
-            else Response(it.id, status="missing_response", error=f"no line for this item in {self.path}")
-            for it in items
-        ]
+        """Return the stored response of each item (a transcript's last reply), or ``missing_response``."""
+        out = []
+        for it in items:
+            got = self.responses.get(it.id)
+            if got is None or (isinstance(got, list) and not got):
+                out.append(
+                    Response(it.id, status="missing_response", error=f"no line for this item in {self.path}")
+                )
+            else:
+                out.append(Response(it.id, text=got[-1] if isinstance(got, list) else got))
+        return out
+
+    def chat(
+        self,
+        conversations: Sequence[Sequence[ChatMessage]],
+        item_ids: Sequence[str],
+        *,
+        max_new_tokens: int | None = None,
+    ) -> list[Response]:
+        """Replay step *k* of each item's transcript, *k* = assistant turns so far."""
+        out = []
+        for conv, item_id in zip(conversations, item_ids, strict=True):
+            step = sum(m.role == "assistant" for m in conv)
+            got = self.responses.get(item_id)
+            steps = got if isinstance(got, list) else ([got] if got is not None else [])
+            if step < len(steps):
+                out.append(Response(item_id, text=steps[step]))
+            else:
+                out.append(
+                    Response(
+                        item_id,
+                        status="missing_response",
+                        error=f"{self.path} has no reply for step {step + 1} of this item",
+                    )
+                )
+        return out
 
     def identity(self) -> dict[str, Any]:
         """Spec plus a hash of the replay file, so a changed file is a different model."""
