@@ -167,6 +167,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         executor=args.executor,
         ray_address=args.ray_address,
         workers=args.workers,
+        strategy=getattr(args, "strategy", None),
     )
 
 
@@ -212,6 +213,66 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _demo_models() -> list[str]:
     # Baselines need nothing; later stages add the embedding baseline and tiny local models.
     return ["random", "frequent"]
+
+
+def cmd_strategies(args: argparse.Namespace) -> int:
+    """Run the model under each strategy; print accuracy per task and the decoupling split."""
+    from dataclasses import replace
+
+    from scopebench.engine import load_run, run_benchmark
+    from scopebench.models.strategies import strategy_steps
+    from scopebench.scoring.decoupling import decoupling_table
+
+    names = [n.strip() for n in args.strategies.split(",") if n.strip()]
+    for n in names:
+        strategy_steps(n)  # fail on a typo before any model work
+    base = _run_config(args)
+    per_task: dict[str, dict[str, str]] = {}
+    tasks: set[str] = set()
+    decoupling: dict[str, list[Any]] = {}
+    for name in names:
+        res = run_benchmark(replace(base, strategy=name), Path(args.out) / name, fresh=args.fresh)
+        row = {"overall": _fmt_acc(res.metrics["overall"])}
+        for r in res.metrics["by_task"]:
+            task = r["group"].removeprefix("task=")
+            tasks.add(task)
+            row[task] = _fmt_acc(r)
+        per_task[name] = row
+        run = load_run(res.run_dir)
+        decoupling[name] = decoupling_table(run.records, run.items, seed=args.seed)
+    table = Table(title=f"{args.bench} — {args.model}: accuracy per strategy")
+    table.add_column("strategy")
+    cols = ["overall", *sorted(tasks)]
+    for c in cols:
+        table.add_column(c, justify="right")
+    for name in names:
+        table.add_row(name, *(per_task[name].get(c, "-") for c in cols))
+    console.print(table)
+    if any(row.n for rows in decoupling.values() for row in rows):
+        dt = Table(title="Reasoning accuracy by whether the figure's perception questions were right")
+        for c in ("strategy", "group", "n", "accuracy", "95% CI", "figures"):
+            dt.add_column(c)
+        for name in names:
+            for row in decoupling[name]:
+                if row.n:
+                    ci = f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]"
+                    dt.add_row(
+                        name, row.group, str(row.n), f"{100 * row.accuracy:.1f}%", ci, str(row.figures)
+                    )
+        console.print(dt)
+    console.print(f"run directories under {args.out}/<strategy>/")
+    return 0
+
+
+def _fmt_acc(row: dict[str, Any]) -> str:
+    acc = row["accuracy"]
+    return "n/a" if acc != acc else f"{100 * acc:.1f}% (n={row['n']})"
+
+
+def _add_engine_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help="where model calls run")
+    p.add_argument("--ray-address", help="Ray cluster address for --executor ray (default: local Ray)")
+    p.add_argument("--workers", type=int, help="Ray actors (default: one per GPU, else 2)")
 
 
 # Parser -----------------------------------------------------------------------------------------
@@ -261,10 +322,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-fail-fraction", type=float, default=0.5, help="stop when more items fail (default 0.5)"
     )
-    p.add_argument("--executor", choices=["local", "ray"], default="local", help="where model calls run")
-    p.add_argument("--ray-address", help="Ray cluster address for --executor ray (default: local Ray)")
-    p.add_argument("--workers", type=int, help="Ray actors (default: one per GPU, else 2)")
+    _add_engine_args(p)
+    p.add_argument(
+        "--strategy",
+        help="chain-of-thought strategy: direct, step-by-step, vot, ddcot, cantor (generative models)",
+    )
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "strategies", help="compare chain-of-thought strategies (accuracy per task, decoupling)"
+    )
+    p.add_argument("--bench", required=True, help="benchmark name")
+    p.add_argument("--data", help="data location")
+    p.add_argument("--model", required=True, help="generative model spec (hf:, vllm:, openai:, replay:)")
+    p.add_argument("--out", required=True, help="folder for one run directory per strategy")
+    p.add_argument(
+        "--strategies", default="direct,step-by-step,vot,ddcot,cantor", help="comma-separated (default: all)"
+    )
+    for flag in ("--split", "--base-url", "--device", "--mode", "--exclude"):
+        p.add_argument(flag)
+    p.add_argument("--limit", type=int)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--protocol", default="default")
+    p.add_argument("--no-image", action="store_true")
+    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--fresh", action="store_true")
+    p.add_argument("--retry-errors", action="store_true")
+    p.add_argument("--max-fail-fraction", type=float, default=0.5)
+    _add_engine_args(p)
+    p.set_defaults(func=cmd_strategies)
 
     p = sub.add_parser("demo", help="generate the offline demo benchmark and evaluate the demo models")
     p.add_argument("--data", help="folder for the generated benchmark (default: the cache)")

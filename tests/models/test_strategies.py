@@ -64,3 +64,34 @@ def test_strategy_needs_a_chat_backend(tmp_path: Path) -> None:
         run_benchmark(cfg, tmp_path / "run")
     with pytest.raises(ModelSpecError, match="unknown strategy"):
         strategy_steps("tree-of-thought")
+
+
+def test_strategies_command_on_spur_fixture_with_transcripts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from helpers import FIXTURES
+
+    from scopebench.benchmarks import get_benchmark
+    from scopebench.cli import main
+
+    items = get_benchmark("spur").load(FIXTURES / "spur").items
+    # Every item answered "A" in one step and in three steps: accuracy = share of answer A.
+    replay = tmp_path / "t.jsonl"
+    replay.write_text(
+        "".join(
+            json.dumps({"item_id": it.id, "responses": ["plan", "work", "The answer is A"]}) + "\n"
+            for it in items
+        )
+    )
+    code = main(
+        ["-q", "strategies", "--bench", "spur", "--data", str(FIXTURES / "spur"), "--model", f"replay:{replay}",
+         "--out", str(tmp_path / "out"), "--strategies", "direct,ddcot", "--no-image"]
+    )  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    share_a = sum(it.answer_index == 0 for it in items) / len(items)
+    assert f"{100 * share_a:.1f}%" in out  # the table (rich may wrap the "(n=…)" part)
+    assert load_run(tmp_path / "out" / "direct").metrics["overall"]["accuracy"] == pytest.approx(share_a)
+    assert "perception_correct" in out or "perception_wrong" in out
+    ddcot = load_run(tmp_path / "out" / "ddcot")
+    assert len(ddcot.records[0].extra["messages"]) == 6
