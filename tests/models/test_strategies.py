@@ -75,7 +75,7 @@ def test_strategies_command_on_spur_fixture_with_transcripts(
     from scopebench.cli import main
 
     items = get_benchmark("spur").load(FIXTURES / "spur").items
-    # Every item answered "A" in one step and in three steps: accuracy = share of answer A.
+    # Every item's transcript ends with answer A: ddcot's accuracy is the share of answer A.
     replay = tmp_path / "t.jsonl"
     replay.write_text(
         "".join(
@@ -91,7 +91,9 @@ def test_strategies_command_on_spur_fixture_with_transcripts(
     out = capsys.readouterr().out
     share_a = sum(it.answer_index == 0 for it in items) / len(items)
     assert f"{100 * share_a:.1f}%" in out  # the table (rich may wrap the "(n=…)" part)
-    assert load_run(tmp_path / "out" / "direct").metrics["overall"]["accuracy"] == pytest.approx(share_a)
+    # ddcot reads all three replies (the last answers A); direct reads only the first ("plan").
+    assert load_run(tmp_path / "out" / "ddcot").metrics["overall"]["accuracy"] == pytest.approx(share_a)
+    assert load_run(tmp_path / "out" / "direct").metrics["overall"]["unparsed"] == len(items)
     assert "perception_correct" in out or "perception_wrong" in out
     ddcot = load_run(tmp_path / "out" / "ddcot")
     assert len(ddcot.records[0].extra["messages"]) == 6
