@@ -77,12 +77,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from scopebench.benchmarks import get_benchmark
 
     loaded = get_benchmark(args.bench).load(args.data or "", split=args.split)
-    table = Table(title=f"{args.bench}: {len(loaded.items)} items (data fingerprint {loaded.fingerprint})")
+    table = Table(title=f"{args.bench}: {len(loaded.items)} items")
     for col in ("split", "subset", "task", "items"):
         table.add_column(col, justify="right" if col == "items" else "left")
     for (split, subset, task), n in loaded.counts().items():
         table.add_row(split, subset, task, str(n))
     console.print(table)
+    console.print(f"data fingerprint: {loaded.fingerprint}")
     n_err = sum(p.severity == "error" for p in loaded.problems)
     n_warn = len(loaded.problems) - n_err
     if loaded.problems:
@@ -93,11 +94,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"[bold]{len(loaded.problems)} problem(s)[/bold]: {n_err} error(s), {n_warn} warning(s) — "
             + ", ".join(f"{k}: {v}" for k, v in sorted(by_kind.items()))
         )
-        shown = loaded.problems if args.all_problems else loaded.problems[: args.max_problems]
+        ordered = sorted(loaded.problems, key=lambda p: p.severity != "error")  # errors first, stable
+        shown = ordered if args.max_problems is None else ordered[: args.max_problems]
         for p in shown:
-            console.print(str(p), markup=False, highlight=False)
+            # soft_wrap keeps each problem on one line, so the output can be grepped.
+            console.print(str(p), markup=False, highlight=False, soft_wrap=True)
         if len(shown) < len(loaded.problems):
-            console.print(f"… {len(loaded.problems) - len(shown)} more (use --all-problems to see every one)")
+            console.print(f"… {len(loaded.problems) - len(shown)} more (drop --max-problems to see every one)")
     else:
         console.print("no problems found")
     return 1 if n_err and args.strict else 0
@@ -296,8 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("bench", help="benchmark name (see `scopebench benchmarks`)")
     p.add_argument("--data", help="data location (folder, file or dataset id)")
     p.add_argument("--split", help="only this split")
-    p.add_argument("--max-problems", type=int, default=50, help="problems to list (default 50)")
-    p.add_argument("--all-problems", action="store_true", help="list every problem")
+    p.add_argument("--max-problems", type=int, help="list at most N problems (default: every one)")
     p.add_argument("--strict", action="store_true", help="exit 1 when any error-level problem is found")
     p.set_defaults(func=cmd_validate)
 
