@@ -100,7 +100,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             # soft_wrap keeps each problem on one line, so the output can be grepped.
             console.print(str(p), markup=False, highlight=False, soft_wrap=True)
         if len(shown) < len(loaded.problems):
-            console.print(f"… {len(loaded.problems) - len(shown)} more (drop --max-problems to see every one)")
+            console.print(f"… {len(loaded.problems) - len(shown)} more (drop --max-problems to list all)")
     else:
         console.print("no problems found")
     return 1 if n_err and args.strict else 0
