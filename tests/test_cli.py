@@ -94,3 +94,27 @@ def test_benchmarks_lists_every_builtin(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     for name in ("ubench", "pathmmu", "spur", "microvqa", "local", "demo"):
         assert name in out
+
+
+def test_demo_command_end_to_end(tmp_path: Path) -> None:
+    proc = _cli("-q", "demo", "--data", str(tmp_path / "demo"), "--out", str(tmp_path / "runs"))
+    assert proc.returncode == 0, proc.stderr
+    assert "demo benchmark:" in proc.stdout and "overall" in proc.stdout
+    for model in ("random", "frequent"):
+        metrics = json.loads((tmp_path / "runs" / model / "metrics.json").read_text())
+        assert metrics["overall"]["n"] == 96
+        assert (tmp_path / "runs" / model / "records.jsonl").is_file()
+
+
+def test_validate_and_run_through_the_cli_on_fixtures(tmp_path: Path) -> None:
+    from helpers import FIXTURES
+
+    proc = _cli("validate", "pathmmu", "--data", str(FIXTURES / "pathmmu"))
+    assert proc.returncode == 0
+    assert "120 problem(s): 0 error(s), 120 warning(s)" in proc.stdout
+    assert "pathmmu/SocialPath/val/10" in proc.stdout  # each problem names its record
+    proc = _cli("-q", "run", "--bench", "pathmmu", "--data", str(FIXTURES / "pathmmu"), "--model", "frequent",
+                "--split", "test_tiny", "--out", str(tmp_path / "run"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["overall"]["n"] == 30

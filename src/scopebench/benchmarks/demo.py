@@ -1,0 +1,421 @@
+"""The offline demo benchmark: a small synthetic microscopy suite generated from a seed.
+
+``scopebench demo`` (and ``--bench demo``) generates it into the cache on first use. It is modelled
+on μ-Bench's synthetic tasks and needs no download:
+
+* **cell shape** — single fluorescence-like cells (dark background, a bright cytoplasm with a
+  nucleus, blurred, with shot noise) whose class is the answer: contour irregularity
+  (``contour``), eccentricity (``eccentricity``) and cytoplasm texture (``texture``);
+* **colocalization** — two-channel images whose red/green Pearson correlation is set to a known
+  level (``colocalization``);
+* **figures** — two-panel figures with a bar chart of known values (``bar_max``, ``bar_value``);
+* **coarse** — modality and stain questions on scikit-image's bundled ``cell`` (light microscopy)
+  and ``immunohistochemistry`` (IHC, DAB + hematoxylin) images (``modality``, ``stain``), with
+  μ-Bench-style captions for contrastive models.
+
+A separate training split (``train.jsonl``) of the cell-shape tasks serves the linear-probe
+baseline. Everything is deterministic for a seed; the folder is written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from scopebench.benchmarks.base import Benchmark, LoadedBenchmark
+from scopebench.benchmarks.registry import register_benchmark
+
+__all__ = ["DEMO_VERSION", "DemoBenchmark", "default_cache_dir", "generate_demo"]
+
+log = logging.getLogger(__name__)
+
+DEMO_VERSION = "1"
+NONE = "none of the above"
+SIZE = 128
+
+
+def default_cache_dir(seed: int = 0) -> Path:
+    """``$SCOPEBENCH_CACHE`` (or ``~/.cache/scopebench``) ``/demo/v{DEMO_VERSION}-seed{seed}``."""
+    root = Path(os.environ.get("SCOPEBENCH_CACHE", Path.home() / ".cache" / "scopebench"))
+    return root / "demo" / f"v{DEMO_VERSION}-seed{seed}"
+
+
+# Image synthesis -----------------------------------------------------------------------------------
+
+
+def _blur(img: np.ndarray, sigma: float) -> np.ndarray:
+    from scipy.ndimage import gaussian_filter
+
+    return gaussian_filter(img, sigma)
+
+
+def _cell(rng: np.random.Generator, *, irregular: bool, elongated: bool, coarse: bool) -> np.ndarray:
+    """One fluorescence-like cell as an RGB uint8 array."""
+    yy, xx = np.mgrid[0:SIZE, 0:SIZE].astype(float)
+    cx, cy = SIZE / 2 + rng.uniform(-6, 6, 2)
+    angle = rng.uniform(0, np.pi)
+    # Elongation: axis ratio 1 (round) vs ~2.2 (elongated).
+    ratio = rng.uniform(2.0, 2.5) if elongated else rng.uniform(1.0, 1.12)
+    radius = rng.uniform(26, 32)
+    dx, dy = xx - cx, yy - cy
+    u = dx * np.cos(angle) + dy * np.sin(angle)
+    v = -dx * np.sin(angle) + dy * np.cos(angle)
+    r = np.hypot(u / np.sqrt(ratio), v * np.sqrt(ratio))
+    theta = np.arctan2(v, u)
+    # Contour: a few low harmonics (smooth) vs strong high harmonics (irregular).
+    harmonics = [(k, rng.uniform(0, 2 * np.pi)) for k in ((5, 7, 9, 11) if irregular else (2, 3))]
+    amp = 0.16 if irregular else 0.03
+    bound = radius * (1 + sum(amp * np.cos(k * theta + ph) for k, ph in harmonics))
+    mask = (r <= bound).astype(float)
+    # Texture: fine (small-scale) vs coarse (large-scale) modulation of the cytoplasm.
+    noise = rng.standard_normal((SIZE, SIZE))
+    tex = _blur(noise, 3.5 if coarse else 0.7)
+    tex = (tex - tex.min()) / (np.ptp(tex) + 1e-9)
+    cyto = mask * (0.45 + 0.55 * tex)
+    nucleus = (np.hypot(dx, dy) <= radius * 0.35).astype(float)
+    green = _blur(cyto, 1.0)
+    blue = _blur(nucleus * mask, 1.0)
+    img = np.stack([0.05 * green, green, 0.3 * green + blue], axis=-1)
+    img = rng.poisson(img * 200) / 200 + rng.normal(0, 0.02, img.shape)
+    return (np.clip(img, 0, 1) * 255).astype(np.uint8)
+
+
+def _coloc(rng: np.random.Generator, target_r: float) -> np.ndarray:
+    """Two-channel speckle image whose red/green Pearson correlation is about ``target_r``."""
+    a = _blur(rng.standard_normal((SIZE, SIZE)), 2.0)
+    b = _blur(rng.standard_normal((SIZE, SIZE)), 2.0)
+    a, b = (a - a.mean()) / a.std(), (b - b.mean()) / b.std()
+    green = target_r * a + np.sqrt(1 - target_r**2) * b
+    red, green = np.clip(0.5 + 0.18 * a, 0, 1), np.clip(0.5 + 0.18 * green, 0, 1)
+    return (np.stack([red, green, np.zeros_like(red)], axis=-1) * 255).astype(np.uint8)
+
+
+def _figure(rng: np.random.Generator, labels: list[str], values: list[float]) -> np.ndarray:
+    """A two-panel figure: (A) a cell image, (B) a bar chart of ``values``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(4.0, 2.0), dpi=64)
+    ax_a.imshow(_cell(rng, irregular=False, elongated=False, coarse=False))
+    ax_a.set_title("A", loc="left", fontsize=9)
+    ax_a.axis("off")
+    ax_b.bar(labels, values, color=["#4c72b0", "#dd8452", "#55a868", "#c44e52"][: len(values)])
+    for i, v in enumerate(values):
+        ax_b.text(i, v, f"{v:.0f}", ha="center", va="bottom", fontsize=7)
+    ax_b.set_title("B", loc="left", fontsize=9)
+    ax_b.set_ylim(0, max(values) * 1.25)
+    ax_b.tick_params(labelsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    buf.seek(0)
+    return np.asarray(Image.open(buf).convert("RGB"))
+
+
+def _skimage_crops(rng: np.random.Generator, name: str, n: int) -> list[np.ndarray]:
+    from skimage import data
+
+    base = getattr(data, name)()
+    if base.ndim == 2:
+        base = np.stack([base] * 3, axis=-1)
+    out = []
+    for _ in range(n):
+        h, w = base.shape[:2]
+        s = int(min(h, w) * rng.uniform(0.55, 0.8))
+        y, x = rng.integers(0, h - s + 1), rng.integers(0, w - s + 1)
+        crop = base[y : y + s, x : x + s]
+        if rng.random() < 0.5:
+            crop = crop[:, ::-1]
+        img = Image.fromarray(np.ascontiguousarray(crop)).resize((SIZE, SIZE), Image.Resampling.BILINEAR)
+        out.append(np.asarray(img))
+    return out
+
+
+# Question building ---------------------------------------------------------------------------------
+
+
+def _options(rng: np.random.Generator, correct: str, others: list[str]) -> tuple[list[str], int]:
+    """Shuffle ``[correct, *others]``, keep "none of the above" last (as μ-Bench does)."""
+    opts = [correct, *others]
+    order = list(rng.permutation(len(opts)))
+    shuffled = [opts[i] for i in order] + [NONE]
+    return shuffled, shuffled.index(correct)
+
+
+_SHAPE_TASKS: dict[str, tuple[str, str, str, str]] = {
+    # task: (question, class False, class True, cell keyword)
+    "contour": (
+        "What best describes the contour of the cell?",
+        "smooth contours",
+        "irregular contours",
+        "irregular",
+    ),
+    "eccentricity": (
+        "What best describes the shape of the cell?",
+        "round shape",
+        "elongated shape",
+        "elongated",
+    ),
+    "texture": (
+        "What best describes the texture of the cytoplasm?",
+        "fine texture",
+        "coarse texture",
+        "coarse",
+    ),
+}
+
+
+def _shape_rows(
+    rng: np.random.Generator, n_per_class: int, split: str, save: Callable[[np.ndarray, str], str]
+) -> list[dict[str, Any]]:
+    rows = []
+    for task, (question, cls0, cls1, key) in _SHAPE_TASKS.items():
+        for k in range(2 * n_per_class):
+            positive = k % 2 == 1
+            kwargs = {"irregular": False, "elongated": False, "coarse": False}
+            kwargs[key] = positive
+            # Nuisance factors vary at random so only the asked-about property predicts the answer.
+            for other in kwargs:
+                if other != key:
+                    kwargs[other] = bool(rng.random() < 0.5)
+            img = _cell(rng, **kwargs)
+            name = save(img, f"{split}-{task}-{k:03d}")
+            correct = cls1 if positive else cls0
+            choices, answer = _options(rng, correct, [cls0 if positive else cls1])
+            rows.append(
+                {
+                    "id": f"{split}-{task}-{k:03d}",
+                    "question": question,
+                    "choices": choices,
+                    "answer": answer,
+                    "image": name,
+                    "task": task,
+                    "subset": "synthetic-cells",
+                    "split": split,
+                    "label": correct,
+                    "modality": "fluorescence microscopy",
+                    "domain": "cell biology",
+                }
+            )
+    return rows
+
+
+def generate_demo(
+    out_dir: Path | None = None, *, seed: int = 0, n_per_class: int = 6, force: bool = False
+) -> Path:
+    """Generate the demo benchmark (or reuse an identical earlier generation).
+
+    Args:
+        out_dir: Target folder (default :func:`default_cache_dir`).
+        seed: Seed of every random choice.
+        n_per_class: Test items per class of each cell-shape task (training: 5×).
+        force: Regenerate even if the folder holds this version and seed.
+
+    Returns:
+        The folder holding ``data.jsonl``, ``train.jsonl``, ``images/`` and ``manifest.json``.
+    """
+    target = Path(out_dir) if out_dir is not None else default_cache_dir(seed)
+    manifest_path = target / "manifest.json"
+    if manifest_path.is_file() and not force:
+        manifest = json.loads(manifest_path.read_text())
+        if (
+            manifest.get("version") == DEMO_VERSION
+            and manifest.get("seed") == seed
+            and manifest.get("n_per_class") == n_per_class
+        ):
+            return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".demo-", dir=target.parent))
+    try:
+        (tmp / "images").mkdir()
+        rng = np.random.default_rng(seed)
+
+        def save(img: np.ndarray, stem: str) -> str:
+            rel = f"images/{stem}.png"
+            Image.fromarray(img).save(tmp / rel, optimize=False)
+            return rel
+
+        rows = _shape_rows(rng, n_per_class, "test", save)
+        for k in range(3 * n_per_class):
+            level = ["no colocalization", "partial colocalization", "strong colocalization"][k % 3]
+            r_target = [0.0, 0.5, 0.9][k % 3]
+            name = save(_coloc(rng, r_target), f"test-coloc-{k:03d}")
+            choices, answer = _options(
+                rng,
+                level,
+                [
+                    c
+                    for c in ("no colocalization", "partial colocalization", "strong colocalization")
+                    if c != level
+                ],
+            )
+            rows.append(
+                {
+                    "id": f"test-coloc-{k:03d}",
+                    "question": "How strongly do the red and green channels colocalize?",
+                    "choices": choices,
+                    "answer": answer,
+                    "image": name,
+                    "task": "colocalization",
+                    "subset": "colocalization",
+                    "split": "test",
+                    "target_pearson_r": r_target,
+                    "modality": "fluorescence microscopy",
+                }
+            )
+        conditions = ["ctrl", "drugA", "drugB", "drugC"]
+        for k in range(2 * n_per_class):
+            values = [float(v) for v in rng.choice(np.arange(10, 100, 5), size=4, replace=False)]
+            name = save(_figure(rng, conditions, values), f"test-figure-{k:03d}")
+            best = conditions[int(np.argmax(values))]
+            choices, answer = _options(rng, best, [c for c in conditions if c != best][:3])
+            rows.append(
+                {
+                    "id": f"test-barmax-{k:03d}",
+                    "question": "In panel B, which condition has the highest value?",
+                    "choices": choices,
+                    "answer": answer,
+                    "image": name,
+                    "task": "bar_max",
+                    "subset": "figures",
+                    "split": "test",
+                    "bar_values": dict(zip(conditions, values, strict=True)),
+                }
+            )
+            j = int(rng.integers(4))
+            true = f"{values[j]:.0f}"
+            wrong = [
+                f"{v:.0f}" for v in sorted({values[j] + d for d in (-20, -10, 10, 20)} - {values[j]}) if v > 0
+            ][:3]
+            choices, answer = _options(rng, true, wrong)
+            rows.append(
+                {
+                    "id": f"test-barval-{k:03d}",
+                    "question": f"In panel B, what is the value of {conditions[j]}?",
+                    "choices": choices,
+                    "answer": answer,
+                    "image": name,
+                    "task": "bar_value",
+                    "subset": "figures",
+                    "split": "test",
+                    "bar_values": dict(zip(conditions, values, strict=True)),
+                }
+            )
+        modality_opts = ["light microscopy", "fluorescence microscopy", "electron microscopy"]
+        stain_opts = ["H&E", "DAB / immunohistochemistry", "Giemsa"]
+        for src, modality, stain in (
+            ("cell", "light microscopy", None),
+            ("immunohistochemistry", "light microscopy", "DAB / immunohistochemistry"),
+        ):
+            for k, img in enumerate(_skimage_crops(rng, src, n_per_class)):
+                name = save(img, f"test-{src}-{k:03d}")
+                choices, answer = _options(rng, modality, [m for m in modality_opts if m != modality])
+                rows.append(
+                    {
+                        "id": f"test-{src}-modality-{k:03d}",
+                        "question": "Which imaging modality was used to acquire this image?",
+                        "choices": choices,
+                        "answer": answer,
+                        "image": name,
+                        "task": "modality",
+                        "subset": "skimage",
+                        "split": "test",
+                        "captions": [
+                            f"A micrograph acquired through {c}." if c != NONE else NONE for c in choices
+                        ],
+                        "source_image": f"skimage.data.{src}",
+                    }
+                )
+                if stain is not None:
+                    choices, answer = _options(rng, stain, [s for s in stain_opts if s != stain])
+                    rows.append(
+                        {
+                            "id": f"test-{src}-stain-{k:03d}",
+                            "question": "Which stain was used?",
+                            "choices": choices,
+                            "answer": answer,
+                            "image": name,
+                            "task": "stain",
+                            "subset": "skimage",
+                            "split": "test",
+                            "captions": [
+                                f"A micrograph of a sample stained with {c}." if c != NONE else NONE
+                                for c in choices
+                            ],
+                            "source_image": f"skimage.data.{src}",
+                        }
+                    )
+        train = _shape_rows(rng, 5 * n_per_class, "train", save)
+        for name, data in (("data.jsonl", rows), ("train.jsonl", train)):
+            (tmp / name).write_text(
+                "".join(json.dumps(r, sort_keys=True) + "\n" for r in data), encoding="utf-8"
+            )
+        digest = hashlib.sha256((tmp / "data.jsonl").read_bytes()).hexdigest()
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[r["task"]] = counts.get(r["task"], 0) + 1
+        manifest = {
+            "version": DEMO_VERSION,
+            "seed": seed,
+            "n_per_class": n_per_class,
+            "items": len(rows),
+            "train_items": len(train),
+            "tasks": counts,
+            "data_sha256": digest,
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log.info("demo benchmark written to %s", target)
+    return target
+
+
+@register_benchmark("demo")
+class DemoBenchmark(Benchmark):
+    """The offline synthetic demo benchmark (generated on first use)."""
+
+    title = "Offline synthetic microscopy demo"
+    splits = ("test", "train")
+    tasks = (
+        "contour",
+        "eccentricity",
+        "texture",
+        "colocalization",
+        "bar_max",
+        "bar_value",
+        "modality",
+        "stain",
+    )
+    default_split = "test"
+    data_help = (
+        "Nothing to download: generated offline (seed 0) into the cache on first use, or by "
+        "`scopebench demo`; --data may name a folder it generated."
+    )
+
+    def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
+        """Load (generating first if needed) the demo's test or train split."""
+        from scopebench.benchmarks.local import LocalBenchmark
+
+        chosen = self.check_split(split)
+        folder = Path(data) if data else generate_demo()
+        if data and not (folder / "manifest.json").is_file():
+            folder = generate_demo(folder)
+        name = "train.jsonl" if chosen == "train" else "data.jsonl"
+        return LocalBenchmark().load_file(folder / name, "demo", chosen)
