@@ -102,7 +102,7 @@ def test_demo_command_end_to_end(tmp_path: Path) -> None:
     assert "demo benchmark:" in proc.stdout and "overall" in proc.stdout
     for model in ("random", "frequent"):
         metrics = json.loads((tmp_path / "runs" / model / "metrics.json").read_text())
-        assert metrics["overall"]["n"] == 96
+        assert metrics["overall"]["n"] == 114
         assert (tmp_path / "runs" / model / "records.jsonl").is_file()
 
 

@@ -23,8 +23,10 @@ from scopebench.errors import DataFormatError, ScopebenchError
 
 __all__ = ["build_parser", "main"]
 
-console = Console()
-err_console = Console(stderr=True)
+# Piped output (CI logs, `| tee`) gets a fixed wide layout instead of rich's 80-column default,
+# which would truncate group names.
+console = Console(width=None if sys.stdout.isatty() else 120)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
 # Feature areas that add their own subcommands (module with `add_subcommands(sub)`); a module
 # that is absent in this installation is simply not offered.
@@ -115,8 +117,9 @@ def _print_metrics(metrics: dict[str, Any], title: str) -> None:
     except (ImportError, AttributeError):
         pass
     table = Table(title=title)
-    for col in ("group", "n", "accuracy", "correct", "unparsed", "errors", "missing img", "missing resp"):
-        table.add_column(col, justify="left" if col == "group" else "right")
+    table.add_column("group", no_wrap=True)
+    for col in ("n", "accuracy", "correct", "unparsed", "errors", "no image", "no response"):
+        table.add_column(col, justify="right")
     rows = [metrics["overall"], *metrics["by_task"], *metrics["by_subset"]]
     if len(metrics["by_split"]) > 1:
         rows += metrics["by_split"]
@@ -382,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except ScopebenchError as exc:
-        err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
+        err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         err_console.print("interrupted")

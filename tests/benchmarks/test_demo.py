@@ -22,11 +22,11 @@ def test_counts_and_answers(demo_dir: Path) -> None:
     manifest = json.loads((demo_dir / "manifest.json").read_text())
     assert manifest["tasks"] == {
         "contour": 8, "eccentricity": 8, "texture": 8, "colocalization": 12,
-        "bar_max": 8, "bar_value": 8, "modality": 8, "stain": 4,
+        "bar_max": 8, "bar_value": 8, "modality": 16, "stain": 8,
     }  # fmt: skip
-    assert manifest["items"] == 64 and manifest["train_items"] == 120 and manifest["version"] == DEMO_VERSION
+    assert manifest["items"] == 76 and manifest["train_items"] == 120 and manifest["version"] == DEMO_VERSION
     loaded = get_benchmark("demo").load(str(demo_dir))
-    assert len(loaded.items) == 64 and loaded.problems == []
+    assert len(loaded.items) == 76 and loaded.problems == []
     for it in loaded.items:
         assert it.answer_index is not None and 0 <= it.answer_index < len(it.choices)
         assert it.choices[-1] == "none of the above"  # kept last, as in μ-Bench
@@ -35,6 +35,9 @@ def test_counts_and_answers(demo_dir: Path) -> None:
     assert len(train.items) == 120 and {it.split for it in train.items} == {"train"}
     coarse = [it for it in loaded.items if it.task in {"modality", "stain"}]
     assert all(it.captions is not None and len(it.captions) == len(it.choices) for it in coarse)
+    # No frequency shortcut: the two modalities are equally often correct.
+    answers = [it.choices[it.answer_index or 0] for it in loaded.items if it.task == "modality"]
+    assert answers.count("light microscopy") == answers.count("fluorescence microscopy") == 8
 
 
 def test_deterministic_for_a_seed(tmp_path: Path, demo_dir: Path) -> None:

@@ -10,8 +10,9 @@ on μ-Bench's synthetic tasks and needs no download:
   level (``colocalization``);
 * **figures** — two-panel figures with a bar chart of known values (``bar_max``, ``bar_value``);
 * **coarse** — modality and stain questions on scikit-image's bundled ``cell`` (light microscopy)
-  and ``immunohistochemistry`` (IHC, DAB + hematoxylin) images (``modality``, ``stain``), with
-  μ-Bench-style captions for contrastive models.
+  and ``immunohistochemistry`` (IHC, DAB + hematoxylin) images and on synthetic fluorescence cells
+  (``modality``, ``stain``; balanced so no answer is a frequency shortcut), with μ-Bench-style
+  captions for contrastive models.
 
 A separate training split (``train.jsonl``) of the cell-shape tasks serves the linear-probe
 baseline. Everything is deterministic for a seed; the folder is written atomically.
@@ -40,7 +41,7 @@ __all__ = ["DEMO_VERSION", "DemoBenchmark", "default_cache_dir", "generate_demo"
 
 log = logging.getLogger(__name__)
 
-DEMO_VERSION = "1"
+DEMO_VERSION = "2"
 NONE = "none of the above"
 SIZE = 128
 
@@ -316,13 +317,21 @@ def generate_demo(
                 }
             )
         modality_opts = ["light microscopy", "fluorescence microscopy", "electron microscopy"]
-        stain_opts = ["H&E", "DAB / immunohistochemistry", "Giemsa"]
-        for src, modality, stain in (
-            ("cell", "light microscopy", None),
-            ("immunohistochemistry", "light microscopy", "DAB / immunohistochemistry"),
-        ):
-            for k, img in enumerate(_skimage_crops(rng, src, n_per_class)):
+        stain_opts = ["H&E", "DAB / immunohistochemistry", "Giemsa", "fluorescent dyes (DAPI + GFP)"]
+        # Half the coarse questions are about scikit-image's light micrographs, half about synthetic
+        # fluorescence cells, so neither answer is a frequency shortcut.
+        sources: list[tuple[str, str, str | None, list[np.ndarray]]] = [
+            ("cell", "light microscopy", None, _skimage_crops(rng, "cell", n_per_class)),
+            ("immunohistochemistry", "light microscopy", "DAB / immunohistochemistry",
+             _skimage_crops(rng, "immunohistochemistry", n_per_class)),
+            ("fluorescence", "fluorescence microscopy", "fluorescent dyes (DAPI + GFP)",
+             [_cell(rng, irregular=bool(rng.random() < 0.5), elongated=bool(rng.random() < 0.5),
+                    coarse=bool(rng.random() < 0.5)) for _ in range(2 * n_per_class)]),
+        ]  # fmt: skip
+        for src, modality, stain, images in sources:
+            for k, img in enumerate(images):
                 name = save(img, f"test-{src}-{k:03d}")
+                origin = f"skimage.data.{src}" if src != "fluorescence" else "synthetic"
                 choices, answer = _options(rng, modality, [m for m in modality_opts if m != modality])
                 rows.append(
                     {
@@ -332,15 +341,15 @@ def generate_demo(
                         "answer": answer,
                         "image": name,
                         "task": "modality",
-                        "subset": "skimage",
+                        "subset": "coarse",
                         "split": "test",
                         "captions": [
                             f"A micrograph acquired through {c}." if c != NONE else NONE for c in choices
                         ],
-                        "source_image": f"skimage.data.{src}",
+                        "source_image": origin,
                     }
                 )
-                if stain is not None:
+                if stain is not None and k < n_per_class:
                     choices, answer = _options(rng, stain, [s for s in stain_opts if s != stain])
                     rows.append(
                         {
@@ -350,13 +359,13 @@ def generate_demo(
                             "answer": answer,
                             "image": name,
                             "task": "stain",
-                            "subset": "skimage",
+                            "subset": "coarse",
                             "split": "test",
                             "captions": [
                                 f"A micrograph of a sample stained with {c}." if c != NONE else NONE
                                 for c in choices
                             ],
-                            "source_image": f"skimage.data.{src}",
+                            "source_image": origin,
                         }
                     )
         train = _shape_rows(rng, 5 * n_per_class, "train", save)
