@@ -21,7 +21,8 @@ def _bench(tmp: Path) -> Path:
          "boxes": [{"x1": 0, "y1": 0, "x2": 100, "y2": 50, "label": "nucleus"},
                    {"x1": 100, "y1": 50, "x2": 200, "y2": 100, "label": "nucleus"}]},
         {"id": "d3", "question": "Detect cell", "image": "cells.png", "class_name": "cell", "boxes": []},
-        {"id": "m1", "question": "Which stain?", "image": "cells.png", "choices": ["H&E", "DAPI"], "answer": 1},
+        {"id": "m1", "question": "Which stain?", "image": "cells.png", "choices": ["H&E", "DAPI"],
+         "answer": 1},
     ]  # fmt: skip
     path = tmp / "data.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

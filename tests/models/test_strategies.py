@@ -70,7 +70,6 @@ def test_strategies_command_on_spur_fixture_with_transcripts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from helpers import FIXTURES
-
     from scopebench.benchmarks import get_benchmark
     from scopebench.cli import main
 
