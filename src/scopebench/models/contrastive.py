@@ -1,0 +1,237 @@
+"""Contrastive zero-shot backends (μ-Bench protocol): image vs one caption per option.
+
+The image and each option's caption (:func:`~scopebench.protocols.caption_texts`: μ-Bench's
+caption-style options where the item has them, else question + option) are embedded and
+L2-normalised; the option scores are ``softmax(logit_scale · cos + logit_bias)`` over the item's
+options — the model's own temperature, so the recorded ``scores`` are proper probabilities. For
+SigLIP, trained with a sigmoid, the same softmax over options is reported (the argmax is the same)
+and the raw logits are kept in ``extra["logits"]``.
+
+Efficiency: benchmarks repeat images (μ-Bench asks 5–6 questions per image) and captions (the same
+option sentences recur thousands of times). Each backend keeps per-run caches keyed by
+:attr:`ImageRef.key` and by caption text, so each unique image and caption is encoded once per run,
+in batches; embeddings are stored as float16 and pixels are released right after encoding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from abc import abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError
+from scopebench.items import Item
+from scopebench.models.base import Backend, ModelOptions, Response
+from scopebench.models.registry import split_spec
+from scopebench.protocols import caption_texts
+
+__all__ = ["ContrastiveBackend", "HFContrastiveBackend", "resolve_device", "weights_digest"]
+
+log = logging.getLogger(__name__)
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` → ``cuda`` when available, else ``cpu``; other values pass through."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def weights_digest(folder: Path) -> str | None:
+    """SHA-256 (16 hex) over a local model folder's weight files, for provenance."""
+    files = sorted(
+        p for p in folder.glob("*") if p.suffix in {".safetensors", ".bin", ".pt", ".pth"} and p.is_file()
+    )
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for p in files:
+        with open(p, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+class ContrastiveBackend(Backend):
+    """Shared caching and scoring for contrastive image–text models.
+
+    Subclasses load a model and implement :meth:`encode_images` and :meth:`encode_texts` (both
+    returning L2-normalised float32 arrays) and set :attr:`logit_scale` / :attr:`logit_bias`.
+    """
+
+    mode = "contrastive"
+    needs_images = True
+    default_batch_size = 64
+
+    def __init__(self, spec: str, options: ModelOptions) -> None:
+        super().__init__(spec, options)
+        self.logit_scale = 1.0
+        self.logit_bias = 0.0
+        self._image_cache: dict[str, np.ndarray] = {}
+        self._image_errors: dict[str, str] = {}
+        self._text_cache: dict[str, np.ndarray] = {}
+        self.encode_batch = int(options.extra.get("encode_batch_size", options.batch_size or 32))
+
+    @abstractmethod
+    def encode_images(self, images: Sequence[Any]) -> np.ndarray:
+        """Embed PIL images → (n, d) L2-normalised."""
+
+    @abstractmethod
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts → (n, d) L2-normalised."""
+
+    def _fill_image_cache(self, items: Sequence[Item]) -> None:
+        todo: dict[str, Any] = {}
+        for it in items:
+            for ref in it.images[:1]:
+                if ref.key not in self._image_cache and ref.key not in self._image_errors:
+                    todo.setdefault(ref.key, ref)
+        keys = list(todo)
+        for start in range(0, len(keys), self.encode_batch):
+            chunk = keys[start : start + self.encode_batch]
+            pixels, ok = [], []
+            for k in chunk:
+                try:
+                    pixels.append(todo[k].load())
+                    ok.append(k)
+                except ImageLoadError as exc:
+                    self._image_errors[k] = str(exc)
+            if pixels:
+                emb = self.encode_images(pixels)
+                for k, e in zip(ok, emb, strict=True):
+                    self._image_cache[k] = e.astype(np.float16)
+            del pixels  # decoded images are not kept past their batch
+
+    def _fill_text_cache(self, texts: Sequence[str]) -> None:
+        todo = list(dict.fromkeys(t for t in texts if t not in self._text_cache))
+        for start in range(0, len(todo), self.encode_batch):
+            chunk = todo[start : start + self.encode_batch]
+            for t, e in zip(chunk, self.encode_texts(chunk), strict=True):
+                self._text_cache[t] = e.astype(np.float16)
+
+    def predict(self, items: Sequence[Item]) -> list[Response]:
+        """Score every option of every item; unique images and captions are encoded once per run."""
+        captions = {it.id: caption_texts(it) for it in items}
+        self._fill_image_cache([it for it in items if it.images])
+        self._fill_text_cache([c for cs in captions.values() for c in cs])
+        out = []
+        for it in items:
+            if not it.images:
+                out.append(Response(it.id, status="error", error="contrastive models need an image"))
+                continue
+            key = it.images[0].key
+            if key in self._image_errors:
+                out.append(Response(it.id, status="error", error=self._image_errors[key]))
+                continue
+            img = self._image_cache[key].astype(np.float32)
+            txt = np.stack([self._text_cache[c] for c in captions[it.id]]).astype(np.float32)
+            logits = self.logit_scale * (txt @ img) + self.logit_bias
+            z = logits - logits.max()
+            probs = np.exp(z) / np.exp(z).sum()
+            extra: dict[str, Any] = {"logits": [round(float(x), 6) for x in logits]}
+            if len(it.images) > 1:
+                extra["note"] = "contrastive models see only the first image"
+            out.append(Response(it.id, scores=[float(p) for p in probs], extra=extra))
+        return out
+
+    def cache_sizes(self) -> tuple[int, int]:
+        """Unique images and captions encoded so far (for tests and logs)."""
+        return len(self._image_cache), len(self._text_cache)
+
+
+class HFContrastiveBackend(ContrastiveBackend):
+    """``clip:MODEL`` — transformers CLIPModel / SiglipModel / AlignModel (hub id or local folder).
+
+    Covers OpenAI CLIP, PLIP (``vinid/plip``), ALIGN (``kakaobrain/align-base``) and SigLIP.
+    """
+
+    def __init__(self, spec: str, options: ModelOptions) -> None:
+        super().__init__(spec, options)
+        _, self.model_id = split_spec(spec)
+        try:
+            import torch
+            from transformers import AutoModel, AutoProcessor
+        except ImportError as exc:
+            raise MissingDependencyError("transformers", "hf", "clip: models") from exc
+        self._torch = torch
+        self.device = resolve_device(options.device)
+        self.dtype = torch.float32 if self.device == "cpu" else torch.float16
+        try:
+            self.model = AutoModel.from_pretrained(self.model_id, dtype=self.dtype).to(self.device).eval()
+            self.processor = AutoProcessor.from_pretrained(self.model_id)
+        except OSError as exc:
+            raise ModelError(
+                f"cannot load contrastive model {self.model_id!r}: {exc}. Give a local folder "
+                "(save_pretrained layout) or a hub id reachable from this machine."
+            ) from exc
+        if not hasattr(self.model, "get_image_features"):
+            raise ModelError(
+                f"{self.model_id!r} is not a contrastive image–text model (no get_image_features)"
+            )
+        with torch.no_grad():
+            self.logit_scale = float(self.model.logit_scale.exp().item())
+            bias = getattr(self.model, "logit_bias", None)
+            self.logit_bias = float(bias.item()) if bias is not None else 0.0
+        self.max_length = int(getattr(self.model.config.text_config, "max_position_embeddings", 77) or 77)
+
+    @staticmethod
+    def _features(out: Any) -> Any:
+        # transformers v5 returns a model output whose pooler_output holds the projected
+        # features; v4 returned the tensor itself.
+        return out.pooler_output if hasattr(out, "pooler_output") else out
+
+    def _normalise(self, feats: Any) -> np.ndarray:
+        feats = feats.float()
+        feats = feats / feats.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        arr: np.ndarray = feats.cpu().numpy()
+        return arr
+
+    def encode_images(self, images: Sequence[Any]) -> np.ndarray:
+        """Embed images with the model's vision tower and projection."""
+        torch = self._torch
+        inputs = self.processor(images=list(images), return_tensors="pt")
+        pixel_values = inputs["pixel_values"].to(self.device, self.dtype)
+        with torch.inference_mode():
+            return self._normalise(self._features(self.model.get_image_features(pixel_values=pixel_values)))
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts (truncated to the model's context length, e.g. 77 for CLIP)."""
+        torch = self._torch
+        # SigLIP was trained on max_length padding; CLIP pools at EOS, so either padding works there.
+        padding = "max_length" if "siglip" in type(self.model).__name__.lower() else True
+        inputs = self.processor(
+            text=list(texts),
+            padding=padding,
+            truncation=True,
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
+        inputs = {k: v.to(self.device) for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
+        with torch.inference_mode():
+            return self._normalise(self._features(self.model.get_text_features(**inputs)))
+
+    def identity(self) -> dict[str, Any]:
+        """Spec, model class, revision or weight hash, dtype, device, logit scale."""
+        local = Path(self.model_id).is_dir()
+        return {
+            "spec": self.spec,
+            "mode": self.mode,
+            "model_class": type(self.model).__name__,
+            "revision": None if local else getattr(self.model.config, "_commit_hash", None),
+            "weights_sha256": weights_digest(Path(self.model_id)) if local else None,
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "device": self.device,
+            "logit_scale": round(self.logit_scale, 6),
+        }
+
+    def close(self) -> None:
+        """Drop the model and caches."""
+        self._image_cache.clear()
+        self._text_cache.clear()

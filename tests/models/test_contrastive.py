@@ -1,0 +1,138 @@
+"""Contrastive zero-shot on tiny random CLIP/SigLIP models built from configs (real code path)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.items import ImageRef, Item
+from scopebench.models import ModelOptions, load_model
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from scopebench.models.tiny import build_tiny_clip
+
+    root = tmp_path_factory.mktemp("tiny")
+    return {
+        "clip": build_tiny_clip(root / "clip", kind="clip", seed=0),
+        "siglip": build_tiny_clip(root / "siglip", kind="siglip", seed=0),
+    }
+
+
+def _items(tmp: Path, n: int = 6) -> list[Item]:
+    rng = np.random.default_rng(0)
+    paths = []
+    for k in range(2):  # two unique images, each asked about n/2 times
+        p = tmp / f"img{k}.png"
+        Image.fromarray(rng.integers(0, 255, (40, 50, 3), dtype=np.uint8)).save(p)
+        paths.append(p)
+    return [
+        Item(
+            id=f"t/{i}", benchmark="local", split="test", task="modality", question="Which modality?",
+            choices=("light microscopy", "fluorescence microscopy", "electron microscopy"), answer_index=i % 3,
+            images=(ImageRef(key=paths[i % 2].name, path=paths[i % 2]),),
+            captions=tuple(f"A micrograph acquired through {c} {i % 2}." for c in ("light", "fluorescence", "electron")),
+        )
+        for i in range(n)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["clip", "siglip"])
+def test_scores_are_probabilities_and_batch_independent(kind: str, tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    items = _items(tmp_path)
+    one = load_model(f"clip:{tiny_models[kind]}", ModelOptions(batch_size=1))
+    many = load_model(f"clip:{tiny_models[kind]}", ModelOptions(batch_size=8))
+    a = [r for it in items for r in one.predict([it])]
+    b = many.predict(items)
+    for ra, rb in zip(a, b, strict=True):
+        assert ra.scores is not None and rb.scores is not None
+        assert sum(ra.scores) == pytest.approx(1.0, abs=1e-6) and len(ra.scores) == 3
+        assert ra.scores == pytest.approx(rb.scores, abs=1e-5)
+        assert len(ra.extra["logits"]) == 3
+
+
+def test_each_unique_image_and_caption_encoded_once(tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    backend: Any = load_model(f"clip:{tiny_models['clip']}", ModelOptions(batch_size=4))
+    calls = {"images": 0, "texts": 0}
+    enc_i, enc_t = backend.encode_images, backend.encode_texts
+
+    def count_i(images: Any) -> Any:
+        calls["images"] += len(images)
+        return enc_i(images)
+
+    def count_t(texts: Any) -> Any:
+        calls["texts"] += len(texts)
+        return enc_t(texts)
+
+    backend.encode_images, backend.encode_texts = count_i, count_t
+    items = _items(tmp_path, n=12)
+    backend.predict(items[:5])
+    backend.predict(items[5:])  # a second batch reuses the run's cache
+    assert calls == {"images": 2, "texts": 6}  # 2 unique images, 2 × 3 unique captions
+    assert backend.cache_sizes() == (2, 6)
+
+
+def test_matches_a_naive_per_item_loop(tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    import torch
+    from transformers import AutoModel, AutoProcessor
+
+    items = _items(tmp_path)
+    model = AutoModel.from_pretrained(tiny_models["clip"]).eval()
+    proc = AutoProcessor.from_pretrained(tiny_models["clip"])
+    backend = load_model(f"clip:{tiny_models['clip']}", ModelOptions())
+    got = backend.predict(items)
+    for it, resp in zip(items, got, strict=True):
+        with torch.no_grad():  # the reference implementations: everything re-encoded per question
+            inp = proc(text=list(it.captions or ()), images=[it.images[0].load()], padding=True, return_tensors="pt")
+            probs = model(**inp).logits_per_image.softmax(-1)[0].tolist()
+        # Same prediction; scores agree up to the float16 storage of cached embeddings.
+        assert resp.scores is not None
+        assert max(range(3), key=lambda i: resp.scores[i]) == max(range(3), key=lambda i: probs[i])
+        assert resp.scores == pytest.approx(probs, abs=2e-3)
+
+
+def test_broken_image_fails_only_its_item(tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    items = _items(tmp_path)
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not a png")
+    items[1] = Item(**{**{f: getattr(items[1], f) for f in items[1].__dataclass_fields__},
+                       "images": (ImageRef(key="bad.png", path=bad),)})  # fmt: skip
+    out = load_model(f"clip:{tiny_models['clip']}", ModelOptions()).predict(items)
+    assert [r.status for r in out] == ["ok", "error", "ok", "ok", "ok", "ok"]
+    assert "cannot decode image" in (out[1].error or "")
+
+
+def test_end_to_end_run_records_scores_and_identity(tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    Image.new("RGB", (20, 20), (200, 30, 30)).save(tmp_path / "a.png")
+    rows = [{"question": "What colour?", "choices": ["red", "green"], "answer": i % 2, "image": "a.png", "task": "t"}
+            for i in range(4)]  # fmt: skip
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = RunConfig(benchmark="local", data=str(tmp_path / "data.jsonl"), model=f"clip:{tiny_models['clip']}")
+    res = run_benchmark(cfg, tmp_path / "run")
+    recs = load_run(tmp_path / "run").records
+    assert len(recs) == 4 and all(r.scores is not None and len(r.scores) == 2 for r in recs)
+    assert res.metrics["overall"]["n"] == 4
+    ident = json.loads((tmp_path / "run" / "run.json").read_text())["model_identity"]
+    assert ident["mode"] == "contrastive" and len(ident["weights_sha256"]) == 16
+    assert ident["model_class"] == "CLIPModel"
+
+
+def test_openclip_needs_its_extra() -> None:
+    try:
+        import open_clip  # noqa: F401
+    except ImportError:
+        from scopebench.errors import MissingDependencyError
+
+        with pytest.raises(MissingDependencyError, match=r"scopebench\[openclip\]"):
+            load_model("openclip:ViT-B-32")
+    else:  # pragma: no cover - only where open_clip (and torchvision) are installed
+        pytest.skip("open_clip is installed; the tiny open_clip test lives in test_openclip.py")
