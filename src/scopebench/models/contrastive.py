@@ -44,18 +44,29 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def weights_digest(folder: Path) -> str | None:
-    """SHA-256 (16 hex) over a local model folder's weight files, for provenance."""
-    files = sorted(
-        p for p in folder.glob("*") if p.suffix in {".safetensors", ".bin", ".pt", ".pth"} and p.is_file()
-    )
+_WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth"}
+
+
+def weights_digest(path: Path) -> str | None:
+    """A fingerprint (16 hex) of a local model's weight files, for provenance.
+
+    SHA-256 over each file's name, size, first and last MiB — not the whole file: hashing 15 GB of
+    a 7B model on every invocation would make resuming a finished run cost seconds. Any retrained
+    or re-saved checkpoint changes its safetensors header (first MiB) or its size.
+    """
+    files = [path] if path.is_file() else sorted(p for p in path.glob("*") if p.suffix in _WEIGHT_SUFFIXES)
+    files = [p for p in files if p.is_file()]
     if not files:
         return None
     h = hashlib.sha256()
     for p in files:
+        size = p.stat().st_size
+        h.update(f"{p.name}:{size}".encode())
         with open(p, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
+            h.update(fh.read(1 << 20))
+            if size > 2 << 20:
+                fh.seek(-(1 << 20), 2)
+                h.update(fh.read(1 << 20))
     return h.hexdigest()[:16]
 
 
@@ -157,20 +168,37 @@ class HFContrastiveBackend(ContrastiveBackend):
         _, self.model_id = split_spec(spec)
         try:
             import torch
-            from transformers import AutoModel, AutoProcessor
+            from transformers import AutoConfig
         except ImportError as exc:
             raise MissingDependencyError("transformers", "hf", "clip: models") from exc
         self._torch = torch
         self.device = resolve_device(options.device)
         self.dtype = torch.float32 if self.device == "cpu" else torch.float16
         try:
-            self.model = AutoModel.from_pretrained(self.model_id, dtype=self.dtype).to(self.device).eval()
-            self.processor = AutoProcessor.from_pretrained(self.model_id)
-        except OSError as exc:
+            # Only the config now: weights load on the first predict(), so resuming a finished
+            # run (nothing to predict) never pays for them.
+            self.config = AutoConfig.from_pretrained(self.model_id)
+        except (OSError, ValueError) as exc:
             raise ModelError(
                 f"cannot load contrastive model {self.model_id!r}: {exc}. Give a local folder "
                 "(save_pretrained layout) or a hub id reachable from this machine."
             ) from exc
+        self.model: Any = None
+        self.processor: Any = None
+        text_cfg = getattr(self.config, "text_config", None)
+        self.max_length = int(getattr(text_cfg, "max_position_embeddings", 77) or 77)
+
+    def _ensure_loaded(self) -> None:
+        if self.model is not None:
+            return
+        torch = self._torch
+        from transformers import AutoModel, AutoProcessor
+
+        try:
+            self.model = AutoModel.from_pretrained(self.model_id, dtype=self.dtype).to(self.device).eval()
+            self.processor = AutoProcessor.from_pretrained(self.model_id)
+        except OSError as exc:
+            raise ModelError(f"cannot load contrastive model {self.model_id!r}: {exc}") from exc
         if not hasattr(self.model, "get_image_features"):
             raise ModelError(
                 f"{self.model_id!r} is not a contrastive image–text model (no get_image_features)"
@@ -179,7 +207,11 @@ class HFContrastiveBackend(ContrastiveBackend):
             self.logit_scale = float(self.model.logit_scale.exp().item())
             bias = getattr(self.model, "logit_bias", None)
             self.logit_bias = float(bias.item()) if bias is not None else 0.0
-        self.max_length = int(getattr(self.model.config.text_config, "max_position_embeddings", 77) or 77)
+
+    def predict(self, items: Sequence[Item]) -> list[Response]:
+        """Load the weights on first use, then score (see :class:`ContrastiveBackend`)."""
+        self._ensure_loaded()
+        return super().predict(items)
 
     @staticmethod
     def _features(out: Any) -> Any:
@@ -205,7 +237,7 @@ class HFContrastiveBackend(ContrastiveBackend):
         """Embed texts (truncated to the model's context length, e.g. 77 for CLIP)."""
         torch = self._torch
         # SigLIP was trained on max_length padding; CLIP pools at EOS, so either padding works there.
-        padding = "max_length" if "siglip" in type(self.model).__name__.lower() else True
+        padding = "max_length" if "siglip" in str(self.config.model_type).lower() else True
         inputs = self.processor(
             text=list(texts),
             padding=padding,
@@ -223,15 +255,15 @@ class HFContrastiveBackend(ContrastiveBackend):
         return {
             "spec": self.spec,
             "mode": self.mode,
-            "model_class": type(self.model).__name__,
-            "revision": None if local else getattr(self.model.config, "_commit_hash", None),
+            "model_class": (self.config.architectures or [type(self.config).__name__])[0],
+            "revision": None if local else getattr(self.config, "_commit_hash", None),
             "weights_sha256": weights_digest(Path(self.model_id)) if local else None,
             "dtype": str(self.dtype).removeprefix("torch."),
             "device": self.device,
-            "logit_scale": round(self.logit_scale, 6),
         }
 
     def close(self) -> None:
         """Drop the model and caches."""
+        self.model = None
         self._image_cache.clear()
         self._text_cache.clear()
