@@ -20,6 +20,7 @@ from rich.table import Table
 
 from scopebench.display import configure_logging
 from scopebench.errors import DataFormatError, ScopebenchError
+from scopebench.report import render_metrics_table, write_run_outputs
 
 __all__ = ["build_parser", "main"]
 
@@ -109,44 +110,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _print_metrics(metrics: dict[str, Any], title: str) -> None:
-    try:
-        from scopebench.report import render_metrics_table  # type: ignore[attr-defined]
-
-        console.print(render_metrics_table(metrics))
-        return
-    except (ImportError, AttributeError):
-        pass
-    table = Table(title=title)
-    table.add_column("group", no_wrap=True)
-    for col in ("n", "accuracy", "correct", "unparsed", "errors", "no image", "no response"):
-        table.add_column(col, justify="right")
-    rows = [metrics["overall"], *metrics["by_task"], *metrics["by_subset"]]
-    if len(metrics["by_split"]) > 1:
-        rows += metrics["by_split"]
-    for r in rows:
-        acc = r["accuracy"]
-        table.add_row(
-            r["group"],
-            str(r["n"]),
-            "n/a" if acc != acc else f"{100 * acc:.1f}%",
-            str(r["correct"]),
-            str(r["unparsed"]),
-            str(r["errors"]),
-            str(r["missing_image"]),
-            str(r["missing_response"]),
-        )
-    console.print(table)
-    console.print(f"policy for unscorable answers: {metrics['policy']} (they count as wrong)")
+    console.print(render_metrics_table(metrics, title=title))
 
 
 def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
-    """Full metrics with CIs and files when the reporting stage is installed, else the basics."""
-    try:
-        from scopebench.report import write_run_outputs  # type: ignore[attr-defined]
-    except (ImportError, AttributeError):
-        from scopebench.engine.runner import _basic_metrics
-
-        return _basic_metrics(run_dir)
+    """Metrics with bootstrap CIs, plus the per-run report files (CSV, Markdown, LaTeX, plots)."""
     result: dict[str, Any] = write_run_outputs(run_dir, seed=seed)
     return result
 

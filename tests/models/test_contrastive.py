@@ -47,7 +47,9 @@ def _items(tmp: Path, n: int = 6) -> list[Item]:
 
 
 @pytest.mark.parametrize("kind", ["clip", "siglip"])
-def test_scores_are_probabilities_and_batch_independent(kind: str, tiny_models: dict[str, Path], tmp_path: Path) -> None:
+def test_scores_are_probabilities_and_batch_independent(
+    kind: str, tiny_models: dict[str, Path], tmp_path: Path
+) -> None:
     items = _items(tmp_path)
     one = load_model(f"clip:{tiny_models[kind]}", ModelOptions(batch_size=1))
     many = load_model(f"clip:{tiny_models[kind]}", ModelOptions(batch_size=8))
@@ -92,7 +94,9 @@ def test_matches_a_naive_per_item_loop(tiny_models: dict[str, Path], tmp_path: P
     got = backend.predict(items)
     for it, resp in zip(items, got, strict=True):
         with torch.no_grad():  # the reference implementations: everything re-encoded per question
-            inp = proc(text=list(it.captions or ()), images=[it.images[0].load()], padding=True, return_tensors="pt")
+            inp = proc(
+                text=list(it.captions or ()), images=[it.images[0].load()], padding=True, return_tensors="pt"
+            )
             probs = model(**inp).logits_per_image.softmax(-1)[0].tolist()
         # Same prediction; scores agree up to the float16 storage of cached embeddings.
         assert resp.scores is not None

@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from scopebench.items import Record
+from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, bootstrap_ci
 
-__all__ = ["AccuracyRow", "Policy", "accuracy_row", "group_rows"]
+__all__ = ["AccuracyRow", "Policy", "accuracy_row", "group_rows", "outcomes"]
 
 Policy = Literal["wrong", "exclude"]
 
@@ -37,6 +38,13 @@ class AccuracyRow:
         missing_image: Items whose image is missing from the data.
         missing_response: Items a replay file has no answer for.
         policy: The policy used.
+        ci_low: Lower bound of the 95% bootstrap interval (``nan`` when not computed).
+        ci_high: Upper bound of the 95% bootstrap interval.
+        ci_halfwidth: Half the interval width (shown as ``± half-width``).
+        ci_method: ``percentile``, or ``degenerate`` for constant samples / ``n ≤ 1`` (``[p, p]``),
+            or ``none`` when no interval was asked for.
+        resamples: Bootstrap resamples drawn.
+        seed: Seed of the bootstrap generator (``None`` when no interval was computed).
     """
 
     group: str
@@ -49,14 +57,45 @@ class AccuracyRow:
     missing_image: int
     missing_response: int
     policy: Policy
+    ci_low: float = float("nan")
+    ci_high: float = float("nan")
+    ci_halfwidth: float = float("nan")
+    ci_method: str = "none"
+    resamples: int = 0
+    seed: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
         return asdict(self)
 
 
-def accuracy_row(group: str, records: Sequence[Record], policy: Policy = "wrong") -> AccuracyRow:
-    """Compute one :class:`AccuracyRow` over ``records``."""
+def outcomes(records: Sequence[Record], policy: Policy = "wrong") -> list[float]:
+    """The 0/1 outcomes that make up the accuracy of ``records`` under ``policy``.
+
+    Under ``wrong`` every record counts (unscorable ones as 0); under ``exclude`` only ``ok`` ones.
+    """
+    if policy == "wrong":
+        return [1.0 if r.correct else 0.0 for r in records]
+    return [1.0 if r.correct else 0.0 for r in records if r.status == "ok"]
+
+
+def accuracy_row(
+    group: str,
+    records: Sequence[Record],
+    policy: Policy = "wrong",
+    *,
+    seed: int | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> AccuracyRow:
+    """Compute one :class:`AccuracyRow` over ``records``.
+
+    Args:
+        group: Row label.
+        records: The records of the group.
+        policy: What unscorable records count as.
+        seed: Seed of the 95% bootstrap interval; ``None`` computes no interval.
+        resamples: Bootstrap resamples.
+    """
     n = len(records)
     status_counts: dict[str, int] = defaultdict(int)
     for r in records:
@@ -65,6 +104,17 @@ def accuracy_row(group: str, records: Sequence[Record], policy: Policy = "wrong"
     answered = status_counts["ok"]
     denominator = n if policy == "wrong" else answered
     acc = correct / denominator if denominator else float("nan")
+    ci: dict[str, Any] = {}
+    if seed is not None:
+        iv = bootstrap_ci(outcomes(records, policy), seed=seed, resamples=resamples)
+        ci = {
+            "ci_low": iv.low,
+            "ci_high": iv.high,
+            "ci_halfwidth": iv.halfwidth,
+            "ci_method": iv.method,
+            "resamples": resamples,
+            "seed": seed,
+        }
     return AccuracyRow(
         group=group,
         n=n,
@@ -76,6 +126,7 @@ def accuracy_row(group: str, records: Sequence[Record], policy: Policy = "wrong"
         missing_image=status_counts["missing_image"],
         missing_response=status_counts["missing_response"],
         policy=policy,
+        **ci,
     )
 
 
@@ -84,11 +135,21 @@ def group_rows(
     key: Callable[[Record], str | None],
     prefix: str,
     policy: Policy = "wrong",
+    *,
+    seed: int | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
 ) -> list[AccuracyRow]:
-    """One :class:`AccuracyRow` per distinct ``key(record)`` (``None`` keys are left out)."""
+    """One :class:`AccuracyRow` per distinct ``key(record)`` (``None`` keys are left out).
+
+    Every row's interval uses the same ``seed``, so a row's CI does not depend on which other
+    groups exist.
+    """
     groups: dict[str, list[Record]] = defaultdict(list)
     for r in records:
         k = key(r)
         if k is not None:
             groups[k].append(r)
-    return [accuracy_row(f"{prefix}={k}", groups[k], policy) for k in sorted(groups)]
+    return [
+        accuracy_row(f"{prefix}={k}", groups[k], policy, seed=seed, resamples=resamples)
+        for k in sorted(groups)
+    ]

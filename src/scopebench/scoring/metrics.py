@@ -1,38 +1,111 @@
-"""The metrics file of a run: accuracy overall and per task, subset and split."""
+"""The metrics file of a run: accuracy with 95% bootstrap CIs overall and per group.
+
+Layout documented in ``docs/metrics-schema.md``. Only ``kind == "mcq"`` records count for accuracy;
+detection records feed the ``localization`` section (mean GRIT score per class).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scopebench.items import Record
 from scopebench.scoring.accuracy import Policy, accuracy_row, group_rows
+from scopebench.scoring.aggregate import owner_aggregation
+from scopebench.scoring.bootstrap import CI_METHOD, DEFAULT_RESAMPLES
+from scopebench.scoring.calibration import calibration_section
+from scopebench.scoring.grit import localization_table
 
-__all__ = ["METRICS_SCHEMA_VERSION", "compute_metrics"]
+__all__ = ["METADATA_FIELDS", "METRICS_SCHEMA_VERSION", "compute_metrics", "localization_section"]
 
 #: Bumped whenever the layout of the metrics dict changes (documented in docs/metrics-schema.md).
-METRICS_SCHEMA_VERSION = 1
+METRICS_SCHEMA_VERSION = 2
+
+#: Item-metadata fields that get their own accuracy table when items carry them.
+METADATA_FIELDS: tuple[str, ...] = ("modality", "submodality", "domain", "subdomain", "stain")
 
 
-def compute_metrics(records: Sequence[Record], *, benchmark: str, policy: Policy = "wrong") -> dict[str, Any]:
-    """Accuracy overall and per task / subset / split, with unparsed and error counts beside each.
+def localization_section(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Mean GRIT localization score per class (then macro over classes) of detection records.
+
+    Records without a numeric ``extra["grit"]`` (errors, missing images) score 0, as a failed
+    detection; their class comes from ``extra["class_name"]`` or the task.
+    """
+    pairs: list[tuple[str, float]] = []
+    for r in records:
+        if r.kind != "detection":
+            continue
+        grit = r.extra.get("grit")
+        cls = str(r.extra.get("class_name") or r.subset or r.task)
+        pairs.append((cls, float(grit) if isinstance(grit, int | float) else 0.0))
+    return [{"group": row.group, "n": row.n, "score": row.score} for row in localization_table(pairs)]
+
+
+def _metadata_rows(
+    records: Sequence[Record],
+    items: Mapping[str, Mapping[str, Any]],
+    policy: Policy,
+    seed: int,
+    resamples: int,
+) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for fld in METADATA_FIELDS:
+
+        def key(r: Record, fld: str = fld) -> str | None:
+            meta = items.get(r.item_id, {}).get("metadata") or {}
+            v = meta.get(fld)
+            return None if v is None or v == "" else str(v)
+
+        rows = group_rows(records, key, fld, policy, seed=seed, resamples=resamples)
+        if rows:
+            out[fld] = [r.to_dict() for r in rows]
+    return out
+
+
+def compute_metrics(
+    records: Sequence[Record],
+    *,
+    benchmark: str,
+    policy: Policy = "wrong",
+    items: Mapping[str, Mapping[str, Any]] | None = None,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> dict[str, Any]:
+    """Accuracy overall and per task / subset / split / metadata group, each with a 95% CI.
 
     Args:
-        records: The run's records (one per item).
-        benchmark: Benchmark name (for the owner aggregation added by later stages).
+        records: The run's records (one per item); only ``mcq`` records count for accuracy.
+        benchmark: Benchmark name (selects the owner aggregation).
         policy: What unscorable records count as (see :mod:`scopebench.scoring.accuracy`).
+        items: Item summaries by id (``load_run(...).items``) for the metadata tables and
+            μ-Bench's pathology view.
+        seed: Seed of every bootstrap interval (recorded in each row).
+        resamples: Bootstrap resamples per interval.
 
     Returns:
-        A JSON-safe dict: ``{"schema_version", "benchmark", "policy", "overall", "by_task",
-        "by_subset", "by_split"}``; each row is an :class:`~scopebench.scoring.accuracy.AccuracyRow`
-        as a dict.
+        A JSON-safe dict (NaN aside): ``schema_version``, ``benchmark``, ``policy``, ``bootstrap``,
+        ``overall``, ``by_task``, ``by_subset``, ``by_split``, ``by_metadata``, ``owner``,
+        ``localization``, ``calibration``, ``counts``.
     """
+    items = items or {}
+    mcq = [r for r in records if r.kind == "mcq"]
+    kinds: dict[str, int] = defaultdict(int)
+    for r in records:
+        kinds[r.kind] += 1
+    kw: dict[str, Any] = {"seed": seed, "resamples": resamples}
     return {
         "schema_version": METRICS_SCHEMA_VERSION,
         "benchmark": benchmark,
         "policy": policy,
-        "overall": accuracy_row("overall", records, policy).to_dict(),
-        "by_task": [r.to_dict() for r in group_rows(records, lambda r: r.task, "task", policy)],
-        "by_subset": [r.to_dict() for r in group_rows(records, lambda r: r.subset, "subset", policy)],
-        "by_split": [r.to_dict() for r in group_rows(records, lambda r: r.split, "split", policy)],
+        "bootstrap": {"method": CI_METHOD, "confidence": 0.95, "resamples": resamples, "seed": seed},
+        "overall": accuracy_row("overall", mcq, policy, **kw).to_dict(),
+        "by_task": [r.to_dict() for r in group_rows(mcq, lambda r: r.task, "task", policy, **kw)],
+        "by_subset": [r.to_dict() for r in group_rows(mcq, lambda r: r.subset, "subset", policy, **kw)],
+        "by_split": [r.to_dict() for r in group_rows(mcq, lambda r: r.split, "split", policy, **kw)],
+        "by_metadata": _metadata_rows(mcq, items, policy, seed, resamples),
+        "owner": owner_aggregation(mcq, benchmark=benchmark, items=items, policy=policy, **kw),
+        "localization": localization_section(records),
+        "calibration": calibration_section(mcq),
+        "counts": {"records": len(records), **dict(kinds)},
     }

@@ -1,0 +1,180 @@
+"""Tables of a run's metrics: flat rows, CSV, Markdown, LaTeX (booktabs) and a rich table."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rich.table import Table
+
+__all__ = [
+    "format_accuracy",
+    "format_interval",
+    "metrics_rows",
+    "render_metrics_table",
+    "rows_to_csv",
+    "rows_to_latex",
+    "rows_to_markdown",
+]
+
+_COLUMNS = (
+    "section",
+    "group",
+    "n",
+    "correct",
+    "denominator",
+    "accuracy",
+    "ci_low",
+    "ci_high",
+    "ci_halfwidth",
+    "ci_method",
+    "unparsed",
+    "errors",
+    "missing_image",
+    "missing_response",
+)
+
+
+def _isnan(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def format_accuracy(row: Mapping[str, Any]) -> str:
+    """``"54.2% ±3.1"`` (percentage points), ``"n/a"`` when undefined."""
+    acc: Any = row.get("accuracy")
+    if _isnan(acc):
+        return "n/a"
+    half: Any = row.get("ci_halfwidth")
+    return f"{100 * float(acc):.1f}%" + ("" if _isnan(half) else f" ±{100 * float(half):.1f}")
+
+
+def format_interval(row: Mapping[str, Any]) -> str:
+    """``"[50.1, 58.3]"`` in percent, or an empty string when there is no interval."""
+    lo: Any = row.get("ci_low")
+    hi: Any = row.get("ci_high")
+    if _isnan(lo) or _isnan(hi):
+        return ""
+    return f"[{100 * float(lo):.1f}, {100 * float(hi):.1f}]"
+
+
+def metrics_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every accuracy row of a metrics dict, flattened with a ``section`` column.
+
+    Sections: ``overall``, ``task``, ``subset``, ``split``, ``metadata:<field>`` and ``owner``.
+    """
+    out: list[dict[str, Any]] = [{"section": "overall", **metrics["overall"]}]
+    for key, section in (("by_task", "task"), ("by_subset", "subset"), ("by_split", "split")):
+        out += [{"section": section, **r} for r in metrics.get(key, [])]
+    for fld, rows in (metrics.get("by_metadata") or {}).items():
+        out += [{"section": f"metadata:{fld}", **r} for r in rows]
+    owner = metrics.get("owner")
+    if owner:
+        out += [{"section": "owner", **r} for r in owner["rows"]]
+    return out
+
+
+def _cell(v: Any) -> str:
+    if _isnan(v):
+        return ""
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def rows_to_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = _COLUMNS) -> str:
+    """CSV text with ``columns`` (missing values empty)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def _display(rows: Iterable[Mapping[str, Any]]) -> list[list[str]]:
+    return [
+        [
+            str(r.get("section", "")),
+            str(r["group"]),
+            str(r["n"]),
+            format_accuracy(r),
+            format_interval(r),
+            str(r["unparsed"]),
+            str(r["errors"]),
+            str(r["missing_image"]),
+            str(r["missing_response"]),
+        ]
+        for r in rows
+    ]
+
+
+_HEAD = ["section", "group", "n", "accuracy", "95% CI", "unparsed", "errors", "no image", "no response"]
+
+
+def rows_to_markdown(rows: Sequence[Mapping[str, Any]], title: str = "") -> str:
+    """A GitHub-flavoured Markdown table of accuracy rows."""
+    lines = [f"## {title}", ""] if title else []
+    lines.append("| " + " | ".join(_HEAD) + " |")
+    lines.append("|" + "|".join(["---", "---"] + ["---:"] * (len(_HEAD) - 2)) + "|")
+    for cells in _display(rows):
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+_TEX_ESCAPE = {
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "±": r"$\pm$",
+}
+
+
+def _tex(s: str) -> str:
+    return "".join(_TEX_ESCAPE.get(ch, ch) for ch in s)
+
+
+def rows_to_latex(rows: Sequence[Mapping[str, Any]], caption: str = "") -> str:
+    """A booktabs ``tabular`` of accuracy rows (needs the LaTeX package booktabs)."""
+    lines = [r"\begin{table}[t]", r"\centering"]
+    if caption:
+        lines.append(rf"\caption{{{_tex(caption)}}}")
+    lines += [r"\begin{tabular}{ll" + "r" * (len(_HEAD) - 2) + "}", r"\toprule"]
+    lines.append(" & ".join(_tex(h) for h in _HEAD) + r" \\")
+    lines.append(r"\midrule")
+    for cells in _display(rows):
+        lines.append(" & ".join(_tex(c) for c in cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -> Table:
+    """A rich table: overall, per task / subset / split and the owner aggregation.
+
+    Accuracy shows as ``54.2% ±3.1`` beside its ``[lo, hi]`` 95% bootstrap interval.
+
+    Args:
+        metrics: A run's metrics (``metrics.json``).
+        title: Table title (default: the benchmark); the policy for unscorable answers is appended.
+    """
+    boot = metrics.get("bootstrap") or {}
+    title = f"{title or metrics.get('benchmark', '')} — policy {metrics.get('policy', '')}"
+    table = Table(
+        title=title,
+        caption=f"95% CI: {boot.get('method', 'percentile')} bootstrap, "
+        f"{boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')}",
+    )
+    for h in _HEAD:
+        table.add_column(h, justify="left" if h in ("section", "group") else "right", no_wrap=h == "group")
+    rows = [r for r in metrics_rows(metrics) if not r["section"].startswith("metadata:")]
+    if len(metrics.get("by_split", [])) <= 1:
+        rows = [r for r in rows if r["section"] != "split"]
+    for cells in _display(rows):
+        table.add_row(*cells)
+    return table

@@ -1,0 +1,161 @@
+"""Bootstrap confidence intervals for accuracies, all seeded and reproducible.
+
+* :func:`bootstrap_ci` — percentile interval of a mean of 0/1 outcomes via
+  :func:`scipy.stats.bootstrap` (``method="percentile"``; BCa fails on constant samples).
+* :func:`stratified_macro_ci` — stratified bootstrap of a macro-average: resample within each
+  stratum (task), average each stratum, then average the strata.
+* :func:`paired_diff_ci` — paired bootstrap of the accuracy difference of two models on the same
+  items.
+
+Resampling a 0/1 sample with replacement only changes how many ones it holds, so the stratified
+and paired versions draw those counts directly (binomial / multinomial), which is exactly the same
+distribution as resampling indices and needs no ``resamples × n`` matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = [
+    "CI_METHOD",
+    "DEFAULT_RESAMPLES",
+    "Interval",
+    "bootstrap_ci",
+    "paired_diff_ci",
+    "stratified_macro_ci",
+]
+
+#: The interval method recorded in every row.
+CI_METHOD = "percentile"
+#: Default number of bootstrap resamples.
+DEFAULT_RESAMPLES = 1000
+#: Method recorded when the sample is constant (all 0, all 1) or has ≤ 1 value: ``[p, p]``.
+DEGENERATE = "degenerate"
+_CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A 95% confidence interval.
+
+    Attributes:
+        low: Lower bound.
+        high: Upper bound.
+        method: ``percentile``, ``stratified-percentile``, ``paired-percentile`` or ``degenerate``.
+        resamples: Bootstrap resamples drawn.
+        seed: Seed of the random generator.
+    """
+
+    low: float
+    high: float
+    method: str
+    resamples: int
+    seed: int
+
+    @property
+    def halfwidth(self) -> float:
+        """Half the width of the interval."""
+        return (self.high - self.low) / 2
+
+
+def bootstrap_ci(
+    values: Sequence[float] | np.ndarray, *, seed: int, resamples: int = DEFAULT_RESAMPLES
+) -> Interval:
+    """95% percentile bootstrap interval of the mean of ``values``.
+
+    Args:
+        values: Outcomes (1.0 correct, 0.0 wrong).
+        seed: Seed of the :class:`numpy.random.Generator` passed to scipy.
+        resamples: Number of bootstrap resamples.
+
+    Returns:
+        The interval; ``[p, p]`` with method ``degenerate`` for constant samples or ``n ≤ 1``, and
+        ``[nan, nan]`` for an empty sample.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return Interval(float("nan"), float("nan"), DEGENERATE, resamples, seed)
+    p = float(x.mean())
+    if x.size <= 1 or np.all(x == x[0]):
+        return Interval(p, p, DEGENERATE, resamples, seed)
+    res = stats.bootstrap(
+        (x,),
+        np.mean,
+        n_resamples=resamples,
+        confidence_level=_CONFIDENCE,
+        method=CI_METHOD,
+        rng=np.random.default_rng(seed),
+        batch=max(1, min(resamples, 20_000_000 // max(1, x.size))),
+    )
+    ci = res.confidence_interval
+    return Interval(float(ci.low), float(ci.high), CI_METHOD, resamples, seed)
+
+
+def _percentiles(dist: np.ndarray) -> tuple[float, float]:
+    alpha = (1 - _CONFIDENCE) / 2
+    lo, hi = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)])
+    return float(lo), float(hi)
+
+
+def stratified_macro_ci(
+    strata: Sequence[tuple[int, int]], *, seed: int, resamples: int = DEFAULT_RESAMPLES
+) -> Interval:
+    """95% interval of a macro-average by stratified bootstrap.
+
+    Args:
+        strata: One ``(correct, denominator)`` per stratum (task); strata with denominator 0 are
+            left out, as they are from the point estimate.
+        seed: Seed of the random generator.
+        resamples: Number of bootstrap resamples.
+    """
+    kept = [(k, n) for k, n in strata if n > 0]
+    if not kept:
+        return Interval(float("nan"), float("nan"), DEGENERATE, resamples, seed)
+    point = float(np.mean([k / n for k, n in kept]))
+    if all(k in (0, n) for k, n in kept) or all(n <= 1 for _, n in kept):
+        return Interval(point, point, DEGENERATE, resamples, seed)
+    rng = np.random.default_rng(seed)
+    means = np.zeros(resamples)
+    for k, n in kept:
+        means += rng.binomial(n, k / n, size=resamples) / n
+    means /= len(kept)
+    lo, hi = _percentiles(means)
+    return Interval(lo, hi, "stratified-" + CI_METHOD, resamples, seed)
+
+
+def paired_diff_ci(
+    a: Sequence[bool] | np.ndarray,
+    b: Sequence[bool] | np.ndarray,
+    *,
+    seed: int,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> Interval:
+    """95% paired-bootstrap interval of ``mean(a) − mean(b)`` over the same items.
+
+    Args:
+        a: Correctness of model A per item.
+        b: Correctness of model B on the same items, in the same order.
+        seed: Seed of the random generator.
+        resamples: Number of bootstrap resamples.
+    """
+    xa = np.asarray(a, dtype=bool)
+    xb = np.asarray(b, dtype=bool)
+    if xa.shape != xb.shape:
+        raise ValueError("paired bootstrap needs two outcome vectors of the same length")
+    n = xa.size
+    if n == 0:
+        return Interval(float("nan"), float("nan"), DEGENERATE, resamples, seed)
+    n10 = int(np.sum(xa & ~xb))
+    n01 = int(np.sum(~xa & xb))
+    point = (n10 - n01) / n
+    if n10 + n01 == 0 or n <= 1:
+        return Interval(point, point, DEGENERATE, resamples, seed)
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, [n10 / n, n01 / n, (n - n10 - n01) / n], size=resamples)
+    diffs = (draws[:, 0] - draws[:, 1]) / n
+    lo, hi = _percentiles(diffs)
+    return Interval(lo, hi, "paired-" + CI_METHOD, resamples, seed)

@@ -1,0 +1,169 @@
+"""Comparing runs of one benchmark: leaderboard, paired bootstrap and McNemar's exact test.
+
+For every pair of runs, on the multiple-choice items both answered (under policy ``wrong``: every
+shared item, unscorable answers counting as wrong; under ``exclude``: shared items both runs
+answered):
+
+* the accuracy difference ``acc(A) − acc(B)`` with a 95% paired-bootstrap interval;
+* McNemar's exact test: with ``b`` = items A got right and B wrong, ``c`` = the reverse, the
+  two-sided p-value of ``binomtest(b, b + c, 0.5)`` (1.0 when ``b + c = 0``).
+
+Warnings are raised (as strings) when runs differ in data fingerprint, protocol, parser version or
+item set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from scipy import stats
+
+from scopebench.engine.rundir import RunData, load_run
+from scopebench.errors import ConfigMismatchError, DataFormatError
+from scopebench.scoring.accuracy import Policy
+from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, paired_diff_ci
+from scopebench.scoring.metrics import compute_metrics
+
+__all__ = ["CHECKED_KEYS", "compare_runs", "mcnemar_exact", "paired_comparison"]
+
+#: run.json keys whose difference makes a comparison suspect.
+CHECKED_KEYS: tuple[str, ...] = ("data_fingerprint", "protocol", "parser_version")
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts ``b`` and ``c``."""
+    if b + c == 0:
+        return 1.0
+    return float(stats.binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
+
+
+def _outcomes(run: RunData, policy: Policy) -> dict[str, bool]:
+    return {
+        r.item_id: bool(r.correct)
+        for r in run.records
+        if r.kind == "mcq" and (policy == "wrong" or r.status == "ok")
+    }
+
+
+def paired_comparison(
+    a: dict[str, bool], b: dict[str, bool], *, seed: int, resamples: int = DEFAULT_RESAMPLES
+) -> dict[str, Any]:
+    """Accuracy difference, paired-bootstrap CI and McNemar's test on the items both maps share."""
+    common = sorted(set(a) & set(b))
+    xa = [a[i] for i in common]
+    xb = [b[i] for i in common]
+    n_b = sum(1 for u, v in zip(xa, xb, strict=True) if u and not v)
+    n_c = sum(1 for u, v in zip(xa, xb, strict=True) if v and not u)
+    n = len(common)
+    iv = paired_diff_ci(xa, xb, seed=seed, resamples=resamples)
+    return {
+        "n_common": n,
+        "accuracy_a": sum(xa) / n if n else float("nan"),
+        "accuracy_b": sum(xb) / n if n else float("nan"),
+        "difference": (n_b - n_c) / n if n else float("nan"),
+        "ci_low": iv.low,
+        "ci_high": iv.high,
+        "ci_halfwidth": iv.halfwidth,
+        "ci_method": iv.method,
+        "resamples": resamples,
+        "seed": seed,
+        "b_a_right_b_wrong": n_b,
+        "c_a_wrong_b_right": n_c,
+        "mcnemar_p": mcnemar_exact(n_b, n_c),
+        "test": "McNemar exact (two-sided binomial on discordant pairs)",
+    }
+
+
+def compare_runs(
+    run_dirs: Sequence[str | Path],
+    *,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+    policy: Policy = "wrong",
+) -> dict[str, Any]:
+    """Leaderboard and pairwise tests of runs of one benchmark.
+
+    Args:
+        run_dirs: Run directories (at least one).
+        seed: Seed of every bootstrap.
+        resamples: Bootstrap resamples.
+        policy: What unscorable records count as.
+
+    Returns:
+        ``{"benchmark", "policy", "seed", "resamples", "leaderboard", "pairs", "warnings"}``;
+        leaderboard rows are sorted by overall accuracy (best first) and carry the owner rows.
+
+    Raises:
+        DataFormatError: When no run is given.
+        ConfigMismatchError: When the runs are of different benchmarks.
+    """
+    if not run_dirs:
+        raise DataFormatError("compare needs at least one run directory")
+    runs = [load_run(p) for p in run_dirs]
+    benches = sorted({r.benchmark for r in runs})
+    if len(benches) > 1:
+        raise ConfigMismatchError(
+            f"runs are of different benchmarks ({', '.join(benches)}); "
+            "compare runs of one benchmark at a time"
+        )
+    warnings: list[str] = []
+    for key in CHECKED_KEYS:
+        values = {str(r.config.get(key)) for r in runs}
+        if len(values) > 1:
+            detail = ", ".join(f"{r.path.name}={r.config.get(key)!r}" for r in runs)
+            warnings.append(f"runs differ in {key}: {detail}")
+    outcomes = [_outcomes(r, policy) for r in runs]
+    id_sets = [frozenset(r.item_id for r in run.records if r.kind == "mcq") for run in runs]
+    if len(set(id_sets)) > 1:
+        common = frozenset.intersection(*id_sets)
+        warnings.append(
+            "runs differ in item set ("
+            + ", ".join(f"{r.path.name}: {len(s)}" for r, s in zip(runs, id_sets, strict=True))
+            + f" items; {len(common)} shared); pairwise tests use shared items only"
+        )
+    board = []
+    for run in runs:
+        m = compute_metrics(
+            run.records,
+            benchmark=run.benchmark,
+            policy=policy,
+            items=run.items,
+            seed=seed,
+            resamples=resamples,
+        )
+        board.append(
+            {
+                "run": str(run.path),
+                "model": run.model,
+                "source": "this run",
+                "overall": m["overall"],
+                "owner": (m["owner"] or {}).get("rows", []),
+                "config": {
+                    k: run.config.get(k) for k in ("data_fingerprint", "protocol", "parser_version", "seed")
+                },
+            }
+        )
+    order = sorted(range(len(runs)), key=lambda i: -_acc(board[i]["overall"]["accuracy"]))
+    pairs = []
+    for i, j in combinations(order, 2):
+        res = paired_comparison(outcomes[i], outcomes[j], seed=seed, resamples=resamples)
+        res.update(
+            model_a=runs[i].model, model_b=runs[j].model, run_a=str(runs[i].path), run_b=str(runs[j].path)
+        )
+        pairs.append(res)
+    return {
+        "benchmark": benches[0],
+        "policy": policy,
+        "seed": seed,
+        "resamples": resamples,
+        "leaderboard": [board[i] for i in order],
+        "pairs": pairs,
+        "warnings": warnings,
+    }
+
+
+def _acc(x: float) -> float:
+    return -1.0 if x != x else x

@@ -1,0 +1,88 @@
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from scopebench.cli import main
+from scopebench.engine import RunStore
+from scopebench.items import Record
+from scopebench.report import render_metrics_table, write_run_outputs
+from scopebench.report.published import PUBLISHED_NOTE, load_published, published_leaderboard
+from scopebench.report.tables import format_accuracy, format_interval
+
+
+def make_run(root: Path, name: str, n_right: int, n: int = 10) -> Path:
+    d = root / name
+    d.mkdir()
+    cfg = {"benchmark": "spur", "model": name, "data_fingerprint": "fp", "protocol": "p", "parser_version": 1}
+    (d / "run.json").write_text(json.dumps(cfg))
+    recs = [
+        Record(
+            f"q/{i}",
+            name,
+            "ok",
+            choice=0,
+            correct=i < n_right,
+            task="NP" if i % 2 else "HI",
+            split="test",
+            answer_index=0,
+            scores=[0.8, 0.2],
+        )
+        for i in range(n)
+    ]
+    with RunStore(d / "records.sqlite") as store:
+        store.add(recs)
+    return d
+
+
+def test_format_accuracy_and_interval():
+    row = {"accuracy": 0.5423, "ci_halfwidth": 0.031, "ci_low": 0.51, "ci_high": 0.573}
+    assert format_accuracy(row) == "54.2% ±3.1"
+    assert format_interval(row) == "[51.0, 57.3]"
+    assert format_accuracy({"accuracy": float("nan")}) == "n/a"
+
+
+def test_write_run_outputs(tmp_path):
+    run = make_run(tmp_path, "m", 6)
+    metrics = write_run_outputs(run, seed=4, resamples=200)
+    for f in (
+        "metrics.json",
+        "metrics.csv",
+        "metrics.md",
+        "metrics.tex",
+        "accuracy_by_task.png",
+        "accuracy_by_task.svg",
+        "reliability.png",
+    ):
+        assert (run / f).is_file(), f
+    saved = json.loads((run / "metrics.json").read_text())
+    assert saved["overall"]["accuracy"] == 0.6 and saved["overall"]["seed"] == 4
+    assert saved["owner"]["rows"][-1]["subset_or_task"] == "overall"
+    assert metrics["calibration"]["n"] == 10
+    assert r"\toprule" in (run / "metrics.tex").read_text()
+    again = write_run_outputs(run, seed=4, resamples=200)
+    assert again["overall"]["ci_low"] == metrics["overall"]["ci_low"]
+    console = Console(width=200, record=True)
+    console.print(render_metrics_table(metrics))
+    text = console.export_text()
+    assert "60.0% ±" in text and "task=NP" in text
+
+
+def test_published_rows():
+    rows = load_published("spur")
+    assert rows and all(r["benchmark"] == "spur" for r in rows)
+    board = published_leaderboard("spur", ["test/NP", "test/overall"])
+    assert board and all(p["source"] == PUBLISHED_NOTE for p in board)
+    assert all(set(p["cells"]) <= {"test/NP", "test/overall"} for p in board)
+
+
+def test_cli_compare_and_report(tmp_path, capsys):
+    r1, r2 = make_run(tmp_path, "a", 3), make_run(tmp_path, "b", 8)
+    out = tmp_path / "cmp"
+    assert main(["compare", str(r1), str(r2), "--out", str(out), "--published", "--resamples", "100"]) == 0
+    for f in ("compare.json", "compare.md", "compare.csv", "compare.tex"):
+        assert (out / f).is_file()
+    md = (out / "compare.md").read_text()
+    assert PUBLISHED_NOTE in md and "| b |" in md
+    assert main(["report", str(r1), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 0
+    assert (tmp_path / "rep" / "a" / "metrics.md").is_file()

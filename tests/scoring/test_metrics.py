@@ -1,0 +1,162 @@
+import math
+
+import pytest
+
+from scopebench.items import Record
+from scopebench.scoring.accuracy import accuracy_row
+from scopebench.scoring.aggregate import owner_aggregation
+from scopebench.scoring.bootstrap import bootstrap_ci, stratified_macro_ci
+from scopebench.scoring.metrics import compute_metrics
+
+
+def rec(i, correct, task="t", subset=None, split="test", status="ok", kind="mcq", extra=None):
+    return Record(
+        item_id=f"x/{i}",
+        model="m",
+        status=status,
+        choice=0 if status == "ok" else None,
+        correct=correct if status == "ok" else None,
+        task=task,
+        subset=subset,
+        split=split,
+        answer_index=0,
+        kind=kind,
+        extra=extra or {},
+    )
+
+
+def test_accuracy_row_counts_and_ci():
+    recs = [rec(i, i < 6) for i in range(10)] + [
+        rec(10, None, status="unparsed"),
+        rec(11, None, status="error"),
+    ]
+    row = accuracy_row("overall", recs, "wrong", seed=1, resamples=500)
+    assert (row.n, row.correct, row.denominator, row.unparsed, row.errors) == (12, 6, 12, 1, 1)
+    assert row.accuracy == pytest.approx(0.5)
+    assert row.ci_low < 0.5 < row.ci_high
+    assert row.ci_halfwidth == pytest.approx((row.ci_high - row.ci_low) / 2)
+    assert (row.ci_method, row.resamples, row.seed) == ("percentile", 500, 1)
+    excl = accuracy_row("overall", recs, "exclude", seed=1)
+    assert excl.denominator == 10 and excl.accuracy == pytest.approx(0.6)
+
+
+def test_ci_reproducible_by_seed():
+    x = [1, 0, 1, 1, 0, 1, 0, 1, 1, 1, 0, 0, 1]
+    a, b, c = bootstrap_ci(x, seed=7), bootstrap_ci(x, seed=7), bootstrap_ci(x, seed=8)
+    assert (a.low, a.high) == (b.low, b.high)
+    assert (a.low, a.high) != (c.low, c.high)
+
+
+@pytest.mark.parametrize("values,p", [([1, 1, 1], 1.0), ([0, 0], 0.0), ([1], 1.0)])
+def test_ci_degenerate(values, p):
+    iv = bootstrap_ci(values, seed=0)
+    assert (iv.low, iv.high, iv.method, iv.halfwidth) == (p, p, "degenerate", 0.0)
+
+
+def test_ci_empty_is_nan():
+    iv = bootstrap_ci([], seed=0)
+    assert math.isnan(iv.low) and math.isnan(iv.high)
+
+
+def test_compute_metrics_mcq_only_and_metadata_and_localization():
+    recs = [
+        rec(0, True, task="a"),
+        rec(1, False, task="a"),
+        rec(2, True, task="b"),
+        rec(3, None, task="detection", kind="detection", extra={"grit": 0.5, "class_name": "cell"}),
+        rec(4, None, task="detection", kind="detection", extra={"grit": 1.0, "class_name": "cell"}),
+        rec(5, None, task="detection", kind="detection", extra={"grit": 0.2, "class_name": "nucleus"}),
+    ]
+    items = {
+        "x/0": {"metadata": {"domain": "pathology", "stain": "H&E"}},
+        "x/1": {"metadata": {"domain": "cell biology"}},
+        "x/2": {"metadata": {"domain": "pathology"}},
+    }
+    m = compute_metrics(recs, benchmark="unit", items=items, seed=3, resamples=200)
+    assert m["overall"]["n"] == 3 and m["overall"]["correct"] == 2
+    assert [r["group"] for r in m["by_task"]] == ["task=a", "task=b"]
+    dom = {r["group"]: r for r in m["by_metadata"]["domain"]}
+    assert dom["domain=pathology"]["accuracy"] == 1.0
+    assert dom["domain=pathology"]["ci_low"] == 1.0 == dom["domain=pathology"]["ci_high"]
+    assert [r["group"] for r in m["by_metadata"]["stain"]] == ["stain=H&E"]
+    loc = {r["group"]: r["score"] for r in m["localization"]}
+    assert loc["class=cell"] == pytest.approx(0.75)
+    assert loc["overall"] == pytest.approx((0.75 + 0.2) / 2)
+    assert m["owner"] is None
+    for key in ("schema_version", "benchmark", "policy", "overall", "by_task", "by_subset", "by_split"):
+        assert key in m
+    assert m["bootstrap"] == {"method": "percentile", "confidence": 0.95, "resamples": 200, "seed": 3}
+
+
+def test_ubench_macro_coarse_fine_pathology():
+    # modality 3/4, stain 1/2 -> coarse macro = (0.75 + 0.5)/2 = 0.625 (instance-weighted would be 4/6)
+    recs = [rec(i, i < 3, task="modality") for i in range(4)] + [
+        rec(10, True, task="stain"),
+        rec(11, False, task="stain"),
+        rec(20, True, task="classification"),
+        rec(21, False, task="classification"),
+        rec(22, False, task="classification"),
+        rec(30, True, task="counting"),
+    ]
+    items = {
+        f"x/{i}": {"metadata": {"domain": "pathology" if i in (0, 3, 10, 20) else "cell"}} for i in range(40)
+    }
+    own = owner_aggregation(recs, benchmark="ubench", items=items, seed=0, resamples=300)
+    assert own is not None
+    rows = {(r["split_or_group"], r["subset_or_task"]): r for r in own["rows"]}
+    assert rows["coarse", "all"]["accuracy"] == pytest.approx(0.625)
+    assert rows["coarse", "all"]["tasks"] == {"modality": 0.75, "stain": 0.5}
+    assert rows["coarse", "all"]["ci_method"] == "stratified-percentile"
+    # pathology: modality {0: right, 3: wrong} = 0.5, stain {10: right} = 1.0 -> 0.75
+    assert rows["coarse", "pathology"]["accuracy"] == pytest.approx(0.75)
+    assert rows["fine", "all"]["accuracy"] == pytest.approx(1 / 3)
+    assert rows["fine", "pathology"]["accuracy"] == 1.0
+    assert rows["cognition", "all"]["accuracy"] == 1.0
+
+
+def test_stratified_ci_reproducible_and_contains_point():
+    strata = [(30, 47), (12, 31)]
+    a = stratified_macro_ci(strata, seed=5)
+    b = stratified_macro_ci(strata, seed=5)
+    c = stratified_macro_ci(strata, seed=6)
+    assert (a.low, a.high) == (b.low, b.high) != (c.low, c.high)
+    point = (30 / 47 + 12 / 31) / 2
+    assert a.low < point < a.high
+    assert stratified_macro_ci([(3, 3), (0, 2)], seed=0).method == "degenerate"
+
+
+def test_pathmmu_instance_weighted_per_split():
+    recs = [
+        rec(0, True, task="PubMed", subset="PubMed", split="test_tiny"),
+        rec(1, False, task="PubMed", subset="PubMed", split="test_tiny"),
+        rec(2, True, task="Atlas", subset="Atlas", split="test_tiny"),
+        rec(3, True, task="Atlas", subset="Atlas", split="test"),
+    ]
+    own = owner_aggregation(recs, benchmark="pathmmu", seed=0)
+    assert own is not None
+    got = [(r["split_or_group"], r["subset_or_task"], r["accuracy"]) for r in own["rows"]]
+    assert got == [
+        ("test_tiny", "PubMed", 0.5),
+        ("test_tiny", "Atlas", 1.0),
+        ("test_tiny", "overall", pytest.approx(2 / 3)),
+        ("test", "Atlas", 1.0),
+        ("test", "overall", 1.0),
+    ]
+
+
+def test_spur_and_microvqa_tasks():
+    spur = [
+        rec(0, True, task="HI"),
+        rec(1, False, task="NP"),
+        rec(2, True, task="NP"),
+        rec(3, False, task="Quant"),
+    ]
+    own = owner_aggregation(spur, benchmark="spur", seed=0)
+    assert own is not None
+    got = [(r["subset_or_task"], r["accuracy"]) for r in own["rows"]]
+    assert got == [("NP", 0.5), ("HI", 1.0), ("Quant", 0.0), ("overall", 0.5)]
+    mv = [rec(0, True, task="2"), rec(1, False, task="1"), rec(2, None, task="3", status="unparsed")]
+    own = owner_aggregation(mv, benchmark="microvqa", seed=0)
+    assert own is not None
+    got = [(r["subset_or_task"], r["accuracy"], r["unparsed"]) for r in own["rows"]]
+    assert got == [("1", 0.0, 0), ("2", 1.0, 0), ("3", 0.0, 1), ("overall", pytest.approx(1 / 3), 1)]
