@@ -42,7 +42,9 @@ def _cmd(data: Path, out: Path) -> list[str]:
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO / "tests")}
+    # Prepend, not replace: a PYTHONPATH that points at another checkout's src must still win.
+    extra = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "tests"), extra) if p)}
 
 
 def _count(out: Path) -> int:
