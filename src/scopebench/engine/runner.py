@@ -404,7 +404,7 @@ def _execute(
             for it in blocked
         )
     blocked_ids = {it.id for it in blocked}
-    todo = [it for it in todo if it.id not in blocked_ids]
+    todo = backend.plan([it for it in todo if it.id not in blocked_ids])
     batch_size = max(1, config.batch_size or backend.default_batch_size)
     batches = [todo[k : k + batch_size] for k in range(0, len(todo), batch_size)]
     executor = _make_executor(config, backend, supported)

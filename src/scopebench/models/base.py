@@ -124,6 +124,14 @@ class Backend(ABC):
     def prepare(self, items: Sequence[Item]) -> None:  # noqa: B027 - optional hook
         """Look at every item of the run once before any prediction (e.g. answer frequencies)."""
 
+    def plan(self, items: Sequence[Item]) -> list[Item]:
+        """The order in which to answer ``items`` (batches are cut from it); default: as given.
+
+        Generative backends group items that share an image and sort by prompt length, so a batch
+        decodes each image once and pads little. Every item must be returned exactly once.
+        """
+        return list(items)
+
     @abstractmethod
     def predict(self, items: Sequence[Item]) -> list[Response]:
         """Answer a batch of items, one :class:`Response` per item, in order.

@@ -1,0 +1,673 @@
+"""``hf:MODEL`` — local generative vision-language models through transformers.
+
+The model is loaded with ``AutoModelForImageTextToText`` and its ``AutoProcessor``; prompts come from
+:func:`~scopebench.protocols.render_prompt` and are laid out with the model's own chat template
+(images first, one placeholder per image, then the text). Two modes (``--mode``):
+
+* ``generate`` — greedy decoding of free text (``--model-arg max_new_tokens=N``, default 64); the
+  engine's parser maps the text to an option.
+* ``choice-logprob`` — no decoding at all: one forward pass over the prompt, then the next-token
+  log-probabilities of the option labels (``A``, ``B``… or MicroVQA's ``1``, ``2``…) are compared.
+  The recorded ``scores`` are those probabilities renormalised over the options; the raw label
+  log-probabilities and the probability mass the labels hold are kept in ``extra``.
+
+Label tokens: tokenizers spell a label differently by context — byte-level vocabularies (GPT-2,
+Qwen) have both ``"A"`` and ``"ĠA"`` (" A"), SentencePiece ones (Llama, Gemma) ``"▁A"``. For each
+label every spelling that is a *single* token is collected (``"A"``, ``" A"``, ``"▁A"``) and the
+label's score is the best (maximum) log-probability among them, so whichever spelling the model
+prefers after the prompt counts. A label with no single-token spelling (``"10"`` for a digit-wise
+tokenizer) cannot be scored this way and its item is recorded as an error, never guessed.
+
+Answer prefix: in ``choice-logprob`` mode a text can be appended after the chat template's
+generation prompt (``--model-arg answer_prefix=…``), so the next token is the label. Defaults follow
+each protocol's answer format: none for prompts that ask for the letter alone (default, μ-Bench,
+PathMMU), ``"The answer is ("`` for MicroVQA's owner protocol and ``"<ANSWER>"`` for SPUR's (no
+trailing space: the label variants cover ``" A"``).
+
+Families: Qwen2-VL / Qwen2.5-VL, LLaVA-1.5 / LLaVA-NeXT, PaliGemma and Idefics3 / SmolVLM, plus any
+other model whose processor has a chat template. PaliGemma has none: it gets its plain prompt
+(the processor adds the image tokens, ``<bos>`` and the closing newline). On a machine without
+torchvision, processors that carry a video processor (Qwen2-VL, SmolVLM) are rebuilt for images only.
+
+Batching: :meth:`HFGenerativeBackend.plan` orders the run so that items about the same image are
+adjacent and batches hold prompts of similar length (less padding); inside a batch each image is
+decoded once, prompts are left-padded, and items with different image counts go through separate
+forward passes. Answers come back in the order asked.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError
+from scopebench.items import ImageRef, Item
+from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
+from scopebench.models.contrastive import resolve_device, weights_digest
+from scopebench.models.registry import split_spec
+from scopebench.parsing.boxes import parse_boxes
+from scopebench.protocols import render_detection_prompt, render_prompt
+
+__all__ = ["MODES", "HFGenerativeBackend", "family_of", "load_processor"]
+
+log = logging.getLogger(__name__)
+
+#: The modes ``hf:`` models run in.
+MODES = ("generate", "choice-logprob")
+
+Family = Literal["qwen2-vl", "qwen2.5-vl", "llava", "paligemma", "idefics3", "generic"]
+
+_FAMILIES: dict[str, Family] = {
+    "qwen2_vl": "qwen2-vl",
+    "qwen2_5_vl": "qwen2.5-vl",
+    "llava": "llava",
+    "llava_next": "llava",
+    "llava_onevision": "llava",
+    "paligemma": "paligemma",
+    "idefics3": "idefics3",
+    "smolvlm": "idefics3",
+}
+
+# Text appended after the generation prompt in choice-logprob mode, per protocol (see module doc).
+_ANSWER_PREFIX = {"microvqa-owner": "The answer is (", "spur-owner": "<ANSWER>"}
+
+
+def family_of(model_type: str) -> Family:
+    """The prompt-format family of a transformers ``model_type`` (``generic`` when unknown)."""
+    return _FAMILIES.get(model_type, "generic")
+
+
+# Processor loading ---------------------------------------------------------------------------------
+
+
+def _images_only(cls: Any) -> Any:
+    """A subclass of processor ``cls`` that accepts a stand-in for its video processor.
+
+    transformers refuses to build Qwen2-VL / SmolVLM processors without torchvision, only because
+    their video processor needs it; evaluating images never touches it.
+    """
+
+    def check_argument_for_proper_class(self: Any, argument_name: str, argument: Any) -> Any:
+        if argument_name == "video_processor":
+            return type(argument)
+        return cls.check_argument_for_proper_class(self, argument_name, argument)
+
+    sub = type(cls.__name__, (cls,), {"check_argument_for_proper_class": check_argument_for_proper_class})
+    sub.__qualname__ = cls.__qualname__
+    return sub
+
+
+def _no_video_processor(**settings: Any) -> Any:
+    """A stand-in video processor that carries the image settings and refuses videos."""
+    from transformers.video_processing_utils import VideoProcessorMixin
+
+    class ImagesOnlyVideoProcessor(VideoProcessorMixin):
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            raise ModelError("videos are not supported here: torchvision is not installed")
+
+    proc = ImagesOnlyVideoProcessor()
+    for k, v in settings.items():
+        setattr(proc, k, v)
+    return proc
+
+
+def build_images_only_processor(cls: Any, image_processor: Any, tokenizer: Any, **kwargs: Any) -> Any:
+    """Build processor ``cls`` for images only (no torchvision needed); used by the tiny builders too."""
+    video = _no_video_processor(
+        merge_size=getattr(image_processor, "merge_size", 2),
+        patch_size=getattr(image_processor, "patch_size", 14),
+        temporal_patch_size=getattr(image_processor, "temporal_patch_size", 2),
+    )
+    return _images_only(cls)(
+        image_processor=image_processor, tokenizer=tokenizer, video_processor=video, **kwargs
+    )
+
+
+def load_processor(model_id: str) -> Any:
+    """``AutoProcessor.from_pretrained``, or an images-only rebuild where torchvision is missing.
+
+    Raises:
+        ModelError: When no processor can be loaded from ``model_id``.
+    """
+    import transformers
+    from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
+
+    try:
+        return AutoProcessor.from_pretrained(model_id)
+    except (ValueError, ImportError, AttributeError) as exc:
+        if importlib.util.find_spec("torchvision") is not None:
+            raise ModelError(f"cannot load the processor of {model_id!r}: {exc}") from exc
+        first_error = exc
+    cfg_file = Path(model_id) / "processor_config.json"
+    cfg = json.loads(cfg_file.read_text(encoding="utf-8")) if cfg_file.is_file() else {}
+    name = cfg.get("processor_class")
+    if name is None:
+        from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+
+        model_type = transformers.AutoConfig.from_pretrained(model_id).model_type
+        name = PROCESSOR_MAPPING_NAMES.get(model_type)
+    cls = getattr(transformers, str(name), None)
+    if cls is None or "video_processor" not in cls.get_attributes():
+        raise ModelError(f"cannot load the processor of {model_id!r}: {first_error}") from first_error
+    import inspect
+
+    params = set(inspect.signature(cls.__init__).parameters) - {
+        "image_processor",
+        "tokenizer",
+        "video_processor",
+    }
+    kwargs = {k: v for k, v in cfg.items() if k in params}
+    template = Path(model_id) / "chat_template.jinja"
+    if template.is_file() and "chat_template" in params:
+        kwargs["chat_template"] = template.read_text(encoding="utf-8")
+    log.info("torchvision is not installed: %s is loaded for images only", name)
+    return build_images_only_processor(
+        cls, AutoImageProcessor.from_pretrained(model_id), AutoTokenizer.from_pretrained(model_id), **kwargs
+    )
+
+
+# The backend ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Turn:
+    role: str
+    text: str
+    images: tuple[ImageRef, ...] = ()
+
+
+@dataclass(slots=True)
+class _Job:
+    """One model call to make: where its answer goes, its turns, and how to read the output."""
+
+    index: int
+    turns: list[_Turn]
+    prefix: str = ""
+    option_labels: tuple[str, ...] = ()
+    detection: bool = False
+
+
+class HFGenerativeBackend(Backend):
+    """Local transformers image-text-to-text models (``hf:MODEL_ID_OR_FOLDER``).
+
+    Options read from ``--model-arg``: ``max_new_tokens`` (generate, default 64),
+    ``detect_max_new_tokens`` (detection items, default 128), ``max_new_tokens_cap`` (an upper
+    bound on every generation, strategy steps included), ``answer_prefix`` (choice-logprob,
+    default per protocol), ``dtype`` (``float32``/``bfloat16``/``float16``; default bf16 or fp16 on
+    GPU, fp32 on CPU) and ``revision`` (a hub revision).
+    """
+
+    needs_images = True
+    kinds = ("mcq", "detection")
+    default_batch_size = 4
+
+    def __init__(self, spec: str, options: ModelOptions) -> None:
+        super().__init__(spec, options)
+        _, self.model_id = split_spec(spec)
+        mode = options.mode or "generate"
+        if mode not in MODES:
+            raise ModelSpecError(f"hf: models run in mode generate or choice-logprob, not {mode!r}")
+        self._mode = mode
+        try:
+            import torch
+            from transformers import AutoConfig
+        except ImportError as exc:
+            raise MissingDependencyError("transformers", "hf", "hf: models") from exc
+        self._torch = torch
+        extra = options.extra
+        self.max_new_tokens = int(extra.get("max_new_tokens", 64))
+        self.detect_max_new_tokens = int(extra.get("detect_max_new_tokens", 128))
+        cap = extra.get("max_new_tokens_cap")
+        self.max_new_tokens_cap = int(cap) if cap is not None else None
+        self.answer_prefix: str | None = extra.get("answer_prefix")
+        self.revision: str | None = extra.get("revision")
+        self.device = resolve_device(options.device)
+        self.dtype = self._pick_dtype(str(extra.get("dtype", "auto")))
+        try:
+            # Only the config now: weights load on the first call, so resuming a finished run
+            # (nothing to predict) never pays for them.
+            self.config = AutoConfig.from_pretrained(self.model_id, revision=self.revision)
+        except (OSError, ValueError) as exc:
+            raise ModelError(
+                f"cannot load model {self.model_id!r}: {exc}. Give a local folder (save_pretrained "
+                "layout) or a hub id reachable from this machine."
+            ) from exc
+        self.family = family_of(str(self.config.model_type))
+        self.model: Any = None
+        self.processor: Any = None
+        self._label_ids: dict[str, list[int]] = {}
+        self._labels: Literal["letters", "numbers"] = "letters"
+
+    def _pick_dtype(self, name: str) -> Any:
+        torch = self._torch
+        if name != "auto":
+            if name not in ("float32", "bfloat16", "float16"):
+                raise ModelSpecError(f"--model-arg dtype must be float32, bfloat16 or float16, not {name!r}")
+            return getattr(torch, name)
+        if self.device == "cpu":
+            return torch.float32
+        return (
+            torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float16
+        )
+
+    # Properties the engine reads --------------------------------------------------------------
+
+    @property
+    def mode(self) -> str:  # type: ignore[override]
+        """``generate`` or ``choice-logprob``."""
+        return self._mode
+
+    @property
+    def answer_labels(self) -> Literal["letters", "numbers"]:
+        """Letters, or numbers under MicroVQA's owner protocol."""
+        return self._labels
+
+    @property
+    def box_format(self) -> Literal["auto", "qwen", "paligemma", "json"]:
+        """Qwen2-VL writes ``<|box_start|>`` boxes, PaliGemma ``<loc>`` tokens, others JSON."""
+        if self.family == "qwen2-vl":
+            return "qwen"
+        if self.family == "paligemma":
+            return "paligemma"
+        return "json"
+
+    def _detection_style(self) -> Literal["qwen", "paligemma", "json"]:
+        style = self.box_format
+        return "json" if style == "auto" else style
+
+    # Loading ----------------------------------------------------------------------------------
+
+    def _ensure_loaded(self) -> None:
+        if self.model is not None:
+            return
+        from transformers import AutoModelForImageTextToText
+
+        try:
+            model: Any = AutoModelForImageTextToText.from_pretrained(
+                self.model_id, dtype=self.dtype, revision=self.revision
+            )
+        except (OSError, ValueError) as exc:
+            raise ModelError(
+                f"cannot load {self.model_id!r} as an image-text-to-text model: {exc}. hf: needs a "
+                "generative VLM (Qwen2-VL, LLaVA, PaliGemma, Idefics3…); use clip: for CLIP-style models."
+            ) from exc
+        self.model = model.to(self.device).eval()
+        self.processor = load_processor(self.model_id)
+        tok = self.processor.tokenizer
+        tok.padding_side = "left"  # generation continues from the last position of every row
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+
+    @property
+    def tokenizer(self) -> Any:
+        """The processor's tokenizer (loads the model on first use)."""
+        self._ensure_loaded()
+        return self.processor.tokenizer
+
+    # Planning ---------------------------------------------------------------------------------
+
+    def prepare(self, items: Sequence[Item]) -> None:
+        """Learn how options are labelled under the run's protocol (the engine parses with it).
+
+        Set here, not only in :meth:`predict`, because with ``--executor ray`` the driver's backend
+        parses the answers but never predicts.
+        """
+        for it in items:
+            if it.kind == "mcq":
+                self._labels = render_prompt(it, self.options.protocol).labels
+                break
+
+    def plan(self, items: Sequence[Item]) -> list[Item]:
+        """Order the run: items about the same image together, groups by prompt length.
+
+        Groups are keyed by the item's kind and images; groups are sorted by image count then by
+        their longest prompt (so a batch holds prompts of similar length and pads little), and
+        items inside a group by prompt length. Only the order of work changes; every item is kept.
+        """
+        groups: dict[tuple[str, tuple[str, ...]], list[tuple[int, Item]]] = {}
+        for it in items:
+            keys = () if self.options.no_image else tuple(ref.key for ref in it.images)
+            group = (it.kind, keys) if keys else (it.kind, ("", it.id))
+            groups.setdefault(group, []).append((self._prompt_chars(it), it))
+        ordered = sorted(
+            groups.items(), key=lambda g: (g[0][0], len(g[0][1]), max(n for n, _ in g[1]), g[0][1])
+        )
+        return [it for _, members in ordered for _, it in sorted(members, key=lambda m: m[0])]
+
+    def _prompt_chars(self, item: Item) -> int:
+        if item.kind == "detection":
+            return len(item.question)
+        try:
+            return len(render_prompt(item, self.options.protocol, no_image=True).text)
+        except ModelSpecError:
+            return len(item.question)
+
+    # Prediction -------------------------------------------------------------------------------
+
+    def predict(self, items: Sequence[Item]) -> list[Response]:
+        """Answer a batch (generate or choice-logprob for MCQ items, boxes for detection items)."""
+        self._ensure_loaded()
+        out: list[Response | None] = [None] * len(items)
+        jobs: list[_Job] = []
+        for i, it in enumerate(items):
+            if it.kind == "detection":
+                jobs.append(
+                    _Job(i, [_Turn("user", self._detection_text(it), self._images(it))], detection=True)
+                )
+                continue
+            prompt = render_prompt(it, self.options.protocol, no_image=self.options.no_image)
+            self._labels = prompt.labels
+            turns = [_Turn("system", prompt.system)] if prompt.system else []
+            turns.append(_Turn("user", prompt.text, prompt.images))
+            prefix = ""
+            if self.mode == "choice-logprob":
+                prefix = (
+                    self.answer_prefix
+                    if self.answer_prefix is not None
+                    else _ANSWER_PREFIX.get(prompt.protocol, "")
+                )
+            jobs.append(_Job(i, turns, prefix=prefix, option_labels=prompt.option_labels))
+        logprob = [j for j in jobs if not j.detection and self.mode == "choice-logprob"]
+        text_jobs = [j for j in jobs if j.detection or self.mode == "generate"]
+        for job, resp in self._run(logprob, items, kind="logprob"):
+            out[job.index] = resp
+        for job, resp in self._run(text_jobs, items, kind="generate"):
+            out[job.index] = resp
+        self._segment_fallback(items, jobs, out)
+        answers: list[Response] = []
+        for i, it in enumerate(items):
+            answer = out[i]
+            assert answer is not None  # every job is answered by _run
+            if answer.status == "ok":
+                answer.extra.setdefault("mode", "generate" if it.kind == "detection" else self.mode)
+                if it.kind != "detection":
+                    answer.extra["protocol"] = render_prompt(it, self.options.protocol).protocol
+            answers.append(answer)
+        return answers
+
+    def _images(self, item: Item) -> tuple[ImageRef, ...]:
+        return () if self.options.no_image else item.images
+
+    def _detection_text(self, item: Item, style: str | None = None) -> str:
+        return render_detection_prompt(item, style or self._detection_style())  # type: ignore[arg-type]
+
+    def _segment_fallback(self, items: Sequence[Item], jobs: list[_Job], out: list[Response | None]) -> None:
+        """PaliGemma: ask ``segment`` where ``detect`` gave no box (its documented fallback)."""
+        if self.family != "paligemma":
+            return
+        retry: list[_Job] = []
+        for job in jobs:
+            resp = out[job.index]
+            if not job.detection or resp is None or resp.status != "ok" or not items[job.index].images:
+                continue
+            try:
+                w, h = items[job.index].images[0].size()
+            except ImageLoadError:
+                continue
+            if not parse_boxes(resp.text, w, h, fmt="paligemma").boxes:
+                it = items[job.index]
+                turn = _Turn("user", self._detection_text(it, "paligemma-segment"), self._images(it))
+                retry.append(_Job(job.index, [turn], detection=True))
+        for job, resp in self._run(retry, items, kind="generate"):
+            first = out[job.index]
+            resp.extra["detect_response"] = first.text if first is not None else None
+            out[job.index] = resp
+
+    def chat(
+        self,
+        conversations: Sequence[Sequence[ChatMessage]],
+        item_ids: Sequence[str],
+        *,
+        max_new_tokens: int | None = None,
+    ) -> list[Response]:
+        """Continue each conversation with one greedy assistant turn (chain-of-thought strategies)."""
+        self._ensure_loaded()
+        jobs = [
+            _Job(k, [_Turn(m.role, m.text, () if self.options.no_image else m.images) for m in conv])
+            for k, conv in enumerate(conversations)
+        ]
+        stub = [Item(id=i, benchmark="", split="", task="", question="") for i in item_ids]
+        out: list[Response | None] = [None] * len(jobs)
+        for job, resp in self._run(jobs, stub, kind="generate", max_new_tokens=max_new_tokens):
+            out[job.index] = resp
+        return [r for r in out if r is not None]
+
+    # The model calls --------------------------------------------------------------------------
+
+    def _run(
+        self, jobs: list[_Job], items: Sequence[Item], *, kind: str, max_new_tokens: int | None = None
+    ) -> list[tuple[_Job, Response]]:
+        """Run jobs in forward passes of equal image count; each unique image is decoded once."""
+        results: list[tuple[_Job, Response]] = []
+        pixels: dict[str, Any] = {}
+        errors: dict[str, str] = {}
+        by_count: dict[tuple[int, str], list[_Job]] = {}
+        for job in jobs:
+            refs = [r for t in job.turns for r in t.images]
+            for ref in refs:
+                if ref.key not in pixels and ref.key not in errors:
+                    try:
+                        pixels[ref.key] = ref.load()
+                    except ImageLoadError as exc:
+                        errors[ref.key] = str(exc)
+            bad = [errors[r.key] for r in refs if r.key in errors]
+            if bad:
+                results.append((job, Response(items[job.index].id, status="error", error=bad[0])))
+            else:
+                by_count.setdefault((len(refs), job.prefix), []).append(job)
+        for (n_images, prefix), group in sorted(by_count.items()):
+            texts = [self._render(job) for job in group]
+            images = (
+                [[pixels[r.key] for t in job.turns for r in t.images] for job in group] if n_images else None
+            )
+            inputs = self._encode(texts, images, prefix)
+            if kind == "logprob":
+                answers = self._label_scores(group, inputs)
+            else:
+                budget = max_new_tokens or (
+                    self.detect_max_new_tokens if group[0].detection else self.max_new_tokens
+                )
+                if self.max_new_tokens_cap is not None:
+                    budget = min(budget, self.max_new_tokens_cap)
+                answers = [Response("", text=t) for t in self._generate(inputs, budget, group[0].detection)]
+            for job, resp in zip(group, answers, strict=True):
+                resp.item_id = items[job.index].id
+                resp.extra["n_images"] = n_images
+                if job.detection:
+                    resp.extra["detection_prompt"] = job.turns[-1].text
+                if prefix:
+                    resp.extra["answer_prefix"] = prefix
+                results.append((job, resp))
+        pixels.clear()  # decoded images are not kept past their batch
+        return results
+
+    def _render(self, job: _Job) -> str:
+        """The prompt text of a job in the model's format, ending where the answer starts."""
+        proc = self.processor
+        template = getattr(proc, "chat_template", None)
+        if self.family == "paligemma" or not template:
+            # PaliGemma's plain format: "<image>"×n, then the processor adds <bos> and the final
+            # "\n" (the answer prefix goes after it, see _encode); earlier turns (strategies) are
+            # joined with newlines.
+            n_images = sum(len(t.images) for t in job.turns)
+            token = getattr(proc, "image_token", "<image>")
+            return token * n_images + "\n".join(t.text for t in job.turns)
+        messages = [self._message(t) for t in job.turns]
+        try:
+            text: str = proc.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        except Exception as exc:  # jinja raises its own errors; some templates refuse system turns
+            if not any(t.role == "system" for t in job.turns):
+                raise ModelError(f"the chat template of {self.model_id!r} failed: {exc}") from exc
+            merged = _merge_system(job.turns)
+            text = proc.apply_chat_template(
+                [self._message(t) for t in merged], add_generation_prompt=True, tokenize=False
+            )
+        return text + job.prefix
+
+    @staticmethod
+    def _message(turn: _Turn) -> dict[str, Any]:
+        content: list[dict[str, Any]] = [{"type": "image"} for _ in turn.images]
+        content.append({"type": "text", "text": turn.text})
+        return {"role": turn.role, "content": content}
+
+    def _encode(self, texts: list[str], images: list[list[Any]] | None, prefix: str = "") -> dict[str, Any]:
+        torch = self._torch
+        proc = self.processor
+        tok = proc.tokenizer
+        if images is None and self.family == "paligemma":
+            # PaliGemma's processor insists on images; without them its format is <bos> text "\n".
+            enc = tok([(tok.bos_token or "") + t + "\n" for t in texts], padding=True, return_tensors="pt",
+                      add_special_tokens=False)  # fmt: skip
+            enc["token_type_ids"] = self._torch.zeros_like(enc["input_ids"])
+        else:
+            # As transformers' own apply_chat_template(tokenize=True): no second <bos> when the
+            # template already starts with one.
+            add_special = not (tok.bos_token and texts[0].startswith(tok.bos_token))
+            kwargs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt"}
+            if images is not None:
+                kwargs["images"] = images
+            enc = proc(add_special_tokens=add_special, **kwargs)
+        enc.pop("labels", None)  # PaliGemma's processor adds training labels
+        if prefix and self.family == "paligemma":
+            # The processor ends PaliGemma prompts with "\n"; the answer prefix follows it, as the
+            # first tokens of the (causal, token type 1) answer.
+            ids = torch.tensor(
+                [tok.encode(prefix, add_special_tokens=False)] * len(texts), dtype=enc["input_ids"].dtype
+            )
+            enc["input_ids"] = torch.cat([enc["input_ids"], ids], dim=1)
+            enc["attention_mask"] = torch.cat([enc["attention_mask"], torch.ones_like(ids)], dim=1)
+            if "token_type_ids" in enc:
+                enc["token_type_ids"] = torch.cat([enc["token_type_ids"], torch.ones_like(ids)], dim=1)
+        out = {}
+        for k, v in enc.items():
+            if hasattr(v, "to"):
+                v = v.to(self.device)
+                if v.is_floating_point():
+                    v = v.to(self.dtype)
+            out[k] = v
+        return out
+
+    def _generation_config(self, max_new_tokens: int, *, logits: bool = False) -> Any:
+        from transformers import GenerationConfig
+
+        tok = self.processor.tokenizer
+        eos = getattr(self.model.generation_config, "eos_token_id", None)
+        if eos is None:
+            eos = tok.eos_token_id
+        return GenerationConfig(
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            num_beams=1,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=eos,
+            output_logits=logits,
+            return_dict_in_generate=logits,
+        )
+
+    def _generate(self, inputs: dict[str, Any], max_new_tokens: int, keep_special: bool) -> list[str]:
+        torch = self._torch
+        with torch.inference_mode():
+            seqs = self.model.generate(**inputs, generation_config=self._generation_config(max_new_tokens))
+        new = seqs[:, inputs["input_ids"].shape[1] :]
+        tok = self.processor.tokenizer
+        if not keep_special:
+            return [str(t) for t in tok.batch_decode(new, skip_special_tokens=True)]
+        # Detection: box markers such as <|box_start|> are special tokens and must survive decoding;
+        # only padding and end-of-sequence markers are removed.
+        drop = {t for t in (tok.pad_token, tok.eos_token, tok.bos_token) if t}
+        texts = tok.batch_decode(new, skip_special_tokens=False)
+        pattern = re.compile("|".join(re.escape(t) for t in drop)) if drop else None
+        return [pattern.sub("", t) if pattern else str(t) for t in texts]
+
+    def label_token_ids(self, label: str) -> list[int]:
+        """Every single-token spelling of an option label (``"A"``, ``" A"``, ``"▁A"``), as ids."""
+        if label in self._label_ids:
+            return self._label_ids[label]
+        tok = self.tokenizer
+        ids: list[int] = []
+        for variant in (label, " " + label):
+            enc = tok.encode(variant, add_special_tokens=False)
+            if len(enc) == 1 and enc[0] not in ids:
+                ids.append(int(enc[0]))
+        vocab = tok.get_vocab()
+        for token in ("▁" + label, "Ġ" + label):  # SentencePiece and byte-level word-initial forms
+            tid = vocab.get(token)
+            if tid is not None and tid not in ids and tok.decode([tid]).strip() == label:
+                ids.append(int(tid))
+        self._label_ids[label] = ids
+        return ids
+
+    def _label_scores(self, jobs: list[_Job], inputs: dict[str, Any]) -> list[Response]:
+        """One forward pass (``generate`` with one new token, which handles left padding per family)."""
+        torch = self._torch
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, generation_config=self._generation_config(1, logits=True))
+        logp = torch.log_softmax(out.logits[0].float(), dim=-1).cpu()
+        responses = []
+        for row, job in zip(logp, jobs, strict=True):
+            label_ids = [self.label_token_ids(lb) for lb in job.option_labels]
+            missing = [lb for lb, ids in zip(job.option_labels, label_ids, strict=True) if not ids]
+            if missing:
+                responses.append(
+                    Response("", status="error", error=(
+                        f"option label(s) {', '.join(missing)} are not single tokens for this tokenizer; "
+                        "choice-logprob cannot score them — use --mode generate"
+                    ))
+                )  # fmt: skip
+                continue
+            best = [max(float(row[i]) for i in ids) for ids in label_ids]
+            top = max(best)
+            weights = [math.exp(b - top) for b in best]
+            total = sum(weights)
+            responses.append(
+                Response(
+                    "",
+                    scores=[w / total for w in weights],
+                    extra={
+                        "label_logprobs": [round(b, 6) for b in best],
+                        "label_mass": round(sum(math.exp(b) for b in best), 6),
+                    },
+                )
+            )
+        return responses
+
+    # Provenance -------------------------------------------------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        """Spec, mode, model class, family, revision or weight hash, dtype, device, decoding settings."""
+        local = Path(self.model_id).is_dir()
+        return {
+            "spec": self.spec,
+            "mode": self.mode,
+            "model_class": (self.config.architectures or [type(self.config).__name__])[0],
+            "family": self.family,
+            "revision": None if local else (self.revision or getattr(self.config, "_commit_hash", None)),
+            "weights_sha256": weights_digest(Path(self.model_id)) if local else None,
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "device": self.device,
+            "max_new_tokens": self.max_new_tokens,
+            "detect_max_new_tokens": self.detect_max_new_tokens,
+            "max_new_tokens_cap": self.max_new_tokens_cap,
+            "answer_prefix": self.answer_prefix,
+        }
+
+    def close(self) -> None:
+        """Drop the model (frees GPU memory)."""
+        self.model = None
+        self.processor = None
+
+
+def _merge_system(turns: Sequence[_Turn]) -> list[_Turn]:
+    """Fold system turns into the first user turn, for chat templates without a system role."""
+    system = "\n".join(t.text for t in turns if t.role == "system")
+    rest = [t for t in turns if t.role != "system"]
+    if rest and system:
+        rest[0] = _Turn(rest[0].role, f"{system}\n\n{rest[0].text}", rest[0].images)
+    return rest
