@@ -175,7 +175,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out_root = Path(args.out)
     models = [(m, m) for m in args.models] if args.models else _demo_models(data_dir.parent, args.seed)
     for label, model in models:
-        config = RunConfig(benchmark="demo", data=str(data_dir), model=model, seed=args.seed)
+        # Generative models run in choice-logprob mode: one forward pass per batch, so the demo stays fast.
+        mode = "choice-logprob" if model.startswith("hf:") else None
+        config = RunConfig(benchmark="demo", data=str(data_dir), model=model, seed=args.seed, mode=mode)
         run_dir = out_root / label.split(" ")[0].replace(":", "_").replace("/", "_")
         result = run_benchmark(config, run_dir, fresh=True, on_metrics=lambda d: _write_outputs(d, args.seed))
         _print_metrics(result.metrics, f"demo — {label}")
@@ -202,6 +204,21 @@ def _demo_models(cache: Path, seed: int) -> list[tuple[str, str]]:
             build_tiny_clip(folder, kind="clip", seed=seed)
         models.append(
             ("tiny-clip (UNTRAINED random weights: shows the pipeline, not a score)", f"clip:{folder}")
+        )
+        from transformers.utils import logging as hf_logging
+
+        from scopebench.models.tiny import build_tiny_generative
+
+        hf_logging.disable_progress_bar()  # weight-loading bars would interleave with the tables
+        gen_folder = cache / f"tiny-qwen2-vl-seed{seed}"
+        if not (gen_folder / "config.json").is_file():
+            logging.getLogger("transformers").setLevel(logging.ERROR)
+            build_tiny_generative(gen_folder, "qwen2-vl", seed=seed)
+        models.append(
+            (
+                "tiny-qwen2-vl choice-logprob (UNTRAINED random weights: shows the pipeline, not a score)",
+                f"hf:{gen_folder}",
+            )
         )
     else:
         logging.getLogger(__name__).info("transformers not installed: the demo runs baselines only")

@@ -1,9 +1,9 @@
 """Tiny random-weight contrastive and generative models, built offline from configs.
 
 They exist so the full code path (``save_pretrained`` → ``clip:<folder>`` / ``hf:<folder>`` →
-processor → model) can
-be exercised with no network and no weights to download: in tests, in the offline demo (labelled
-*untrained*: they show the pipeline, not a score) and in ``bench/`` (at ViT-B/32 size).
+processor → model) can be exercised with no network and no weights to download: in tests, in the
+offline demo (labelled *untrained*: they show the pipeline, not a score) and in ``bench/`` (at
+ViT-B/32 or Qwen2-VL-like sizes).
 """
 
 from __future__ import annotations
