@@ -39,7 +39,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Six questions about two images (three each, prompts of different lengths) + one 3-image item."""
     root = tmp_path_factory.mktemp("gen-bench")
     rng = np.random.default_rng(0)
-    for k, (h, w) in enumerate([(40, 50), (60, 36), (30, 30)]):
+    for k, (h, w) in enumerate([(56, 56), (84, 56), (30, 30)]):  # Qwen2-VL: 4, 4 and 1 image tokens
         Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8)).save(root / f"img{k}.png")
     rows: list[dict[str, Any]] = [
         {"id": f"q{i}", "question": "Which modality is shown" + " in this micrograph" * i + "?",
@@ -208,10 +208,25 @@ def test_batched_logprob_equals_one_at_a_time(family: str, tiny: dict[str, Path]
     items = _items(bench)  # prompts of different lengths and image sizes: rows are left-padded
     backend = load_model(f"hf:{tiny[family]}", ModelOptions(mode="choice-logprob"))
     batched = backend.predict(items)
-    for it, b in zip(items, batched, strict=True):
+    plain = load_model(
+        f"hf:{tiny[family]}", ModelOptions(mode="choice-logprob", extra={"share_prefix": "false"})
+    )
+    unshared = plain.predict(items)
+    for it, b, u in zip(items, batched, unshared, strict=True):
         (single,) = backend.predict([it])
-        assert b.item_id == it.id
-        assert b.scores == pytest.approx(single.scores, abs=2e-5)
+        assert b.item_id == it.id == u.item_id
+        # Raw label log-probabilities: a random model's are flat, so compare them tightly (a position
+        # off by the image's M-RoPE offset moves them by 1e-4; float rounding by 1e-6).
+        assert b.extra["label_logprobs"] == pytest.approx(single.extra["label_logprobs"], abs=1e-5)
+        assert u.extra["label_logprobs"] == pytest.approx(single.extra["label_logprobs"], abs=1e-5)
+        assert b.scores == pytest.approx(single.scores, abs=1e-5)
+        assert "shared_prefix_tokens" not in single.extra and "shared_prefix_tokens" not in u.extra
+    # Questions about the same image share one pass over the image (not PaliGemma: its prompt is
+    # attended bidirectionally, so the image tokens depend on the question).
+    shared = [b.item_id for b in batched if "shared_prefix_tokens" in b.extra]
+    assert shared == ([] if family == "paligemma" else [f"local/q{i}" for i in range(6)])
+    if family == "qwen2-vl":  # template header + the image's 4 tokens + "Question: Which modality is shown"
+        assert batched[0].extra["shared_prefix_tokens"] > 4
 
 
 def test_label_spellings_best_variant_wins(tiny: dict[str, Path], bench: Path) -> None:

@@ -49,6 +49,7 @@ from typing import Any, Literal
 
 from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError
 from scopebench.items import ImageRef, Item
+from scopebench.models._shared_prefix import SHAREABLE_FAMILIES, shared_prefix_logprobs
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
 from scopebench.models.registry import split_spec
@@ -224,6 +225,7 @@ class HFGenerativeBackend(Backend):
         extra = options.extra
         self.max_new_tokens = int(extra.get("max_new_tokens", 64))
         self.detect_max_new_tokens = int(extra.get("detect_max_new_tokens", 128))
+        self.share_prefix = str(extra.get("share_prefix", "true")).lower() not in ("false", "0", "no")
         cap = extra.get("max_new_tokens_cap")
         self.max_new_tokens_cap = int(cap) if cap is not None else None
         self.answer_prefix: str | None = extra.get("answer_prefix")
@@ -467,10 +469,10 @@ class HFGenerativeBackend(Backend):
             images = (
                 [[pixels[r.key] for t in job.turns for r in t.images] for job in group] if n_images else None
             )
-            inputs = self._encode(texts, images, prefix)
             if kind == "logprob":
-                answers = self._label_scores(group, inputs)
+                answers = self._logprob_group(group, texts, images, prefix)
             else:
+                inputs = self._encode(texts, images, prefix)
                 budget = max_new_tokens or (
                     self.detect_max_new_tokens if group[0].detection else self.max_new_tokens
                 )
@@ -604,12 +606,52 @@ class HFGenerativeBackend(Backend):
         self._label_ids[label] = ids
         return ids
 
+    def _logprob_group(
+        self, jobs: list[_Job], texts: list[str], images: list[list[Any]] | None, prefix: str
+    ) -> list[Response]:
+        """Label scores for jobs of equal image count: shared-prefix passes where they share images."""
+        answers: dict[int, Response] = {}
+        rest: list[int] = []
+        if images is not None and self.share_prefix and self.family in SHAREABLE_FAMILIES:
+            by_images: dict[tuple[str, ...], list[int]] = {}
+            for k, job in enumerate(jobs):
+                by_images.setdefault(tuple(r.key for t in job.turns for r in t.images), []).append(k)
+            tok = self.processor.tokenizer
+            for members in by_images.values():
+                got = None
+                if len(members) > 1:
+                    got = shared_prefix_logprobs(
+                        self.model, self.processor, [texts[k] for k in members], images[members[0]],
+                        family=self.family, device=self.device, dtype=self.dtype,
+                        add_special_tokens=not (tok.bos_token and texts[0].startswith(tok.bos_token)),
+                    )  # fmt: skip
+                if got is None:
+                    rest.extend(members)
+                    continue
+                logp, n_prefix = got
+                scored = self._scores_from_logprobs([jobs[k] for k in members], logp)
+                for k, resp in zip(members, scored, strict=True):
+                    resp.extra["shared_prefix_tokens"] = n_prefix
+                    answers[k] = resp
+        else:
+            rest = list(range(len(jobs)))
+        if rest:
+            inputs = self._encode(
+                [texts[k] for k in rest], [images[k] for k in rest] if images is not None else None, prefix
+            )
+            for k, resp in zip(rest, self._label_scores([jobs[k] for k in rest], inputs), strict=True):
+                answers[k] = resp
+        return [answers[k] for k in range(len(jobs))]
+
     def _label_scores(self, jobs: list[_Job], inputs: dict[str, Any]) -> list[Response]:
         """One forward pass (``generate`` with one new token, which handles left padding per family)."""
         torch = self._torch
         with torch.inference_mode():
             out = self.model.generate(**inputs, generation_config=self._generation_config(1, logits=True))
-        logp = torch.log_softmax(out.logits[0].float(), dim=-1).cpu()
+        return self._scores_from_logprobs(jobs, torch.log_softmax(out.logits[0].float(), dim=-1).cpu())
+
+    def _scores_from_logprobs(self, jobs: list[_Job], logp: Any) -> list[Response]:
+        """Option scores from next-token log-probabilities (one row per job)."""
         responses = []
         for row, job in zip(logp, jobs, strict=True):
             label_ids = [self.label_token_ids(lb) for lb in job.option_labels]
@@ -655,6 +697,7 @@ class HFGenerativeBackend(Backend):
             "max_new_tokens": self.max_new_tokens,
             "detect_max_new_tokens": self.detect_max_new_tokens,
             "max_new_tokens_cap": self.max_new_tokens_cap,
+            "share_prefix": self.share_prefix,
             "answer_prefix": self.answer_prefix,
         }
 

@@ -238,6 +238,7 @@ def build_tiny_generative(
     hidden: int = 64,
     layers: int = 1,
     image_size: int = 56,
+    size: Literal["tiny", "small", "2b"] = "tiny",
 ) -> Path:
     """Build a random-weight image-text-to-text model + processor of ``family``; save it to ``out_dir``.
 
@@ -248,6 +249,9 @@ def build_tiny_generative(
         hidden: Hidden size of the language model (the vision tower uses 32).
         layers: Language-model layers (the vision tower has one).
         image_size: Input image side in pixels (a multiple of 28).
+        size: ``tiny`` (the arguments above), or for ``qwen2-vl`` only a realistic preset that
+            overrides them: ``small`` (hidden 256, 4 layers, 224 px; CPU benchmarks) or ``2b``
+            (Qwen2-VL-2B's dimensions, 448 px; GPU benchmarks, saved in bfloat16).
 
     Returns:
         ``out_dir``.
@@ -262,9 +266,16 @@ def build_tiny_generative(
     }
     if family not in builders:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(GENERATIVE_FAMILIES)}")
+    if size != "tiny" and family != "qwen2-vl":
+        raise ValueError(f"size {size!r} exists only for qwen2-vl")
     out_dir = Path(out_dir)
     torch.manual_seed(seed)
-    model, processor = builders[family](hidden, layers, image_size)
+    if family == "qwen2-vl":
+        model, processor = _tiny_qwen2_vl(hidden, layers, image_size, size)
+    else:
+        model, processor = builders[family](hidden, layers, image_size)
+    if size == "2b":
+        model = model.to(torch.bfloat16)  # 4.4 GB on disk instead of 8.8
     model.eval()
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
@@ -284,7 +295,26 @@ def build_tiny_generative(
     return out_dir
 
 
-def _tiny_qwen2_vl(hidden: int, layers: int, image_size: int) -> tuple[Any, Any]:
+# Realistic sizes of the Qwen2-VL builder, for bench/ (random weights, real compute).
+_QWEN2_VL_SIZES: dict[str, dict[str, Any]] = {
+    # "small": a CPU-benchmark model, far from trivial (~25 M parameters).
+    "small": {
+        "text": dict(hidden_size=256, intermediate_size=1024, num_hidden_layers=4, num_attention_heads=4,
+                     num_key_value_heads=2),
+        "vision": dict(embed_dim=128, depth=2, num_heads=4),
+        "image_size": 224,
+    },
+    # "2b": Qwen2-VL-2B-Instruct's published dimensions (config.json of Qwen/Qwen2-VL-2B-Instruct).
+    "2b": {
+        "text": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
+                     num_key_value_heads=2, vocab_size=151936),
+        "vision": dict(embed_dim=1280, depth=32, num_heads=16),
+        "image_size": 448,
+    },
+}  # fmt: skip
+
+
+def _tiny_qwen2_vl(hidden: int, layers: int, image_size: int, size: str = "tiny") -> tuple[Any, Any]:
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
@@ -297,6 +327,13 @@ def _tiny_qwen2_vl(hidden: int, layers: int, image_size: int) -> tuple[Any, Any]
         for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
     }
     text = _text_dims(hidden, layers, len(tok))
+    vision_dims: dict[str, Any] = dict(depth=1, embed_dim=32, num_heads=2)
+    if size != "tiny":
+        preset = _QWEN2_VL_SIZES[size]
+        text.update(preset["text"])
+        vision_dims = dict(preset["vision"])
+        image_size = preset["image_size"]
+    hidden = text["hidden_size"]
     head_dim = hidden // text["num_attention_heads"]
     # M-RoPE splits each head's rotary half into temporal/height/width sections (Qwen2-VL: 16/24/24
     # of 64); keep the same proportions.
@@ -311,10 +348,8 @@ def _tiny_qwen2_vl(hidden: int, layers: int, image_size: int) -> tuple[Any, Any]
         pad_token_id=tok.pad_token_id,
     )
     vision = dict(
-        depth=1,
-        embed_dim=32,
+        **vision_dims,
         hidden_size=hidden,
-        num_heads=2,
         patch_size=14,
         spatial_merge_size=2,
         temporal_patch_size=2,
