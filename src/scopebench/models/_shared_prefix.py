@@ -105,13 +105,17 @@ def shared_prefix_logprobs(
             delta = model.model.rope_deltas.to(device)
             positions = (positions + delta.view(-1, 1)).unsqueeze(0).expand(3, k, width)
         mask = torch.cat([torch.ones(k, n_prefix, dtype=suffix_mask.dtype, device=device), suffix_mask], 1)
+        # Logits only at the positions some row ends on: with a real vocabulary (150k entries) the
+        # output layer would otherwise cost more than the whole suffix pass.
+        ends = sorted({len(t) - 1 for t in tails})
         logits = model(
             input_ids=suffix,
             attention_mask=mask,
             position_ids=positions,
             past_key_values=cache,
             use_cache=True,
+            logits_to_keep=torch.tensor(ends, device=device),
         ).logits
-    last = torch.tensor([len(t) - 1 for t in tails], device=device)
-    rows_logits = logits[torch.arange(k, device=device), last]
+    column = torch.tensor([ends.index(len(t) - 1) for t in tails], device=device)
+    rows_logits = logits[torch.arange(k, device=device), column]
     return torch.log_softmax(rows_logits.float(), dim=-1).cpu(), n_prefix

@@ -297,10 +297,11 @@ def build_tiny_generative(
 
 # Realistic sizes of the Qwen2-VL builder, for bench/ (random weights, real compute).
 _QWEN2_VL_SIZES: dict[str, dict[str, Any]] = {
-    # "small": a CPU-benchmark model, far from trivial (~25 M parameters).
+    # "small": a CPU-benchmark model, far from trivial: a 4-layer, 256-wide decoder with Qwen2-VL's
+    # real 151,936-entry vocabulary (tied input/output embeddings, as in Qwen2-VL-2B), ~45 M parameters.
     "small": {
         "text": dict(hidden_size=256, intermediate_size=1024, num_hidden_layers=4, num_attention_heads=4,
-                     num_key_value_heads=2),
+                     num_key_value_heads=2, vocab_size=151936),
         "vision": dict(embed_dim=128, depth=2, num_heads=4),
         "image_size": 224,
     },
@@ -355,6 +356,7 @@ def _tiny_qwen2_vl(hidden: int, layers: int, image_size: int, size: str = "tiny"
         temporal_patch_size=2,
     )
     config = Qwen2VLConfig(
+        tie_word_embeddings=size != "tiny",
         text_config=text,
         vision_config=vision,
         image_token_id=ids["<|image_pad|>"],
