@@ -159,3 +159,18 @@ def test_missing_image_not_sent_to_image_models(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(runner_mod, "load_model", load_model)
     res = run_benchmark(_cfg("frequent", n=5), tmp_path / "freq")
     assert [r.status for r in load_run(tmp_path / "freq").records] == ["ok"] * 5
+
+
+def test_unusable_records_are_recorded_in_provenance(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The SPUR fixture holds two records whose OPTION was truncated upstream to a single option.
+    spur = Path(__file__).parents[1] / "fixtures" / "spur"
+    with caplog.at_level("WARNING"):
+        run_benchmark(RunConfig(benchmark="spur", data=str(spur), model="random"), tmp_path / "run")
+    prov = json.loads((tmp_path / "run" / "run.json").read_text())
+    unusable = prov["unusable_records"]
+    assert len(unusable) == 2
+    assert all("2010096149_0_" in u and "1 labelled option" in u for u in unusable)
+    assert prov["n_items"] == 154
+    assert "2 record(s) of spur could not be used" in caplog.text
