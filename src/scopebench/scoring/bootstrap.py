@@ -89,7 +89,10 @@ def bootstrap_ci(
         confidence_level=_CONFIDENCE,
         method=CI_METHOD,
         rng=np.random.default_rng(seed),
-        batch=max(1, min(resamples, 20_000_000 // max(1, x.size))),
+        # Resamples are drawn batch by batch from the same stream, so the interval does not depend
+        # on the batch size; a (batch × n) float array plus its int64 indices must stay small
+        # (2M elements ≈ 32 MB) or a 20k-item run spends 300 MB on its confidence intervals.
+        batch=max(1, min(resamples, 2_000_000 // max(1, x.size))),
     )
     ci = res.confidence_interval
     return Interval(float(ci.low), float(ci.high), CI_METHOD, resamples, seed)
