@@ -499,5 +499,5 @@ class DemoBenchmark(Benchmark):
         folder = Path(data) if data else generate_demo()
         if data and not (folder / "manifest.json").is_file():
             folder = generate_demo(folder)
-        name = {"train": "train.jsonl", "detection": "detection.jsonl"}.get(chosen, "data.jsonl")
+        name = {"train": "train.jsonl", "detection": "detection.jsonl"}.get(chosen or "test", "data.jsonl")
         return LocalBenchmark().load_file(folder / name, "demo", chosen)
