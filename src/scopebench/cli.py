@@ -208,6 +208,25 @@ def _demo_models(cache: Path, seed: int) -> list[tuple[str, str]]:
     return models
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    """List the model presets and the spec schemes."""
+    from scopebench.models.presets import PRESETS
+    from scopebench.models.registry import available_schemes
+
+    table = Table(title="Model presets (--model NAME)")
+    for col in ("name", "spec", "published as", "papers", "note"):
+        table.add_column(col, overflow="fold")
+    for p in PRESETS.values():
+        table.add_row(p.name, p.spec, p.published_as or "", p.papers, p.note)
+    console.print(table)
+    console.print(
+        "Any other model: a spec SCHEME:ARG with SCHEME one of "
+        + ", ".join(available_schemes())
+        + ", or a local model folder. The revision a run used is recorded in its run.json."
+    )
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """Write a run's per-item records as Parquet or JSONL."""
     from scopebench.engine.rundir import STORE_FILE
@@ -363,6 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-fail-fraction", type=float, default=0.5)
     _add_engine_args(p)
     p.set_defaults(func=cmd_strategies)
+
+    p = sub.add_parser("models", help="list the model presets of the seed papers and the spec schemes")
+    p.set_defaults(func=cmd_models)
 
     p = sub.add_parser("export", help="write a run's per-item records as Parquet or JSONL")
     p.add_argument("run", help="run directory")
