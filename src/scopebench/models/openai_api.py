@@ -566,7 +566,10 @@ class OpenAIBackend(Backend):
                     outcome = self._read_reply(reply)
                     if outcome.error is None:
                         if self.cache is not None:
-                            self.cache.put(key, self.model, self.server, reply)
+                            try:
+                                self.cache.put(key, self.model, self.server, reply)
+                            except OSError as exc:  # a full disk must not lose the answer itself
+                                log.warning("cannot write the response cache (%s): %s", self.cache.root, exc)
                         outcome.extra.update(
                             cached=False, attempts=attempts, latency_s=round(time.perf_counter() - start, 3)
                         )
