@@ -70,13 +70,19 @@ def test_full_run_with_tiny_model_then_rerun_from_cache(
     assert all(e.authorization == f"Bearer {KEY}" for e in sent)
     # Every answer is the tiny model's own greedy output for the text it received.
     tiny = server.state.tiny()
-    by_text = {request_text(e.body)[0]: e.body for e in sent}
-    for rid in ("local/q1", "local/q2", "local/items-3", "local/items-4"):
+    marks = {
+        "local/q1": "Which stain is shown?",
+        "local/q2": "Which organelle",
+        "local/items-3": "How many cells",
+        "local/items-4": "Locate every nucleus",
+    }
+    for rid, mark in marks.items():
+        [body] = [e.body for e in sent if mark in request_text(e.body)[0]]
         rec = recs[rid]
         assert rec.status in ("ok", "unparsed"), rec.error
         assert rec.extra["cached"] is False and rec.extra["attempts"] == 1
-        body = next(b for t, b in by_text.items() if rec.response == tiny.reply(t, b["max_tokens"])[0])
-        assert body["temperature"] == 0 and body["model"] == "tiny"
+        assert rec.response == tiny.reply(request_text(body)[0], body["max_tokens"])[0]
+        assert body["temperature"] == 0 and body["model"] == "tiny" and body["max_tokens"] == 1024
     assert recs["local/q1"].extra["protocol"] == "default"
     assert (
         recs["local/items-4"].kind == "detection"
@@ -107,7 +113,7 @@ def test_full_run_with_tiny_model_then_rerun_from_cache(
 
 
 def test_exact_accuracy_and_concurrency_bound(server: ChatServer, tmp_path: Path) -> None:
-    server.state.delay_s = 0.05
+    server.state.delay_s = 0.2
     cfg = RunConfig(
         benchmark="unit", data="12", model="openai:say:B", base_url=server.base_url,
         model_args={"concurrency": 3, "cache": False},
