@@ -21,6 +21,7 @@ _SCHEMES: dict[str, str] = {
     "frequent": "scopebench.models.baselines:FrequentBackend",
     "replay": "scopebench.models.replay:ReplayBackend",
     "clip": "scopebench.models.contrastive:HFContrastiveBackend",
+    "nsp": "scopebench.models.nsp:NSPBackend",
     "openclip": "scopebench.models.openclip:OpenClipBackend",
     "embed": "scopebench.models.embed:EmbeddingBackend",
     "hf": "scopebench.models.hf_generative:HFGenerativeBackend",
