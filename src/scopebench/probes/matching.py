@@ -431,8 +431,7 @@ def add_probe_parser(probe_sub: Any) -> None:
         help="question–option matching baselines: BERT next-sentence prediction and sentence embeddings",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
     )
-    _add_common_args(p)
-    p.set_defaults(models="")
+    _add_common_args(p, "comma-separated matching models (default: " + ",".join(DEFAULT_MODELS) + ")")
     p.add_argument(
         "--items", help="evaluate only the item ids in this file (e.g. the flagged.txt of probe shortcut)"
     )

@@ -639,12 +639,12 @@ def _parse_model_args(pairs: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _add_common_args(p: argparse.ArgumentParser) -> None:
+def _add_common_args(p: argparse.ArgumentParser, models_help: str = "comma-separated model specs") -> None:
     """Arguments every probe shares (the probe framework may unify them)."""
     p.add_argument("--bench", required=True, help="benchmark name")
     p.add_argument("--data", help="data location (not needed for `demo`)")
     p.add_argument("--out", required=True, help="output folder (runs and report; resumed if it exists)")
-    p.add_argument("--models", default="", help="comma-separated model specs")
+    p.add_argument("--models", default="", help=models_help)
     p.add_argument("--model", action="append", default=[], help="a model spec (repeatable; adds to --models)")
     p.add_argument("--split", help="split to evaluate (default: the benchmark's default)")
     p.add_argument("--limit", type=int, help="evaluate only the first N items")
@@ -729,7 +729,7 @@ def add_probe_parser(probe_sub: Any) -> None:
         help="flag items text-only models answer correctly (PathMMU 3-of-4, SPUR 5-of-10 filters)",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
     )
-    _add_common_args(p)
+    _add_common_args(p, "comma-separated text-only model specs (any backends), e.g. hf:…,openai:…")
     p.add_argument("--tries", type=int, default=1, help="tries per model (R; try r uses seed + r)")
     p.add_argument("--temperature", type=float, help="sampling temperature for hf:, vllm:, openai: models")
     p.add_argument("--min-models", type=int, help="flag when at least K models answer correctly (K-of-N)")
