@@ -249,6 +249,7 @@ def test_random_tries_follow_seeds_and_resume(tmp_path: Path) -> None:
     tries = report["models"][0]["tries"]
     assert [t["seed"] for t in tries] == [7, 8, 9, 10]
     assert report["models"][0]["temperature"] is None  # random does not sample: not passed
+    assert "not passed (backend does not sample)" in (out / "shortcut.md").read_text(encoding="utf-8")
     assert report["models"][0]["tries_identical"] is False
     # Recompute every flag from the four runs' stored records.
     correct: dict[str, int] = {}
@@ -268,6 +269,34 @@ def test_random_tries_follow_seeds_and_resume(tmp_path: Path) -> None:
     again = json.loads((out / "shortcut.json").read_text(encoding="utf-8"))
     assert [t["n_new"] for t in again["models"][0]["tries"]] == [0, 0, 0, 0]
     assert again["counts"] == report["counts"]
+
+
+def test_temperature_goes_to_sampling_backends_as_a_model_arg(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scopebench.engine.runner as runner
+    import scopebench.probes.shortcut as shortcut
+
+    seen: list[tuple[str, int, dict[str, object]]] = []
+    real = runner.run_benchmark
+
+    def spy(config: runner.RunConfig, out_dir: Path, **kw: object) -> runner.RunResult:
+        seen.append((config.model, config.seed, dict(config.model_args)))
+        return real(config, out_dir, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "run_benchmark", spy)
+    monkeypatch.setattr("scopebench.engine.run_benchmark", spy)
+    monkeypatch.setattr(shortcut, "SAMPLING_SCHEMES", frozenset({"random"}))  # pretend random samples
+    out = tmp_path / "out"
+    argv = ["shortcut", "--bench", "pathmmu", "--data", PATHMMU, "--split", "test_tiny", "--limit", "4",
+            "--out", str(out), "--models", "random,frequent", "--tries", "2", "--min-tries", "2",
+            "--temperature", "0.7", "--model-arg", "max_new_tokens=8"]  # fmt: skip
+    assert _probe(argv) == 0
+    assert seen == [("random", 0, {"max_new_tokens": 8, "temperature": 0.7}),
+                    ("random", 1, {"max_new_tokens": 8, "temperature": 0.7}),
+                    ("frequent", 0, {"max_new_tokens": 8}), ("frequent", 1, {"max_new_tokens": 8})]  # fmt: skip
+    report = json.loads((out / "shortcut.json").read_text(encoding="utf-8"))
+    assert [(m["temperature"], m["samples"]) for m in report["models"]] == [(0.7, True), (None, False)]
 
 
 def test_deterministic_tries_are_reported_identical(tmp_path: Path) -> None:

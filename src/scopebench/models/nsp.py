@@ -78,7 +78,7 @@ class NSPBackend(Backend):
                 "BERT checkpoint with a next-sentence-prediction head (e.g. bert-large-uncased)"
             )
         # Pairs per forward pass (every option of every item in a batch is one pair).
-        self.pair_batch = int(options.extra.get("pair_batch_size", 4 * (options.batch_size or 32)))
+        self.pair_batch = int(options.extra.get("pair_batch_size", 2 * (options.batch_size or 32)))
         self.max_length = int(getattr(self.config, "max_position_embeddings", 512) or 512)
         self.model: Any = None
         self.tokenizer: Any = None

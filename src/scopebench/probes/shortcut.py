@@ -6,7 +6,7 @@ correctly without the image in at least 5 of 10 tries. This probe reproduces eit
 for any set of models:
 
 * every model runs text only (``no_image=True``) ``R`` times (``--tries``); try ``r`` (``r = 0 …
-  R−1``) uses seed ``seed + r``, and, for backends that sample (``hf:``, ``vllm:``, ``openai:``),
+  R−1``) uses seed ``seed + r``, and, for backends that sample (``vllm:``, ``openai:``),
   ``--temperature T`` is passed as the model argument ``temperature``. Each (model, try) is an
   ordinary run under ``OUT/runs/<model-slug>/try-<r>/``, so the probe resumes like any run;
 * an item-try is **correct** only when its record has status ``ok`` and the chosen option is the
@@ -70,8 +70,9 @@ log = logging.getLogger(__name__)
 ModelCorrect = Literal["majority", "any", "all"]
 #: Statuses of an item-try that mean the model could not be judged (counted as not correct).
 ERROR_STATUSES = frozenset({"error", "missing_image", "missing_response", "no_record"})
-#: Backend schemes that sample when given a temperature; others answer the same for a seed.
-SAMPLING_SCHEMES = frozenset({"hf", "vllm", "openai"})
+#: Backend schemes that sample when given ``--model-arg temperature=T`` (with the run's seed);
+#: the others — ``hf:`` decodes greedily — answer the same for the same seed and item.
+SAMPLING_SCHEMES = frozenset({"vllm", "openai"})
 
 
 # The counting logic (pure) ------------------------------------------------------------------------
@@ -370,7 +371,8 @@ def run_shortcut(
         out: Output folder (runs under ``out/runs/<slug>/try-<r>/``).
         rule: The flagging rule.
         tries: Tries per model (``R``); try ``r`` uses seed ``base.seed + r``.
-        temperature: Sampling temperature for backends that sample (``SAMPLING_SCHEMES``).
+        temperature: Sampling temperature for backends that sample (:data:`SAMPLING_SCHEMES`),
+            passed as their model argument ``temperature``.
         fresh: Discard stored results of a different configuration instead of refusing.
 
     Returns:
@@ -401,6 +403,7 @@ def run_shortcut(
             "model": spec,
             "slug": slug,
             "temperature": temperature if sampling else None,
+            "samples": sampling,
             "tries": [],
         }
         runs[spec] = []
@@ -546,7 +549,12 @@ def _markdown(result: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> s
             note = "tries identical (deterministic backend or no sampling): the r-of-R rule adds nothing"
         else:
             note = "tries differ"
-        temp = "" if m["temperature"] is None else str(m["temperature"])
+        if m["temperature"] is not None:
+            temp = str(m["temperature"])
+        elif result["temperature"] is not None:
+            temp = "not passed (backend does not sample)"
+        else:
+            temp = ""
         body.append([m["model"], temp, accs, note])
     lines += _md_table(["model", "temperature", "text-only accuracy per try", "tries"], body)
     lines += ["## Counts", ""]
@@ -731,7 +739,7 @@ def add_probe_parser(probe_sub: Any) -> None:
     )
     _add_common_args(p, "comma-separated text-only model specs (any backends), e.g. hf:…,openai:…")
     p.add_argument("--tries", type=int, default=1, help="tries per model (R; try r uses seed + r)")
-    p.add_argument("--temperature", type=float, help="sampling temperature for hf:, vllm:, openai: models")
+    p.add_argument("--temperature", type=float, help="sampling temperature for vllm: and openai: models")
     p.add_argument("--min-models", type=int, help="flag when at least K models answer correctly (K-of-N)")
     p.add_argument("--min-tries", type=int, help="flag when a model is correct in at least r of R tries")
     p.add_argument(
