@@ -105,3 +105,22 @@ def test_items_file_restricts_the_evaluation(tmp_path: Path) -> None:
 def test_repeated_model_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ScopebenchError, match="listed twice"):
         _probe([*BASE, "--out", str(tmp_path), "--models", "random", "--model", "random"])
+
+
+def test_subsets_and_mixed_option_counts(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    data = str(FIXTURES / "local" / "items.jsonl")
+    argv = ["matching", "--bench", "local", "--data", data, "--out", str(out), "--models", "random"]
+    assert _probe(argv) == 0
+    result = json.loads((out / "matching.json").read_text(encoding="utf-8"))
+    chance = {r["group"]: r for r in result["chance"]}
+    # Four multiple-choice items with 4, 3, 4 and 3 options; the detection item is not answered.
+    assert chance["overall"]["n"] == 4
+    assert chance["overall"]["accuracy"] == pytest.approx((1 / 4 + 1 / 3 + 1 / 4 + 1 / 3) / 4)
+    assert chance["subset=lab-A"]["accuracy"] == pytest.approx(0.25)
+    groups = {r["group"] for r in result["rows"]}
+    assert {"overall", "task=stain", "task=counting", "subset=lab-A"} <= groups
+    records = load_run(out / "runs" / "random").records
+    assert len(records) == 4
+    overall = next(r for r in result["rows"] if r["group"] == "overall")
+    assert overall["correct"] == sum(bool(r.correct) for r in records)

@@ -329,3 +329,17 @@ def test_user_errors_are_scopebench_errors(tmp_path: Path) -> None:
         _probe([*base, "--models", "random"])
     with pytest.raises(ScopebenchError, match="unknown model spec"):
         _probe([*base, "--models", "nosuch:x", "--min-models", "1"])
+
+
+def test_non_mcq_items_are_kept_and_counted_as_not_judged(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    data = str(FIXTURES / "local" / "items.jsonl")
+    argv = ["shortcut", "--bench", "local", "--data", data, "--out", str(out), "--models", "frequent",
+            "--min-models", "1"]  # fmt: skip
+    assert _probe(argv) == 0
+    report = json.loads((out / "shortcut.json").read_text(encoding="utf-8"))
+    assert report["not_judged"] == ["local/items-4"] and report["counts"]["not_judged"] == 1
+    assert report["counts"]["items"] == 4  # the four multiple-choice items
+    kept = (out / "kept.txt").read_text(encoding="utf-8").splitlines()
+    flagged = (out / "flagged.txt").read_text(encoding="utf-8").splitlines()
+    assert "local/items-4" in kept and len(kept) + len(flagged) == 5
