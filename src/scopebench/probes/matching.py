@@ -188,6 +188,7 @@ def run_matching(
     items_file: str | Path | None = None,
     resamples: int = 1000,
     fresh: bool = False,
+    retry_errors: bool = False,
 ) -> dict[str, Any]:
     """Run each matching model text only and write the report.
 
@@ -199,6 +200,7 @@ def run_matching(
             ``flagged.txt``).
         resamples: Bootstrap resamples per interval (seeded with ``base.seed``).
         fresh: Discard stored results of a different configuration instead of refusing.
+        retry_errors: Redo items whose stored record is an error.
 
     Returns:
         The content of ``matching.json``.
@@ -223,7 +225,7 @@ def run_matching(
     runs = []
     for spec in models:
         run_dir = out / "runs" / model_slug(spec, taken)
-        res = run_benchmark(replace(base, model=spec), run_dir, fresh=fresh)
+        res = run_benchmark(replace(base, model=spec), run_dir, fresh=fresh, retry_errors=retry_errors)
         run = load_run(run_dir)
         records[spec] = run.records
         runs.append(
@@ -407,6 +409,7 @@ def cmd_matching(args: argparse.Namespace) -> int:
         items_file=args.items,
         resamples=args.resamples,
         fresh=args.fresh,
+        retry_errors=args.retry_errors,
     )
     table = Table(title=f"question–option matching (text only) — {args.bench}")
     for h in ("model", "group", "n", "accuracy", "95% CI"):

@@ -361,6 +361,7 @@ def run_shortcut(
     tries: int = 1,
     temperature: float | None = None,
     fresh: bool = False,
+    retry_errors: bool = False,
 ) -> dict[str, Any]:
     """Run every model text only ``tries`` times, flag items and write the outputs.
 
@@ -374,6 +375,7 @@ def run_shortcut(
         temperature: Sampling temperature for backends that sample (:data:`SAMPLING_SCHEMES`),
             passed as their model argument ``temperature``.
         fresh: Discard stored results of a different configuration instead of refusing.
+        retry_errors: Redo items whose stored record is an error.
 
     Returns:
         The content of ``shortcut.json``.
@@ -411,7 +413,7 @@ def run_shortcut(
             cfg = replace(base, model=spec, seed=base.seed + r, no_image=True, model_args=args)
             run_dir = out / "runs" / slug / f"try-{r}"
             log.info("shortcut: %s try %d of %d (seed %d)", spec, r + 1, tries, cfg.seed)
-            res = run_benchmark(cfg, run_dir, fresh=fresh)
+            res = run_benchmark(cfg, run_dir, fresh=fresh, retry_errors=retry_errors)
             by_id = {rec.item_id: rec for rec in load_run(run_dir).records}
             runs[spec].append(by_id)
             overall = res.metrics["overall"]
@@ -565,7 +567,7 @@ def _markdown(result: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> s
         "- item-tries: " + ", ".join(f"{k} {v}" for k, v in c["tries"].items()),
         f"- items with a failed try (error, missing image/response, no record): {c['items_with_errors']}, "
         f"of which kept: {c['kept_items_with_errors']} (a failed try may have hidden a correct answer; "
-        "rerun with --retry-errors on the run folders to redo them)",
+        "run the probe again with --retry-errors to redo them)",
         f"- items with an unparsed answer: {c['items_with_unparsed']}",
         f"- items not judged (not multiple choice; kept): {c['not_judged']}",
         "",
@@ -663,6 +665,7 @@ def _add_common_args(p: argparse.ArgumentParser, models_help: str = "comma-separ
     p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="backend option")
     p.add_argument("--exclude", help="file of item ids (one per line) to leave out")
     p.add_argument("--fresh", action="store_true", help="discard stored runs of another configuration")
+    p.add_argument("--retry-errors", action="store_true", help="redo items whose stored result is an error")
 
 
 def _models_from_args(args: argparse.Namespace, default: Sequence[str] = ()) -> list[str]:
@@ -706,6 +709,7 @@ def cmd_shortcut(args: argparse.Namespace) -> int:
         tries=args.tries,
         temperature=args.temperature,
         fresh=args.fresh,
+        retry_errors=args.retry_errors,
     )
     c = result["counts"]
     console = Console()
