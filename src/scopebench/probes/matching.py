@@ -339,7 +339,7 @@ def _markdown(result: Mapping[str, Any]) -> str:
     for r in result["published"]:
         by_table[r["source"]].append(r)
     for source, prows in by_table.items():
-        lines += ["", f"Published — {source}; *set* is the item set it was measured on:", ""]
+        lines += ["", f"{source[:1].upper()}{source[1:]}; *set* is the item set it was measured on:", ""]
         lines += ["| model | set | group | accuracy |", "|---|---|---|---:|"]
         for r in prows:
             acc = _pct(r["accuracy"]) + ("" if _nan(r["ci_halfwidth"]) else f" ±{_pct(r['ci_halfwidth'])}")
@@ -432,7 +432,7 @@ def add_probe_parser(probe_sub: Any) -> None:
     p = probe_sub.add_parser(
         "matching",
         help="question–option matching baselines: BERT next-sentence prediction and sentence embeddings",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
     )
     _add_common_args(p, "comma-separated matching models (default: " + ",".join(DEFAULT_MODELS) + ")")
     p.add_argument(

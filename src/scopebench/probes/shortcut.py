@@ -739,7 +739,7 @@ def add_probe_parser(probe_sub: Any) -> None:
     p = probe_sub.add_parser(
         "shortcut",
         help="flag items text-only models answer correctly (PathMMU 3-of-4, SPUR 5-of-10 filters)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
     )
     _add_common_args(p, "comma-separated text-only model specs (any backends), e.g. hf:…,openai:…")
     p.add_argument("--tries", type=int, default=1, help="tries per model (R; try r uses seed + r)")
