@@ -495,7 +495,10 @@ def run_linear_probe(
                              "status": "single_class_training"} for it in items]  # fmt: skip
             continue
         c_used = C
-        if optuna_trials > 0:
+        if optuna_trials > 0 and min(Counter(y).values()) < 2:
+            # Stratified cross-validation needs two examples of every class.
+            log.warning("task %s: a class has a single training example; no search, C=%g", task, C)
+        elif optuna_trials > 0:
             c_used, res.cv_balanced_accuracy = _tune_C(X, y, seed, optuna_trials)
         pipe = make_pipeline(seed, c_used).fit(X, y)
         res.C, res.pca_components = c_used, int(pipe.named_steps["pca"].n_components_)
