@@ -99,7 +99,7 @@ def handcrafted_features(image: Any) -> np.ndarray:
        (``local_binary_pattern``, method ``uniform``) with 8 points at radius 1 and 16 at radius 2.
     4. **Shape** of the largest connected component of the Otsu foreground (pixels brighter than
        ``threshold_otsu`` — bright objects on a dark background, as in fluorescence):
-       foreground area fraction, eccentricity, solidity, perimeter² / (4π·area) (1 for a disc,
+       foreground area fraction, eccentricity, solidity, perimeter² / (4π·area) (≈ 1 for a disc,
        larger for irregular contours), extent, and log(1 + number of components). All zero for a
        constant image.
 
