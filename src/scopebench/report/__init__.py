@@ -44,7 +44,7 @@ def write_run_outputs(
 
     Writes ``metrics.json`` (always into the run dir), and ``metrics.csv``, ``metrics.md``,
     ``metrics.tex``, ``accuracy_by_task.png``/``.svg`` and, when records carry scores,
-    ``reliability.png`` into ``out_dir`` (default: the run dir).
+    ``reliability.png``/``.svg`` into ``out_dir`` (default: the run dir).
 
     Args:
         run_dir: A run directory.
@@ -77,5 +77,5 @@ def write_run_outputs(
     task_rows = metrics["by_task"] or [metrics["overall"]]
     plot_accuracy(task_rows, out / "accuracy_by_task", title)
     if metrics.get("calibration"):
-        plot_reliability(metrics["calibration"]["bins"], out / "reliability.png", title)
+        plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
     return metrics

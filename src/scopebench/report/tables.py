@@ -13,6 +13,8 @@ from rich.table import Table
 __all__ = [
     "format_accuracy",
     "format_interval",
+    "leaderboard_columns",
+    "leaderboard_table",
     "metrics_rows",
     "render_metrics_table",
     "rows_to_csv",
@@ -178,3 +180,39 @@ def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -
     for cells in _display(rows):
         table.add_row(*cells)
     return table
+
+
+def leaderboard_columns(result: Mapping[str, Any]) -> list[str]:
+    """``"<split_or_group>/<subset_or_task>"`` owner columns of a comparison, in first-seen order."""
+    cols: list[str] = []
+    for entry in result["leaderboard"]:
+        for r in entry["owner"]:
+            key = f"{r['split_or_group']}/{r['subset_or_task']}"
+            if key not in cols:
+                cols.append(key)
+    return cols
+
+
+def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Header and string cells of the leaderboard (runs, then published rows if present)."""
+    cols = leaderboard_columns(result)
+    head = ["model", "source", "overall", "95% CI", *cols]
+    body = []
+    for e in result["leaderboard"]:
+        owner = {f"{r['split_or_group']}/{r['subset_or_task']}": r for r in e["owner"]}
+        body.append(
+            [
+                e["model"],
+                e["source"],
+                format_accuracy(e["overall"]),
+                format_interval(e["overall"]),
+                *[format_accuracy(owner[c]) if c in owner else "" for c in cols],
+            ]
+        )
+    for p in result.get("published", []):
+        cells = []
+        for c in cols:
+            v = p["cells"].get(c)
+            cells.append("" if v is None else f"{v[0]:.1f}%" + ("" if v[1] is None else f" ±{v[1]:.1f}"))
+        body.append([p["model"], p["source"], "", "", *cells])
+    return head, body

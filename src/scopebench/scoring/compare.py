@@ -140,6 +140,8 @@ def compare_runs(
                 "model": run.model,
                 "source": "this run",
                 "overall": m["overall"],
+                "by_task": m["by_task"],
+                "by_subset": m["by_subset"],
                 "owner": (m["owner"] or {}).get("rows", []),
                 "config": {
                     k: run.config.get(k) for k in ("data_fingerprint", "protocol", "parser_version", "seed")
