@@ -254,8 +254,12 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
 
 def _leaderboard_section(result: Mapping[str, Any]) -> str:
     head, body = leaderboard_table(result)
-    n_runs = len(result["leaderboard"])
-    attrs = [' class="run"'] * n_runs + [' class="published"'] * (len(body) - n_runs)
+    n_runs, n_base = len(result["leaderboard"]), len(result.get("baselines", []))
+    attrs = (
+        [' class="run"'] * n_runs
+        + [' class="baseline"'] * n_base
+        + [' class="published"'] * (len(body) - n_runs - n_base)
+    )
     parts = ["<h2>Leaderboard</h2>", _table(head, body, attrs)]
     if result.get("published"):
         parts.append(
