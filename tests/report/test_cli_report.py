@@ -16,8 +16,15 @@ def test_report_policy_exclude_vs_wrong(html_runs, tmp_path):
     assert wrong["policy"] == "wrong"
     # Run a: 6 correct of 12; 9 answered (one unparsed, one error, one missing image).
     assert (wrong["overall"]["denominator"], wrong["overall"]["accuracy"]) == (12, 0.5)
-    assert (wrong["overall"]["unparsed"], wrong["overall"]["errors"], wrong["overall"]["missing_image"]) == (1, 1, 1)
-    assert main(["report", str(run_a), "--out", str(tmp_path / "x"), "--resamples", "50", "--policy", "exclude"]) == 0
+    assert (wrong["overall"]["unparsed"], wrong["overall"]["errors"], wrong["overall"]["missing_image"]) == (
+        1,
+        1,
+        1,
+    )
+    assert (
+        main(["report", str(run_a), "--out", str(tmp_path / "x"), "--resamples", "50", "--policy", "exclude"])
+        == 0
+    )
     excl = json.loads((tmp_path / "x" / "a" / "metrics.json").read_text())
     assert excl["policy"] == "exclude"
     assert excl["overall"]["denominator"] == 9
@@ -34,8 +41,16 @@ def test_report_files_and_published(html_runs, tmp_path):
     assert main(["report", *map(str, html_runs), "--out", str(out), "--resamples", "50", "--published"]) == 0
     for name in ("a", "b"):
         d = out / name
-        for f in ("metrics.json", "metrics.csv", "metrics.md", "metrics.tex", "accuracy_by_task.png",
-                  "accuracy_by_task.svg", "published.md", "published.csv"):
+        for f in (
+            "metrics.json",
+            "metrics.csv",
+            "metrics.md",
+            "metrics.tex",
+            "accuracy_by_task.png",
+            "accuracy_by_task.svg",
+            "published.md",
+            "published.csv",
+        ):
             assert (d / f).is_file(), (name, f)
         assert PUBLISHED_NOTE in (d / "published.md").read_text()
         header = (d / "published.csv").read_text().splitlines()[0]
@@ -44,7 +59,10 @@ def test_report_files_and_published(html_runs, tmp_path):
 
 def test_compare_heatmap_baselines_and_policy(html_runs, tmp_path):
     out = tmp_path / "cmp"
-    assert main(["compare", *map(str, html_runs), "--out", str(out), "--resamples", "50", "--policy", "exclude"]) == 0
+    assert (
+        main(["compare", *map(str, html_runs), "--out", str(out), "--resamples", "50", "--policy", "exclude"])
+        == 0
+    )
     for f in ("compare.json", "compare.md", "compare.csv", "compare.tex", "heatmap.png", "heatmap.svg"):
         assert (out / f).is_file(), f
     res = json.loads((out / "compare.json").read_text())
@@ -52,7 +70,7 @@ def test_compare_heatmap_baselines_and_policy(html_runs, tmp_path):
     # Under exclude the pair uses items both runs answered: a answered 0–8, b answered 0–10 → 9.
     assert res["pairs"][0]["n_common"] == 9
     assert [b["model"] for b in res["baselines"]] == ["random baseline", "frequent baseline"]
-    head, body = leaderboard_table(res)
+    _head, body = leaderboard_table(res)
     assert [row[0] for row in body] == ["model-a", "model-b", "random baseline", "frequent baseline"]
     # Answer texts: option B ×4, option C ×4, option A ×3 → frequent picks B (lowest index of the
     # tie), right on items 1, 4, 7, 10: 4 of 12, whatever the policy (a baseline always answers).

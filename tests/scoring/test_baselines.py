@@ -21,14 +21,26 @@ def summaries() -> list[dict]:
         ("HI", [], None),
     ]
     return [
-        {"id": f"i{k}", "benchmark": "spur", "split": "test", "task": t, "subset": None, "question": "?",
-         "choices": c, "answer_index": a, "metadata": {}, "kind": "mcq"}
+        {
+            "id": f"i{k}",
+            "benchmark": "spur",
+            "split": "test",
+            "task": t,
+            "subset": None,
+            "question": "?",
+            "choices": c,
+            "answer_index": a,
+            "metadata": {},
+            "kind": "mcq",
+        }
         for k, (t, c, a) in enumerate(rows)
     ]
 
 
 def records() -> list[Record]:
-    return [Record(s["id"], "m", "ok", choice=0, correct=True, task=s["task"], split="test") for s in summaries()]
+    return [
+        Record(s["id"], "m", "ok", choice=0, correct=True, task=s["task"], split="test") for s in summaries()
+    ]
 
 
 def test_frequent_baseline_hand_counted():
@@ -41,7 +53,10 @@ def test_frequent_baseline_hand_counted():
 
 def test_random_baseline_is_the_random_backend():
     recs = baseline_records(summaries(), seed=7)["random"]
-    items = [Item(s["id"], "spur", "test", s["task"], "?", tuple(s["choices"]), s["answer_index"]) for s in summaries()[:5]]
+    items = [
+        Item(s["id"], "spur", "test", s["task"], "?", tuple(s["choices"]), s["answer_index"])
+        for s in summaries()[:5]
+    ]
     expect = RandomBackend("random", ModelOptions(seed=7)).predict(items)
     assert [r.choice for r in recs] == [e.choice for e in expect]
 
@@ -69,4 +84,7 @@ def test_compute_metrics_has_baselines_only_with_items():
     assert m["schema_version"] == METRICS_SCHEMA_VERSION == 3
     assert m["baselines"]["frequent"]["overall"]["correct"] == 3
     assert compute_metrics(records(), benchmark="spur", resamples=100)["baselines"] == {}
-    assert compute_metrics(records(), benchmark="spur", items=items, resamples=100, baselines=False)["baselines"] == {}
+    assert (
+        compute_metrics(records(), benchmark="spur", items=items, resamples=100, baselines=False)["baselines"]
+        == {}
+    )
