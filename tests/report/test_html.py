@@ -129,8 +129,10 @@ def test_page_is_self_contained_and_escaped(html_runs):
 
 
 def test_items_outcomes_and_thumbnails(html_runs):
-    page = parse(build_html_report(html_runs, resamples=50))
+    text = build_html_report(html_runs, resamples=50)
+    page = parse(text)
     assert page.counter == "12 of 12 items shown"
+    assert "1 image(s) could not be found or read" in text
     assert len(page.articles) == 12
     by_id = {a["data-id"]: a for a in page.articles}
     for i in range(12):

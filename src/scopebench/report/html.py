@@ -133,8 +133,13 @@ class _Thumbnails:
                     loaded = get_benchmark(str(cfg["benchmark"])).load(
                         cfg.get("data") or "", split=cfg.get("split")
                     )
-                except (ScopebenchError, OSError, ValueError) as exc:
-                    log.warning("cannot reload %s for thumbnails: %s", cfg.get("benchmark"), exc)
+                except Exception as exc:  # any loader failure only costs thumbnails, not the report
+                    log.warning(
+                        "cannot reload %s from %s for thumbnails (placeholders shown): %s",
+                        cfg.get("benchmark"),
+                        cfg.get("data"),
+                        exc,
+                    )
                     continue
                 self._items = {it.id: it for it in loaded.items}
                 break
@@ -460,8 +465,18 @@ def _browser_section(runs: Sequence[RunData], labels: Sequence[str], thumbs: _Th
         _select("f-model", "of model", [(str(i), lab) for i, lab in enumerate(labels)]),
         f'<span id="sb-counter">{len(ids)} of {len(ids)} items shown</span>',
     ]
+    note = (
+        f'<p class="note">{thumbs.missing} image(s) could not be found or read; a placeholder '
+        "stands in for each.</p>"
+        if thumbs.missing
+        else ""
+    )
     return (
-        f'<h2>Items</h2><div id="filters">{" ".join(filters)}</div><div id="items">{"".join(articles)}</div>'
+        "<h2>Items</h2>"
+        '<p class="note">Filter by task, by group (subset, split or metadata field) and by the '
+        "outcome of one model. Outcome <i>missing</i> = missing image or missing response; "
+        "<i>absent</i> = the run has no record of the item.</p>"
+        f'{note}<div id="filters">{" ".join(filters)}</div><div id="items">{"".join(articles)}</div>'
     )
 
 
