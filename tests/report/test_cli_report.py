@@ -74,6 +74,7 @@ def test_compare_heatmap_baselines_and_policy(html_runs, tmp_path):
     assert [row[0] for row in body] == ["model-a", "model-b", "random baseline", "frequent baseline"]
     # Answer texts: option B ×4, option C ×4, option A ×3 → frequent picks B (lowest index of the
     # tie), right on items 1, 4, 7, 10: 4 of 12, whatever the policy (a baseline always answers).
-    assert body[3][2].startswith("33.3% ±")
+    assert body[3][2] == "12" and body[3][3].startswith("33.3% ±")
+    assert body[0][5:8] == ["1", "1", "1"]  # run a: one unparsed, one error, one missing image
     assert "frequent baseline" in (out / "compare.md").read_text()
     assert res["leaderboard"][0]["by_task"][0]["group"] in ("task=HI", "task=NP")

@@ -213,18 +213,27 @@ def leaderboard_columns(result: Mapping[str, Any]) -> list[str]:
 
 
 def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """Header and string cells of the leaderboard: runs, baselines, then published rows if present."""
+    """Header and string cells of the leaderboard: runs, baselines, then published rows if present.
+
+    Columns: model, source, n, overall accuracy ± half-width, 95% CI, unparsed, errors, missing
+    (image or response), then the owner aggregation's columns.
+    """
     cols = leaderboard_columns(result)
-    head = ["model", "source", "overall", "95% CI", *cols]
+    head = ["model", "source", "n", "overall", "95% CI", "unparsed", "errors", "missing", *cols]
     body = []
     for e in [*result["leaderboard"], *result.get("baselines", [])]:
         owner = {f"{r['split_or_group']}/{r['subset_or_task']}": r for r in e["owner"]}
+        ov = e["overall"]
         body.append(
             [
                 e["model"],
                 e["source"],
-                format_accuracy(e["overall"]),
-                format_interval(e["overall"]),
+                str(ov["n"]),
+                format_accuracy(ov),
+                format_interval(ov),
+                str(ov["unparsed"]),
+                str(ov["errors"]),
+                str(ov["missing_image"] + ov["missing_response"]),
                 *[format_accuracy(owner[c]) if c in owner else "" for c in cols],
             ]
         )
@@ -233,7 +242,7 @@ def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[s
         for c in cols:
             v = p["cells"].get(c)
             cells.append("" if v is None else f"{v[0]:.1f}%" + ("" if v[1] is None else f" ±{v[1]:.1f}"))
-        body.append([p["model"], p["source"], "", "", *cells])
+        body.append([p["model"], p["source"], "", "", "", "", "", "", *cells])
     return head, body
 
 
