@@ -3,7 +3,6 @@
 import re
 
 from helpers import REPO
-
 from scopebench.items import Record
 from scopebench.scoring.accuracy import AccuracyRow
 from scopebench.scoring.metrics import METRICS_SCHEMA_VERSION, compute_metrics
