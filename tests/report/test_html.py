@@ -216,3 +216,13 @@ def test_thumbnails_from_a_reloaded_dataset(tmp_path):
     thumbs = json.loads(page.script_text["sb-thumbs"])
     with Image.open(io.BytesIO(base64.b64decode(thumbs[page.thumb_refs[1]].split(",", 1)[1]))) as im:
         assert im.size == (64, 32)  # smaller than the bound: kept as is
+
+
+def test_single_run_page_with_published_rows(html_runs):
+    text = build_html_report([html_runs[0]], resamples=20, published=True)
+    page = parse(text)
+    assert "Published numbers (published, not reproduced here)" in text
+    assert "Leaderboard" not in text  # one run: no leaderboard, no pairwise tests
+    assert page.counter == "12 of 12 items shown"
+    # Baseline rows sit in the run's metrics table, marked as such.
+    assert 'class="baseline" data-section="baseline:frequent" data-group="overall"' in text
