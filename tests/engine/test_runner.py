@@ -177,7 +177,8 @@ def test_unusable_records_are_recorded_in_provenance(
 ) -> None:
     # The SPUR fixture holds two records whose OPTION was truncated upstream to a single option.
     spur = Path(__file__).parents[1] / "fixtures" / "spur"
-    with caplog.at_level("WARNING"):
+    # The logger's own level: CLI tests run with -q may have left it at ERROR.
+    with caplog.at_level("WARNING", logger="scopebench"):
         run_benchmark(RunConfig(benchmark="spur", data=str(spur), model="random"), tmp_path / "run")
     prov = json.loads((tmp_path / "run" / "run.json").read_text())
     unusable = prov["unusable_records"]

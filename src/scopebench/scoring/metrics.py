@@ -13,6 +13,7 @@ from typing import Any
 from scopebench.items import Record
 from scopebench.scoring.accuracy import Policy, accuracy_row, group_rows
 from scopebench.scoring.aggregate import owner_aggregation
+from scopebench.scoring.baselines import baseline_section
 from scopebench.scoring.bootstrap import CI_METHOD, DEFAULT_RESAMPLES, bootstrap_ci, stratified_mean_ci
 from scopebench.scoring.calibration import calibration_section
 from scopebench.scoring.grit import GRIT_SPLITS, localization_table
@@ -20,7 +21,7 @@ from scopebench.scoring.grit import GRIT_SPLITS, localization_table
 __all__ = ["METADATA_FIELDS", "METRICS_SCHEMA_VERSION", "compute_metrics", "localization_section"]
 
 #: Bumped whenever the layout of the metrics dict changes (documented in docs/metrics-schema.md).
-METRICS_SCHEMA_VERSION = 2
+METRICS_SCHEMA_VERSION = 3
 
 #: Item-metadata fields that get their own accuracy table when items carry them.
 METADATA_FIELDS: tuple[str, ...] = ("modality", "submodality", "domain", "subdomain", "stain")
@@ -123,6 +124,7 @@ def compute_metrics(
     items: Mapping[str, Mapping[str, Any]] | None = None,
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
+    baselines: bool = True,
 ) -> dict[str, Any]:
     """Accuracy overall and per task / subset / split / metadata group, each with a 95% CI.
 
@@ -134,11 +136,13 @@ def compute_metrics(
             μ-Bench's pathology view.
         seed: Seed of every bootstrap interval (recorded in each row).
         resamples: Bootstrap resamples per interval.
+        baselines: Add the random and frequent-choice baselines on the same items (needs
+            ``items``; see :mod:`scopebench.scoring.baselines`).
 
     Returns:
         A JSON-safe dict (NaN aside): ``schema_version``, ``benchmark``, ``policy``, ``bootstrap``,
         ``overall``, ``by_task``, ``by_subset``, ``by_split``, ``by_metadata``, ``owner``,
-        ``localization``, ``calibration``, ``counts``.
+        ``localization``, ``calibration``, ``baselines``, ``counts``.
     """
     items = items or {}
     mcq = [r for r in records if r.kind == "mcq"]
@@ -159,5 +163,6 @@ def compute_metrics(
         "owner": owner_aggregation(mcq, benchmark=benchmark, items=items, policy=policy, **kw),
         "localization": localization_section(records, items, seed=seed, resamples=resamples),
         "calibration": calibration_section(mcq),
+        "baselines": baseline_section(mcq, items, benchmark=benchmark, **kw) if baselines else {},
         "counts": {"records": len(records), **dict(kinds)},
     }
