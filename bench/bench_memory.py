@@ -25,34 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-from PIL import Image
-
-TASKS = {
-    "modality": ["light microscopy", "fluorescence microscopy", "electron microscopy", "none of the above"],
-    "submodality": ["brightfield", "phase contrast", "confocal", "none of the above"],
-    "domain": ["pathology", "cell biology", "neuroscience", "none of the above"],
-    "subdomain": ["hematopathology", "cytology", "histology", "none of the above"],
-    "stain": ["H&E", "Giemsa", "DAPI", "none of the above"],
-}
-
-
-def make_data(root: Path, n_images: int) -> Path:
-    """Write ``n_images`` smooth random JPEGs and a ``local``-format JSONL with 5 questions each."""
-    rng = np.random.default_rng(0)
-    (root / "images").mkdir(parents=True, exist_ok=True)
-    rows = []
-    for i in range(n_images):
-        name = f"images/{i:05d}.jpg"
-        small = rng.integers(0, 255, (14, 14, 3), dtype=np.uint8)
-        Image.fromarray(small).resize((224, 224), Image.Resampling.BILINEAR).save(root / name, quality=85)
-        for task, opts in TASKS.items():
-            rows.append({"id": f"{i:05d}-{task}", "question": f"What is the {task}?", "choices": opts,
-                         "answer": int(rng.integers(4)), "image": name, "task": task,
-                         "captions": [f"A micrograph showing {o}." for o in opts]})  # fmt: skip
-    (root / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return root / "data.jsonl"
-
+from _data import make_data
 
 _CHILD = """
 import json, resource, sys, time, logging
@@ -89,7 +62,7 @@ def main() -> None:
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    data = make_data(out / "data", args.images)
+    data = make_data(out / "data", args.images, size=(224, 224), jpeg=True)
     print(f"data: {args.images} images, {5 * args.images} items ({time.perf_counter() - t0:.0f} s to write)")
 
     from scopebench.models.tiny import build_tiny_clip
