@@ -163,6 +163,32 @@ def test_no_image_probe_with_frequent_baseline(demo: Path, tmp_path: Path) -> No
     assert json.loads((out / "no-image" / "run.json").read_text())["no_image"] is True
     overall = next(r for r in report["rows"] if r["group"] == "overall")
     assert overall["image_n"] == 19 and overall["drop"] == 0.0  # the baseline never looks at images
+    assert "never looks at images" in (out / "no-image.md").read_text()
+
+
+def test_no_image_probe_refuses_contrastive_models(
+    demo: Path, tiny_clip: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "probe",
+            "no-image",
+            "--bench",
+            "demo",
+            "--data",
+            str(demo),
+            "--model",
+            f"clip:{tiny_clip}",
+            "--out",
+            str(tmp_path / "x"),
+            "--limit",
+            "2",
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "contrastive model" in err and "probe noise" in err
+    assert not (tmp_path / "x" / "no-image").exists()
 
 
 def test_swap_probe_with_embedding_baseline(demo: Path, tmp_path: Path) -> None:

@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 CLEAN = Condition("clean")
+# Backend modes that never read pixels (baselines, text matching, replayed answers).
+_IMAGE_BLIND_MODES = ("baseline", "text-matching", "replay")
 
 
 def _mcq(records: Sequence[Record]) -> list[Record]:
@@ -344,8 +346,21 @@ def noise_probe(probe: ProbeRun) -> dict[str, Any]:
 
 
 def no_image_probe(probe: ProbeRun) -> dict[str, Any]:
-    """The same prompts with and without images (PathMMU Table 1's text-only rows)."""
-    clean_splits = _splits(_mcq(run_condition(probe, CLEAN).records))
+    """The same prompts with and without images (PathMMU Table 1's text-only rows).
+
+    Raises:
+        ScopebenchError: For a contrastive model, which always scores the image against captions
+            and has no text-only mode (the ``noise`` probe takes the image's information away).
+    """
+    clean_run = run_condition(probe, CLEAN)
+    mode = (clean_run.config.get("model_identity") or {}).get("mode") or clean_run.config.get("mode")
+    if mode == "contrastive":
+        raise ScopebenchError(
+            f"{probe.config.model} is a contrastive model: it always compares the image with one caption "
+            "per option and has no text-only mode, so a no-image run would silently equal the clean one. "
+            "Use `scopebench probe noise` to take the image's information away instead."
+        )
+    clean_splits = _splits(_mcq(clean_run.records))
     text_only = published_rows(
         probe.config.benchmark,
         "Table 1",
@@ -363,6 +378,11 @@ def no_image_probe(probe: ProbeRun) -> dict[str, Any]:
             "no_image sends the same prompts without any image (RunConfig.no_image); models that "
             "cannot answer without an image record errors, counted as wrong.",
             "published: PathMMU Table 1 text-only LLM rows and the random/frequent baselines.",
+            *(
+                [f"{probe.config.model} ({mode}) never looks at images: both columns agree by construction."]
+                if mode in _IMAGE_BLIND_MODES
+                else []
+            ),
         ],
     )
 
