@@ -120,6 +120,8 @@ def test_corruptions_probe_with_tiny_clip(demo: Path, tiny_clip: Path, tmp_path:
         levels = [r for r in report["rows"] if r["corruption"] == pc["corruption"] and r["level"] > 0]
         assert [r["level"] for r in levels] == [2, 5]
         assert pc["mean_accuracy"] == pytest.approx(sum(r["accuracy"] for r in levels) / 2)
+    means = [pc["mean_accuracy"] for pc in report["per_corruption"]]
+    assert report["mean_over_corruptions"] == pytest.approx(sum(means) / len(means))
     # The contrastive model sees the corrupted pixels: its option probabilities change.
     scores = {r["item_id"]: r["scores"] for r in clean}
     moved = [

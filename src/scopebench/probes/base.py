@@ -311,9 +311,7 @@ def plot_grouped_bars(
         ax.bar(x + (k - (len(series) - 1) / 2) * width, acc, width, yerr=err, capsize=3, label=name)
     for label, value in (reference or {}).items():
         ax.axhline(100 * value, ls="--", lw=1, color="grey")
-        ax.text(
-            len(groups) - 0.5, 100 * value, f" {label}", va="bottom", ha="right", fontsize=8, color="grey"
-        )
+        ax.text(-0.45, 100 * value, label, va="bottom", ha="left", fontsize=8, color="grey")
     ax.set_xticks(x, list(groups), rotation=30, ha="right")
     ax.set_ylabel("accuracy (%) with 95% CI")
     ax.set_ylim(0, 100)

@@ -154,6 +154,14 @@ def corruptions_probe(probe: ProbeRun, corruptions: Sequence[str], levels: Seque
                 fmt_pct(pc["mean_drop"]),
             ]
         )
+    body.append(
+        [
+            "mean over corruptions",
+            *[""] * (len(levels) + 1),
+            fmt_pct(overall_mean),
+            fmt_pct(clean_summary["accuracy"] - overall_mean),
+        ]
+    )
     report["table"] = {"head": head, "body": body}
     notes = [
         f"{probe.config.model} on {probe.config.benchmark}: accuracy % [95% CI] per level; "
