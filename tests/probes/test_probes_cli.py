@@ -101,6 +101,8 @@ def test_corruptions_probe_with_tiny_clip(demo: Path, tiny_clip: Path, tmp_path:
         "brightness,defocus",
         "--levels",
         "2,5",
+        "--gallery-item",
+        "demo/test-texture-001",
     )
     assert sorted(report["conditions"]) == [
         "brightness-2",
@@ -332,6 +334,7 @@ def test_bad_probe_options_are_one_message(
     for extra, message in (
         (["--levels", "1,7"], "--levels"),
         (["--corruptions", "fog"], "unknown corruption"),
+        (["--gallery-item", "demo/nope"], "--gallery-item 'demo/nope'"),
     ):
         code = main(
             [
@@ -350,3 +353,4 @@ def test_bad_probe_options_are_one_message(
         )
         assert code == 2
         assert message in capsys.readouterr().err
+        assert not (tmp_path / "x" / "clean").exists()  # refused before any model work

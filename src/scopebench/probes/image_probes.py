@@ -8,11 +8,12 @@ of them, so pointing several probes at one ``--out`` evaluates the clean benchma
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scopebench.errors import ScopebenchError
+from scopebench.errors import ImageLoadError, ScopebenchError
 from scopebench.items import Item, Record
 from scopebench.probes.base import (
     Condition,
@@ -37,6 +38,8 @@ __all__ = [
     "noise_probe",
     "parse_levels",
 ]
+
+log = logging.getLogger(__name__)
 
 CLEAN = Condition("clean")
 # Backend modes that never read pixels (baselines, text matching, replayed answers).
@@ -69,13 +72,16 @@ def parse_levels(text: str) -> list[int]:
     return [lv for lv in levels if lv != 0]
 
 
-def corruptions_probe(probe: ProbeRun, corruptions: Sequence[str], levels: Sequence[int]) -> dict[str, Any]:
+def corruptions_probe(
+    probe: ProbeRun, corruptions: Sequence[str], levels: Sequence[int], gallery_item: str | None = None
+) -> dict[str, Any]:
     """Accuracy per corruption × level with CIs and the paired drop from the clean run.
 
     Args:
         probe: The base configuration and output folder.
         corruptions: Corruption names (see :data:`~scopebench.probes.image_transforms.CORRUPTIONS`).
         levels: Severity levels 1..5 to run (level 0 is the clean run).
+        gallery_item: Item id shown in the gallery (default: the first item with a readable image).
 
     Returns:
         The report dict (also written to ``OUT/corruptions.json``).
@@ -84,6 +90,7 @@ def corruptions_probe(probe: ProbeRun, corruptions: Sequence[str], levels: Seque
 
     names = [canonical_corruption(c) for c in corruptions]
     conditions = [CLEAN] + [Condition(f"{n}-{lv}", f"corrupt:{n}:{lv}") for n in names for lv in levels]
+    shown = _gallery_items(probe, gallery_item)  # before any model work: a typo fails fast
     clean = _mcq(run_condition(probe, CLEAN).records)
     kw = {"seed": probe.seed, "resamples": probe.resamples}
     clean_summary = accuracy_summary(clean, **kw)
@@ -184,11 +191,14 @@ def corruptions_probe(probe: ProbeRun, corruptions: Sequence[str], levels: Seque
         )
     ]
     report["files"] += [str(p) for p in plot_curves(rows, names, out / "corruptions")]
-    items = _gallery_items(probe)
-    if items:
-        report["files"].append(
-            str(gallery(items[0], names, [0, *levels], out / "corruptions_gallery.png", probe.seed))
-        )
+    if shown:
+        try:
+            path = gallery(shown[0], names, [0, *levels], out / "corruptions_gallery.png", probe.seed)
+            report["files"].append(str(path))
+        except ImageLoadError as exc:  # the numbers stand; only the illustration is missing
+            log.warning("no corruption gallery: %s", exc)
+    else:
+        log.warning("no corruption gallery: no item has a readable image")
     return report
 
 
@@ -219,10 +229,18 @@ def plot_curves(rows: Sequence[dict[str, Any]], names: Sequence[str], stem: Path
     return paths
 
 
-def _gallery_items(probe: ProbeRun) -> list[Item]:
+def _gallery_items(probe: ProbeRun, item_id: str | None) -> list[Item]:
     from scopebench.engine import load_items
 
     _, items = load_items(probe.config)
+    if item_id is not None:
+        chosen = [it for it in items if it.id == item_id]
+        if not chosen or not chosen[0].images:
+            raise ScopebenchError(
+                f"--gallery-item {item_id!r} is not an item with an image in this run; "
+                "give the id of an evaluated item (see a condition's records.jsonl)"
+            )
+        return chosen
     return [it for it in items if it.images and "missing_image" not in it.problems and it.images[0].exists()]
 
 
@@ -403,7 +421,7 @@ def _cmd_corruptions(args: argparse.Namespace) -> int:
     from scopebench.probes.image_transforms import CORRUPTIONS
 
     names = [c.strip() for c in (args.corruptions or ",".join(CORRUPTIONS)).split(",") if c.strip()]
-    report = corruptions_probe(probe_from_args(args), names, parse_levels(args.levels))
+    report = corruptions_probe(probe_from_args(args), names, parse_levels(args.levels), args.gallery_item)
     _print_report(report, f"corruptions — {args.model} (accuracy % [95% CI])")
     console.print(f"mean accuracy over corruptions and levels: {fmt_pct(report['mean_over_corruptions'])}%")
     return 0
@@ -444,6 +462,7 @@ def add_probe_parser(probe_sub: Any) -> None:
     p.add_argument(
         "--levels", default="1,2,3,4,5", help="severity levels to run (default 1,2,3,4,5; 0 = clean)"
     )
+    p.add_argument("--gallery-item", help="item id shown in the gallery (default: the first with an image)")
     p.set_defaults(func=_cmd_corruptions)
 
     p = probe_sub.add_parser("noise", help="images replaced by Gaussian noise (PathMMU Table 3)")

@@ -46,7 +46,7 @@ channel is kept untouched while the colour channels are corrupted. Other modes a
 (RGBA when they carry transparency) first.
 
 **Noise images** (``noise`` transform, PathMMU Table 3): every image is replaced by an image of the
-same size and mode whose pixels are drawn independently from N(0.5, 0.25²) in [0, 1] units and
+same size (RGB) whose pixels are drawn independently from N(0.5, 0.25²) in [0, 1] units and
 clipped to [0, 1]. A fixed distribution is used rather than the original's per-channel mean and
 standard deviation on purpose: those statistics would leak information (a stain's colour tells H&E
 from IHC), and the probe asks what a model answers when the image carries *none*. Mean 0.5 with
