@@ -354,3 +354,28 @@ def test_bad_probe_options_are_one_message(
         assert code == 2
         assert message in capsys.readouterr().err
         assert not (tmp_path / "x" / "clean").exists()  # refused before any model work
+
+
+def test_other_probes_show_their_published_rows_on_pathmmu(tmp_path: Path) -> None:
+    """corruptions → Table 2, no-image → Table 1 text-only rows, swap → Fig. 5 (one shared clean run)."""
+    out = tmp_path / "pm"
+    common = ["--bench", "pathmmu", "--data", str(FIXTURES / "pathmmu"), "--split", "test_tiny"]
+    common += ["--model", "frequent", "--out", str(out), "--resamples", "100"]
+    expected = {
+        "corruptions": ("Table 2", ("Qwen-VL-7B", "jpeg"), 32.3),
+        "no-image": ("Table 1", ("GPT-4 Turbo (text only)", "overall"), 41.8),
+        "swap": ("Fig. 5", ("GPT-4 Turbo + Random Swap Question", "overall"), 47.8),
+    }
+    for name, (source, key, value) in expected.items():
+        extra = ["--corruptions", "jpeg", "--levels", "1"] if name == "corruptions" else []
+        assert main(["-q", "probe", name, *common, *extra]) == 0
+        report = json.loads((out / f"{name}.json").read_text())
+        got = {(p["model"], p["subset_or_task"]): p["value"] for p in report["published"]}
+        assert got[key] == pytest.approx(value)
+        assert all(source in p["source_table"] for p in report["published"])
+        assert "published, not reproduced here" in (out / f"{name}.md").read_text()
+    no_image = json.loads((out / "no-image.json").read_text())
+    assert {p["model"] for p in no_image["published"]} >= {"Random Choice", "Frequent Choice"}
+    assert not any("Qwen" in p["model"] for p in no_image["published"])  # text-only rows only
+    clean_cfg = json.loads((out / "clean" / "run.json").read_text())
+    assert clean_cfg["transform"] is None and clean_cfg["split"] == "test_tiny"
