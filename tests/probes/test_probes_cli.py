@@ -192,7 +192,7 @@ def test_no_image_probe_refuses_contrastive_models(
     assert code == 2
     err = capsys.readouterr().err
     assert "contrastive model" in err and "probe noise" in err
-    assert not (tmp_path / "x" / "no-image").exists()
+    assert not (tmp_path / "x" / "clean").exists()  # refused before any model work
 
 
 def test_swap_probe_with_embedding_baseline(demo: Path, tmp_path: Path) -> None:

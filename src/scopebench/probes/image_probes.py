@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 CLEAN = Condition("clean")
 # Backend modes that never read pixels (baselines, text matching, replayed answers).
 _IMAGE_BLIND_MODES = ("baseline", "text-matching", "replay")
+# Model schemes that score an image against captions and cannot run without the image.
+_CONTRASTIVE_SCHEMES = ("clip", "openclip")
 
 
 def _mcq(records: Sequence[Record]) -> list[Record]:
@@ -378,14 +380,16 @@ def no_image_probe(probe: ProbeRun) -> dict[str, Any]:
         ScopebenchError: For a contrastive model, which always scores the image against captions
             and has no text-only mode (the ``noise`` probe takes the image's information away).
     """
-    clean_run = run_condition(probe, CLEAN)
-    mode = (clean_run.config.get("model_identity") or {}).get("mode") or clean_run.config.get("mode")
-    if mode == "contrastive":
+    from scopebench.models import split_spec
+
+    if split_spec(probe.config.model)[0] in _CONTRASTIVE_SCHEMES:  # refuse before any model work
         raise ScopebenchError(
             f"{probe.config.model} is a contrastive model: it always compares the image with one caption "
             "per option and has no text-only mode, so a no-image run would silently equal the clean one. "
             "Use `scopebench probe noise` to take the image's information away instead."
         )
+    clean_run = run_condition(probe, CLEAN)
+    mode = (clean_run.config.get("model_identity") or {}).get("mode") or clean_run.config.get("mode")
     clean_splits = _splits(_mcq(clean_run.records))
     text_only = published_rows(
         probe.config.benchmark,
