@@ -275,6 +275,9 @@ def _provenance(
         "platform": platform.platform(),
         "python": platform.python_version(),
         "n_items": len(items),
+        # Records the loader could not turn into a usable item: kept here so a run never loses a
+        # record without a trace (``scopebench validate`` lists the same problems).
+        "unusable_records": [str(p) for p in loaded.problems if p.severity == "error"],
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
@@ -338,6 +341,17 @@ def run_benchmark(
     run_dir = Path(out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     loaded, items = load_items(config)
+    unusable = [p for p in loaded.problems if p.severity == "error"]
+    if unusable:
+        log.warning(
+            "%d record(s) of %s could not be used and are not in this run (listed in %s; "
+            "`scopebench validate %s` explains each), e.g. %s",
+            len(unusable),
+            config.benchmark,
+            run_dir / CONFIG_FILE,
+            config.benchmark,
+            unusable[0],
+        )
     backend = build_backend(config)
     try:
         provenance = _provenance(config, loaded, items, backend)
@@ -357,7 +371,11 @@ def _basic_metrics(run_dir: Path) -> dict[str, Any]:
     from scopebench.scoring import compute_metrics
 
     run = load_run(run_dir)
-    metrics = compute_metrics(run.records, benchmark=run.benchmark)
+    # The same metrics as the CLI's (item summaries feed the metadata tables, the owner
+    # aggregations and the localization splits), without its report files.
+    metrics = compute_metrics(
+        run.records, benchmark=run.benchmark, items=run.items, seed=int(run.config.get("seed") or 0)
+    )
     (run_dir / METRICS_FILE).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     return metrics
 
