@@ -214,3 +214,14 @@ def test_bad_corruption_arguments(arg: str, message: str) -> None:
 def test_aliases() -> None:
     assert parse_corruption_arg("saturation:2") == ("saturate", 2)
     assert parse_corruption_arg("bubble:5") == ("bubble_blur", 5)
+
+
+def test_tiny_images_and_other_modes_do_not_break() -> None:
+    """1×1 and 2×3 px images (kernels larger than the image) and palette/16-bit/CMYK/LA inputs."""
+    expected_mode = {"P": "RGB", "I;16": "RGB", "CMYK": "RGB", "LA": "RGBA"}
+    for size in ((1, 1), (2, 3)):
+        for mode, out_mode in expected_mode.items():
+            img = Image.new(mode, size)
+            for name in NAMES:
+                out = corrupt(img, name, 5, key="k")
+                assert out.size == size and out.mode == out_mode, (name, mode, size)
