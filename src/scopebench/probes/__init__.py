@@ -6,7 +6,9 @@
 * :mod:`scopebench.probes.base` — running a probe's conditions and writing its report;
 * :mod:`scopebench.probes.image_probes`, :mod:`scopebench.probes.text_probes` — the
   ``scopebench probe`` commands (``corruptions``, ``noise``, ``no-image``, ``swap``,
-  ``permutation``).
+  ``permutation``);
+* :mod:`scopebench.probes.shortcut`, :mod:`scopebench.probes.matching` — the text-shortcut filter
+  and the question–option matching baselines (``shortcut``, ``matching``).
 
 Nothing here is imported by ``import scopebench``; the modules load when a probe or transform is used.
 """
