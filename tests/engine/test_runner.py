@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,21 @@ def test_unusable_records_are_recorded_in_provenance(
     assert all("2010096149_0_" in u and "1 labelled option" in u for u in unusable)
     assert prov["n_items"] == 154
     assert "2 record(s) of spur could not be used" in caplog.text
+
+
+def test_a_shared_backend_is_used_as_is_and_left_open(tmp_path: Path) -> None:
+    from scopebench.errors import ScopebenchError
+
+    cfg = _cfg("random")
+    backend = load_model(cfg.model, cfg.model_options())
+    closed: list[bool] = []
+    backend.close = lambda: closed.append(True)  # type: ignore[method-assign]
+    shared = run_benchmark(cfg, tmp_path / "a", backend=backend)
+    again = run_benchmark(cfg, tmp_path / "b", backend=backend)
+    own = run_benchmark(cfg, tmp_path / "c")
+    assert shared.n_new == again.n_new == own.n_new == 10 and not closed
+    recs = [[(r.item_id, r.choice) for r in load_run(tmp_path / d).records] for d in ("a", "b", "c")]
+    assert recs[0] == recs[1] == recs[2]
+    other = load_model(cfg.model, replace(cfg, seed=1).model_options())
+    with pytest.raises(ScopebenchError, match="other options"):
+        run_benchmark(cfg, tmp_path / "d", backend=other)

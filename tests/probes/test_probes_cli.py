@@ -379,3 +379,26 @@ def test_other_probes_show_their_published_rows_on_pathmmu(tmp_path: Path) -> No
     assert not any("Qwen" in p["model"] for p in no_image["published"])  # text-only rows only
     clean_cfg = json.loads((out / "clean" / "run.json").read_text())
     assert clean_cfg["transform"] is None and clean_cfg["split"] == "test_tiny"
+
+
+def test_a_probe_loads_its_model_once(
+    demo: Path, tiny_clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scopebench.probes.base as base
+
+    built: list[str] = []
+    closed: list[str] = []
+    real = base.load_model
+
+    def counting(spec: str, options: Any) -> Any:
+        backend = real(spec, options)
+        built.append(spec)
+        orig_close = backend.close
+        backend.close = lambda: (closed.append(spec), orig_close())[1]  # type: ignore[method-assign]
+        return backend
+
+    monkeypatch.setattr(base, "load_model", counting)
+    report = _probe("corruptions", demo, f"clip:{tiny_clip}", tmp_path / "c", "--limit", "4",
+                    "--corruptions", "brightness,jpeg", "--levels", "1,3")  # fmt: skip
+    assert len(report["conditions"]) == 5  # clean + 2 corruptions × 2 levels
+    assert built == [f"clip:{tiny_clip}"] and closed == built  # one load for five runs, closed once

@@ -164,6 +164,20 @@ def build_backend(config: RunConfig) -> Backend:
     return backend
 
 
+def _adopt_backend(config: RunConfig, backend: Backend) -> Backend:
+    """Check that a caller's backend is the one ``config`` would build, and wrap its strategy."""
+    if split_spec(backend.spec) != split_spec(config.model) or backend.options != config.model_options():
+        raise ScopebenchError(
+            f"the backend handed to this run was built for {backend.spec!r} with other options than "
+            f"the run's ({config.model!r}); build it with load_model(config.model, config.model_options())"
+        )
+    if config.strategy:
+        from scopebench.models.strategies import StrategyBackend
+
+        return StrategyBackend(backend, config.strategy, protocol=config.protocol, no_image=config.no_image)
+    return backend
+
+
 def make_record(item: Item, response: Response, backend: Backend) -> Record:
     """Turn a backend response into the stored record (parser for text, argmax for scores)."""
     rec = Record(
@@ -318,6 +332,7 @@ def run_benchmark(
     fresh: bool = False,
     retry_errors: bool = False,
     on_metrics: Callable[[Path], dict[str, Any]] | None = None,
+    backend: Backend | None = None,
 ) -> RunResult:
     """Run (or resume) ``config`` into ``out_dir``.
 
@@ -328,6 +343,9 @@ def run_benchmark(
         retry_errors: Redo items whose stored record is an ``error`` (e.g. after a server outage).
         on_metrics: Computes and writes the run's metrics from the run directory (the reporting
             stage); the default writes the basic accuracy tables.
+        backend: An already-built model for this run's ``config.model`` and options, so a caller
+            that runs many conditions of one model (probes, sweeps) loads its weights once. The
+            caller keeps ownership: the run does not close it.
 
     Returns:
         A :class:`RunResult`.
@@ -335,6 +353,7 @@ def run_benchmark(
     Raises:
         ConfigMismatchError: When ``out_dir`` holds a different configuration and not ``fresh``.
         RunAbortedError: When too many items failed, or on Ctrl-C (finished work is kept).
+        ScopebenchError: When ``backend`` was built for another model or other options.
     """
     start = time.perf_counter()
     split_spec(config.model)  # a typo in --model should fail before minutes of data loading
@@ -352,7 +371,8 @@ def run_benchmark(
             config.benchmark,
             unusable[0],
         )
-    backend = build_backend(config)
+    owned = backend is None
+    backend = build_backend(config) if backend is None else _adopt_backend(config, backend)
     try:
         provenance = _provenance(config, loaded, items, backend)
         _check_config(run_dir, provenance, fresh)
@@ -361,7 +381,8 @@ def run_benchmark(
             n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
             store.export_jsonl(run_dir / RECORDS_JSONL)
     finally:
-        backend.close()
+        if owned:
+            backend.close()
     metrics = (on_metrics or _basic_metrics)(run_dir)
     return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
 

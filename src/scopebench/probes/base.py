@@ -19,12 +19,13 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from scopebench.engine import RunConfig, RunData, load_run, run_benchmark
 from scopebench.items import Record
+from scopebench.models import Backend, load_model
 from scopebench.report import json_safe
 from scopebench.report.published import PUBLISHED_NOTE, load_published
 from scopebench.scoring.accuracy import accuracy_row
@@ -83,6 +84,28 @@ class ProbeRun:
     fresh: bool = False
     retry_errors: bool = False
     resamples: int = DEFAULT_RESAMPLES
+    # One model per distinct set of options, shared by every condition that uses it: a full
+    # corruptions probe is 41 runs, and reloading a 7B model for each would dwarf the work.
+    _backends: dict[str, Backend] = field(default_factory=dict, repr=False)
+
+    def backend_for(self, config: RunConfig) -> Backend:
+        """The (cached) model for ``config``: built on first use with the run's options."""
+        key = repr((config.model, config.model_options()))
+        if key not in self._backends:
+            self._backends[key] = load_model(config.model, config.model_options())
+        return self._backends[key]
+
+    def close(self) -> None:
+        """Release every model the probe loaded."""
+        for backend in self._backends.values():
+            backend.close()
+        self._backends.clear()
+
+    def __enter__(self) -> ProbeRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def seed(self) -> int:
@@ -103,7 +126,11 @@ def run_condition(probe: ProbeRun, condition: Condition) -> RunData:
         no_image=condition.no_image or probe.config.no_image,
     )
     result = run_benchmark(
-        config, condition_dir(probe.out, condition), fresh=probe.fresh, retry_errors=probe.retry_errors
+        config,
+        condition_dir(probe.out, condition),
+        fresh=probe.fresh,
+        retry_errors=probe.retry_errors,
+        backend=probe.backend_for(config),
     )
     return load_run(result.run_dir)
 

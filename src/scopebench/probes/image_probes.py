@@ -425,7 +425,8 @@ def _cmd_corruptions(args: argparse.Namespace) -> int:
     from scopebench.probes.image_transforms import CORRUPTIONS
 
     names = [c.strip() for c in (args.corruptions or ",".join(CORRUPTIONS)).split(",") if c.strip()]
-    report = corruptions_probe(probe_from_args(args), names, parse_levels(args.levels), args.gallery_item)
+    with probe_from_args(args) as probe:
+        report = corruptions_probe(probe, names, parse_levels(args.levels), args.gallery_item)
     _print_report(report, f"corruptions — {args.model} (accuracy % [95% CI])")
     console.print(f"mean accuracy over corruptions and levels: {fmt_pct(report['mean_over_corruptions'])}%")
     return 0
@@ -441,7 +442,8 @@ def _print_report(report: dict[str, Any], title: str) -> None:
 def _cmd_noise(args: argparse.Namespace) -> int:
     from scopebench.cli_probe import probe_from_args
 
-    report = noise_probe(probe_from_args(args))
+    with probe_from_args(args) as probe:
+        report = noise_probe(probe)
     _print_report(report, f"noise images — {args.model} (accuracy % [95% CI])")
     return 0
 
@@ -449,7 +451,8 @@ def _cmd_noise(args: argparse.Namespace) -> int:
 def _cmd_no_image(args: argparse.Namespace) -> int:
     from scopebench.cli_probe import probe_from_args
 
-    report = no_image_probe(probe_from_args(args))
+    with probe_from_args(args) as probe:
+        report = no_image_probe(probe)
     _print_report(report, f"no image — {args.model} (accuracy % [95% CI])")
     return 0
 

@@ -400,7 +400,8 @@ def _plot_bias(rows: Sequence[Mapping[str, Any]], stem: Any) -> list[Any]:
 def _cmd_swap(args: argparse.Namespace) -> int:
     from scopebench.cli_probe import console, print_table, probe_from_args
 
-    report = swap_probe(probe_from_args(args), args.scope)
+    with probe_from_args(args) as probe:
+        report = swap_probe(probe, args.scope)
     print_table(f"swapped questions — {args.model} (accuracy % [95% CI])", **_table(report))
     console.print(
         f"{report['n_question_changed']} of {report['n_items']} items got a different question; "
@@ -416,7 +417,8 @@ def _table(report: Mapping[str, Any]) -> dict[str, Any]:
 def _cmd_permutation(args: argparse.Namespace) -> int:
     from scopebench.cli_probe import console, print_table, probe_from_args
 
-    report = permutation_probe(probe_from_args(args), args.rotations)
+    with probe_from_args(args) as probe:
+        report = permutation_probe(probe, args.rotations)
     print_table(
         f"circular evaluation, K = {report['rotations']} — {args.model} (% [95% CI])", **_table(report)
     )
