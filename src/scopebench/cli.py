@@ -261,8 +261,18 @@ def cmd_strategies(args: argparse.Namespace) -> int:
     per_task: dict[str, dict[str, str]] = {}
     tasks: set[str] = set()
     decoupling: dict[str, list[Any]] = {}
-    for name in names:
-        res = run_benchmark(replace(base, strategy=name), Path(args.out) / name, fresh=args.fresh)
+    from scopebench.models import load_model
+
+    # One model for every strategy: the strategies wrap it, so its weights load once.
+    backend = load_model(base.model, base.model_options())
+    try:
+        results = [
+            run_benchmark(replace(base, strategy=n), Path(args.out) / n, fresh=args.fresh, backend=backend)
+            for n in names
+        ]
+    finally:
+        backend.close()
+    for name, res in zip(names, results, strict=True):
         row = {"overall": _fmt_acc(res.metrics["overall"])}
         for r in res.metrics["by_task"]:
             task = r["group"].removeprefix("task=")
