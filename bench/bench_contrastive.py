@@ -23,35 +23,12 @@ import shutil
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
+from _data import TASKS, make_data
 from PIL import Image
 
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.models.tiny import build_tiny_clip
-
-TASKS = {
-    "modality": ["light microscopy", "fluorescence microscopy", "electron microscopy", "none of the above"],
-    "submodality": ["brightfield", "phase contrast", "confocal", "none of the above"],
-    "domain": ["pathology", "cell biology", "neuroscience", "none of the above"],
-    "subdomain": ["hematopathology", "cytology", "histology", "none of the above"],
-    "stain": ["H&E", "Giemsa", "DAPI", "none of the above"],
-}
-
-
-def make_data(root: Path, n_images: int) -> Path:
-    rng = np.random.default_rng(0)
-    (root / "images").mkdir(parents=True, exist_ok=True)
-    rows = []
-    for i in range(n_images):
-        name = f"images/{i:04d}.png"
-        Image.fromarray(rng.integers(0, 255, (256, 320, 3), dtype=np.uint8)).save(root / name)
-        for task, opts in TASKS.items():
-            rows.append({"id": f"{i:04d}-{task}", "question": f"What is the {task}?", "choices": opts,
-                         "answer": int(rng.integers(4)), "image": name, "task": task,
-                         "captions": [f"A micrograph showing {o}." for o in opts]})  # fmt: skip
-    (root / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return root / "data.jsonl"
 
 
 def naive_loop(model_dir: Path, data: Path) -> float:

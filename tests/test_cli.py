@@ -119,3 +119,23 @@ def test_validate_and_run_through_the_cli_on_fixtures(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["overall"]["n"] == 30
+
+
+def test_export_parquet_and_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow.parquet as pq
+
+    data = str(Path(__file__).parent / "fixtures" / "local" / "items.jsonl")
+    run = tmp_path / "run"
+    assert (
+        main(["-q", "run", "--bench", "local", "--data", data, "--model", "random", "--out", str(run)]) == 0
+    )
+    assert main(["export", str(run)]) == 0
+    table = pq.read_table(run / "records.parquet")
+    jsonl = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    assert table.num_rows == len(jsonl) > 0
+    assert table.column("item_id").to_pylist() == [r["item_id"] for r in jsonl]
+    assert table.column("choice").to_pylist() == [r["choice"] for r in jsonl]
+    assert main(["export", str(run), "--format", "jsonl", "--out", str(tmp_path / "x.jsonl")]) == 0
+    assert (tmp_path / "x.jsonl").read_text() == (run / "records.jsonl").read_text()
+    assert main(["export", str(tmp_path)]) == 2
+    assert "holds no records.sqlite" in capsys.readouterr().err

@@ -225,6 +225,44 @@ def _demo_models(cache: Path, seed: int) -> list[tuple[str, str]]:
     return models
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    """List the model presets and the spec schemes."""
+    from scopebench.models.presets import PRESETS
+    from scopebench.models.registry import available_schemes
+
+    table = Table(title="Model presets (--model NAME)")
+    for col in ("name", "spec", "published as", "papers", "note"):
+        table.add_column(col, overflow="fold")
+    for p in PRESETS.values():
+        table.add_row(p.name, p.spec, p.published_as or "", p.papers, p.note)
+    console.print(table)
+    console.print(
+        "Any other model: a spec SCHEME:ARG with SCHEME one of "
+        + ", ".join(available_schemes())
+        + ", or a local model folder. The revision a run used is recorded in its run.json."
+    )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a run's per-item records as Parquet or JSONL."""
+    from scopebench.engine.rundir import STORE_FILE
+    from scopebench.engine.store import RunStore
+    from scopebench.errors import DataNotFoundError
+
+    run_dir = Path(args.run)
+    if not (run_dir / STORE_FILE).is_file():
+        raise DataNotFoundError(
+            f"{run_dir} holds no {STORE_FILE}; give a run directory written by `scopebench run`"
+        )
+    out = Path(args.out) if args.out else run_dir / f"records.{args.format}"
+    with RunStore(run_dir / STORE_FILE) as store:
+        path = store.export_parquet(out) if args.format == "parquet" else store.export_jsonl(out)
+        n = store.count()
+    console.print(f"{n} records written to {path}")
+    return 0
+
+
 def cmd_strategies(args: argparse.Namespace) -> int:
     """Run the model under each strategy; print accuracy per task and the decoupling split."""
     from dataclasses import replace
@@ -240,8 +278,18 @@ def cmd_strategies(args: argparse.Namespace) -> int:
     per_task: dict[str, dict[str, str]] = {}
     tasks: set[str] = set()
     decoupling: dict[str, list[Any]] = {}
-    for name in names:
-        res = run_benchmark(replace(base, strategy=name), Path(args.out) / name, fresh=args.fresh)
+    from scopebench.models import load_model
+
+    # One model for every strategy: the strategies wrap it, so its weights load once.
+    backend = load_model(base.model, base.model_options())
+    try:
+        results = [
+            run_benchmark(replace(base, strategy=n), Path(args.out) / n, fresh=args.fresh, backend=backend)
+            for n in names
+        ]
+    finally:
+        backend.close()
+    for name, res in zip(names, results, strict=True):
         row = {"overall": _fmt_acc(res.metrics["overall"])}
         for r in res.metrics["by_task"]:
             task = r["group"].removeprefix("task=")
@@ -361,6 +409,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-fail-fraction", type=float, default=0.5)
     _add_engine_args(p)
     p.set_defaults(func=cmd_strategies)
+
+    p = sub.add_parser("models", help="list the model presets of the seed papers and the spec schemes")
+    p.set_defaults(func=cmd_models)
+
+    p = sub.add_parser("export", help="write a run's per-item records as Parquet or JSONL")
+    p.add_argument("run", help="run directory")
+    p.add_argument("--format", choices=("parquet", "jsonl"), default="parquet", help="default parquet")
+    p.add_argument("--out", help="output file (default: RUN/records.<format>)")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("demo", help="generate the offline demo benchmark and evaluate the demo models")
     p.add_argument("--data", help="folder for the generated benchmark (default: the cache)")

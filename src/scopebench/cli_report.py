@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,48 +12,14 @@ from rich.console import Console
 from rich.table import Table
 
 from scopebench.report import json_safe, render_metrics_table, write_run_outputs
-from scopebench.report.published import published_leaderboard
-from scopebench.report.tables import format_accuracy, format_interval
+from scopebench.report.html import heatmap_values
+from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
+from scopebench.report.tables import leaderboard_columns, leaderboard_table
 from scopebench.scoring.compare import compare_runs
 
 __all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
 
 console = Console()
-
-
-def _columns(result: Mapping[str, Any]) -> list[str]:
-    cols: list[str] = []
-    for entry in result["leaderboard"]:
-        for r in entry["owner"]:
-            key = f"{r['split_or_group']}/{r['subset_or_task']}"
-            if key not in cols:
-                cols.append(key)
-    return cols
-
-
-def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """Header and string cells of the leaderboard (runs, then published rows if present)."""
-    cols = _columns(result)
-    head = ["model", "source", "overall", "95% CI", *cols]
-    body = []
-    for e in result["leaderboard"]:
-        owner = {f"{r['split_or_group']}/{r['subset_or_task']}": r for r in e["owner"]}
-        body.append(
-            [
-                e["model"],
-                e["source"],
-                format_accuracy(e["overall"]),
-                format_interval(e["overall"]),
-                *[format_accuracy(owner[c]) if c in owner else "" for c in cols],
-            ]
-        )
-    for p in result.get("published", []):
-        cells = []
-        for c in cols:
-            v = p["cells"].get(c)
-            cells.append("" if v is None else f"{v[0]:.1f}%" + ("" if v[1] is None else f" ±{v[1]:.1f}"))
-        body.append([p["model"], p["source"], "", "", *cells])
-    return head, body
 
 
 def _markdown(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
@@ -86,9 +52,9 @@ def _csv(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
-    result = compare_runs(args.runs, seed=args.seed, resamples=args.resamples)
+    result = compare_runs(args.runs, seed=args.seed, resamples=args.resamples, policy=args.policy)
     if args.published:
-        result["published"] = published_leaderboard(result["benchmark"], _columns(result))
+        result["published"] = published_leaderboard(result["benchmark"], leaderboard_columns(result))
     head, body = leaderboard_table(result)
     table = Table(title=f"{result['benchmark']} leaderboard (seed {args.seed}, {args.resamples} resamples)")
     for h in head:
@@ -123,33 +89,58 @@ def cmd_compare(args: argparse.Namespace) -> int:
         (out / "compare.md").write_text(_markdown(head, body), encoding="utf-8")
         (out / "compare.csv").write_text(_csv(head, body), encoding="utf-8")
         (out / "compare.tex").write_text(_latex(head, body), encoding="utf-8")
-        console.print(f"comparison written to {out}/ (compare.json, .md, .csv, .tex)")
+        from scopebench.report.plots import plot_heatmap
+
+        groups, values = heatmap_values(result["leaderboard"])
+        if groups:
+            plot_heatmap(
+                groups,
+                [e["model"] for e in result["leaderboard"]],
+                values,
+                out / "heatmap",
+                f"{result['benchmark']}: accuracy (%) per group and model",
+            )
+        console.print(f"comparison written to {out}/ (compare.json, .md, .csv, .tex, heatmap.png/.svg)")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run name>`` if given)."""
+    """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run name>`` if given).
+
+    With ``--html FILE`` also writes the single-file HTML report of all the runs.
+    """
     for run in args.runs:
         out = Path(args.out) / Path(run).name if args.out else None
-        metrics = write_run_outputs(run, seed=args.seed, resamples=args.resamples, out_dir=out)
+        metrics = write_run_outputs(
+            run, seed=args.seed, resamples=args.resamples, policy=args.policy, out_dir=out
+        )
         console.print(render_metrics_table(metrics))
         if args.published:
-            cols = [
-                f"{r['split_or_group']}/{r['subset_or_task']}"
-                for r in (metrics.get("owner") or {}).get("rows", [])
-            ]
-            pub = published_leaderboard(metrics["benchmark"], cols)
-            if pub:
-                t = Table(title="published, not reproduced here")
-                t.add_column("model")
-                for c in cols:
-                    t.add_column(c)
-                for p in pub:
-                    t.add_row(
-                        p["model"], *[f"{p['cells'][c][0]:.1f}" if c in p["cells"] else "" for c in cols]
-                    )
+            head, body = published_rows(metrics)
+            if body:
+                t = Table(title=f"{metrics['benchmark']}: {PUBLISHED_NOTE}")
+                for h in head:
+                    t.add_column(h)
+                for row in body:
+                    t.add_row(*row)
                 console.print(t)
+                where = out or Path(run)
+                note = f"{PUBLISHED_NOTE}: values in percent as printed in the papers\n\n"
+                (where / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")
+                (where / "published.csv").write_text(_csv(head, body), encoding="utf-8")
         console.print(f"report files written to {out or run}/")
+    if args.html:
+        from scopebench.report.html import write_html_report
+
+        path = write_html_report(
+            args.runs,
+            args.html,
+            seed=args.seed,
+            resamples=args.resamples,
+            policy=args.policy,
+            published=args.published,
+        )
+        console.print(f"HTML report written to {path} (one self-contained file; open it in a browser)")
     return 0
 
 
@@ -157,7 +148,7 @@ def add_subcommands(sub: Any) -> None:
     """Register ``compare`` and ``report`` on the CLI's subparsers."""
     for name, func, help_text in (
         ("compare", cmd_compare, "leaderboard of runs on one benchmark with paired tests"),
-        ("report", cmd_report, "write metrics tables and plots for each run"),
+        ("report", cmd_report, "write metrics tables and plots for each run (and an HTML report)"),
     ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("runs", nargs="+", metavar="RUN", help="run directories")
@@ -165,4 +156,15 @@ def add_subcommands(sub: Any) -> None:
         p.add_argument("--published", action="store_true", help="add published numbers (not reproduced here)")
         p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
         p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+        p.add_argument(
+            "--policy",
+            choices=["wrong", "exclude"],
+            default="wrong",
+            help="unparsed answers, errors and missing images/responses: count as wrong (default) "
+            "or exclude from the denominator",
+        )
+        if name == "report":
+            p.add_argument(
+                "--html", metavar="FILE", help="also write one self-contained HTML report of all RUNs"
+            )
         p.set_defaults(func=func)

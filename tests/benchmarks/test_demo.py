@@ -111,3 +111,22 @@ def test_bar_answers_match_recorded_values(demo_dir: Path) -> None:
         if r["task"] == "bar_value":
             cond = r["question"].rsplit(" of ", 1)[1].rstrip("?")
             assert r["choices"][r["answer"]] == f"{r['bar_values'][cond]:.0f}"
+
+
+def test_detection_split_boxes_are_the_objects(demo_dir: Path) -> None:
+    manifest = json.loads((demo_dir / "manifest.json").read_text())
+    det = get_benchmark("demo").load(str(demo_dir), split="detection")
+    assert manifest["detection_items"] == len(det.items) == 16 and det.problems == []
+    assert {it.kind for it in det.items} == {"detection"}
+    by_class = {c: [it for it in det.items if it.metadata["class_name"] == c] for c in ("cell", "nucleus")}
+    assert len(by_class["cell"]) == len(by_class["nucleus"]) == 8
+    assert {it.metadata["grit_split"] for it in by_class["cell"]} == {"easy"}
+    for cell, nuc in zip(by_class["cell"], by_class["nucleus"], strict=True):
+        assert 2 <= len(cell.targets) <= 5 and len(nuc.targets) == len(cell.targets)
+        img = np.asarray(Image.open(cell.images[0].path))
+        for c, n in zip(cell.targets, nuc.targets, strict=True):
+            assert c.x1 <= n.x1 < n.x2 <= c.x2 and c.y1 <= n.y1 < n.y2 <= c.y2  # nucleus inside its cell
+            inside = img[int(c.y1) : int(c.y2), int(c.x1) : int(c.x2), 1].mean()
+            assert inside > 3 * img[..., 1].mean() / 2  # the box holds a bright cell, not background
+    # The test and train data do not depend on the detection split.
+    assert manifest["items"] == 76 and manifest["train_items"] == 120

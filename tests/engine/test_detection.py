@@ -62,3 +62,32 @@ def test_detection_prompts_per_family(tmp_path: Path) -> None:
     assert render_detection_prompt(d1, "paligemma") == "detect nucleus; nucleus"
     assert render_detection_prompt(d1, "paligemma-segment") == "segment nucleus; nucleus"
     assert "200×100 image" in render_detection_prompt(d1, "json")
+
+
+def test_demo_detection_split_scores_easy_and_hard(tmp_path: Path) -> None:
+    from scopebench.benchmarks import get_benchmark
+    from scopebench.benchmarks.demo import generate_demo
+
+    demo = generate_demo(tmp_path / "demo", seed=0, n_per_class=1)
+    items = get_benchmark("demo").load(str(demo), split="detection").items
+    # Qwen-style exact boxes for every cell (0–1000 grid of the 128-px image), nothing for nuclei.
+    lines = []
+    for it in items:
+        if it.metadata["class_name"] == "cell":
+            boxes = "".join(
+                f"<box>({b.x1 * 1000 / 128:.0f},{b.y1 * 1000 / 128:.0f}),"
+                f"({b.x2 * 1000 / 128:.0f},{b.y2 * 1000 / 128:.0f})</box>"
+                for b in it.targets
+            )
+        else:
+            boxes = "[]"
+        lines.append(json.dumps({"item_id": it.id, "response": boxes}))
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("\n".join(lines) + "\n")
+    cfg = RunConfig(benchmark="demo", data=str(demo), split="detection", model=f"replay:{replay}")
+    loc = {r["group"]: r for r in run_benchmark(cfg, tmp_path / "run").metrics["localization"]}
+    # Rounding to the 0–1000 grid moves box edges by < 0.07 px: IoU stays above 0.98.
+    assert loc["class=cell"]["score"] > 0.98 and loc["split=easy"]["score"] == loc["class=cell"]["score"]
+    assert loc["class=nucleus"]["score"] == 0.0 == loc["split=hard"]["score"]
+    assert loc["overall"]["score"] == pytest.approx(loc["class=cell"]["score"] / 2)
+    assert loc["overall"]["n"] == len(items) == 4

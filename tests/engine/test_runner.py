@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,17 +27,28 @@ def _cfg(model: str = "random", n: int = 10, **kw: object) -> RunConfig:
 
 
 def test_frequent_baseline_hand_computed(tmp_path: Path) -> None:
-    # Answers cycle 0,1,2,3,0,1,2,3,0,1: "option 0" and "option 1" are correct 3 times each; the tie
-    # goes to the lower index, so every item gets option 0, correct for items 0, 4, 8.
+    # Answers cycle 0,1,2,3,0,1,2,3,0,1: "option 0" and "option 1" are correct 3 times each, 2 and 3
+    # twice. Leave-one-out: an item answered 0 sees counts [2, 3, 2, 2] and picks option 1; every
+    # other item sees option 0 at 3, tied with option 1 or ahead of it, and picks option 0 (lowest
+    # index wins ties). So the baseline, which may not see an item's own label, gets nothing right.
     res = run_benchmark(_cfg("frequent"), tmp_path / "run")
     assert res.metrics["overall"]["n"] == 10
-    assert res.metrics["overall"]["correct"] == 3
-    assert res.metrics["overall"]["accuracy"] == pytest.approx(0.3)
+    assert res.metrics["overall"]["correct"] == 0
     run = load_run(tmp_path / "run")
-    assert {r.choice for r in run.records} == {0}
-    by_task = {row["group"]: row for row in res.metrics["by_task"]}
-    assert by_task["task=t1"]["correct"] == 3  # items 0, 4, 8 are all even → t1
-    assert by_task["task=t2"]["correct"] == 0
+    assert [r.choice for r in run.records] == [1, 0, 0, 0, 1, 0, 0, 0, 1, 0]
+    assert run.records[0].extra["answer_counts"] == [2, 3, 2, 2]
+
+
+def test_frequent_baseline_never_sees_the_items_own_label(tmp_path: Path) -> None:
+    # Free-text answers, each correct once: counting an item's own label would score 100%.
+    rows = [{"id": f"q{i}", "question": f"Q{i}?", "choices": [f"t{i}", "shared", f"u{i}"], "answer": 0}
+            for i in range(6)] + [{"id": "s", "question": "S?", "choices": ["x", "shared"], "answer": 1}]  # fmt: skip
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = run_benchmark(RunConfig(benchmark="local", data=str(data), model="frequent"), tmp_path / "run")
+    # "shared" is correct once (item s): the six q-items pick it (count 1) and are wrong; item s sees
+    # "shared" at 0 after leaving itself out, picks "x" (lowest index), and is wrong too.
+    assert res.metrics["overall"]["correct"] == 0
 
 
 def test_random_is_seeded_and_batch_independent(tmp_path: Path) -> None:
@@ -159,3 +171,37 @@ def test_missing_image_not_sent_to_image_models(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(runner_mod, "load_model", load_model)
     res = run_benchmark(_cfg("frequent", n=5), tmp_path / "freq")
     assert [r.status for r in load_run(tmp_path / "freq").records] == ["ok"] * 5
+
+
+def test_unusable_records_are_recorded_in_provenance(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The SPUR fixture holds two records whose OPTION was truncated upstream to a single option.
+    spur = Path(__file__).parents[1] / "fixtures" / "spur"
+    # The logger's own level: CLI tests run with -q may have left it at ERROR.
+    with caplog.at_level("WARNING", logger="scopebench"):
+        run_benchmark(RunConfig(benchmark="spur", data=str(spur), model="random"), tmp_path / "run")
+    prov = json.loads((tmp_path / "run" / "run.json").read_text())
+    unusable = prov["unusable_records"]
+    assert len(unusable) == 2
+    assert all("2010096149_0_" in u and "1 labelled option" in u for u in unusable)
+    assert prov["n_items"] == 154
+    assert "2 record(s) of spur could not be used" in caplog.text
+
+
+def test_a_shared_backend_is_used_as_is_and_left_open(tmp_path: Path) -> None:
+    from scopebench.errors import ScopebenchError
+
+    cfg = _cfg("random")
+    backend = load_model(cfg.model, cfg.model_options())
+    closed: list[bool] = []
+    backend.close = lambda: closed.append(True)  # type: ignore[method-assign]
+    shared = run_benchmark(cfg, tmp_path / "a", backend=backend)
+    again = run_benchmark(cfg, tmp_path / "b", backend=backend)
+    own = run_benchmark(cfg, tmp_path / "c")
+    assert shared.n_new == again.n_new == own.n_new == 10 and not closed
+    recs = [[(r.item_id, r.choice) for r in load_run(tmp_path / d).records] for d in ("a", "b", "c")]
+    assert recs[0] == recs[1] == recs[2]
+    other = load_model(cfg.model, replace(cfg, seed=1).model_options())
+    with pytest.raises(ScopebenchError, match="other options"):
+        run_benchmark(cfg, tmp_path / "d", backend=other)

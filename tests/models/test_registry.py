@@ -91,3 +91,40 @@ def test_import_scopebench_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_presets_resolve_to_their_specs() -> None:
+    from scopebench.models.presets import PRESETS, resolve_preset
+    from scopebench.models.registry import split_spec
+
+    assert resolve_preset("biomedclip") == (
+        "openclip:hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224"
+    )
+    assert split_spec("plip") == ("clip", "vinid/plip")
+    assert split_spec("qwen2-vl-7b") == ("hf", "Qwen/Qwen2-VL-7B-Instruct")
+    assert resolve_preset("random") == "random"  # not a preset: unchanged
+    # Every preset names a known scheme, and every published name exists in the shipped table.
+    import csv
+    from importlib import resources
+
+    from scopebench.models.registry import available_schemes
+
+    table = resources.files("scopebench.report") / "data" / "published_results.csv"
+    published = {r["model"] for r in csv.DictReader(table.open(encoding="utf-8"))}
+    for p in PRESETS.values():
+        assert p.spec.partition(":")[0] in available_schemes(), p.name
+        assert p.published_as is None or p.published_as in published, p.name
+
+
+def test_preset_loads_through_the_real_backend() -> None:
+    pytest.importorskip("sentence_transformers", reason="the embed extra is not installed")
+    backend = load_model("minilm")
+    assert backend.spec == "embed:default"
+
+
+def test_models_command_lists_presets(capsys: pytest.CaptureFixture[str]) -> None:
+    from scopebench.cli import main
+
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "biomedclip" in out and "BiomedCLIP" in out and "llava-1.5-7b" in out

@@ -53,6 +53,7 @@ def test_write_run_outputs(tmp_path):
         "accuracy_by_task.png",
         "accuracy_by_task.svg",
         "reliability.png",
+        "reliability.svg",
     ):
         assert (run / f).is_file(), f
     saved = json.loads((run / "metrics.json").read_text())

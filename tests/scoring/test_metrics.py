@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pytest
 
 from scopebench.items import Record
@@ -160,3 +161,52 @@ def test_spur_and_microvqa_tasks():
     assert own is not None
     got = [(r["subset_or_task"], r["accuracy"], r["unparsed"]) for r in own["rows"]]
     assert got == [("1", 0.0, 0), ("2", 1.0, 0), ("3", 0.0, 1), ("overall", pytest.approx(1 / 3), 1)]
+
+
+def test_localization_easy_hard_split_and_cis():
+    from scopebench.scoring.metrics import localization_section
+
+    def det(i: int, grit: float, cls: str) -> Record:
+        return rec(i, None, task="detection", kind="detection", extra={"grit": grit, "class_name": cls})
+
+    recs = [det(0, 0.5, "cell"), det(1, 1.0, "cell"), det(2, 0.2, "nucleus"), det(3, 0.4, "nucleus"),
+            det(4, 0.9, "nucleus"), det(5, 0.6, "mitochondria")]  # fmt: skip
+    items = {
+        "x/0": {"metadata": {"dataset": "PCST"}},
+        "x/1": {"metadata": {"dataset": "PCST"}},
+        "x/2": {"metadata": {"dataset": "PCST"}},
+        "x/3": {"metadata": {"dataset": "PCST"}},
+        "x/4": {"metadata": {"dataset": "CellCognition"}},  # nucleus: easy here, hard in PCST
+        "x/5": {"metadata": {"grit_split": "hard"}},  # an explicit split wins
+    }
+    rows = {r["group"]: r for r in localization_section(recs, items, seed=1, resamples=500)}
+    assert rows["class=PCST/cell"]["score"] == pytest.approx(0.75)
+    assert rows["class=PCST/nucleus"]["score"] == pytest.approx(0.3)
+    assert rows["split=easy"]["score"] == pytest.approx((0.75 + 0.9) / 2)
+    assert rows["split=hard"]["score"] == pytest.approx((0.3 + 0.6) / 2)
+    assert rows["overall"]["score"] == pytest.approx((0.75 + 0.3 + 0.9 + 0.6) / 4)
+    assert rows["split=easy"]["n"] == 3 and rows["overall"]["n"] == 6
+    # A single (image, class) pair has a degenerate interval; the others contain their estimate.
+    assert rows["class=CellCognition/nucleus"]["ci_method"] == "degenerate"
+    for r in rows.values():
+        assert r["ci_low"] <= r["score"] <= r["ci_high"]
+    assert rows["overall"]["ci_method"] == "stratified-percentile"
+    again = {r["group"]: r for r in localization_section(recs, items, seed=1, resamples=500)}
+    assert again == rows
+
+
+def test_stratified_mean_ci_hand_computed():
+    from scopebench.scoring.bootstrap import stratified_mean_ci
+
+    # One stratum {0, 1}: a resample's mean is 0, 0.5 or 1 with probability 1/4, 1/2, 1/4, so the
+    # 2.5th and 97.5th percentiles of 4000 resamples are 0 and 1.
+    iv = stratified_mean_ci([[0.0, 1.0]], seed=0, resamples=4000)
+    assert (iv.low, iv.high) == (0.0, 1.0)
+    # A constant stratum adds nothing to the spread: the macro mean moves by half as much.
+    iv2 = stratified_mean_ci([[0.0, 1.0], [0.5, 0.5]], seed=0, resamples=4000)
+    assert (iv2.low, iv2.high) == (0.25, 0.75)
+    assert stratified_mean_ci([[0.3]], seed=0).method == "degenerate"
+    # Continuous scores: the same seed gives the same interval, another seed another one.
+    scores = [list(np.linspace(0, 1, 17) ** 2), list(np.linspace(0.2, 0.9, 11))]
+    a, b = stratified_mean_ci(scores, seed=5), stratified_mean_ci(scores, seed=6)
+    assert a == stratified_mean_ci(scores, seed=5) and (a.low, a.high) != (b.low, b.high)

@@ -15,7 +15,9 @@ on μ-Bench's synthetic tasks and needs no download:
   captions for contrastive models.
 
 A separate training split (``train.jsonl``) of the cell-shape tasks serves the linear-probe
-baseline. Everything is deterministic for a seed; the folder is written atomically.
+baseline, and a ``detection`` split (``detection.jsonl``) holds fields of 2–5 cells with their
+known ``cell`` (easy) and ``nucleus`` (hard) boxes for the GRIT localization score. Everything is
+deterministic for a seed; the folder is written atomically.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ __all__ = ["DEMO_VERSION", "DemoBenchmark", "default_cache_dir", "generate_demo"
 
 log = logging.getLogger(__name__)
 
-DEMO_VERSION = "2"
+DEMO_VERSION = "3"
 NONE = "none of the above"
 SIZE = 128
 
@@ -90,6 +92,52 @@ def _cell(rng: np.random.Generator, *, irregular: bool, elongated: bool, coarse:
     img = np.stack([0.05 * green, green, 0.3 * green + blue], axis=-1)
     img = rng.poisson(img * 200) / 200 + rng.normal(0, 0.02, img.shape)
     return (np.clip(img, 0, 1) * 255).astype(np.uint8)
+
+
+def _cell_field(
+    rng: np.random.Generator, n_cells: int
+) -> tuple[np.ndarray, list[list[float]], list[list[float]]]:
+    """A field of ``n_cells`` non-overlapping fluorescence cells and their cell and nucleus boxes.
+
+    Boxes are ``[x1, y1, x2, y2]`` in pixels, measured from the drawn masks (not from the
+    parameters), so they are exactly the objects' extents.
+    """
+    from scipy.ndimage import find_objects
+
+    yy, xx = np.mgrid[0:SIZE, 0:SIZE].astype(float)
+    cyto = np.zeros((SIZE, SIZE))
+    nuc = np.zeros((SIZE, SIZE))
+    labels = np.zeros((SIZE, SIZE), dtype=int)
+    nuc_labels = np.zeros((SIZE, SIZE), dtype=int)
+    centres: list[tuple[float, float, float]] = []
+    while len(centres) < n_cells:
+        r = rng.uniform(12, 18)
+        cx, cy = rng.uniform(r + 2, SIZE - r - 2, 2)
+        if any(np.hypot(cx - x, cy - y) < r + rr + 4 for x, y, rr in centres):
+            continue  # rejection sampling keeps cells apart, so every box is one cell
+        centres.append((cx, cy, r))
+        ratio = rng.uniform(1.0, 1.6)
+        angle = rng.uniform(0, np.pi)
+        dx, dy = xx - cx, yy - cy
+        u = dx * np.cos(angle) + dy * np.sin(angle)
+        v = -dx * np.sin(angle) + dy * np.cos(angle)
+        mask = np.hypot(u / np.sqrt(ratio), v * np.sqrt(ratio)) <= r
+        nmask = np.hypot(dx, dy) <= r * 0.4
+        k = len(centres)
+        labels[mask] = k
+        nuc_labels[nmask & mask] = k
+        cyto[mask] = rng.uniform(0.5, 0.9)
+        nuc[nmask & mask] = 1.0
+
+    def boxes(lab: np.ndarray) -> list[list[float]]:
+        return [[float(sl[1].start), float(sl[0].start), float(sl[1].stop), float(sl[0].stop)]
+                for sl in find_objects(lab) if sl is not None]  # fmt: skip
+
+    green = _blur(cyto, 0.8)
+    blue = _blur(nuc, 0.8)
+    img = np.stack([0.05 * green, green, 0.3 * green + blue], axis=-1)
+    img = rng.poisson(img * 200) / 200 + rng.normal(0, 0.02, img.shape)
+    return (np.clip(img, 0, 1) * 255).astype(np.uint8), boxes(labels), boxes(nuc_labels)
 
 
 def _coloc(rng: np.random.Generator, target_r: float) -> np.ndarray:
@@ -227,7 +275,8 @@ def generate_demo(
         force: Regenerate even if the folder holds this version and seed.
 
     Returns:
-        The folder holding ``data.jsonl``, ``train.jsonl``, ``images/`` and ``manifest.json``.
+        The folder holding ``data.jsonl``, ``train.jsonl``, ``detection.jsonl``, ``images/`` and
+        ``manifest.json``.
     """
     target = Path(out_dir) if out_dir is not None else default_cache_dir(seed)
     manifest_path = target / "manifest.json"
@@ -369,7 +418,29 @@ def generate_demo(
                         }
                     )
         train = _shape_rows(rng, 5 * n_per_class, "train", save)
-        for name, data in (("data.jsonl", rows), ("train.jsonl", train)):
+        # Detection fields draw from their own stream, so the test and train data above are the
+        # same as before this split existed.
+        det_rng = np.random.default_rng([seed, 3])
+        detection: list[dict[str, Any]] = []
+        for k in range(2 * n_per_class):
+            img, cell_boxes, nuc_boxes = _cell_field(det_rng, int(det_rng.integers(2, 6)))
+            name = save(img, f"detection-{k:03d}")
+            for cls, bxs, split in (("cell", cell_boxes, "easy"), ("nucleus", nuc_boxes, "hard")):
+                detection.append(
+                    {
+                        "id": f"detection-{cls}-{k:03d}",
+                        "question": f"Locate every {cls} in the image.",
+                        "image": name,
+                        "boxes": [dict(zip(("x1", "y1", "x2", "y2"), b, strict=True)) for b in bxs],
+                        "class_name": cls,
+                        "task": "detection",
+                        "subset": f"detection-{cls}",
+                        "split": "detection",
+                        "grit_split": split,
+                        "modality": "fluorescence microscopy",
+                    }
+                )
+        for name, data in (("data.jsonl", rows), ("train.jsonl", train), ("detection.jsonl", detection)):
             (tmp / name).write_text(
                 "".join(json.dumps(r, sort_keys=True) + "\n" for r in data), encoding="utf-8"
             )
@@ -383,6 +454,7 @@ def generate_demo(
             "n_per_class": n_per_class,
             "items": len(rows),
             "train_items": len(train),
+            "detection_items": len(detection),
             "tasks": counts,
             "data_sha256": digest,
         }
@@ -401,7 +473,7 @@ class DemoBenchmark(Benchmark):
     """The offline synthetic demo benchmark (generated on first use)."""
 
     title = "Offline synthetic microscopy demo"
-    splits = ("test", "train")
+    splits = ("test", "train", "detection")
     tasks = (
         "contour",
         "eccentricity",
@@ -411,6 +483,7 @@ class DemoBenchmark(Benchmark):
         "bar_value",
         "modality",
         "stain",
+        "detection",
     )
     default_split = "test"
     data_help = (
@@ -419,12 +492,12 @@ class DemoBenchmark(Benchmark):
     )
 
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
-        """Load (generating first if needed) the demo's test or train split."""
+        """Load (generating first if needed) the demo's test, train or detection split."""
         from scopebench.benchmarks.local import LocalBenchmark
 
         chosen = self.check_split(split)
         folder = Path(data) if data else generate_demo()
         if data and not (folder / "manifest.json").is_file():
             folder = generate_demo(folder)
-        name = "train.jsonl" if chosen == "train" else "data.jsonl"
+        name = {"train": "train.jsonl", "detection": "detection.jsonl"}.get(chosen or "test", "data.jsonl")
         return LocalBenchmark().load_file(folder / name, "demo", chosen)

@@ -164,6 +164,20 @@ def build_backend(config: RunConfig) -> Backend:
     return backend
 
 
+def _adopt_backend(config: RunConfig, backend: Backend) -> Backend:
+    """Check that a caller's backend is the one ``config`` would build, and wrap its strategy."""
+    if split_spec(backend.spec) != split_spec(config.model) or backend.options != config.model_options():
+        raise ScopebenchError(
+            f"the backend handed to this run was built for {backend.spec!r} with other options than "
+            f"the run's ({config.model!r}); build it with load_model(config.model, config.model_options())"
+        )
+    if config.strategy:
+        from scopebench.models.strategies import StrategyBackend
+
+        return StrategyBackend(backend, config.strategy, protocol=config.protocol, no_image=config.no_image)
+    return backend
+
+
 def make_record(item: Item, response: Response, backend: Backend) -> Record:
     """Turn a backend response into the stored record (parser for text, argmax for scores)."""
     rec = Record(
@@ -275,6 +289,9 @@ def _provenance(
         "platform": platform.platform(),
         "python": platform.python_version(),
         "n_items": len(items),
+        # Records the loader could not turn into a usable item: kept here so a run never loses a
+        # record without a trace (``scopebench validate`` lists the same problems).
+        "unusable_records": [str(p) for p in loaded.problems if p.severity == "error"],
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
@@ -315,6 +332,7 @@ def run_benchmark(
     fresh: bool = False,
     retry_errors: bool = False,
     on_metrics: Callable[[Path], dict[str, Any]] | None = None,
+    backend: Backend | None = None,
 ) -> RunResult:
     """Run (or resume) ``config`` into ``out_dir``.
 
@@ -325,6 +343,9 @@ def run_benchmark(
         retry_errors: Redo items whose stored record is an ``error`` (e.g. after a server outage).
         on_metrics: Computes and writes the run's metrics from the run directory (the reporting
             stage); the default writes the basic accuracy tables.
+        backend: An already-built model for this run's ``config.model`` and options, so a caller
+            that runs many conditions of one model (probes, sweeps) loads its weights once. The
+            caller keeps ownership: the run does not close it.
 
     Returns:
         A :class:`RunResult`.
@@ -332,13 +353,26 @@ def run_benchmark(
     Raises:
         ConfigMismatchError: When ``out_dir`` holds a different configuration and not ``fresh``.
         RunAbortedError: When too many items failed, or on Ctrl-C (finished work is kept).
+        ScopebenchError: When ``backend`` was built for another model or other options.
     """
     start = time.perf_counter()
     split_spec(config.model)  # a typo in --model should fail before minutes of data loading
     run_dir = Path(out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     loaded, items = load_items(config)
-    backend = build_backend(config)
+    unusable = [p for p in loaded.problems if p.severity == "error"]
+    if unusable:
+        log.warning(
+            "%d record(s) of %s could not be used and are not in this run (listed in %s; "
+            "`scopebench validate %s` explains each), e.g. %s",
+            len(unusable),
+            config.benchmark,
+            run_dir / CONFIG_FILE,
+            config.benchmark,
+            unusable[0],
+        )
+    owned = backend is None
+    backend = build_backend(config) if backend is None else _adopt_backend(config, backend)
     try:
         provenance = _provenance(config, loaded, items, backend)
         _check_config(run_dir, provenance, fresh)
@@ -347,7 +381,8 @@ def run_benchmark(
             n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
             store.export_jsonl(run_dir / RECORDS_JSONL)
     finally:
-        backend.close()
+        if owned:
+            backend.close()
     metrics = (on_metrics or _basic_metrics)(run_dir)
     return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
 
@@ -357,7 +392,11 @@ def _basic_metrics(run_dir: Path) -> dict[str, Any]:
     from scopebench.scoring import compute_metrics
 
     run = load_run(run_dir)
-    metrics = compute_metrics(run.records, benchmark=run.benchmark)
+    # The same metrics as the CLI's (item summaries feed the metadata tables, the owner
+    # aggregations and the localization splits), without its report files.
+    metrics = compute_metrics(
+        run.records, benchmark=run.benchmark, items=run.items, seed=int(run.config.get("seed") or 0)
+    )
     (run_dir / METRICS_FILE).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     return metrics
 

@@ -60,9 +60,11 @@ class FrequentBackend(Backend):
 
     How it is computed: over all items of the evaluated split (every item the run sees, as given
     to :meth:`prepare`), count how often each option text (compared case- and space-insensitively)
-    is the correct answer. For each item, pick the option whose text has the highest count. Ties
-    are broken by the lowest option index, so the result is deterministic. An item none of whose
-    options was ever correct elsewhere therefore gets its first option.
+    is the correct answer. For each item, pick the option whose text is most often correct among
+    the *other* items — leave-one-out, so an item's own label never votes for itself (counting it
+    would make every answer whose text is unique in the split a certain hit: 100% on data with
+    free-text answers). Ties are broken by the lowest option index, so the result is
+    deterministic; an item none of whose options is correct elsewhere gets its first option.
     """
 
     mode = "baseline"
@@ -89,6 +91,8 @@ class FrequentBackend(Backend):
                 out.append(Response(it.id, status="error", error="item has no options to choose from"))
                 continue
             counts = [self.answer_counts[normalise_option(c)] for c in it.choices]
+            if it.answer_index is not None and 0 <= it.answer_index < len(counts):
+                counts[it.answer_index] -= 1  # leave this item's own answer out
             # max() returns the first maximal element: the lowest index wins ties.
             best = max(range(len(counts)), key=lambda i: counts[i])
             # Counts are not probabilities, so they go to `extra`, not `scores` (calibration

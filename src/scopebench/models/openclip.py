@@ -2,7 +2,9 @@
 
 Covers OpenCLIP, BiomedCLIP (``openclip:hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224``,
 256-token context), QuiltNet (``openclip:hf-hub:wisdomik/QuiltNet-B-32``) and CONCH-style local
-checkpoints (``openclip:ARCH@/path/to/weights.pt``). Scoring and caching are shared with
+checkpoints (``openclip:ARCH@/path/to/weights.pt``), and local model folders in the Hub layout
+(``open_clip_config.json`` + ``open_clip_model.safetensors`` or ``open_clip_pytorch_model.bin``:
+``openclip:/path/to/folder``, or the folder alone as ``--model``). Scoring and caching are shared with
 :class:`~scopebench.models.contrastive.ContrastiveBackend`.
 
 open_clip needs torchvision, which must not be installed next to the CPU build of torch on our
@@ -11,6 +13,9 @@ machines; the import is therefore lazy and a missing install names the extra.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +27,9 @@ from scopebench.models.base import ModelOptions
 from scopebench.models.contrastive import ContrastiveBackend, resolve_device, weights_digest
 from scopebench.models.registry import split_spec
 
-__all__ = ["OpenClipBackend", "parse_openclip_spec"]
+__all__ = ["OpenClipBackend", "parse_openclip_spec", "register_local_folder"]
+
+_WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")
 
 
 def parse_openclip_spec(arg: str) -> tuple[str, str | None]:
@@ -31,6 +38,57 @@ def parse_openclip_spec(arg: str) -> tuple[str, str | None]:
         arch, _, path = arg.partition("@")
         return arch, path
     return arg, None
+
+
+def register_local_folder(folder: Path, open_clip: Any) -> tuple[str, str, dict[str, Any]]:
+    """Make a Hub-layout open_clip folder loadable offline.
+
+    open_clip resolves architectures by name from its config registry (and ``hf-hub:`` names by
+    downloading), so the folder's ``model_cfg`` is registered under a name derived from the folder's
+    path. A text tower that names a Hugging Face tokenizer uses the folder's own tokenizer files
+    when they are there, so nothing is fetched.
+
+    Returns:
+        The registered architecture name, the weights file, and the image-preprocessing keyword
+        arguments of ``open_clip.create_model_and_transforms`` from the folder's ``preprocess_cfg``.
+
+    Raises:
+        ModelError: When the config is unreadable or no weights file is found.
+    """
+    try:
+        cfg = json.loads((folder / "open_clip_config.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelError(f"cannot read {folder / 'open_clip_config.json'}: {exc}") from exc
+    model_cfg = dict(cfg.get("model_cfg", cfg))
+    if not all(k in model_cfg for k in ("embed_dim", "vision_cfg", "text_cfg")):
+        raise ModelError(
+            f"{folder / 'open_clip_config.json'} has no model_cfg with embed_dim, vision_cfg and text_cfg"
+        )
+    text_cfg = dict(model_cfg["text_cfg"])
+    if text_cfg.get("hf_tokenizer_name") and any(
+        (folder / f).is_file() for f in ("tokenizer.json", "vocab.txt", "tokenizer_config.json")
+    ):
+        text_cfg["hf_tokenizer_name"] = str(folder)
+    model_cfg["text_cfg"] = text_cfg
+    weights = next((folder / f for f in _WEIGHT_FILES if (folder / f).is_file()), None)
+    if weights is None:
+        raise ModelError(f"{folder} holds no weights file ({' or '.join(_WEIGHT_FILES)})")
+    name = "scopebench-local-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:12]
+    cfg_file = Path(tempfile.mkdtemp(prefix="scopebench-openclip-")) / f"{name}.json"
+    cfg_file.write_text(json.dumps(model_cfg), encoding="utf-8")
+    open_clip.add_model_config(cfg_file)
+    pp = cfg.get("preprocess_cfg") or {}
+    kwargs = {
+        arg: pp[key]
+        for arg, key in (
+            ("image_mean", "mean"),
+            ("image_std", "std"),
+            ("image_interpolation", "interpolation"),
+            ("image_resize_mode", "resize_mode"),
+        )
+        if pp.get(key) is not None
+    }
+    return name, str(weights), kwargs
 
 
 class OpenClipBackend(ContrastiveBackend):
@@ -46,11 +104,17 @@ class OpenClipBackend(ContrastiveBackend):
             raise MissingDependencyError("open_clip_torch", "openclip", "openclip: models") from exc
         self._torch = torch
         self.device = resolve_device(options.device)
-        self.name, self.weights = parse_openclip_spec(arg)
+        folder = Path(arg).expanduser()
+        kwargs: dict[str, Any] = {}
+        if folder.is_dir() and (folder / "open_clip_config.json").is_file():
+            self.name, weights, kwargs = register_local_folder(folder, open_clip)
+            self.weights: str | None = weights
+        else:
+            self.name, self.weights = parse_openclip_spec(arg)
         try:
             if self.weights is not None:
                 model, _, preprocess = open_clip.create_model_and_transforms(
-                    self.name, pretrained=self.weights
+                    self.name, pretrained=self.weights, **kwargs
                 )
             else:
                 model, _, preprocess = open_clip.create_model_and_transforms(self.name)
@@ -85,6 +149,6 @@ class OpenClipBackend(ContrastiveBackend):
         """Spec, architecture, weights hash for local checkpoints, device."""
         digest = None
         if self.weights and Path(self.weights).is_file():
-            digest = weights_digest(Path(self.weights).parent)
+            digest = weights_digest(Path(self.weights))
         return {"spec": self.spec, "mode": self.mode, "model": self.name, "weights_sha256": digest,
                 "device": self.device, "logit_scale": round(self.logit_scale, 6)}  # fmt: skip

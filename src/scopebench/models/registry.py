@@ -13,6 +13,7 @@ from pathlib import Path
 
 from scopebench.errors import ModelSpecError
 from scopebench.models.base import Backend, ModelOptions
+from scopebench.models.presets import resolve_preset
 
 __all__ = ["available_schemes", "load_model", "register_scheme", "split_spec"]
 
@@ -21,6 +22,7 @@ _SCHEMES: dict[str, str] = {
     "frequent": "scopebench.models.baselines:FrequentBackend",
     "replay": "scopebench.models.replay:ReplayBackend",
     "clip": "scopebench.models.contrastive:HFContrastiveBackend",
+    "nsp": "scopebench.models.nsp:NSPBackend",
     "openclip": "scopebench.models.openclip:OpenClipBackend",
     "embed": "scopebench.models.embed:EmbeddingBackend",
     "hf": "scopebench.models.hf_generative:HFGenerativeBackend",
@@ -73,9 +75,13 @@ def split_spec(spec: str) -> tuple[str, str]:
     holds: ``open_clip_config.json`` → ``openclip``; a ``config.json`` of a CLIP/SigLIP/ALIGN model
     → ``clip``; any other ``config.json`` → ``hf``.
 
+    A preset name (``biomedclip``, ``qwen2-vl-7b``…; see :mod:`scopebench.models.presets`) is first
+    replaced by the spec it stands for.
+
     Raises:
         ModelSpecError: For an unknown scheme or a missing/superfluous argument.
     """
+    spec = resolve_preset(spec)
     scheme, sep, arg = spec.partition(":")
     if scheme not in _SCHEMES and Path(spec).expanduser().is_dir():
         return _scheme_for_directory(Path(spec).expanduser()), spec
@@ -83,6 +89,7 @@ def split_spec(spec: str) -> tuple[str, str]:
         raise ModelSpecError(
             f"unknown model spec {spec!r}; use one of: "
             + ", ".join(s if s in _BARE else f"{s}:…" for s in available_schemes())
+            + ", or a preset name (`scopebench models` lists them)"
         )
     if scheme in _BARE and sep:
         raise ModelSpecError(f"model {scheme!r} takes no argument; write just {scheme!r}")
@@ -98,6 +105,7 @@ def load_model(spec: str, options: ModelOptions | None = None) -> Backend:
         ModelSpecError: For an unknown or malformed spec.
         MissingDependencyError: When the backend's optional extra is not installed.
     """
+    spec = resolve_preset(spec)
     scheme, arg = split_spec(spec)
     if not spec.startswith(f"{scheme}:") and scheme not in _BARE:
         spec = f"{scheme}:{arg}"  # a bare local folder, resolved to its family

@@ -17,6 +17,7 @@ from typing import Any, Literal
 __all__ = [
     "GENERATIVE_FAMILIES",
     "build_chat_tokenizer",
+    "build_tiny_bert",
     "build_tiny_clip",
     "build_tiny_generative",
     "build_tokenizer",
@@ -124,6 +125,52 @@ def build_tiny_clip(
     model.eval()
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
+    return out_dir
+
+
+def build_tiny_bert(out_dir: Path, *, seed: int = 0, with_nsp_head: bool = True) -> Path:
+    """Build a random-weight BERT with a next-sentence-prediction head + WordPiece tokenizer.
+
+    The vocabulary is every printable ASCII character (also as a ``##`` continuation) plus the
+    words of a fixed corpus, so any English text tokenizes without unknown tokens; the tokenizer is
+    transformers' own ``BertTokenizer`` (``[CLS] a [SEP] b [SEP]`` pairs with token type ids).
+
+    Args:
+        out_dir: Folder to write (``save_pretrained`` layout, loadable with ``nsp:<folder>``).
+        seed: Weight-initialisation seed (the same seed gives identical weights).
+        with_nsp_head: Save ``BertForNextSentencePrediction`` (default); ``False`` saves a bare
+            ``BertModel``, a checkpoint whose NSP head is missing.
+
+    Returns:
+        ``out_dir``.
+    """
+    import torch
+    from transformers import BertConfig, BertForNextSentencePrediction, BertModel, BertTokenizer
+
+    out_dir = Path(out_dir)
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    chars = [c for c in string.printable.strip() if not c.isupper()]
+    words = sorted({w for w in _CORPUS.split() if w.isalpha()})
+    tokens = list(dict.fromkeys([*specials, *chars, *(f"##{c}" for c in chars), *words]))
+    tokenizer = BertTokenizer(vocab={t: i for i, t in enumerate(tokens)}, do_lower_case=True)
+    tokenizer.model_max_length = 64
+    config = BertConfig(
+        vocab_size=len(tokens),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        pad_token_id=0,
+        # 10x BERT's 0.02: untrained weights then give options clearly different IsNext
+        # probabilities (≈0.70–0.85 instead of 0.50 ± 0.005), so tests can tell them apart.
+        initializer_range=0.2,
+    )
+    torch.manual_seed(seed)
+    model: Any = BertForNextSentencePrediction(config) if with_nsp_head else BertModel(config)
+    model.eval()
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
     return out_dir
 
 

@@ -14,6 +14,7 @@ from scopebench.report.tables import (
     rows_to_csv,
     rows_to_latex,
     rows_to_markdown,
+    table_note,
 )
 from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.metrics import compute_metrics
@@ -44,7 +45,7 @@ def write_run_outputs(
 
     Writes ``metrics.json`` (always into the run dir), and ``metrics.csv``, ``metrics.md``,
     ``metrics.tex``, ``accuracy_by_task.png``/``.svg`` and, when records carry scores,
-    ``reliability.png`` into ``out_dir`` (default: the run dir).
+    ``reliability.png``/``.svg`` into ``out_dir`` (default: the run dir).
 
     Args:
         run_dir: A run directory.
@@ -72,10 +73,11 @@ def write_run_outputs(
     rows = metrics_rows(metrics)
     title = f"{run.benchmark} — {run.model}"
     (out / "metrics.csv").write_text(rows_to_csv(rows), encoding="utf-8")
-    (out / "metrics.md").write_text(rows_to_markdown(rows, title), encoding="utf-8")
-    (out / "metrics.tex").write_text(rows_to_latex(rows, title), encoding="utf-8")
+    note = table_note(metrics)
+    (out / "metrics.md").write_text(rows_to_markdown(rows, title, note), encoding="utf-8")
+    (out / "metrics.tex").write_text(rows_to_latex(rows, title, note), encoding="utf-8")
     task_rows = metrics["by_task"] or [metrics["overall"]]
     plot_accuracy(task_rows, out / "accuracy_by_task", title)
     if metrics.get("calibration"):
-        plot_reliability(metrics["calibration"]["bins"], out / "reliability.png", title)
+        plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
     return metrics

@@ -1,7 +1,14 @@
-"""Figures: accuracy per task with CI whiskers, and the reliability diagram (matplotlib, Agg)."""
+"""Figures: accuracy per task with CI whiskers, a group × model heatmap, the reliability diagram.
+
+Every figure is built by a ``*_figure`` function and either saved (``plot_*``: PNG and SVG) or
+embedded in the HTML report as a ``data:`` URI (:func:`figure_data_uri`). matplotlib runs on the
+Agg backend, so no display is needed.
+"""
 
 from __future__ import annotations
 
+import base64
+import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -11,21 +18,57 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
-__all__ = ["plot_accuracy", "plot_reliability"]
+__all__ = [
+    "accuracy_figure",
+    "figure_data_uri",
+    "heatmap_figure",
+    "plot_accuracy",
+    "plot_heatmap",
+    "plot_reliability",
+    "reliability_figure",
+    "save_figure",
+]
 
 
-def plot_accuracy(rows: Sequence[Mapping[str, Any]], stem: Path, title: str = "") -> list[Path]:
-    """Bar chart of accuracy per row with 95% CI whiskers, saved as ``stem.png`` and ``stem.svg``."""
-    rows = [r for r in rows if not math.isnan(float(r["accuracy"]))]
+def _nan(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def save_figure(fig: Figure, stem: Path) -> list[Path]:
+    """Save ``fig`` as ``stem.png`` (150 dpi) and ``stem.svg``, then close it."""
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    for p in paths:
+        fig.savefig(p, dpi=150)
+    plt.close(fig)
+    return paths
+
+
+def figure_data_uri(fig: Figure, fmt: str = "svg") -> str:
+    """The figure as a ``data:`` URI (SVG by default), then close it.
+
+    A data URI rather than inline ``<svg>`` markup keeps the ids matplotlib writes into each SVG
+    from colliding when one page holds several figures.
+    """
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=110)
+    plt.close(fig)
+    mime = "image/svg+xml" if fmt == "svg" else f"image/{fmt}"
+    return f"data:{mime};base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def accuracy_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> Figure:
+    """Bar chart of accuracy per row (percent) with 95% CI whiskers."""
+    rows = [r for r in rows if not _nan(r["accuracy"])]
     labels = [str(r["group"]).split("=", 1)[-1] for r in rows]
     acc = [100 * float(r["accuracy"]) for r in rows]
     lo = [
-        max(0.0, a - 100 * float(r["ci_low"])) if not math.isnan(r["ci_low"]) else 0.0
+        0.0 if _nan(r["ci_low"]) else max(0.0, a - 100 * float(r["ci_low"]))
         for a, r in zip(acc, rows, strict=True)
     ]
     hi = [
-        max(0.0, 100 * float(r["ci_high"]) - a) if not math.isnan(r["ci_high"]) else 0.0
+        0.0 if _nan(r["ci_high"]) else max(0.0, 100 * float(r["ci_high"]) - a)
         for a, r in zip(acc, rows, strict=True)
     ]
     fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(rows) + 2), 3.5))
@@ -36,15 +79,16 @@ def plot_accuracy(rows: Sequence[Mapping[str, Any]], stem: Path, title: str = ""
     if title:
         ax.set_title(title)
     fig.tight_layout()
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
+    return fig
 
 
-def plot_reliability(bins: Sequence[Mapping[str, Any]], path: Path, title: str = "") -> Path:
-    """Reliability diagram (accuracy vs confidence per bin) saved as a PNG."""
+def plot_accuracy(rows: Sequence[Mapping[str, Any]], stem: Path, title: str = "") -> list[Path]:
+    """Bar chart of accuracy per row with 95% CI whiskers, saved as ``stem.png`` and ``stem.svg``."""
+    return save_figure(accuracy_figure(rows, title), stem)
+
+
+def reliability_figure(bins: Sequence[Mapping[str, Any]], title: str = "") -> Figure:
+    """Reliability diagram: accuracy against confidence per bin, with the diagonal."""
     fig, ax = plt.subplots(figsize=(4, 4))
     ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1)
     used = [b for b in bins if b["n"]]
@@ -62,8 +106,61 @@ def plot_reliability(bins: Sequence[Mapping[str, Any]], path: Path, title: str =
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     if title:
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_reliability(bins: Sequence[Mapping[str, Any]], path: Path, title: str = "") -> list[Path]:
+    """Reliability diagram saved as PNG and SVG (``path``'s suffix is replaced)."""
+    return save_figure(reliability_figure(bins, title), path.with_suffix(""))
+
+
+def heatmap_figure(
+    groups: Sequence[str], models: Sequence[str], values: Sequence[Sequence[float]], title: str = ""
+) -> Figure:
+    """Group × model heatmap of accuracy (percent); ``values[g][m]`` may be NaN (shown blank).
+
+    Args:
+        groups: Row labels (``task=NP``…).
+        models: Column labels.
+        values: Accuracy in ``[0, 1]`` per group and model.
+        title: Figure title.
+    """
+    import numpy as np
+
+    data = np.array(values, dtype=float).reshape(len(groups), len(models)) * 100
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(models) + 3), max(2.5, 0.3 * len(groups) + 1.5)))
+    im = ax.imshow(np.ma.masked_invalid(data), cmap="viridis", vmin=0, vmax=100, aspect="auto")
+    ax.set_xticks(
+        range(len(models)), [m if len(m) <= 28 else m[:27] + "…" for m in models], rotation=30, ha="right"
+    )
+    ax.set_yticks(range(len(groups)), groups)
+    for g in range(len(groups)):
+        for m in range(len(models)):
+            if not math.isnan(data[g, m]):
+                ax.text(
+                    m,
+                    g,
+                    f"{data[g, m]:.0f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if data[g, m] < 60 else "black",
+                )
+    fig.colorbar(im, ax=ax, label="accuracy (%)")
+    if title:
         ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return path
+    return fig
+
+
+def plot_heatmap(
+    groups: Sequence[str],
+    models: Sequence[str],
+    values: Sequence[Sequence[float]],
+    stem: Path,
+    title: str = "",
+) -> list[Path]:
+    """Group × model heatmap saved as ``stem.png`` and ``stem.svg``."""
+    return save_figure(heatmap_figure(groups, models, values, title), stem)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-__all__ = ["PUBLISHED_NOTE", "load_published", "published_leaderboard"]
+__all__ = ["PUBLISHED_NOTE", "load_published", "published_leaderboard", "published_rows"]
 
 #: The label every published row carries.
 PUBLISHED_NOTE = "published, not reproduced here"
@@ -71,3 +72,26 @@ def published_leaderboard(benchmark: str, columns: list[str]) -> list[dict[str, 
         )
         entry["cells"][wanted[key]] = (r["value"], r["ci_halfwidth"])
     return list(by_model.values())
+
+
+def published_rows(metrics: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Published rows matching a run's owner columns, as a header and string cells (percent).
+
+    Args:
+        metrics: A run's metrics dict (its ``benchmark`` and ``owner`` rows select the columns).
+
+    Returns:
+        ``(["model", "source table", *columns], rows)``; only columns some published row has.
+    """
+    owner_rows = (metrics.get("owner") or {}).get("rows", [])
+    cols = [f"{r['split_or_group']}/{r['subset_or_task']}" for r in owner_rows]
+    pub = published_leaderboard(str(metrics["benchmark"]), cols)
+    used = [c for c in cols if any(c in p["cells"] for p in pub)]
+    body = []
+    for p in pub:
+        cells = []
+        for c in used:
+            v = p["cells"].get(c)
+            cells.append("" if v is None else f"{v[0]:.1f}" + ("" if v[1] is None else f" ±{v[1]:.1f}"))
+        body.append([p["model"], p["source_table"], *cells])
+    return ["model", "source table", *used], body

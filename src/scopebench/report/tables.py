@@ -13,11 +13,14 @@ from rich.table import Table
 __all__ = [
     "format_accuracy",
     "format_interval",
+    "leaderboard_columns",
+    "leaderboard_table",
     "metrics_rows",
     "render_metrics_table",
     "rows_to_csv",
     "rows_to_latex",
     "rows_to_markdown",
+    "table_note",
 ]
 
 _COLUMNS = (
@@ -63,7 +66,8 @@ def format_interval(row: Mapping[str, Any]) -> str:
 def metrics_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every accuracy row of a metrics dict, flattened with a ``section`` column.
 
-    Sections: ``overall``, ``task``, ``subset``, ``split``, ``metadata:<field>`` and ``owner``.
+    Sections: ``overall``, ``task``, ``subset``, ``split``, ``metadata:<field>``, ``owner`` and
+    ``baseline:random`` / ``baseline:frequent`` (overall, per task, owner rows).
     """
     out: list[dict[str, Any]] = [{"section": "overall", **metrics["overall"]}]
     for key, section in (("by_task", "task"), ("by_subset", "subset"), ("by_split", "split")):
@@ -73,6 +77,11 @@ def metrics_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     owner = metrics.get("owner")
     if owner:
         out += [{"section": "owner", **r} for r in owner["rows"]]
+    for name, base in (metrics.get("baselines") or {}).items():
+        sec = f"baseline:{name}"
+        out.append({"section": sec, **base["overall"]})
+        out += [{"section": sec, **r} for r in base["by_task"]]
+        out += [{"section": sec, **r} for r in base["owner"]]
     return out
 
 
@@ -114,9 +123,11 @@ def _display(rows: Iterable[Mapping[str, Any]]) -> list[list[str]]:
 _HEAD = ["section", "group", "n", "accuracy", "95% CI", "unparsed", "errors", "no image", "no response"]
 
 
-def rows_to_markdown(rows: Sequence[Mapping[str, Any]], title: str = "") -> str:
-    """A GitHub-flavoured Markdown table of accuracy rows."""
+def rows_to_markdown(rows: Sequence[Mapping[str, Any]], title: str = "", note: str = "") -> str:
+    """A GitHub-flavoured Markdown table of accuracy rows (``note`` is printed above it)."""
     lines = [f"## {title}", ""] if title else []
+    if note:
+        lines += [note, ""]
     lines.append("| " + " | ".join(_HEAD) + " |")
     lines.append("|" + "|".join(["---", "---"] + ["---:"] * (len(_HEAD) - 2)) + "|")
     for cells in _display(rows):
@@ -140,11 +151,15 @@ def _tex(s: str) -> str:
     return "".join(_TEX_ESCAPE.get(ch, ch) for ch in s)
 
 
-def rows_to_latex(rows: Sequence[Mapping[str, Any]], caption: str = "") -> str:
-    """A booktabs ``tabular`` of accuracy rows (needs the LaTeX package booktabs)."""
+def rows_to_latex(rows: Sequence[Mapping[str, Any]], caption: str = "", note: str = "") -> str:
+    """A booktabs ``tabular`` of accuracy rows (needs the LaTeX package booktabs).
+
+    ``note`` (policy, interval method) is appended to the caption.
+    """
     lines = [r"\begin{table}[t]", r"\centering"]
-    if caption:
-        lines.append(rf"\caption{{{_tex(caption)}}}")
+    text = ". ".join(t for t in (caption, note) if t)
+    if text:
+        lines.append(rf"\caption{{{_tex(text)}}}")
     lines += [r"\begin{tabular}{ll" + "r" * (len(_HEAD) - 2) + "}", r"\toprule"]
     lines.append(" & ".join(_tex(h) for h in _HEAD) + r" \\")
     lines.append(r"\midrule")
@@ -172,9 +187,71 @@ def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -
     )
     for h in _HEAD:
         table.add_column(h, justify="left" if h in ("section", "group") else "right", no_wrap=h == "group")
-    rows = [r for r in metrics_rows(metrics) if not r["section"].startswith("metadata:")]
+    # The console shows each baseline's overall row only; the files have all of them.
+    rows = [
+        r
+        for r in metrics_rows(metrics)
+        if not r["section"].startswith("metadata:")
+        and not (r["section"].startswith("baseline:") and r["group"] != "overall")
+    ]
     if len(metrics.get("by_split", [])) <= 1:
         rows = [r for r in rows if r["section"] != "split"]
     for cells in _display(rows):
         table.add_row(*cells)
     return table
+
+
+def leaderboard_columns(result: Mapping[str, Any]) -> list[str]:
+    """``"<split_or_group>/<subset_or_task>"`` owner columns of a comparison, in first-seen order."""
+    cols: list[str] = []
+    for entry in result["leaderboard"]:
+        for r in entry["owner"]:
+            key = f"{r['split_or_group']}/{r['subset_or_task']}"
+            if key not in cols:
+                cols.append(key)
+    return cols
+
+
+def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Header and string cells of the leaderboard: runs, baselines, then published rows if present.
+
+    Columns: model, source, n, overall accuracy ± half-width, 95% CI, unparsed, errors, missing
+    (image or response), then the owner aggregation's columns.
+    """
+    cols = leaderboard_columns(result)
+    head = ["model", "source", "n", "overall", "95% CI", "unparsed", "errors", "missing", *cols]
+    body = []
+    for e in [*result["leaderboard"], *result.get("baselines", [])]:
+        owner = {f"{r['split_or_group']}/{r['subset_or_task']}": r for r in e["owner"]}
+        ov = e["overall"]
+        body.append(
+            [
+                e["model"],
+                e["source"],
+                str(ov["n"]),
+                format_accuracy(ov),
+                format_interval(ov),
+                str(ov["unparsed"]),
+                str(ov["errors"]),
+                str(ov["missing_image"] + ov["missing_response"]),
+                *[format_accuracy(owner[c]) if c in owner else "" for c in cols],
+            ]
+        )
+    for p in result.get("published", []):
+        cells = []
+        for c in cols:
+            v = p["cells"].get(c)
+            cells.append("" if v is None else f"{v[0]:.1f}%" + ("" if v[1] is None else f" ±{v[1]:.1f}"))
+        body.append([p["model"], p["source"], "", "", "", "", "", "", *cells])
+    return head, body
+
+
+def table_note(metrics: Mapping[str, Any]) -> str:
+    """One line saying the policy and the interval method of a metrics dict."""
+    boot = metrics.get("bootstrap") or {}
+    return (
+        f"Policy for unparsed answers, errors and missing images/responses: {metrics.get('policy', '?')} "
+        f"(wrong = counted as incorrect; exclude = left out of the denominator). "
+        f"Accuracy ± half-width of the 95% CI ({boot.get('method', '?')} bootstrap, "
+        f"{boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')})."
+    )

@@ -93,8 +93,9 @@ def compare_runs(
         policy: What unscorable records count as.
 
     Returns:
-        ``{"benchmark", "policy", "seed", "resamples", "leaderboard", "pairs", "warnings"}``;
-        leaderboard rows are sorted by overall accuracy (best first) and carry the owner rows.
+        ``{"benchmark", "policy", "seed", "resamples", "leaderboard", "baselines", "pairs",
+        "warnings"}``; leaderboard rows are sorted by overall accuracy (best first) and carry the
+        owner rows; ``baselines`` holds the random and frequent-choice rows on the first run's items.
 
     Raises:
         DataFormatError: When no run is given.
@@ -125,7 +126,8 @@ def compare_runs(
             + f" items; {len(common)} shared); pairwise tests use shared items only"
         )
     board = []
-    for run in runs:
+    baselines: list[dict[str, Any]] = []
+    for k, run in enumerate(runs):
         m = compute_metrics(
             run.records,
             benchmark=run.benchmark,
@@ -133,13 +135,26 @@ def compare_runs(
             items=run.items,
             seed=seed,
             resamples=resamples,
+            # Chance levels once, on the first run's items (the item-set warning covers the rest).
+            baselines=k == 0,
         )
+        for name, base in (m.get("baselines") or {}).items():
+            baselines.append(
+                {
+                    "model": f"{name} baseline",
+                    "source": f"baseline on {run.path.name}'s items",
+                    "overall": base["overall"],
+                    "owner": base["owner"],
+                }
+            )
         board.append(
             {
                 "run": str(run.path),
                 "model": run.model,
                 "source": "this run",
                 "overall": m["overall"],
+                "by_task": m["by_task"],
+                "by_subset": m["by_subset"],
                 "owner": (m["owner"] or {}).get("rows", []),
                 "config": {
                     k: run.config.get(k) for k in ("data_fingerprint", "protocol", "parser_version", "seed")
@@ -160,6 +175,7 @@ def compare_runs(
         "seed": seed,
         "resamples": resamples,
         "leaderboard": [board[i] for i in order],
+        "baselines": baselines,
         "pairs": pairs,
         "warnings": warnings,
     }

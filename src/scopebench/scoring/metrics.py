@@ -13,33 +13,86 @@ from typing import Any
 from scopebench.items import Record
 from scopebench.scoring.accuracy import Policy, accuracy_row, group_rows
 from scopebench.scoring.aggregate import owner_aggregation
-from scopebench.scoring.bootstrap import CI_METHOD, DEFAULT_RESAMPLES
+from scopebench.scoring.baselines import baseline_section
+from scopebench.scoring.bootstrap import CI_METHOD, DEFAULT_RESAMPLES, bootstrap_ci, stratified_mean_ci
 from scopebench.scoring.calibration import calibration_section
-from scopebench.scoring.grit import localization_table
+from scopebench.scoring.grit import GRIT_SPLITS, localization_table
 
 __all__ = ["METADATA_FIELDS", "METRICS_SCHEMA_VERSION", "compute_metrics", "localization_section"]
 
 #: Bumped whenever the layout of the metrics dict changes (documented in docs/metrics-schema.md).
-METRICS_SCHEMA_VERSION = 2
+METRICS_SCHEMA_VERSION = 3
 
 #: Item-metadata fields that get their own accuracy table when items carry them.
 METADATA_FIELDS: tuple[str, ...] = ("modality", "submodality", "domain", "subdomain", "stain")
 
 
-def localization_section(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Mean GRIT localization score per class (then macro over classes) of detection records.
+def _grit_split(cls: str, meta: Mapping[str, Any]) -> str | None:
+    """``easy``/``hard`` for a detection item: its own ``grit_split``, else μ-Bench's table."""
+    explicit = meta.get("grit_split")
+    if explicit in ("easy", "hard"):
+        return str(explicit)
+    source = str(meta.get("dataset") or meta.get("source_dataset") or "").lower()
+    for (fragment, name), split in GRIT_SPLITS.items():
+        if source and fragment in source and name == cls.lower():
+            return split
+    return None
+
+
+def localization_section(
+    records: Sequence[Record],
+    items: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> list[dict[str, Any]]:
+    """Mean GRIT localization score per class, per easy/hard split and overall, with 95% CIs.
 
     Records without a numeric ``extra["grit"]`` (errors, missing images) score 0, as a failed
-    detection; their class comes from ``extra["class_name"]`` or the task.
+    detection; their class comes from ``extra["class_name"]`` or the task. A class is named
+    ``<source dataset>/<class>`` when the item names its dataset (μ-Bench's ``nucleus`` is easy
+    in CellCognition and hard in PCST), else ``<class>``. The easy/hard split of a class comes from
+    the item's ``grit_split`` metadata, else μ-Bench's published (dataset, class) table. Per-class
+    intervals bootstrap the (image, class) scores; split and overall rows are macro-averages over
+    classes, bootstrapped within each class.
     """
-    pairs: list[tuple[str, float]] = []
+    items = items or {}
+    per_class: dict[str, list[float]] = defaultdict(list)
+    split_of: dict[str, str] = {}
     for r in records:
         if r.kind != "detection":
             continue
         grit = r.extra.get("grit")
         cls = str(r.extra.get("class_name") or r.subset or r.task)
-        pairs.append((cls, float(grit) if isinstance(grit, int | float) else 0.0))
-    return [{"group": row.group, "n": row.n, "score": row.score} for row in localization_table(pairs)]
+        meta = items.get(r.item_id, {}).get("metadata") or {}
+        source = meta.get("dataset") or meta.get("source_dataset")
+        key = f"{source}/{cls}" if source else cls
+        per_class[key].append(float(grit) if isinstance(grit, int | float) else 0.0)
+        split = _grit_split(cls, meta)
+        if split:
+            split_of[key] = split
+    pairs = [(cls, v) for cls, values in per_class.items() for v in values]
+    out = []
+    for row in localization_table(pairs, split_of):
+        if row.group.startswith("class="):
+            ci = bootstrap_ci(per_class[row.group[len("class=") :]], seed=seed, resamples=resamples)
+        else:
+            members = [
+                c for c in per_class if row.group == "overall" or f"split={split_of.get(c)}" == row.group
+            ]
+            ci = stratified_mean_ci([per_class[c] for c in members], seed=seed, resamples=resamples)
+        out.append(
+            {
+                "group": row.group,
+                "n": row.n,
+                "score": row.score,
+                "ci_low": ci.low,
+                "ci_high": ci.high,
+                "ci_halfwidth": ci.halfwidth,
+                "ci_method": ci.method,
+            }
+        )
+    return out
 
 
 def _metadata_rows(
@@ -71,6 +124,7 @@ def compute_metrics(
     items: Mapping[str, Mapping[str, Any]] | None = None,
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
+    baselines: bool = True,
 ) -> dict[str, Any]:
     """Accuracy overall and per task / subset / split / metadata group, each with a 95% CI.
 
@@ -82,11 +136,13 @@ def compute_metrics(
             μ-Bench's pathology view.
         seed: Seed of every bootstrap interval (recorded in each row).
         resamples: Bootstrap resamples per interval.
+        baselines: Add the random and frequent-choice baselines on the same items (needs
+            ``items``; see :mod:`scopebench.scoring.baselines`).
 
     Returns:
         A JSON-safe dict (NaN aside): ``schema_version``, ``benchmark``, ``policy``, ``bootstrap``,
         ``overall``, ``by_task``, ``by_subset``, ``by_split``, ``by_metadata``, ``owner``,
-        ``localization``, ``calibration``, ``counts``.
+        ``localization``, ``calibration``, ``baselines``, ``counts``.
     """
     items = items or {}
     mcq = [r for r in records if r.kind == "mcq"]
@@ -105,7 +161,8 @@ def compute_metrics(
         "by_split": [r.to_dict() for r in group_rows(mcq, lambda r: r.split, "split", policy, **kw)],
         "by_metadata": _metadata_rows(mcq, items, policy, seed, resamples),
         "owner": owner_aggregation(mcq, benchmark=benchmark, items=items, policy=policy, **kw),
-        "localization": localization_section(records),
+        "localization": localization_section(records, items, seed=seed, resamples=resamples),
         "calibration": calibration_section(mcq),
+        "baselines": baseline_section(mcq, items, benchmark=benchmark, **kw) if baselines else {},
         "counts": {"records": len(records), **dict(kinds)},
     }

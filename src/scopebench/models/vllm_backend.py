@@ -1,0 +1,330 @@
+"""``vllm:MODEL`` — generative VLMs through vLLM's offline engine (optional extra ``scopebench[vllm]``).
+
+A batch becomes one ``LLM.chat`` call over all its conversations, so vLLM schedules them together
+(continuous batching). Images travel as PIL objects in ``image_pil`` content parts (vLLM ≥ 0.10; no
+base64 round trip); the model's own chat template places them. Decoding is greedy
+(``temperature=0``) unless ``--model-arg temperature=…`` says otherwise, with the run's seed.
+
+The request building — messages from an :class:`~scopebench.items.Item` or a
+:class:`~scopebench.models.base.ChatMessage` list — is plain Python in :func:`build_messages` and
+:func:`chat_messages`, so it is tested where vLLM is not installed. vLLM itself is imported only when
+a ``vllm:`` model is built, and the weights are loaded at the first batch (a finished run resumes
+without them).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from PIL import Image
+
+from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError
+from scopebench.items import ImageRef, Item
+from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
+from scopebench.models.registry import split_spec
+from scopebench.protocols import render_detection_prompt, render_prompt
+
+__all__ = ["ChatRequest", "VLLMBackend", "build_messages", "chat_messages"]
+
+log = logging.getLogger(__name__)
+
+# `--model-arg` keys passed straight to `vllm.LLM(...)` (engine arguments), with their types.
+_ENGINE_KEYS: dict[str, type] = {
+    "dtype": str,
+    "max_model_len": int,
+    "gpu_memory_utilization": float,
+    "tensor_parallel_size": int,
+    "trust_remote_code": bool,
+    "revision": str,
+    "max_num_seqs": int,
+    "enforce_eager": bool,
+    "quantization": str,
+}
+_OWN_KEYS: dict[str, type] = {"max_tokens": int, "temperature": float, "max_images": int, "engine_args": dict}
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One conversation as vLLM's ``LLM.chat`` takes it, plus what to record.
+
+    Attributes:
+        messages: OpenAI-style messages whose image parts are ``{"type": "image_pil", "image_pil": PIL}``.
+        n_images: Images in the conversation.
+        protocol: The prompt protocol (``detection-json`` for detection items).
+        labels: How the options are labelled in the prompt.
+    """
+
+    messages: list[dict[str, Any]]
+    n_images: int
+    protocol: str
+    labels: Literal["letters", "numbers"]
+
+
+def chat_messages(
+    conversation: Sequence[ChatMessage], images: dict[str, Image.Image] | None = None
+) -> list[dict[str, Any]]:
+    """Turn a conversation into vLLM chat messages, images first in each turn (PIL, not base64).
+
+    Args:
+        conversation: The turns.
+        images: Already decoded images by :attr:`ImageRef.key` (each image decoded once per batch);
+            missing keys are decoded here and added.
+
+    Raises:
+        ImageLoadError: When an image cannot be decoded.
+    """
+    cache = {} if images is None else images
+    out: list[dict[str, Any]] = []
+    for msg in conversation:
+        if not msg.images:
+            out.append({"role": msg.role, "content": msg.text})
+            continue
+        parts: list[dict[str, Any]] = []
+        for ref in msg.images:
+            if ref.key not in cache:
+                cache[ref.key] = ref.load()
+            parts.append({"type": "image_pil", "image_pil": cache[ref.key]})
+        parts.append({"type": "text", "text": msg.text})
+        out.append({"role": msg.role, "content": parts})
+    return out
+
+
+def build_messages(
+    item: Item,
+    protocol: str = "default",
+    *,
+    no_image: bool = False,
+    images: dict[str, Image.Image] | None = None,
+) -> ChatRequest:
+    """The chat request of ``item``: the protocol's prompt (or a JSON-box detection prompt) and its images.
+
+    Args:
+        item: The item.
+        protocol: Prompt protocol (``default``, ``owner``…).
+        no_image: Leave the images out (text-only baseline).
+        images: Decoded images shared across a batch (filled as images are decoded).
+
+    Raises:
+        ImageLoadError: When one of the item's images cannot be decoded.
+        ModelSpecError: For an unknown protocol.
+    """
+    refs: tuple[ImageRef, ...]
+    if item.kind == "detection":
+        refs = () if no_image else item.images[:1]
+        conv = [ChatMessage("user", render_detection_prompt(item, "json"), refs)]
+        return ChatRequest(chat_messages(conv, images), len(refs), "detection-json", "letters")
+    prompt = render_prompt(item, protocol, no_image=no_image)
+    conv = [ChatMessage("system", prompt.system)] if prompt.system else []
+    conv.append(ChatMessage("user", prompt.text, prompt.images))
+    return ChatRequest(chat_messages(conv, images), len(prompt.images), prompt.protocol, prompt.labels)
+
+
+def _typed(key: str, value: Any, kind: type) -> Any:
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            if str(value).lower() in ("true", "1", "yes"):
+                return True
+            if str(value).lower() in ("false", "0", "no"):
+                return False
+            raise ValueError
+        if kind is dict:
+            if not isinstance(value, Mapping):
+                raise ValueError
+            return dict(value)
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ModelSpecError(f"--model-arg {key}={value!r} must be a {kind.__name__}") from None
+
+
+class VLLMBackend(Backend):
+    """Generative answers from vLLM's offline engine.
+
+    ``--model-arg`` keys: ``max_tokens`` (1024), ``temperature`` (0), ``max_images`` (8, vLLM's
+    ``limit_mm_per_prompt``), engine arguments ``dtype``, ``max_model_len``,
+    ``gpu_memory_utilization``, ``tensor_parallel_size``, ``trust_remote_code``, ``revision``,
+    ``max_num_seqs``, ``enforce_eager``, ``quantization``, and ``engine_args`` (a JSON object of any
+    other ``vllm.LLM`` argument).
+
+    Raises:
+        MissingDependencyError: When vLLM is not installed (extra ``scopebench[vllm]``).
+        ModelSpecError: For an unknown ``--model-arg`` or an unsupported ``--mode``.
+    """
+
+    mode = "generate"
+    kinds = ("mcq", "detection")
+    default_batch_size = 64  # vLLM schedules a whole batch at once; bigger batches keep the GPU busy
+
+    def __init__(self, spec: str, options: ModelOptions) -> None:
+        super().__init__(spec, options)
+        _, self.model_name = split_spec(spec)
+        if options.mode not in (None, "generate"):
+            raise ModelSpecError(
+                f"vllm: models answer in 'generate' mode only (got --mode {options.mode}); "
+                "use an hf: model for choice-logprob"
+            )
+        unknown = sorted(set(options.extra) - set(_ENGINE_KEYS) - set(_OWN_KEYS))
+        if unknown:
+            raise ModelSpecError(
+                f"unknown --model-arg {', '.join(unknown)} for vllm: models; known: "
+                + ", ".join([*_OWN_KEYS, *_ENGINE_KEYS])
+            )
+        args = {k: _typed(k, v, {**_ENGINE_KEYS, **_OWN_KEYS}[k]) for k, v in options.extra.items()}
+        self.max_tokens: int = args.get("max_tokens", 1024)
+        self.temperature: float = args.get("temperature", 0.0)
+        self.max_images: int = args.get("max_images", 8)
+        self.engine_kwargs: dict[str, Any] = {k: v for k, v in args.items() if k in _ENGINE_KEYS}
+        self.engine_kwargs.update(args.get("engine_args", {}))
+        try:
+            import vllm  # noqa: F401 - fail early, before any data is loaded, when the extra is missing
+        except ImportError as exc:
+            raise MissingDependencyError("vllm", "vllm", "vllm: models") from exc
+        self._llm: Any = None
+        self._labels: Literal["letters", "numbers"] = "letters"
+
+    @property
+    def box_format(self) -> Literal["auto", "qwen", "paligemma", "json"]:
+        """Detection prompts ask for JSON; ``auto`` also reads Qwen/PaliGemma-native boxes."""
+        return "auto"
+
+    @property
+    def answer_labels(self) -> Literal["letters", "numbers"]:
+        """Letters, or numbers under MicroVQA's owner protocol (set by the last batch's prompts)."""
+        return self._labels
+
+    def _engine(self) -> Any:
+        if self._llm is None:
+            from vllm import LLM
+
+            kwargs = {"seed": self.options.seed, "limit_mm_per_prompt": {"image": self.max_images}}
+            kwargs.update(self.engine_kwargs)
+            try:
+                self._llm = LLM(model=self.model_name, **kwargs)
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise ModelError(f"vLLM cannot load {self.model_name!r}: {exc}") from exc
+        return self._llm
+
+    def _sampling(self, max_tokens: int) -> Any:
+        from vllm import SamplingParams
+
+        return SamplingParams(temperature=self.temperature, max_tokens=max_tokens, seed=self.options.seed)
+
+    def predict(self, items: Sequence[Item]) -> list[Response]:
+        """Answer a batch with one ``LLM.chat`` call; an unreadable image is that item's error."""
+        images: dict[str, Image.Image] = {}
+        requests: list[ChatRequest | None] = []
+        errors: list[str | None] = []
+        for it in items:
+            try:
+                req = build_messages(it, self.options.protocol, no_image=self.options.no_image, images=images)
+                if it.kind == "mcq":
+                    self._labels = req.labels
+                requests.append(req)
+                errors.append(None)
+            except ImageLoadError as exc:
+                requests.append(None)
+                errors.append(str(exc))
+        texts = self._generate([r.messages for r in requests if r is not None], self.max_tokens)
+        it_texts = iter(texts)
+        out = []
+        for it, done, err in zip(items, requests, errors, strict=True):
+            if done is None:
+                out.append(Response(it.id, status="error", error=err))
+                continue
+            text, extra = next(it_texts)
+            extra.update(protocol=done.protocol, n_images=done.n_images)
+            if text is None:
+                out.append(Response(it.id, status="error", error=extra.pop("error"), extra=extra))
+            else:
+                out.append(Response(it.id, text=text, extra=extra))
+        return out
+
+    def chat(
+        self,
+        conversations: Sequence[Sequence[ChatMessage]],
+        item_ids: Sequence[str],
+        *,
+        max_new_tokens: int | None = None,
+    ) -> list[Response]:
+        """Continue each conversation with one assistant turn (chain-of-thought strategies)."""
+        images: dict[str, Image.Image] = {}
+        msgs: list[list[dict[str, Any]] | None] = []
+        errors: list[str | None] = []
+        for conv in conversations:
+            try:
+                msgs.append(chat_messages(conv, images))
+                errors.append(None)
+            except ImageLoadError as exc:
+                msgs.append(None)
+                errors.append(str(exc))
+        texts = iter(self._generate([m for m in msgs if m is not None], max_new_tokens or self.max_tokens))
+        out = []
+        for item_id, m, err in zip(item_ids, msgs, errors, strict=True):
+            if m is None:
+                out.append(Response(item_id, status="error", error=err))
+                continue
+            text, extra = next(texts)
+            if text is None:
+                out.append(Response(item_id, status="error", error=extra.pop("error"), extra=extra))
+            else:
+                out.append(Response(item_id, text=text, extra=extra))
+        return out
+
+    def _generate(
+        self, conversations: list[list[dict[str, Any]]], max_tokens: int
+    ) -> list[tuple[str | None, dict[str, Any]]]:
+        """One batched ``LLM.chat``; if vLLM rejects the batch, each conversation alone (to isolate it)."""
+        if not conversations:
+            return []
+        llm, params = self._engine(), self._sampling(max_tokens)
+        try:
+            outputs = llm.chat(conversations, sampling_params=params, use_tqdm=False)
+            return [self._read(o) for o in outputs]
+        except (ValueError, RuntimeError) as exc:
+            # One over-long prompt or bad image fails the whole call; retry one by one so only
+            # that item is an error.
+            log.warning(
+                "vLLM rejected a batch (%s); answering its %d items one by one", exc, len(conversations)
+            )
+        out: list[tuple[str | None, dict[str, Any]]] = []
+        for conv in conversations:
+            try:
+                [one] = llm.chat([conv], sampling_params=params, use_tqdm=False)
+                out.append(self._read(one))
+            except (ValueError, RuntimeError) as exc:
+                out.append((None, {"error": f"vLLM failed on this item: {exc}"}))
+        return out
+
+    @staticmethod
+    def _read(output: Any) -> tuple[str | None, dict[str, Any]]:
+        first = output.outputs[0]
+        extra = {
+            "finish_reason": getattr(first, "finish_reason", None),
+            "usage": {
+                "prompt_tokens": len(getattr(output, "prompt_token_ids", None) or []),
+                "completion_tokens": len(getattr(first, "token_ids", None) or []),
+            },
+        }
+        return first.text, extra
+
+    def identity(self) -> dict[str, Any]:
+        """Model, sampling settings and engine arguments that change answers."""
+        ident = {
+            **super().identity(),
+            "model": self.model_name,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.options.seed,
+        }
+        for key in ("dtype", "revision", "quantization", "max_model_len"):
+            if key in self.engine_kwargs:
+                ident[key] = self.engine_kwargs[key]
+        return ident
+
+    def close(self) -> None:
+        """Drop the engine (vLLM frees GPU memory when the engine is garbage-collected)."""
+        self._llm = None

@@ -1,0 +1,584 @@
+"""The single-file HTML report: summary tables, plots and an item browser.
+
+``scopebench report RUN… --html FILE`` writes one self-contained page: CSS and JavaScript inline,
+plots and image thumbnails as ``data:`` URIs, and a Content-Security-Policy that forbids any other
+source, so the file opens from disk with no server and makes no network request.
+
+The item browser shows every item of the runs (union of their item ids) with its thumbnail(s),
+question, options, correct answer, and each run's answer, outcome and raw response. Thumbnails are
+made with Pillow from the item's images: an image summary that is a file path is read directly;
+otherwise (images inside a dataset) the benchmark is reloaded from the run's provenance
+(``run.json``: benchmark, data, split). An image that cannot be found gets a placeholder.
+
+Outcomes per record: ``correct``, ``wrong`` (answered, not correct), ``unparsed``, ``error``,
+``missing`` (missing image or missing response), ``detection`` (localization items) and ``absent``
+(the run has no record of the item). Under the default policy the number of ``correct`` items of
+a task equals that task's ``correct`` in the metrics JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from scopebench.engine.rundir import RunData, load_run
+from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
+from scopebench.items import LETTERS, Item, Record, open_image
+from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
+from scopebench.report.tables import format_accuracy, format_interval, leaderboard_table, metrics_rows
+from scopebench.scoring.accuracy import Policy
+from scopebench.scoring.metrics import METADATA_FIELDS, compute_metrics
+
+__all__ = [
+    "OUTCOMES",
+    "THUMB_PX",
+    "build_html_report",
+    "heatmap_values",
+    "item_groups",
+    "outcome",
+    "write_html_report",
+]
+
+log = logging.getLogger(__name__)
+
+#: Longest side of a thumbnail, in pixels.
+THUMB_PX = 160
+#: At most this many thumbnails per item (the rest are counted).
+_MAX_THUMBS = 4
+#: Outcomes the correctness filter offers, in order.
+OUTCOMES: tuple[str, ...] = ("correct", "wrong", "unparsed", "error", "missing", "detection", "absent")
+
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+_PLACEHOLDER = "data:image/svg+xml;base64," + base64.b64encode(
+    b'<svg xmlns="http://www.w3.org/2000/svg" width="160" height="120">'
+    b'<rect width="160" height="120" fill="#eee" stroke="#bbb"/>'
+    b'<text x="80" y="65" font-size="14" text-anchor="middle" fill="#777">image not found</text></svg>'
+).decode("ascii")
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _template(name: str) -> str:
+    return resources.files("scopebench.report").joinpath(f"templates/{name}").read_text(encoding="utf-8")
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe inside ``<script>``: ``<``, ``>`` and ``&`` become JSON unicode escapes."""
+    text = json.dumps(obj, ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def outcome(rec: Record | None) -> str:
+    """The item browser's outcome of one record (see the module docstring)."""
+    if rec is None:
+        return "absent"
+    if rec.kind != "mcq":
+        return "detection"
+    if rec.status == "ok":
+        return "correct" if rec.correct else "wrong"
+    if rec.status in ("missing_image", "missing_response"):
+        return "missing"
+    return rec.status
+
+
+def item_groups(summary: Mapping[str, Any]) -> list[str]:
+    """Group labels of an item, spelled like the metrics rows: ``subset=…``, ``split=…``, ``modality=…``."""
+    out = []
+    if summary.get("subset"):
+        out.append(f"subset={summary['subset']}")
+    if summary.get("split"):
+        out.append(f"split={summary['split']}")
+    meta = summary.get("metadata") or {}
+    for fld in METADATA_FIELDS:
+        v = meta.get(fld)
+        if v is not None and v != "":
+            out.append(f"{fld}={v}")
+    return out
+
+
+# Thumbnails -------------------------------------------------------------------------------------
+
+
+class _Thumbnails:
+    """Thumbnails by image location, each made once and shared by the items that show it."""
+
+    def __init__(self, runs: Sequence[RunData], px: int) -> None:
+        self._runs = runs
+        self._px = px
+        self._ids: dict[str, str] = {}
+        self.uris: dict[str, str] = {"missing": _PLACEHOLDER}
+        self._items: dict[str, Item] | None = None
+        self.missing = 0
+
+    def _reloaded(self) -> dict[str, Item]:
+        """Items of the benchmark reloaded from the first run's provenance (for dataset images)."""
+        if self._items is None:
+            from scopebench.benchmarks import get_benchmark
+
+            self._items = {}
+            for run in self._runs:
+                cfg = run.config
+                if not cfg.get("data"):
+                    continue
+                try:
+                    loaded = get_benchmark(str(cfg["benchmark"])).load(
+                        cfg.get("data") or "", split=cfg.get("split")
+                    )
+                except Exception as exc:  # any loader failure only costs thumbnails, not the report
+                    log.warning(
+                        "cannot reload %s from %s for thumbnails (placeholders shown): %s",
+                        cfg.get("benchmark"),
+                        cfg.get("data"),
+                        exc,
+                    )
+                    continue
+                self._items = {it.id: it for it in loaded.items}
+                break
+        return self._items
+
+    def _make(self, item_id: str, index: int, location: str) -> str | None:
+        path = Path(location)
+        try:
+            if path.is_absolute():
+                if not path.is_file():
+                    return None
+                img = open_image(path, what=location)
+            else:
+                item = self._reloaded().get(item_id)
+                if item is None or index >= len(item.images):
+                    return None
+                img = item.images[index].load()
+        except ScopebenchError as exc:
+            log.info("no thumbnail for %s: %s", item_id, exc)
+            return None
+        img.thumbnail((self._px, self._px))
+        buf = io.BytesIO()
+        img.convert("RGB").save(buf, format="JPEG", quality=80)
+        return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+    def key(self, item_id: str, index: int, location: str) -> str:
+        """The thumbnail id of an item's ``index``-th image (``"missing"`` when it cannot be read)."""
+        if location in self._ids:
+            return self._ids[location]
+        uri = self._make(item_id, index, location)
+        if uri is None:
+            self.missing += 1
+            key = "missing"
+        else:
+            key = f"t{len(self.uris)}"
+            self.uris[key] = uri
+        self._ids[location] = key
+        return key
+
+
+# Sections ---------------------------------------------------------------------------------------
+
+
+def _table(head: Sequence[str], body: Sequence[Sequence[str]], row_attrs: Sequence[str] | None = None) -> str:
+    parts = ["<table>", "<tr>" + "".join(f'<th class="l">{_e(h)}</th>' for h in head) + "</tr>"]
+    for i, row in enumerate(body):
+        attrs = row_attrs[i] if row_attrs else ""
+        cells = "".join(
+            f'<td class="l">{_e(c)}</td>' if j < 2 else f"<td>{_e(c)}</td>" for j, c in enumerate(row)
+        )
+        parts.append(f"<tr{attrs}>{cells}</tr>")
+    parts.append("</table>")
+    return "\n".join(parts)
+
+
+_METRIC_HEAD = [
+    "section",
+    "group",
+    "n",
+    "correct",
+    "accuracy",
+    "95% CI",
+    "unparsed",
+    "errors",
+    "no image",
+    "no response",
+]
+
+
+def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str, Any]) -> str:
+    rows = metrics_rows(metrics)
+    body = [
+        [
+            r["section"],
+            r["group"],
+            str(r["n"]),
+            str(r["correct"]),
+            format_accuracy(r),
+            format_interval(r),
+            str(r["unparsed"]),
+            str(r["errors"]),
+            str(r["missing_image"]),
+            str(r["missing_response"]),
+        ]
+        for r in rows
+    ]
+    attrs = [
+        f' class="{"baseline" if r["section"].startswith("baseline") else "m"}"'
+        f' data-section="{_e(r["section"])}" data-group="{_e(r["group"])}"'
+        f' data-n="{r["n"]}" data-correct="{r["correct"]}"'
+        for r in rows
+    ]
+    boot = metrics.get("bootstrap") or {}
+    cfg = run.config
+    parts = [
+        f'<section class="run" id="run-{index}"><h3>{_e(label)}</h3>',
+        f'<p class="note">run <code>{_e(run.path)}</code> · '
+        f"data fingerprint {_e(cfg.get('data_fingerprint'))} · "
+        f"protocol {_e(cfg.get('protocol'))} · parser {_e(cfg.get('parser_version'))} · "
+        f"policy for unscorable answers: <b>{_e(metrics.get('policy'))}</b> · 95% CI: "
+        f"{_e(boot.get('method'))} bootstrap, {_e(boot.get('resamples'))} resamples, "
+        f"seed {_e(boot.get('seed'))}</p>",
+        _table(_METRIC_HEAD, body, attrs),
+    ]
+    cal = metrics.get("calibration")
+    if cal:
+        parts.append(
+            f"<p>calibration on {cal['n']} scored items: Brier {cal['brier']:.4f}, "
+            f"ECE {cal['ece']:.4f} ({cal['n_bins']} bins)</p>"
+        )
+    owner = metrics.get("owner")
+    if owner:
+        parts.append(f'<p class="note">owner aggregation: {_e(owner["description"])}</p>')
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _leaderboard_section(result: Mapping[str, Any]) -> str:
+    head, body = leaderboard_table(result)
+    n_runs, n_base = len(result["leaderboard"]), len(result.get("baselines", []))
+    attrs = (
+        [' class="run"'] * n_runs
+        + [' class="baseline"'] * n_base
+        + [' class="published"'] * (len(body) - n_runs - n_base)
+    )
+    parts = ["<h2>Leaderboard</h2>", _table(head, body, attrs)]
+    if result.get("published"):
+        parts.append(
+            f'<p class="note">Grey italic rows: {_e(PUBLISHED_NOTE)} (values in percent as printed).</p>'
+        )
+    if result["pairs"]:
+        parts.append("<h3>Pairwise: paired bootstrap of the accuracy difference, McNemar exact test</h3>")
+        phead = ["A", "B", "shared items", "A − B (pp)", "95% CI", "b (A right, B wrong)", "c", "McNemar p"]
+        pbody = [
+            [
+                p["model_a"],
+                p["model_b"],
+                str(p["n_common"]),
+                f"{100 * p['difference']:+.1f}",
+                f"[{100 * p['ci_low']:+.1f}, {100 * p['ci_high']:+.1f}]",
+                str(p["b_a_right_b_wrong"]),
+                str(p["c_a_wrong_b_right"]),
+                f"{p['mcnemar_p']:.3g}",
+            ]
+            for p in result["pairs"]
+        ]
+        parts.append(_table(phead, pbody))
+    for w in result["warnings"]:
+        parts.append(f'<p class="warn">warning: {_e(w)}</p>')
+    return "\n".join(parts)
+
+
+def _published_section(metrics: Mapping[str, Any]) -> str:
+    head, body = published_rows(metrics)
+    if not body:
+        return ""
+    return f"<h2>Published numbers ({_e(PUBLISHED_NOTE)})</h2>" + _table(
+        head, body, [' class="published"'] * len(body)
+    )
+
+
+def _plots_section(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> str:
+    from scopebench.report.plots import accuracy_figure, figure_data_uri, heatmap_figure, reliability_figure
+
+    imgs = []
+    for label, m in zip(labels, metrics, strict=True):
+        rows = m["by_task"] or [m["overall"]]
+        uri = figure_data_uri(accuracy_figure(rows, label))
+        imgs.append(f'<img class="plot" alt="accuracy per task: {_e(label)}" src="{uri}">')
+    groups, values = heatmap_values(metrics)
+    if groups:
+        uri = figure_data_uri(
+            heatmap_figure(groups, list(labels), values, "accuracy (%) per group and model")
+        )
+        imgs.append(f'<img class="plot" alt="group by model heatmap" src="{uri}">')
+    for label, m in zip(labels, metrics, strict=True):
+        cal = m.get("calibration")
+        if cal:
+            uri = figure_data_uri(reliability_figure(cal["bins"], f"reliability: {label}"))
+            imgs.append(f'<img class="plot" alt="reliability diagram: {_e(label)}" src="{uri}">')
+    return '<h2>Plots</h2><div class="plots">' + "\n".join(imgs) + "</div>"
+
+
+def heatmap_values(
+    metrics: Sequence[Mapping[str, Any]], sections: Sequence[str] = ("by_task", "by_subset")
+) -> tuple[list[str], list[list[float]]]:
+    """Rows (groups) and accuracy values of the group × model heatmap.
+
+    Args:
+        metrics: One metrics dict per model (column).
+        sections: Which per-group lists of the metrics dicts become rows.
+
+    Returns:
+        ``(groups, values)`` with ``values[g][m]`` the accuracy (NaN where a model lacks the group).
+    """
+    groups: list[str] = []
+    for sec in sections:
+        for m in metrics:
+            for r in m.get(sec, []):
+                if r["group"] not in groups:
+                    groups.append(r["group"])
+    lookup = [{r["group"]: r["accuracy"] for sec in sections for r in m.get(sec, [])} for m in metrics]
+    values = [[float(lk.get(g, float("nan"))) for lk in lookup] for g in groups]
+    return groups, values
+
+
+def _option_html(summary: Mapping[str, Any]) -> str:
+    choices = summary.get("choices") or []
+    ans = summary.get("answer_index")
+    lis = "".join(f"<li{' class=answer' if i == ans else ''}>{_e(c)}</li>" for i, c in enumerate(choices))
+    return f'<ol class="options" type="A">{lis}</ol>' if choices else ""
+
+
+def _answer_text(summary: Mapping[str, Any], index: int | None) -> str:
+    choices = summary.get("choices") or []
+    if index is None:
+        return "—"
+    if 0 <= index < len(choices):
+        return f"{LETTERS[index]}. {choices[index]}"
+    return f"option {index}"
+
+
+def _item_html(
+    summary: Mapping[str, Any],
+    records: Sequence[Record | None],
+    labels: Sequence[str],
+    thumbs: _Thumbnails,
+) -> str:
+    item_id = str(summary["id"])
+    outs = [outcome(r) for r in records]
+    groups = item_groups(summary)
+    images = list(summary.get("images") or [])
+    imgs = "".join(
+        f'<img data-thumb="{_e(thumbs.key(item_id, i, str(loc)))}" alt="{_e(loc)}" title="{_e(loc)}">'
+        for i, loc in enumerate(images[:_MAX_THUMBS])
+    )
+    if len(images) > _MAX_THUMBS:
+        imgs += f'<div class="note">+{len(images) - _MAX_THUMBS} more images</div>'
+    meta_bits = [f"task {summary.get('task')}"] + [g.replace("=", " ", 1) for g in groups]
+    parts = [
+        f'<article class="item" data-id="{_e(item_id)}" data-task="{_e(summary.get("task", ""))}" '
+        f'data-groups="{_e(json.dumps(groups, ensure_ascii=False))}" data-outcomes="{_e(json.dumps(outs))}">',
+        f'<div class="thumbs">{imgs}</div><div class="body">',
+        f'<div class="meta"><code>{_e(item_id)}</code> · {_e(" · ".join(meta_bits))}</div>',
+    ]
+    if summary.get("problems"):
+        parts.append(f'<div class="meta warn">data problems: {_e(", ".join(summary["problems"]))}</div>')
+    if summary.get("context"):
+        parts.append(f'<p class="context">{_e(summary["context"])}</p>')
+    parts.append(f'<p class="question">{_e(summary.get("question", ""))}</p>')
+    parts.append(_option_html(summary))
+    if summary.get("answer_index") is not None:
+        truth = _answer_text(summary, summary["answer_index"])
+        parts.append(f'<p class="truth">correct answer: <b>{_e(truth)}</b></p>')
+    rows = ["<tr><th>model</th><th>outcome</th><th>answer</th><th>raw response / error</th></tr>"]
+    for label, rec, out in zip(labels, records, outs, strict=True):
+        if rec is None:
+            rows.append(
+                f'<tr><td>{_e(label)}</td><td><span class="badge">absent</span></td><td></td><td></td></tr>'
+            )
+            continue
+        detail = ""
+        if rec.response:
+            detail = f'<pre class="response">{_e(rec.response)}</pre>'
+        if rec.error:
+            detail += f'<div class="note">{_e(rec.error)}</div>'
+        if rec.scores:
+            detail += '<div class="note">scores: ' + _e(", ".join(f"{s:.3f}" for s in rec.scores)) + "</div>"
+        rows.append(
+            f'<tr><td>{_e(label)}</td><td><span class="badge {_e(out)}">{_e(out)}</span></td>'
+            f"<td>{_e(_answer_text(summary, rec.choice))}</td><td>{detail}</td></tr>"
+        )
+    parts.append('<table class="answers">' + "".join(rows) + "</table>")
+    parts.append("</div></article>")
+    return "\n".join(parts)
+
+
+def _select(sel_id: str, label: str, options: Sequence[tuple[str, str]]) -> str:
+    opts = "".join(f'<option value="{_e(v)}">{_e(t)}</option>' for v, t in options)
+    return f'<label>{_e(label)} <select id="{sel_id}">{opts}</select></label>'
+
+
+def _browser_section(runs: Sequence[RunData], labels: Sequence[str], thumbs: _Thumbnails) -> str:
+    from scopebench.display import progress
+
+    summaries: dict[str, Mapping[str, Any]] = {}
+    for run in runs:
+        for iid, s in run.items.items():
+            summaries.setdefault(iid, s)
+    by_run = [{r.item_id: r for r in run.records} for run in runs]
+    ids = sorted(set(summaries) | {i for recs in by_run for i in recs})
+    articles = []
+    with progress(len(ids), "HTML item browser") as bar:
+        for iid in ids:
+            recs = [m.get(iid) for m in by_run]
+            summary = summaries.get(iid)
+            if summary is None:
+                # A record whose item summary is missing (older run store): show what the record has.
+                first = next(r for r in recs if r is not None)
+                summary = {
+                    "id": iid,
+                    "task": first.task,
+                    "subset": first.subset,
+                    "split": first.split,
+                    "question": "(item text not stored in this run)",
+                    "choices": [],
+                    "answer_index": first.answer_index,
+                    "images": [],
+                    "metadata": {},
+                }
+            articles.append(_item_html(summary, recs, labels, thumbs))
+            bar.update(1)
+    tasks = sorted({str(s.get("task", "")) for s in summaries.values()})
+    prefix_order = {p: i for i, p in enumerate(("subset", "split", *METADATA_FIELDS))}
+    groups = sorted(
+        {g for s in summaries.values() for g in item_groups(s)},
+        key=lambda g: (prefix_order.get(g.split("=", 1)[0], 99), g),
+    )
+    filters = [
+        _select("f-task", "task", [("", "all tasks"), *((t, t) for t in tasks)]),
+        _select("f-group", "group", [("", "all groups"), *((g, g.replace("=", ": ", 1)) for g in groups)]),
+        _select("f-outcome", "outcome", [("", "any outcome"), *((o, o) for o in OUTCOMES)]),
+        _select("f-model", "of model", [(str(i), lab) for i, lab in enumerate(labels)]),
+        f'<span id="sb-counter">{len(ids)} of {len(ids)} items shown</span>',
+    ]
+    note = (
+        f'<p class="note">{thumbs.missing} image(s) could not be found or read; a placeholder '
+        "stands in for each.</p>"
+        if thumbs.missing
+        else ""
+    )
+    return (
+        "<h2>Items</h2>"
+        '<p class="note">Filter by task, by group (subset, split or metadata field) and by the '
+        "outcome of one model. Outcome <i>missing</i> = missing image or missing response; "
+        "<i>absent</i> = the run has no record of the item.</p>"
+        f'{note}<div id="filters">{" ".join(filters)}</div><div id="items">{"".join(articles)}</div>'
+    )
+
+
+# Entry points ------------------------------------------------------------------------------------
+
+
+def _labels(runs: Sequence[RunData]) -> list[str]:
+    models = [r.model for r in runs]
+    return [r.model if models.count(r.model) == 1 else f"{r.path.name}: {r.model}" for r in runs]
+
+
+def build_html_report(
+    run_dirs: Sequence[str | Path],
+    *,
+    seed: int = 0,
+    resamples: int = 1000,
+    policy: Policy = "wrong",
+    published: bool = False,
+    thumb_px: int = THUMB_PX,
+) -> str:
+    """The report page of one or several runs of one benchmark, as a string.
+
+    Args:
+        run_dirs: Run directories.
+        seed: Seed of every bootstrap interval.
+        resamples: Bootstrap resamples per interval.
+        policy: What unscorable answers count as (``wrong`` or ``exclude``).
+        published: Add the published numbers of the benchmark, marked as not reproduced here.
+        thumb_px: Longest side of the item thumbnails.
+
+    Raises:
+        DataNotFoundError: When no run is given.
+        ConfigMismatchError: When the runs are of different benchmarks.
+    """
+    from scopebench.scoring.compare import compare_runs
+
+    if not run_dirs:
+        raise DataNotFoundError("the HTML report needs at least one run directory")
+    runs = [load_run(p) for p in run_dirs]
+    benches = sorted({r.benchmark for r in runs})
+    if len(benches) > 1:
+        raise ConfigMismatchError(
+            f"runs are of different benchmarks ({', '.join(benches)}); write one HTML report per benchmark"
+        )
+    bench = benches[0]
+    labels = _labels(runs)
+    metrics = []
+    for run in runs:
+        m = compute_metrics(
+            run.records, benchmark=bench, policy=policy, items=run.items, seed=seed, resamples=resamples
+        )
+        m["model"] = run.model
+        metrics.append(m)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<link rel="icon" href="data:,">',
+        f"<title>scopebench report: {_e(bench)}</title>",
+        f"<style>{_template('report.css')}</style></head><body>",
+        f"<h1>scopebench report: {_e(bench)}</h1>",
+        f'<p class="note">{len(runs)} run(s): {_e(", ".join(labels))}. Accuracy is shown as '
+        f"value ± half-width of its 95% bootstrap interval, then the interval; unparsed answers, errors "
+        f"and missing images/responses are counted beside each accuracy (policy <b>{_e(policy)}</b>).</p>",
+    ]
+    if len(runs) > 1:
+        result = compare_runs(run_dirs, seed=seed, resamples=resamples, policy=policy)
+        if published:
+            cols = []
+            for entry in result["leaderboard"]:
+                cols += [f"{r['split_or_group']}/{r['subset_or_task']}" for r in entry["owner"]]
+            result["published"] = published_leaderboard(bench, list(dict.fromkeys(cols)))
+        parts.append(_leaderboard_section(result))
+    elif published:
+        parts.append(_published_section(metrics[0]))
+    parts.append("<h2>Metrics per run</h2>")
+    parts += [
+        _metrics_section(i, lab, run, m)
+        for i, (lab, run, m) in enumerate(zip(labels, runs, metrics, strict=True))
+    ]
+    parts.append(_plots_section(labels, metrics))
+    thumbs = _Thumbnails(runs, thumb_px)
+    parts.append(_browser_section(runs, labels, thumbs))
+    parts.append(f'<script type="application/json" id="sb-thumbs">{_script_json(thumbs.uris)}</script>')
+    parts.append(
+        f'<script type="application/json" id="sb-metrics">{_script_json(_json_safe(metrics))}</script>'
+    )
+    parts.append(f"<script>{_template('report.js')}</script>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _json_safe(obj: Any) -> Any:
+    from scopebench.report import json_safe
+
+    return json_safe(obj)
+
+
+def write_html_report(run_dirs: Sequence[str | Path], path: str | Path, **kwargs: Any) -> Path:
+    """Write :func:`build_html_report` to ``path`` (parent folders created) and return it."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(build_html_report(run_dirs, **kwargs), encoding="utf-8")
+    return out
