@@ -23,7 +23,7 @@ from scopebench.protocols import render_prompt
 
 pytest.importorskip("transformers")
 
-FAMILIES = ("qwen2-vl", "llava", "paligemma", "idefics3")
+FAMILIES = ("qwen2-vl", "llava", "llava-next", "paligemma", "idefics3")
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,8 @@ def test_run_end_to_end(family: str, mode: str, tiny: dict[str, Path], bench: Pa
     run_json = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run_json["mode"] == mode and run_json["protocol"] == "default"
     ident = run_json["model_identity"]
-    assert ident["family"] == family and ident["mode"] == mode and ident["dtype"] == "float32"
+    assert ident["family"] == family.removesuffix("-next")  # LLaVA-NeXT prompts like LLaVA
+    assert ident["mode"] == mode and ident["dtype"] == "float32"
     assert len(ident["weights_sha256"]) == 16
 
 

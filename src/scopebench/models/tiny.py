@@ -180,10 +180,10 @@ def build_tiny_bert(out_dir: Path, *, seed: int = 0, with_nsp_head: bool = True)
 # family's own chat template, or none for PaliGemma) so ``hf:<folder>`` loads them through
 # AutoProcessor / AutoModelForImageTextToText exactly as it loads a real checkpoint.
 
-GenerativeFamily = Literal["qwen2-vl", "llava", "paligemma", "idefics3"]
+GenerativeFamily = Literal["qwen2-vl", "llava", "llava-next", "paligemma", "idefics3"]
 
 #: Families :func:`build_tiny_generative` can build.
-GENERATIVE_FAMILIES: tuple[str, ...] = ("qwen2-vl", "llava", "paligemma", "idefics3")
+GENERATIVE_FAMILIES: tuple[str, ...] = ("qwen2-vl", "llava", "llava-next", "paligemma", "idefics3")
 
 # Simplified versions of each family's published chat template (same turn markers and image
 # placement), written here because the real ones ship with weights we cannot download.
@@ -291,7 +291,8 @@ def build_tiny_generative(
 
     Args:
         out_dir: Folder to write (``save_pretrained`` layout, loadable with ``hf:<folder>``).
-        family: ``qwen2-vl``, ``llava`` (LLaVA-1.5), ``paligemma`` or ``idefics3`` (SmolVLM).
+        family: ``qwen2-vl``, ``llava`` (LLaVA-1.5), ``llava-next`` (LLaVA-NeXT, any-resolution tiles),
+            ``paligemma`` or ``idefics3`` (SmolVLM).
         seed: Weight-initialisation seed (the same seed gives identical weights).
         hidden: Hidden size of the language model (the vision tower uses 32).
         layers: Language-model layers (the vision tower has one).
@@ -308,6 +309,7 @@ def build_tiny_generative(
     builders = {
         "qwen2-vl": _tiny_qwen2_vl,
         "llava": _tiny_llava,
+        "llava-next": _tiny_llava_next,
         "paligemma": _tiny_paligemma,
         "idefics3": _tiny_idefics3,
     }
@@ -471,6 +473,56 @@ def _tiny_llava(hidden: int, layers: int, image_size: int) -> tuple[Any, Any]:
     # LLaVA's processor expands <image> into one token per patch; it needs the vision tower's patch
     # size and whether CLS is kept (num_additional_image_tokens=1 for CLIP's CLS, dropped by "default").
     processor = LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tok,
+        patch_size=patch,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=_LLAVA_TEMPLATE,
+    )
+    return model, processor
+
+
+def _tiny_llava_next(hidden: int, layers: int, image_size: int) -> tuple[Any, Any]:
+    from transformers import LlavaNextConfig, LlavaNextForConditionalGeneration, LlavaNextProcessor
+    from transformers.models.llava_next.image_processing_pil_llava_next import LlavaNextImageProcessorPil
+
+    tok = build_chat_tokenizer(["<image>"], bos="<s>", eos="</s>")
+    patch, tile = 14, image_size // 2
+    # Any-resolution: the image is cut into tiles of the vision tower's size on the best-fitting
+    # grid among these pinpoints, plus a downscaled view of the whole image.
+    pinpoints = [[tile, tile], [tile, 2 * tile], [2 * tile, tile], [2 * tile, 2 * tile]]
+    text = _text_dims(hidden, layers, len(tok))
+    text.update(
+        model_type="llama",
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    vision = dict(
+        model_type="clip_vision_model",
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=tile,
+        patch_size=patch,
+    )
+    config = LlavaNextConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+        image_grid_pinpoints=pinpoints,
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-2,
+    )
+    model = LlavaNextForConditionalGeneration(config)
+    image_processor = LlavaNextImageProcessorPil(
+        size={"shortest_edge": tile},
+        crop_size={"height": tile, "width": tile},
+        image_grid_pinpoints=pinpoints,
+    )
+    processor = LlavaNextProcessor(
         image_processor=image_processor,
         tokenizer=tok,
         patch_size=patch,
