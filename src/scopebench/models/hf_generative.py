@@ -125,6 +125,9 @@ def build_images_only_processor(cls: Any, image_processor: Any, tokenizer: Any, 
         merge_size=getattr(image_processor, "merge_size", 2),
         patch_size=getattr(image_processor, "patch_size", 14),
         temporal_patch_size=getattr(image_processor, "temporal_patch_size", 2),
+        # Read (never used for images) by SmolVLM's apply_chat_template.
+        num_frames=None,
+        fps=None,
     )
     return _images_only(cls)(
         image_processor=image_processor, tokenizer=tokenizer, video_processor=video, **kwargs

@@ -180,10 +180,20 @@ def build_tiny_bert(out_dir: Path, *, seed: int = 0, with_nsp_head: bool = True)
 # family's own chat template, or none for PaliGemma) so ``hf:<folder>`` loads them through
 # AutoProcessor / AutoModelForImageTextToText exactly as it loads a real checkpoint.
 
-GenerativeFamily = Literal["qwen2-vl", "llava", "llava-next", "paligemma", "idefics3"]
+GenerativeFamily = Literal[
+    "qwen2-vl", "qwen2.5-vl", "llava", "llava-next", "paligemma", "idefics3", "smolvlm"
+]
 
 #: Families :func:`build_tiny_generative` can build.
-GENERATIVE_FAMILIES: tuple[str, ...] = ("qwen2-vl", "llava", "llava-next", "paligemma", "idefics3")
+GENERATIVE_FAMILIES: tuple[str, ...] = (
+    "qwen2-vl",
+    "qwen2.5-vl",
+    "llava",
+    "llava-next",
+    "paligemma",
+    "idefics3",
+    "smolvlm",
+)
 
 # Simplified versions of each family's published chat template (same turn markers and image
 # placement), written here because the real ones ship with weights we cannot download.
@@ -291,8 +301,8 @@ def build_tiny_generative(
 
     Args:
         out_dir: Folder to write (``save_pretrained`` layout, loadable with ``hf:<folder>``).
-        family: ``qwen2-vl``, ``llava`` (LLaVA-1.5), ``llava-next`` (LLaVA-NeXT, any-resolution tiles),
-            ``paligemma`` or ``idefics3`` (SmolVLM).
+        family: ``qwen2-vl``, ``qwen2.5-vl``, ``llava`` (LLaVA-1.5), ``llava-next`` (LLaVA-NeXT,
+            any-resolution tiles), ``paligemma``, ``idefics3`` or ``smolvlm``.
         seed: Weight-initialisation seed (the same seed gives identical weights).
         hidden: Hidden size of the language model (the vision tower uses 32).
         layers: Language-model layers (the vision tower has one).
@@ -308,8 +318,10 @@ def build_tiny_generative(
 
     builders = {
         "qwen2-vl": _tiny_qwen2_vl,
+        "qwen2.5-vl": _tiny_qwen2_5_vl,
         "llava": _tiny_llava,
         "llava-next": _tiny_llava_next,
+        "smolvlm": _tiny_smolvlm,
         "paligemma": _tiny_paligemma,
         "idefics3": _tiny_idefics3,
     }
@@ -328,7 +340,7 @@ def build_tiny_generative(
     model.eval()
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
-    if family == "qwen2-vl":
+    if family in ("qwen2-vl", "qwen2.5-vl"):
         # Write the video processor entry a real Qwen2-VL folder has, whether or not the stand-in
         # of a torchvision-less machine was used, so the folder loads the same everywhere.
         cfg_path = out_dir / "processor_config.json"
@@ -431,6 +443,39 @@ def _tiny_qwen2_vl(hidden: int, layers: int, image_size: int, size: str = "tiny"
 
         processor = build_images_only_processor(
             Qwen2VLProcessor, image_processor, tok, chat_template=_QWEN2_VL_TEMPLATE
+        )
+    return model, processor
+
+
+def _tiny_qwen2_5_vl(hidden: int, layers: int, image_size: int) -> tuple[Any, Any]:
+    """Qwen2.5-VL: Qwen2-VL's text model and processor, a windowed-attention vision tower."""
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor
+
+    model, qwen2 = _tiny_qwen2_vl(hidden, layers, image_size)
+    cfg = model.config
+    vision = dict(
+        depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=hidden, patch_size=14,
+        spatial_merge_size=2, temporal_patch_size=2, window_size=56, fullatt_block_indexes=[1],
+    )  # fmt: skip
+    config = Qwen2_5_VLConfig(
+        text_config=cfg.text_config.to_dict(),
+        vision_config=vision,
+        image_token_id=cfg.image_token_id,
+        video_token_id=cfg.video_token_id,
+        vision_start_token_id=cfg.vision_start_token_id,
+        vision_end_token_id=cfg.vision_end_token_id,
+    )
+    model = Qwen2_5_VLForConditionalGeneration(config)
+    tok, image_processor = qwen2.tokenizer, qwen2.image_processor
+    if importlib.util.find_spec("torchvision") is not None:
+        processor = Qwen2_5_VLProcessor(
+            image_processor=image_processor, tokenizer=tok, chat_template=_QWEN2_VL_TEMPLATE
+        )
+    else:
+        from scopebench.models.hf_generative import build_images_only_processor
+
+        processor = build_images_only_processor(
+            Qwen2_5_VLProcessor, image_processor, tok, chat_template=_QWEN2_VL_TEMPLATE
         )
     return model, processor
 
@@ -620,4 +665,36 @@ def _tiny_idefics3(hidden: int, layers: int, image_size: int) -> tuple[Any, Any]
         image_seq_len=seq_len,
         chat_template=_IDEFICS3_TEMPLATE,
     )
+    return model, processor
+
+
+def _tiny_smolvlm(hidden: int, layers: int, image_size: int) -> tuple[Any, Any]:
+    """SmolVLM: Idefics3's layout with its own processor (which also carries a video processor)."""
+    from transformers import SmolVLMConfig, SmolVLMForConditionalGeneration, SmolVLMProcessor
+    from transformers.models.smolvlm.image_processing_pil_smolvlm import SmolVLMImageProcessorPil
+
+    idefics, idefics_proc = _tiny_idefics3(hidden, layers, image_size)
+    cfg = idefics.config
+    config = SmolVLMConfig(
+        text_config=cfg.text_config.to_dict(),
+        vision_config=cfg.vision_config.to_dict(),
+        image_token_id=cfg.image_token_id,
+        scale_factor=cfg.scale_factor,
+    )
+    model = SmolVLMForConditionalGeneration(config)
+    tile = image_size // 2
+    image_processor = SmolVLMImageProcessorPil(
+        size={"longest_edge": image_size}, max_image_size={"longest_edge": tile}, do_image_splitting=True
+    )
+    kwargs = dict(image_seq_len=idefics_proc.image_seq_len, chat_template=_IDEFICS3_TEMPLATE)
+    if importlib.util.find_spec("torchvision") is not None:
+        processor = SmolVLMProcessor(
+            image_processor=image_processor, tokenizer=idefics_proc.tokenizer, **kwargs
+        )
+    else:
+        from scopebench.models.hf_generative import build_images_only_processor
+
+        processor = build_images_only_processor(
+            SmolVLMProcessor, image_processor, idefics_proc.tokenizer, **kwargs
+        )
     return model, processor
