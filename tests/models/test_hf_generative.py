@@ -178,6 +178,23 @@ def test_each_image_decoded_once_per_batch(
     assert sorted(loads) == ["img0.png", "img1.png", "img2.png"]
 
 
+@pytest.mark.parametrize("mode", ["generate", "choice-logprob"])
+def test_unreadable_image_fails_only_its_items(
+    mode: str, tiny: dict[str, Path], bench: Path, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not a png")
+    items = _items(bench)
+    items[1] = replace(items[1], images=(ImageRef(key="bad.png", path=bad),))
+    backend = load_model(f"hf:{tiny['qwen2-vl']}", ModelOptions(mode=mode, extra={"max_new_tokens": 2}))
+    out = backend.predict(items)
+    assert [r.item_id for r in out] == [it.id for it in items]
+    assert [r.status for r in out] == ["ok", "error", "ok", "ok", "ok", "ok", "ok"]
+    assert "cannot decode image" in (out[1].error or "")
+
+
 def test_plan_groups_shared_images_and_sorts_by_length(tiny: dict[str, Path], bench: Path) -> None:
     items = _items(bench)
     backend = load_model(f"hf:{tiny['llava']}", ModelOptions(mode="choice-logprob"))
@@ -263,6 +280,23 @@ def test_label_spellings_best_variant_wins(tiny: dict[str, Path], bench: Path) -
     (resp,) = backend.predict([_items(bench)[1]])  # options A, B, C
     z = math.exp(10) + 2
     assert resp.scores == pytest.approx([1 / z, math.exp(10) / z, 1 / z], rel=1e-6)
+
+
+def test_label_spellings_of_a_sentencepiece_vocabulary(tiny: dict[str, Path]) -> None:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "▁A": 1, "A": 2, "▁B": 3, "B": 4, "▁C": 5, "(": 6}
+    sp = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    sp.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    sp.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    backend: Any = load_model(f"hf:{tiny['llava']}", ModelOptions(mode="choice-logprob"))
+    backend._ensure_loaded()
+    backend.processor.tokenizer = PreTrainedTokenizerFast(tokenizer_object=sp, unk_token="<unk>")
+    # Word-initial "▁A" (after "ASSISTANT:") and mid-word "A" (after an answer prefix ending in "(").
+    assert sorted(backend.label_token_ids("A")) == [1, 2]
+    assert sorted(backend.label_token_ids("B")) == [3, 4]
+    assert backend.label_token_ids("C") == [5] and backend.label_token_ids("D") == []
 
 
 def test_microvqa_owner_numbers_prefix_and_unscorable_labels(tiny: dict[str, Path], bench: Path) -> None:

@@ -12,8 +12,9 @@ The model is loaded with ``AutoModelForImageTextToText`` and its ``AutoProcessor
   log-probabilities and the probability mass the labels hold are kept in ``extra``.
 
 Label tokens: tokenizers spell a label differently by context — byte-level vocabularies (GPT-2,
-Qwen) have both ``"A"`` and ``"ĠA"`` (" A"), SentencePiece ones (Llama, Gemma) ``"▁A"``. For each
-label every spelling that is a *single* token is collected (``"A"``, ``" A"``, ``"▁A"``) and the
+Qwen) have both ``"A"`` and ``"ĠA"`` (" A"), SentencePiece ones (Llama, Gemma) ``"▁A"`` and the
+mid-word ``"A"``. For each label every spelling that is a *single* token is collected (the
+encodings of ``"A"`` and ``" A"``, and the vocabulary entries ``A``, ``▁A``, ``ĠA``) and the
 label's score is the best (maximum) log-probability among them, so whichever spelling the model
 prefers after the prompt counts. A label with no single-token spelling (``"10"`` for a digit-wise
 tokenizer) cannot be scored this way and its item is recorded as an error, never guessed.
@@ -54,7 +55,7 @@ from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
 from scopebench.models.registry import split_spec
 from scopebench.parsing.boxes import parse_boxes
-from scopebench.protocols import render_detection_prompt, render_prompt
+from scopebench.protocols import DetectionStyle, render_detection_prompt, render_prompt
 
 __all__ = ["MODES", "HFGenerativeBackend", "family_of", "load_processor"]
 
@@ -196,6 +197,7 @@ class _Job:
     prefix: str = ""
     option_labels: tuple[str, ...] = ()
     detection: bool = False
+    protocol: str = ""
 
 
 class HFGenerativeBackend(Backend):
@@ -282,10 +284,6 @@ class HFGenerativeBackend(Backend):
         if self.family == "paligemma":
             return "paligemma"
         return "json"
-
-    def _detection_style(self) -> Literal["qwen", "paligemma", "json"]:
-        style = self.box_format
-        return "json" if style == "auto" else style
 
     # Loading ----------------------------------------------------------------------------------
 
@@ -378,7 +376,9 @@ class HFGenerativeBackend(Backend):
                     if self.answer_prefix is not None
                     else _ANSWER_PREFIX.get(prompt.protocol, "")
                 )
-            jobs.append(_Job(i, turns, prefix=prefix, option_labels=prompt.option_labels))
+            jobs.append(
+                _Job(i, turns, prefix=prefix, option_labels=prompt.option_labels, protocol=prompt.protocol)
+            )
         logprob = [j for j in jobs if not j.detection and self.mode == "choice-logprob"]
         text_jobs = [j for j in jobs if j.detection or self.mode == "generate"]
         for job, resp in self._run(logprob, items, kind="logprob"):
@@ -387,21 +387,22 @@ class HFGenerativeBackend(Backend):
             out[job.index] = resp
         self._segment_fallback(items, jobs, out)
         answers: list[Response] = []
-        for i, it in enumerate(items):
-            answer = out[i]
+        for job in jobs:
+            answer = out[job.index]
             assert answer is not None  # every job is answered by _run
             if answer.status == "ok":
-                answer.extra.setdefault("mode", "generate" if it.kind == "detection" else self.mode)
-                if it.kind != "detection":
-                    answer.extra["protocol"] = render_prompt(it, self.options.protocol).protocol
+                answer.extra["mode"] = "generate" if job.detection else self.mode
+                if not job.detection:
+                    answer.extra["protocol"] = job.protocol
             answers.append(answer)
         return answers
 
     def _images(self, item: Item) -> tuple[ImageRef, ...]:
         return () if self.options.no_image else item.images
 
-    def _detection_text(self, item: Item, style: str | None = None) -> str:
-        return render_detection_prompt(item, style or self._detection_style())  # type: ignore[arg-type]
+    def _detection_text(self, item: Item, style: DetectionStyle | None = None) -> str:
+        fmt = self.box_format
+        return render_detection_prompt(item, style or ("json" if fmt == "auto" else fmt))
 
     def _segment_fallback(self, items: Sequence[Item], jobs: list[_Job], out: list[Response | None]) -> None:
         """PaliGemma: ask ``segment`` where ``detect`` gave no box (its documented fallback)."""
@@ -592,20 +593,22 @@ class HFGenerativeBackend(Backend):
         return [pattern.sub("", t) if pattern else str(t) for t in texts]
 
     def label_token_ids(self, label: str) -> list[int]:
-        """Every single-token spelling of an option label (``"A"``, ``" A"``, ``"▁A"``), as ids."""
+        """Every single-token spelling of an option label (``"A"``, ``" A"``, ``"▁A"``, ``"ĠA"``), as ids."""
         if label in self._label_ids:
             return self._label_ids[label]
         tok = self.tokenizer
-        ids: list[int] = []
+        candidates: list[int] = []
         for variant in (label, " " + label):
             enc = tok.encode(variant, add_special_tokens=False)
-            if len(enc) == 1 and enc[0] not in ids:
-                ids.append(int(enc[0]))
+            if len(enc) == 1:
+                candidates.append(int(enc[0]))
         vocab = tok.get_vocab()
-        for token in ("▁" + label, "Ġ" + label):  # SentencePiece and byte-level word-initial forms
-            tid = vocab.get(token)
-            if tid is not None and tid not in ids and tok.decode([tid]).strip() == label:
-                ids.append(int(tid))
+        # The bare piece (mid-word, e.g. after "(") and the SentencePiece / byte-level word-initial forms.
+        candidates += [vocab[t] for t in (label, "▁" + label, "Ġ" + label) if t in vocab]
+        # A candidate must read back as the label: an unknown-token id, for one, does not.
+        ids = [
+            t for t in dict.fromkeys(candidates) if t != tok.unk_token_id and tok.decode([t]).strip() == label
+        ]
         self._label_ids[label] = ids
         return ids
 
