@@ -156,6 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         fresh=args.fresh,
         retry_errors=args.retry_errors,
         on_metrics=lambda d: _write_outputs(d, args.seed),
+        metrics_key=f"report:seed={args.seed}",
     )
     _print_metrics(result.metrics, f"{config.benchmark} — {config.model}")
     console.print(

@@ -205,3 +205,32 @@ def test_a_shared_backend_is_used_as_is_and_left_open(tmp_path: Path) -> None:
     other = load_model(cfg.model, replace(cfg, seed=1).model_options())
     with pytest.raises(ScopebenchError, match="other options"):
         run_benchmark(cfg, tmp_path / "d", backend=other)
+
+
+def test_finished_run_reuses_its_metrics_until_the_store_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = run_benchmark(_cfg("random"), tmp_path / "run")
+    calls: list[Path] = []
+    real = runner_mod._basic_metrics
+
+    def counting(run_dir: Path) -> dict[str, object]:
+        calls.append(run_dir)
+        return real(run_dir)
+
+    monkeypatch.setattr(runner_mod, "_basic_metrics", counting)
+    again = run_benchmark(_cfg("random"), tmp_path / "run")
+    assert again.n_new == 0 and calls == [] and again.metrics["overall"] == first.metrics["overall"]
+    # A larger run in the same directory is refused (different limit); growing the store by hand
+    # is what a resumed, interrupted run does: the stamp no longer matches and metrics are redone.
+    from scopebench.engine.store import RunStore
+    from scopebench.items import Record
+
+    with RunStore(tmp_path / "run" / "records.sqlite") as store:
+        store.add([Record(item_id="unit/000", model="random", status="error", error="x")])
+    redone = run_benchmark(_cfg("random"), tmp_path / "run")
+    assert len(calls) == 1 and redone.metrics["overall"]["errors"] == 1
+    # A custom metrics function without a key is always run.
+    seen: list[Path] = []
+    run_benchmark(_cfg("random"), tmp_path / "run", on_metrics=lambda d: seen.append(d) or {})
+    assert seen == [tmp_path / "run"]

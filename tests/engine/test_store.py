@@ -61,3 +61,21 @@ def test_meta_roundtrip(tmp_path: Path) -> None:
         store.set_meta("k", {"a": [1, 2]})
         assert store.get_meta("k") == {"a": [1, 2]}
         assert store.get_meta("missing", 3) == 3
+
+
+def test_generation_moves_with_every_write_and_delete(tmp_path: Path) -> None:
+    from helpers import make_items
+    from scopebench.items import Record
+
+    items = make_items(3)
+    with RunStore(tmp_path / "s.sqlite") as store:
+        assert store.generation() == 0
+        store.add([Record(item_id=it.id, model="m", status="ok", choice=0, correct=True) for it in items])
+        assert store.generation() == 1
+        store.add([])  # nothing written: nothing changed
+        assert store.generation() == 1
+        store.add([Record(item_id=items[0].id, model="m", status="error", error="x")])
+        assert store.delete_status(["unparsed"]) == 0 and store.generation() == 2
+        assert store.delete_status(["error"]) == 1 and store.generation() == 3
+    with RunStore(tmp_path / "s.sqlite") as store:  # persisted with the records
+        assert store.generation() == 3

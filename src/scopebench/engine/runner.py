@@ -7,6 +7,7 @@ text, argmax for scores) → commit each batch → compute metrics.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -242,6 +243,7 @@ def _score_detection(item: Item, response: Response, backend: Backend, rec: Reco
     return rec
 
 
+@functools.cache
 def _package_versions() -> dict[str, str]:
     names = ["scopebench", "torch", "transformers", "open_clip_torch", "vllm", "datasets", "numpy", "scipy"]
     out = {}
@@ -284,7 +286,7 @@ def _provenance(
         "batch_size": config.batch_size,
         "parser_version": PARSER_VERSION,
         "scopebench_version": _package_versions().get("scopebench", "unknown"),
-        "packages": _package_versions(),
+        "packages": dict(_package_versions()),
         "device": config.device,
         "platform": platform.platform(),
         "python": platform.python_version(),
@@ -333,6 +335,7 @@ def run_benchmark(
     retry_errors: bool = False,
     on_metrics: Callable[[Path], dict[str, Any]] | None = None,
     backend: Backend | None = None,
+    metrics_key: str | None = None,
 ) -> RunResult:
     """Run (or resume) ``config`` into ``out_dir``.
 
@@ -346,6 +349,9 @@ def run_benchmark(
         backend: An already-built model for this run's ``config.model`` and options, so a caller
             that runs many conditions of one model (probes, sweeps) loads its weights once. The
             caller keeps ownership: the run does not close it.
+        metrics_key: Names what ``on_metrics`` computes (e.g. its seed and resamples), so a finished
+            run that gains no record reuses its ``metrics.json`` instead of recomputing it. The
+            default metrics have their own key; a custom ``on_metrics`` without a key always runs.
 
     Returns:
         A :class:`RunResult`.
@@ -379,12 +385,51 @@ def run_benchmark(
         (run_dir / CONFIG_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
         with RunStore(run_dir / STORE_FILE) as store:
             n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
-            store.export_jsonl(run_dir / RECORDS_JSONL)
+            key = metrics_key if on_metrics is not None else "basic"
+            stamp = None if key is None else _metrics_stamp(key, store.generation())
+            cached = _cached_metrics(run_dir, store, stamp)
+            if cached is None:
+                store.export_jsonl(run_dir / RECORDS_JSONL)
     finally:
         if owned:
             backend.close()
-    metrics = (on_metrics or _basic_metrics)(run_dir)
+    if cached is None:
+        metrics = (on_metrics or _basic_metrics)(run_dir)
+        if stamp is not None:
+            with RunStore(run_dir / STORE_FILE) as store:
+                store.set_meta("metrics_stamp", stamp)
+    else:
+        metrics = cached
     return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
+
+
+def _metrics_stamp(key: str, generation: int) -> dict[str, Any]:
+    from scopebench.scoring.metrics import METRICS_SCHEMA_VERSION
+
+    return {
+        "key": key,
+        "generation": generation,
+        "schema": METRICS_SCHEMA_VERSION,
+        "scopebench": _package_versions().get("scopebench", "unknown"),
+    }
+
+
+def _cached_metrics(run_dir: Path, store: RunStore, stamp: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The stored metrics when they were computed the same way from exactly what the store holds.
+
+    Re-running a finished run then costs loading the items and checking the configuration, not a
+    bootstrap per group, a re-export and (from the CLI) new plots.
+    """
+    if stamp is None or store.get_meta("metrics_stamp") != stamp:
+        return None
+    paths = (run_dir / METRICS_FILE, run_dir / RECORDS_JSONL)
+    if not all(p.is_file() for p in paths):
+        return None
+    try:
+        metrics: dict[str, Any] = json.loads(paths[0].read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return metrics
 
 
 def _basic_metrics(run_dir: Path) -> dict[str, Any]:

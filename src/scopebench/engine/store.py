@@ -80,9 +80,27 @@ class RunStore:
             The number of records written.
         """
         rows = [(r.item_id, r.status, json.dumps(r.to_dict(), ensure_ascii=False)) for r in records]
+        if not rows:
+            return 0
         with self._db:
             self._db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?)", rows)
+            self._bump_generation()
         return len(rows)
+
+    def _bump_generation(self) -> None:
+        # Inside the caller's transaction: the counter moves exactly when the records do.
+        self._db.execute(
+            "INSERT INTO meta VALUES ('generation', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
+    def generation(self) -> int:
+        """A counter that changes whenever records are written or deleted (0 for a new store).
+
+        Lets a finished run tell that its metrics file still describes what the store holds.
+        """
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return 0 if row is None else int(row[0])
 
     def records(self) -> list[Record]:
         """Every stored record, ordered by item id."""
@@ -105,6 +123,8 @@ class RunStore:
         marks = ",".join("?" * len(stats))
         with self._db:
             cur = self._db.execute(f"DELETE FROM records WHERE status IN ({marks})", stats)
+            if cur.rowcount:
+                self._bump_generation()
         return cur.rowcount
 
     # Items (what the report's item browser shows) ---------------------------------------------

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 __all__ = [
     "CI_METHOD",
@@ -83,6 +82,8 @@ def bootstrap_ci(
     p = float(x.mean())
     if x.size <= 1 or np.all(x == x[0]):
         return Interval(p, p, DEGENERATE, resamples, seed)
+    from scipy import stats  # lazy: 0.9 s of import that a no-op resume does not need
+
     res = stats.bootstrap(
         (x,),
         np.mean,

@@ -19,8 +19,6 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from scipy import stats
-
 from scopebench.engine.rundir import RunData, load_run
 from scopebench.errors import ConfigMismatchError, DataFormatError
 from scopebench.scoring.accuracy import Policy
@@ -37,6 +35,8 @@ def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts ``b`` and ``c``."""
     if b + c == 0:
         return 1.0
+    from scipy import stats  # lazy, as in scoring.bootstrap
+
     return float(stats.binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
 
 

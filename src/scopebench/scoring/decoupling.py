@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from scopebench.items import Record
 
@@ -65,6 +64,8 @@ def _ci(values: np.ndarray, seed: int, resamples: int) -> tuple[float, float]:
     if values.min() == values.max():
         # Bootstrap of a constant sample is degenerate: every resample gives the same mean.
         return float(values[0]), float(values[0])
+    from scipy import stats  # lazy, as in scoring.bootstrap
+
     res = stats.bootstrap(
         (values,), np.mean, n_resamples=resamples, confidence_level=0.95, method="percentile",
         random_state=np.random.default_rng(seed), vectorized=True,

@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from scopebench.items import Box
 
@@ -59,6 +58,8 @@ def grit_score(pred: Sequence[Box], gt: Sequence[Box]) -> float:
     if not pred or not gt:
         return 0.0
     ious = iou_matrix(pred, gt)
+    from scipy.optimize import linear_sum_assignment  # lazy, as in scoring.bootstrap
+
     rows, cols = linear_sum_assignment(1.0 - ious)
     matched = [ious[r, c] for r, c in zip(rows, cols, strict=True) if ious[r, c] > 0]
     return float(sum(matched) / (len(pred) + len(gt) - len(matched)))
