@@ -65,6 +65,9 @@ class FrequentBackend(Backend):
     would make every answer whose text is unique in the split a certain hit: 100% on data with
     free-text answers). Ties are broken by the lowest option index, so the result is
     deterministic; an item none of whose options is correct elsewhere gets its first option.
+    Leave-one-out majority is biased low on perfectly balanced tasks (6 + 6 answers of a binary
+    task: each item sees its own class at 5 against 6 and scores 0%), which is the honest price of
+    never reading the label; the reports show it beside the random baseline.
     """
 
     mode = "baseline"
