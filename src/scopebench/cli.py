@@ -119,10 +119,17 @@ def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
     return result
 
 
-def _run_config(args: argparse.Namespace) -> Any:
+def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
+    """The RunConfig of the run options in ``args`` (``run``, ``strategies`` and the probes).
+
+    Options a command does not offer (``--no-image``, ``--strategy``) keep their default;
+    ``overrides`` replace fields (a probe running several models passes ``model``).
+    """
+    from dataclasses import replace
+
     from scopebench.engine import RunConfig
 
-    return RunConfig(
+    config = RunConfig(
         benchmark=args.bench,
         data=args.data or "",
         model=args.model,
@@ -132,7 +139,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         batch_size=args.batch_size,
         protocol=args.protocol,
         mode=args.mode,
-        no_image=args.no_image,
+        no_image=getattr(args, "no_image", False),
         device=args.device,
         base_url=args.base_url,
         model_args=_parse_model_args(args.model_arg),
@@ -143,6 +150,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         workers=args.workers,
         strategy=getattr(args, "strategy", None),
     )
+    return replace(config, **overrides) if overrides else config
 
 
 def cmd_run(args: argparse.Namespace) -> int:

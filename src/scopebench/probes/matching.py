@@ -33,13 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from scopebench.errors import ScopebenchError
 from scopebench.items import Item, Record
-from scopebench.probes.shortcut import (
-    _add_common_args,
-    _base_config,
-    _models_from_args,
-    model_slug,
-    read_id_file,
-)
+from scopebench.probes.shortcut import model_slug, read_id_file
 
 if TYPE_CHECKING:
     from scopebench.engine import RunConfig
@@ -402,9 +396,11 @@ def cmd_matching(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from scopebench.cli_probe import config_from_args, models_from_args
+
     result = run_matching(
-        _base_config(args),
-        _models_from_args(args, DEFAULT_MODELS),
+        config_from_args(args, model="random"),  # the model is replaced per run
+        models_from_args(args, DEFAULT_MODELS),
         args.out,
         items_file=args.items,
         resamples=args.resamples,
@@ -434,9 +430,12 @@ def add_probe_parser(probe_sub: Any) -> None:
         help="question–option matching baselines: BERT next-sentence prediction and sentence embeddings",
         description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
     )
-    _add_common_args(p, "comma-separated matching models (default: " + ",".join(DEFAULT_MODELS) + ")")
+    from scopebench.cli_probe import add_common_probe_args
+
+    add_common_probe_args(
+        p, models_help="comma-separated matching models (default: " + ",".join(DEFAULT_MODELS) + ")"
+    )
     p.add_argument(
         "--items", help="evaluate only the item ids in this file (e.g. the flagged.txt of probe shortcut)"
     )
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.set_defaults(func=cmd_matching)
