@@ -351,6 +351,8 @@ def _plot(stem: Path, result: Mapping[str, Any]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from scopebench.report.plots import save_figure
+
     rows = result["rows"]
     sections = {r["section"] for r in rows}
     shown = "subset" if "subset" in sections else "task"
@@ -383,9 +385,7 @@ def _plot(stem: Path, result: Mapping[str, Any]) -> None:
     ax.set_title(f"question–option matching, text only — {result['benchmark']}", fontsize=10)
     ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
-    for suffix in (".png", ".svg"):
-        fig.savefig(stem.with_suffix(suffix), dpi=150)
-    plt.close(fig)
+    save_figure(fig, stem)
 
 
 # Command line -------------------------------------------------------------------------------------

@@ -602,6 +602,8 @@ def _plot(stem: Path, counts: Mapping[str, Any], rule: ShortcutRule, n_models: i
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from scopebench.report.plots import save_figure
+
     panels = [
         ("models answering correctly", counts["histogram_models_correct"], rule.min_models, "min-models")
     ]
@@ -628,9 +630,7 @@ def _plot(stem: Path, counts: Mapping[str, Any], rule: ShortcutRule, n_models: i
         else:
             ax.set_title(f"rule {name} not used", fontsize=9)
     fig.tight_layout()
-    for suffix in (".png", ".svg"):
-        fig.savefig(stem.with_suffix(suffix), dpi=150)
-    plt.close(fig)
+    save_figure(fig, stem)
 
 
 # Command line -------------------------------------------------------------------------------------
