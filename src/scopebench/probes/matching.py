@@ -20,8 +20,6 @@ Outputs in ``OUT``: ``matching.json``, ``matching.csv``, ``matching.md`` and a b
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import logging
 import math
@@ -284,23 +282,20 @@ def _all_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _write_outputs(out: Path, result: dict[str, Any]) -> None:
     from scopebench.report import json_safe
+    from scopebench.report.tables import rows_to_csv
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "matching.json").write_text(
         json.dumps(json_safe(result), indent=2, ensure_ascii=False), encoding="utf-8"
     )
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(_COLUMNS)
-    for r in _all_rows(result):
-        w.writerow(["" if _nan(r.get(c)) else (f"{r[c]:.6g}" if isinstance(r[c], float) else r[c])
-                    for c in _COLUMNS])  # fmt: skip
-    (out / "matching.csv").write_text(buf.getvalue(), encoding="utf-8")
+    (out / "matching.csv").write_text(rows_to_csv(_all_rows(result), _COLUMNS), encoding="utf-8")
     (out / "matching.md").write_text(_markdown(result), encoding="utf-8")
     _plot(out / "matching", result)
 
 
 def _markdown(result: Mapping[str, Any]) -> str:
+    from scopebench.report.tables import format_interval
+
     split = result["split"] or "default split"
     lines = [f"# Question–option matching — {result['benchmark']} ({split})", ""]
     lines.append(
@@ -321,7 +316,7 @@ def _markdown(result: Mapping[str, Any]) -> str:
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
-        ci = "" if _nan(r["ci_low"]) else f"[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]"
+        ci = format_interval(r)
         errors = r["errors"] + r["missing_image"] + r["missing_response"]
         lines.append(f"| {r['model']} | {r['source']} | {r['group']} | {r['n']} | {_pct(r['accuracy'])} | "
                      f"{ci} | {r['unparsed']} | {errors} |")  # fmt: skip
@@ -397,6 +392,7 @@ def cmd_matching(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from scopebench.cli_probe import config_from_args, models_from_args
+    from scopebench.report.tables import format_interval
 
     result = run_matching(
         config_from_args(args, model="random"),  # the model is replaced per run
@@ -411,8 +407,7 @@ def cmd_matching(args: argparse.Namespace) -> int:
     for h in ("model", "group", "n", "accuracy", "95% CI"):
         table.add_column(h, justify="left" if h in ("model", "group") else "right")
     for r in result["rows"]:
-        ci = "" if _nan(r["ci_low"]) else f"[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]"
-        table.add_row(r["model"], r["group"], str(r["n"]), _pct(r["accuracy"]), ci)
+        table.add_row(r["model"], r["group"], str(r["n"]), _pct(r["accuracy"]), format_interval(r))
     for r in result["chance"]:
         table.add_row(r["model"], r["group"], str(r["n"]), _pct(r["accuracy"]), "")
     console = Console()
