@@ -58,6 +58,22 @@ def _read_exclude(path: str | None) -> frozenset[str]:
     return frozenset(line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
+def _present_modules(names: Sequence[str]) -> list[Any]:
+    """The modules of ``names`` this installation has, in order.
+
+    A module that is absent is skipped; one whose own import fails on a missing dependency is not
+    (that error must reach the user).
+    """
+    modules = []
+    for name in names:
+        try:
+            modules.append(importlib.import_module(name))
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+    return modules
+
+
 # Commands ---------------------------------------------------------------------------------------
 
 
@@ -435,13 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", nargs="+", help="model specs to run (default: the demo set)")
     p.set_defaults(func=cmd_demo)
 
-    for module_name in _EXTENSION_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
+    for module in _present_modules(_EXTENSION_MODULES):
         module.add_subcommands(sub)
     return parser
 

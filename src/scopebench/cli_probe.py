@@ -10,7 +10,6 @@ options of :func:`add_common_probe_args` and build their run configuration with
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -155,11 +154,7 @@ def add_subcommands(sub: Any) -> None:
     )
     probe_sub = p.add_subparsers(dest="probe", metavar="PROBE")
     probe_sub.required = True
-    for module_name in _PROBE_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
+    from scopebench.cli import _present_modules
+
+    for module in _present_modules(_PROBE_MODULES):
         module.add_probe_parser(probe_sub)
