@@ -58,6 +58,22 @@ def _read_exclude(path: str | None) -> frozenset[str]:
     return frozenset(line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
+def _present_modules(names: Sequence[str]) -> list[Any]:
+    """The modules of ``names`` this installation has, in order.
+
+    A module that is absent is skipped; one whose own import fails on a missing dependency is not
+    (that error must reach the user).
+    """
+    modules = []
+    for name in names:
+        try:
+            modules.append(importlib.import_module(name))
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+    return modules
+
+
 # Commands ---------------------------------------------------------------------------------------
 
 
@@ -119,10 +135,17 @@ def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
     return result
 
 
-def _run_config(args: argparse.Namespace) -> Any:
+def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
+    """The RunConfig of the run options in ``args`` (``run``, ``strategies`` and the probes).
+
+    Options a command does not offer (``--no-image``, ``--strategy``) keep their default;
+    ``overrides`` replace fields (a probe running several models passes ``model``).
+    """
+    from dataclasses import replace
+
     from scopebench.engine import RunConfig
 
-    return RunConfig(
+    config = RunConfig(
         benchmark=args.bench,
         data=args.data or "",
         model=args.model,
@@ -132,7 +155,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         batch_size=args.batch_size,
         protocol=args.protocol,
         mode=args.mode,
-        no_image=args.no_image,
+        no_image=getattr(args, "no_image", False),
         device=args.device,
         base_url=args.base_url,
         model_args=_parse_model_args(args.model_arg),
@@ -143,6 +166,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         workers=args.workers,
         strategy=getattr(args, "strategy", None),
     )
+    return replace(config, **overrides) if overrides else config
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -427,13 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", nargs="+", help="model specs to run (default: the demo set)")
     p.set_defaults(func=cmd_demo)
 
-    for module_name in _EXTENSION_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
+    for module in _present_modules(_EXTENSION_MODULES):
         module.add_subcommands(sub)
     return parser
 

@@ -10,7 +10,6 @@ options of :func:`add_common_probe_args` and build their run configuration with
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ __all__ = [
     "add_subcommands",
     "config_from_args",
     "console",
+    "models_from_args",
     "print_table",
     "probe_from_args",
 ]
@@ -42,16 +42,31 @@ _PROBE_MODULES = (
 console = Console(width=None if sys.stdout.isatty() else 140)
 
 
-def add_common_probe_args(parser: argparse.ArgumentParser, *, model: bool = True) -> None:
+def add_common_probe_args(
+    parser: argparse.ArgumentParser,
+    *,
+    model: bool = True,
+    models_help: str | None = None,
+    bootstrap: bool = True,
+) -> None:
     """Add the options every probe shares (benchmark, data, model, output, run settings).
 
     Args:
         parser: The probe's subparser.
         model: Add a required ``--model`` (probes that take several models add their own).
+        models_help: For probes that run several models: instead of one required ``--model``, add
+            ``--models`` (comma-separated, with this help) and a repeatable ``--model`` that adds
+            to them; read both with :func:`models_from_args`.
+        bootstrap: Add ``--resamples`` (probes that report bootstrap CIs).
     """
     parser.add_argument("--bench", required=True, help="benchmark name (see `scopebench benchmarks`)")
     parser.add_argument("--data", help="data location (not needed for `demo`)")
-    if model:
+    if models_help is not None:
+        parser.add_argument("--models", default="", help=models_help)
+        parser.add_argument(
+            "--model", action="append", default=[], help="a model spec (repeatable; adds to --models)"
+        )
+    elif model:
         parser.add_argument("--model", required=True, help="model spec: random, frequent, clip:DIR, hf:…")
     parser.add_argument("--out", required=True, help="probe folder: one run directory per condition + report")
     parser.add_argument("--split", help="split to evaluate (default: the benchmark's default)")
@@ -75,10 +90,22 @@ def add_common_probe_args(parser: argparse.ArgumentParser, *, model: bool = True
     parser.add_argument(
         "--max-fail-fraction", type=float, default=0.5, help="stop a run when more items fail (default 0.5)"
     )
-    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    if bootstrap:
+        parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     parser.add_argument("--executor", choices=["local", "ray"], default="local", help="where model calls run")
     parser.add_argument("--ray-address", help="Ray cluster address for --executor ray")
     parser.add_argument("--workers", type=int, help="Ray actors (default: one per GPU, else 2)")
+
+
+def models_from_args(args: argparse.Namespace, default: Sequence[str] = ()) -> list[str]:
+    """The model specs of ``--models`` (comma-separated) then each ``--model``; ``default`` if none.
+
+    Args:
+        args: Options added by :func:`add_common_probe_args` with ``models_help``.
+        default: Specs used when neither option names a model.
+    """
+    models = [m.strip() for m in str(args.models or "").split(",") if m.strip()] + list(args.model)
+    return models or list(default)
 
 
 def config_from_args(args: argparse.Namespace, *, model: str | None = None) -> RunConfig:
@@ -88,27 +115,11 @@ def config_from_args(args: argparse.Namespace, *, model: str | None = None) -> R
         args: Options added by :func:`add_common_probe_args`.
         model: Model spec overriding ``args.model`` (probes running several models).
     """
-    from scopebench.cli import _parse_model_args, _read_exclude
+    # One builder for `run` and the probes, so a new run option reaches both.
+    from scopebench.cli import _run_config
 
-    return RunConfig(
-        benchmark=args.bench,
-        data=args.data or "",
-        model=model if model is not None else args.model,
-        split=args.split,
-        limit=args.limit,
-        seed=args.seed,
-        batch_size=args.batch_size,
-        protocol=args.protocol,
-        mode=args.mode,
-        device=args.device,
-        base_url=args.base_url,
-        model_args=_parse_model_args(args.model_arg),
-        exclude_ids=_read_exclude(args.exclude),
-        max_fail_fraction=args.max_fail_fraction,
-        executor=args.executor,
-        ray_address=args.ray_address,
-        workers=args.workers,
-    )
+    config: RunConfig = _run_config(args, **({} if model is None else {"model": model}))
+    return config
 
 
 def probe_from_args(args: argparse.Namespace, *, model: str | None = None) -> Any:
@@ -143,11 +154,7 @@ def add_subcommands(sub: Any) -> None:
     )
     probe_sub = p.add_subparsers(dest="probe", metavar="PROBE")
     probe_sub.required = True
-    for module_name in _PROBE_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
+    from scopebench.cli import _present_modules
+
+    for module in _present_modules(_PROBE_MODULES):
         module.add_probe_parser(probe_sub)

@@ -14,7 +14,7 @@ from rich.table import Table
 from scopebench.report import json_safe, render_metrics_table, write_run_outputs
 from scopebench.report.html import heatmap_values
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
-from scopebench.report.tables import leaderboard_columns, leaderboard_table
+from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows
 from scopebench.scoring.compare import compare_runs
 
 __all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
@@ -50,34 +50,30 @@ def _csv(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     return buf.getvalue()
 
 
+def _print_table(title: str, head: Sequence[str], body: Sequence[Sequence[str]]) -> None:
+    table = Table(title=title)
+    for h in head:
+        table.add_column(h)
+    for row in body:
+        table.add_row(*row)
+    console.print(table)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
     result = compare_runs(args.runs, seed=args.seed, resamples=args.resamples, policy=args.policy)
     if args.published:
         result["published"] = published_leaderboard(result["benchmark"], leaderboard_columns(result))
     head, body = leaderboard_table(result)
-    table = Table(title=f"{result['benchmark']} leaderboard (seed {args.seed}, {args.resamples} resamples)")
-    for h in head:
-        table.add_column(h)
-    for row in body:
-        table.add_row(*row)
-    console.print(table)
-    pairs = Table(title="pairwise: paired bootstrap of the difference, McNemar exact test")
-    for h in ("A", "B", "n", "A − B", "95% CI", "b", "c", "McNemar p"):
-        pairs.add_column(h)
-    for p in result["pairs"]:
-        pairs.add_row(
-            p["model_a"],
-            p["model_b"],
-            str(p["n_common"]),
-            f"{100 * p['difference']:+.1f}",
-            f"[{100 * p['ci_low']:+.1f}, {100 * p['ci_high']:+.1f}]",
-            str(p["b_a_right_b_wrong"]),
-            str(p["c_a_wrong_b_right"]),
-            f"{p['mcnemar_p']:.3g}",
-        )
+    _print_table(
+        f"{result['benchmark']} leaderboard (seed {args.seed}, {args.resamples} resamples)", head, body
+    )
     if result["pairs"]:
-        console.print(pairs)
+        _print_table(
+            "pairwise: paired bootstrap of the difference, McNemar exact test",
+            ["A", "B", "n", "A − B", "95% CI", "b", "c", "McNemar p"],
+            pairwise_rows(result["pairs"]),
+        )
     for w in result["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {w}")
     if args.out:
@@ -118,12 +114,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.published:
             head, body = published_rows(metrics)
             if body:
-                t = Table(title=f"{metrics['benchmark']}: {PUBLISHED_NOTE}")
-                for h in head:
-                    t.add_column(h)
-                for row in body:
-                    t.add_row(*row)
-                console.print(t)
+                _print_table(f"{metrics['benchmark']}: {PUBLISHED_NOTE}", head, body)
                 where = out or Path(run)
                 note = f"{PUBLISHED_NOTE}: values in percent as printed in the papers\n\n"
                 (where / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")

@@ -112,10 +112,13 @@ class Backend(ABC):
         """How this backend writes boxes for detection items (``auto`` tries every format)."""
         return "auto"
 
+    #: Option labels of the last batch's prompts; backends that render prompts set it per batch.
+    _labels: Literal["letters", "numbers"] = "letters"
+
     @property
     def answer_labels(self) -> Literal["letters", "numbers"]:
         """How options are labelled in this backend's prompts (MicroVQA's owner protocol numbers them)."""
-        return "letters"
+        return self._labels
 
     def __init__(self, spec: str, options: ModelOptions) -> None:
         self.spec = spec

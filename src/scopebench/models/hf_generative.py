@@ -250,7 +250,6 @@ class HFGenerativeBackend(Backend):
         self.model: Any = None
         self.processor: Any = None
         self._label_ids: dict[str, list[int]] = {}
-        self._labels: Literal["letters", "numbers"] = "letters"
 
     def _pick_dtype(self, name: str) -> Any:
         torch = self._torch
@@ -270,11 +269,6 @@ class HFGenerativeBackend(Backend):
     def mode(self) -> str:  # type: ignore[override]
         """``generate`` or ``choice-logprob``."""
         return self._mode
-
-    @property
-    def answer_labels(self) -> Literal["letters", "numbers"]:
-        """Letters, or numbers under MicroVQA's owner protocol."""
-        return self._labels
 
     @property
     def box_format(self) -> Literal["auto", "qwen", "paligemma", "json"]:

@@ -604,6 +604,8 @@ def plot_sweep(rows: list[SweepRow], stem: Path, title: str = "") -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from scopebench.report.plots import save_figure
+
     xs = [r.alpha for r in rows]
     fig, ax = plt.subplots(figsize=(5.0, 3.5))
     for t in sorted({t for r in rows for t in r.by_task}):
@@ -620,8 +622,4 @@ def plot_sweep(rows: list[SweepRow], stem: Path, title: str = "") -> list[Path]:
     if title:
         ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)

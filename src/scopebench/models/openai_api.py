@@ -34,7 +34,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from PIL import Image
@@ -384,21 +384,10 @@ class OpenAIBackend(Backend):
             )
             self.cache = ResponseCache(root)
         self._rng = random.Random(options.seed)  # backoff jitter only; never touches an answer
-        self._labels: Literal["letters", "numbers"] = "letters"
         #: Requests sent over the network by this backend (cache hits excluded), for tests and logs.
         self.requests_sent = 0
 
     # ------------------------------------------------------------------ Backend interface
-
-    @property
-    def box_format(self) -> Literal["auto", "qwen", "paligemma", "json"]:
-        """Detection prompts ask for JSON; ``auto`` also reads a model that answers in its own format."""
-        return "auto"
-
-    @property
-    def answer_labels(self) -> Literal["letters", "numbers"]:
-        """Letters, or numbers under MicroVQA's owner protocol (set by the last batch's prompts)."""
-        return self._labels
 
     def predict(self, items: Sequence[Item]) -> list[Response]:
         """Answer a batch concurrently; a failed request is that item's ``error`` response."""

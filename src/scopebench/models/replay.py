@@ -99,11 +99,6 @@ class ReplayBackend(Backend):
         self.responses = read_replay_file(self.path)
         self._labels = "numbers" if options.extra.get("labels") == "numbers" else "letters"
 
-    @property
-    def answer_labels(self) -> Any:
-        """``letters`` unless ``--model-arg labels=numbers`` (MicroVQA-style numbered options)."""
-        return self._labels
-
     def prepare(self, items: Sequence[Item]) -> None:
         """Log how the file's ids line up with the run's items."""
         ids = {it.id for it in items}

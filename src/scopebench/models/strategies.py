@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from scopebench.errors import ModelSpecError
 from scopebench.items import Item
@@ -102,7 +102,6 @@ class StrategyBackend(Backend):
         self.steps = strategy_steps(strategy)
         self.protocol = protocol
         self.no_image = no_image
-        self._labels: Literal["letters", "numbers"] = "letters"
         self.default_batch_size = inner.default_batch_size  # type: ignore[misc]
 
     @property
@@ -114,11 +113,6 @@ class StrategyBackend(Backend):
     def mode(self) -> str:  # type: ignore[override]
         """``strategy:<name>`` over the inner backend's mode."""
         return f"strategy:{self.strategy}"
-
-    @property
-    def answer_labels(self) -> Literal["letters", "numbers"]:
-        """Letters, or numbers under MicroVQA's owner protocol."""
-        return self._labels
 
     def prepare(self, items: Sequence[Item]) -> None:
         """Let the inner backend see the run's items."""

@@ -141,6 +141,35 @@ def _typed(key: str, value: Any, kind: type) -> Any:
         raise ModelSpecError(f"--model-arg {key}={value!r} must be a {kind.__name__}") from None
 
 
+def _responses(
+    item_ids: Sequence[str],
+    errors: Sequence[str | None],
+    generated: Sequence[tuple[str | None, dict[str, Any]]],
+    request_extras: Sequence[dict[str, Any]],
+) -> list[Response]:
+    """One response per item: its build error, else the next generated text (or vLLM's error).
+
+    Args:
+        item_ids: The items, in order.
+        errors: Per item, why its request could not be built (``None``: it was sent).
+        generated: ``(text, extra)`` of each sent request, in order (``text`` ``None`` on failure).
+        request_extras: Per item, what its request adds to the response's ``extra``.
+    """
+    texts = iter(generated)
+    out = []
+    for item_id, err, request_extra in zip(item_ids, errors, request_extras, strict=True):
+        if err is not None:
+            out.append(Response(item_id, status="error", error=err))
+            continue
+        text, extra = next(texts)
+        extra.update(request_extra)
+        if text is None:
+            out.append(Response(item_id, status="error", error=extra.pop("error"), extra=extra))
+        else:
+            out.append(Response(item_id, text=text, extra=extra))
+    return out
+
+
 class VLLMBackend(Backend):
     """Generative answers from vLLM's offline engine.
 
@@ -184,17 +213,6 @@ class VLLMBackend(Backend):
         except ImportError as exc:
             raise MissingDependencyError("vllm", "vllm", "vllm: models") from exc
         self._llm: Any = None
-        self._labels: Literal["letters", "numbers"] = "letters"
-
-    @property
-    def box_format(self) -> Literal["auto", "qwen", "paligemma", "json"]:
-        """Detection prompts ask for JSON; ``auto`` also reads Qwen/PaliGemma-native boxes."""
-        return "auto"
-
-    @property
-    def answer_labels(self) -> Literal["letters", "numbers"]:
-        """Letters, or numbers under MicroVQA's owner protocol (set by the last batch's prompts)."""
-        return self._labels
 
     def _engine(self) -> Any:
         if self._llm is None:
@@ -229,19 +247,10 @@ class VLLMBackend(Backend):
                 requests.append(None)
                 errors.append(str(exc))
         texts = self._generate([r.messages for r in requests if r is not None], self.max_tokens)
-        it_texts = iter(texts)
-        out = []
-        for it, done, err in zip(items, requests, errors, strict=True):
-            if done is None:
-                out.append(Response(it.id, status="error", error=err))
-                continue
-            text, extra = next(it_texts)
-            extra.update(protocol=done.protocol, n_images=done.n_images)
-            if text is None:
-                out.append(Response(it.id, status="error", error=extra.pop("error"), extra=extra))
-            else:
-                out.append(Response(it.id, text=text, extra=extra))
-        return out
+        request_extras = [
+            {} if r is None else {"protocol": r.protocol, "n_images": r.n_images} for r in requests
+        ]
+        return _responses([it.id for it in items], errors, texts, request_extras)
 
     def chat(
         self,
@@ -261,18 +270,8 @@ class VLLMBackend(Backend):
             except ImageLoadError as exc:
                 msgs.append(None)
                 errors.append(str(exc))
-        texts = iter(self._generate([m for m in msgs if m is not None], max_new_tokens or self.max_tokens))
-        out = []
-        for item_id, m, err in zip(item_ids, msgs, errors, strict=True):
-            if m is None:
-                out.append(Response(item_id, status="error", error=err))
-                continue
-            text, extra = next(texts)
-            if text is None:
-                out.append(Response(item_id, status="error", error=extra.pop("error"), extra=extra))
-            else:
-                out.append(Response(item_id, text=text, extra=extra))
-        return out
+        texts = self._generate([m for m in msgs if m is not None], max_new_tokens or self.max_tokens)
+        return _responses(item_ids, errors, texts, [{} for _ in msgs])
 
     def _generate(
         self, conversations: list[list[dict[str, Any]]], max_tokens: int

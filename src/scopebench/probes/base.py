@@ -327,6 +327,8 @@ def plot_grouped_bars(
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from scopebench.report.plots import save_figure
+
     x = np.arange(len(groups))
     width = 0.8 / max(1, len(series))
     fig, ax = plt.subplots(figsize=(max(4.5, 1.1 * len(groups) + 2), 3.6))
@@ -345,11 +347,7 @@ def plot_grouped_bars(
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 def n_options(run: RunData, item_id: str) -> int:

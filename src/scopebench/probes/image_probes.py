@@ -211,6 +211,8 @@ def plot_curves(rows: Sequence[dict[str, Any]], names: Sequence[str], stem: Path
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from scopebench.report.plots import save_figure
+
     fig, ax = plt.subplots(figsize=(6, 4))
     for name in names:
         pts = sorted((r for r in rows if r["corruption"] == name), key=lambda r: r["level"])
@@ -224,11 +226,7 @@ def plot_curves(rows: Sequence[dict[str, Any]], names: Sequence[str], stem: Path
     ax.legend(fontsize=7, ncol=2)
     ax.set_title("Accuracy under image corruptions", fontsize=10)
     fig.tight_layout()
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 def _gallery_items(probe: ProbeRun, item_id: str | None) -> list[Item]:

@@ -20,8 +20,6 @@ Outputs in ``OUT``: ``matching.json``, ``matching.csv``, ``matching.md`` and a b
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import logging
 import math
@@ -33,13 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from scopebench.errors import ScopebenchError
 from scopebench.items import Item, Record
-from scopebench.probes.shortcut import (
-    _add_common_args,
-    _base_config,
-    _models_from_args,
-    model_slug,
-    read_id_file,
-)
+from scopebench.probes.shortcut import model_slug, read_id_file
 
 if TYPE_CHECKING:
     from scopebench.engine import RunConfig
@@ -290,23 +282,20 @@ def _all_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _write_outputs(out: Path, result: dict[str, Any]) -> None:
     from scopebench.report import json_safe
+    from scopebench.report.tables import rows_to_csv
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "matching.json").write_text(
         json.dumps(json_safe(result), indent=2, ensure_ascii=False), encoding="utf-8"
     )
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(_COLUMNS)
-    for r in _all_rows(result):
-        w.writerow(["" if _nan(r.get(c)) else (f"{r[c]:.6g}" if isinstance(r[c], float) else r[c])
-                    for c in _COLUMNS])  # fmt: skip
-    (out / "matching.csv").write_text(buf.getvalue(), encoding="utf-8")
+    (out / "matching.csv").write_text(rows_to_csv(_all_rows(result), _COLUMNS), encoding="utf-8")
     (out / "matching.md").write_text(_markdown(result), encoding="utf-8")
     _plot(out / "matching", result)
 
 
 def _markdown(result: Mapping[str, Any]) -> str:
+    from scopebench.report.tables import format_interval
+
     split = result["split"] or "default split"
     lines = [f"# Question–option matching — {result['benchmark']} ({split})", ""]
     lines.append(
@@ -327,7 +316,7 @@ def _markdown(result: Mapping[str, Any]) -> str:
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
-        ci = "" if _nan(r["ci_low"]) else f"[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]"
+        ci = format_interval(r)
         errors = r["errors"] + r["missing_image"] + r["missing_response"]
         lines.append(f"| {r['model']} | {r['source']} | {r['group']} | {r['n']} | {_pct(r['accuracy'])} | "
                      f"{ci} | {r['unparsed']} | {errors} |")  # fmt: skip
@@ -356,6 +345,8 @@ def _plot(stem: Path, result: Mapping[str, Any]) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from scopebench.report.plots import save_figure
 
     rows = result["rows"]
     sections = {r["section"] for r in rows}
@@ -389,9 +380,7 @@ def _plot(stem: Path, result: Mapping[str, Any]) -> None:
     ax.set_title(f"question–option matching, text only — {result['benchmark']}", fontsize=10)
     ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
-    for suffix in (".png", ".svg"):
-        fig.savefig(stem.with_suffix(suffix), dpi=150)
-    plt.close(fig)
+    save_figure(fig, stem)
 
 
 # Command line -------------------------------------------------------------------------------------
@@ -402,9 +391,12 @@ def cmd_matching(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from scopebench.cli_probe import config_from_args, models_from_args
+    from scopebench.report.tables import format_interval
+
     result = run_matching(
-        _base_config(args),
-        _models_from_args(args, DEFAULT_MODELS),
+        config_from_args(args, model="random"),  # the model is replaced per run
+        models_from_args(args, DEFAULT_MODELS),
         args.out,
         items_file=args.items,
         resamples=args.resamples,
@@ -415,8 +407,7 @@ def cmd_matching(args: argparse.Namespace) -> int:
     for h in ("model", "group", "n", "accuracy", "95% CI"):
         table.add_column(h, justify="left" if h in ("model", "group") else "right")
     for r in result["rows"]:
-        ci = "" if _nan(r["ci_low"]) else f"[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]"
-        table.add_row(r["model"], r["group"], str(r["n"]), _pct(r["accuracy"]), ci)
+        table.add_row(r["model"], r["group"], str(r["n"]), _pct(r["accuracy"]), format_interval(r))
     for r in result["chance"]:
         table.add_row(r["model"], r["group"], str(r["n"]), _pct(r["accuracy"]), "")
     console = Console()
@@ -434,9 +425,12 @@ def add_probe_parser(probe_sub: Any) -> None:
         help="question–option matching baselines: BERT next-sentence prediction and sentence embeddings",
         description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
     )
-    _add_common_args(p, "comma-separated matching models (default: " + ",".join(DEFAULT_MODELS) + ")")
+    from scopebench.cli_probe import add_common_probe_args
+
+    add_common_probe_args(
+        p, models_help="comma-separated matching models (default: " + ",".join(DEFAULT_MODELS) + ")"
+    )
     p.add_argument(
         "--items", help="evaluate only the item ids in this file (e.g. the flagged.txt of probe shortcut)"
     )
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.set_defaults(func=cmd_matching)

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from scopebench.errors import DataFormatError, DataNotFoundError, ScopebenchError
+from scopebench.errors import DataNotFoundError, ScopebenchError
 from scopebench.items import Item, Record
 
 if TYPE_CHECKING:
@@ -602,6 +602,8 @@ def _plot(stem: Path, counts: Mapping[str, Any], rule: ShortcutRule, n_models: i
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from scopebench.report.plots import save_figure
+
     panels = [
         ("models answering correctly", counts["histogram_models_correct"], rule.min_models, "min-models")
     ]
@@ -628,68 +630,10 @@ def _plot(stem: Path, counts: Mapping[str, Any], rule: ShortcutRule, n_models: i
         else:
             ax.set_title(f"rule {name} not used", fontsize=9)
     fig.tight_layout()
-    for suffix in (".png", ".svg"):
-        fig.savefig(stem.with_suffix(suffix), dpi=150)
-    plt.close(fig)
+    save_figure(fig, stem)
 
 
 # Command line -------------------------------------------------------------------------------------
-
-
-def _parse_model_args(pairs: Sequence[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise DataFormatError(f"--model-arg expects key=value, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
-def _add_common_args(p: argparse.ArgumentParser, models_help: str = "comma-separated model specs") -> None:
-    """Arguments every probe shares (the probe framework may unify them)."""
-    p.add_argument("--bench", required=True, help="benchmark name")
-    p.add_argument("--data", help="data location (not needed for `demo`)")
-    p.add_argument("--out", required=True, help="output folder (runs and report; resumed if it exists)")
-    p.add_argument("--models", default="", help=models_help)
-    p.add_argument("--model", action="append", default=[], help="a model spec (repeatable; adds to --models)")
-    p.add_argument("--split", help="split to evaluate (default: the benchmark's default)")
-    p.add_argument("--limit", type=int, help="evaluate only the first N items")
-    p.add_argument("--seed", type=int, default=0, help="seed of runs and bootstrap (default 0)")
-    p.add_argument("--batch-size", type=int, help="items per model call")
-    p.add_argument("--protocol", default="default", help="prompt protocol: default or owner")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 …")
-    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="backend option")
-    p.add_argument("--exclude", help="file of item ids (one per line) to leave out")
-    p.add_argument("--fresh", action="store_true", help="discard stored runs of another configuration")
-    p.add_argument("--retry-errors", action="store_true", help="redo items whose stored result is an error")
-
-
-def _models_from_args(args: argparse.Namespace, default: Sequence[str] = ()) -> list[str]:
-    models = [m.strip() for m in str(args.models or "").split(",") if m.strip()] + list(args.model)
-    return models or list(default)
-
-
-def _base_config(args: argparse.Namespace) -> RunConfig:
-    from scopebench.engine import RunConfig
-
-    return RunConfig(
-        benchmark=args.bench,
-        data=args.data or "",
-        model="random",  # replaced per run
-        split=args.split,
-        limit=args.limit,
-        seed=args.seed,
-        batch_size=args.batch_size,
-        protocol=args.protocol,
-        device=args.device,
-        model_args=_parse_model_args(args.model_arg),
-        exclude_ids=frozenset(read_id_file(args.exclude)) if args.exclude else frozenset(),
-        no_image=True,
-    )
 
 
 def cmd_shortcut(args: argparse.Namespace) -> int:
@@ -697,12 +641,14 @@ def cmd_shortcut(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    models = _models_from_args(args)
+    from scopebench.cli_probe import config_from_args, models_from_args
+
+    models = models_from_args(args)
     if not models:
         raise ScopebenchError("give the text-only models with --models SPEC1,SPEC2,… (any backends)")
     rule = ShortcutRule(args.min_models, args.min_tries, args.model_correct)
     result = run_shortcut(
-        _base_config(args),
+        config_from_args(args, model="random"),  # the model is replaced per run
         models,
         args.out,
         rule,
@@ -741,7 +687,13 @@ def add_probe_parser(probe_sub: Any) -> None:
         help="flag items text-only models answer correctly (PathMMU 3-of-4, SPUR 5-of-10 filters)",
         description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
     )
-    _add_common_args(p, "comma-separated text-only model specs (any backends), e.g. hf:…,openai:…")
+    from scopebench.cli_probe import add_common_probe_args
+
+    add_common_probe_args(
+        p,
+        models_help="comma-separated text-only model specs (any backends), e.g. hf:…,openai:…",
+        bootstrap=False,
+    )
     p.add_argument("--tries", type=int, default=1, help="tries per model (R; try r uses seed + r)")
     p.add_argument("--temperature", type=float, help="sampling temperature for vllm: and openai: models")
     p.add_argument("--min-models", type=int, help="flag when at least K models answer correctly (K-of-N)")

@@ -378,6 +378,8 @@ def _plot_bias(rows: Sequence[Mapping[str, Any]], stem: Any) -> list[Any]:
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from scopebench.report.plots import save_figure
+
     x = np.arange(len(rows))
     fig, ax = plt.subplots(figsize=(max(4.0, 0.8 * len(rows) + 2), 3.4))
     ax.bar(x - 0.2, [100 * r["chosen_share"] for r in rows], 0.4, label="chosen")
@@ -387,11 +389,7 @@ def _plot_bias(rows: Sequence[Mapping[str, Any]], stem: Any) -> list[Any]:
     ax.set_title("Position bias: letter chosen vs letter correct", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 # CLI -------------------------------------------------------------------------------------------

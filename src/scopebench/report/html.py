@@ -32,7 +32,13 @@ from scopebench.engine.rundir import RunData, load_run
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
 from scopebench.items import LETTERS, Item, Record, open_image
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
-from scopebench.report.tables import format_accuracy, format_interval, leaderboard_table, metrics_rows
+from scopebench.report.tables import (
+    format_accuracy,
+    format_interval,
+    leaderboard_table,
+    metrics_rows,
+    pairwise_rows,
+)
 from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.metrics import METADATA_FIELDS, compute_metrics
 
@@ -273,20 +279,7 @@ def _leaderboard_section(result: Mapping[str, Any]) -> str:
     if result["pairs"]:
         parts.append("<h3>Pairwise: paired bootstrap of the accuracy difference, McNemar exact test</h3>")
         phead = ["A", "B", "shared items", "A − B (pp)", "95% CI", "b (A right, B wrong)", "c", "McNemar p"]
-        pbody = [
-            [
-                p["model_a"],
-                p["model_b"],
-                str(p["n_common"]),
-                f"{100 * p['difference']:+.1f}",
-                f"[{100 * p['ci_low']:+.1f}, {100 * p['ci_high']:+.1f}]",
-                str(p["b_a_right_b_wrong"]),
-                str(p["c_a_wrong_b_right"]),
-                f"{p['mcnemar_p']:.3g}",
-            ]
-            for p in result["pairs"]
-        ]
-        parts.append(_table(phead, pbody))
+        parts.append(_table(phead, pairwise_rows(result["pairs"])))
     for w in result["warnings"]:
         parts.append(f'<p class="warn">warning: {_e(w)}</p>')
     return "\n".join(parts)

@@ -16,6 +16,7 @@ __all__ = [
     "leaderboard_columns",
     "leaderboard_table",
     "metrics_rows",
+    "pairwise_rows",
     "render_metrics_table",
     "rows_to_csv",
     "rows_to_latex",
@@ -244,6 +245,27 @@ def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[s
             cells.append("" if v is None else f"{v[0]:.1f}%" + ("" if v[1] is None else f" ±{v[1]:.1f}"))
         body.append([p["model"], p["source"], "", "", "", "", "", "", *cells])
     return head, body
+
+
+def pairwise_rows(pairs: Iterable[Mapping[str, Any]]) -> list[list[str]]:
+    """String cells of the pairwise comparisons of :func:`~scopebench.scoring.compare.compare_runs`.
+
+    Columns: model A, model B, shared items, A − B in percentage points, its 95% CI, b (A right,
+    B wrong), c (A wrong, B right), McNemar p.
+    """
+    return [
+        [
+            p["model_a"],
+            p["model_b"],
+            str(p["n_common"]),
+            f"{100 * p['difference']:+.1f}",
+            f"[{100 * p['ci_low']:+.1f}, {100 * p['ci_high']:+.1f}]",
+            str(p["b_a_right_b_wrong"]),
+            str(p["c_a_wrong_b_right"]),
+            f"{p['mcnemar_p']:.3g}",
+        ]
+        for p in pairs
+    ]
 
 
 def table_note(metrics: Mapping[str, Any]) -> str:

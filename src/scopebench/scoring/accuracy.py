@@ -106,15 +106,7 @@ def accuracy_row(
     acc = correct / denominator if denominator else float("nan")
     ci: dict[str, Any] = {}
     if seed is not None:
-        iv = bootstrap_ci(outcomes(records, policy), seed=seed, resamples=resamples)
-        ci = {
-            "ci_low": iv.low,
-            "ci_high": iv.high,
-            "ci_halfwidth": iv.halfwidth,
-            "ci_method": iv.method,
-            "resamples": resamples,
-            "seed": seed,
-        }
+        ci = bootstrap_ci(outcomes(records, policy), seed=seed, resamples=resamples).fields()
     return AccuracyRow(
         group=group,
         n=n,

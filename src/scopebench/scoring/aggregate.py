@@ -80,12 +80,7 @@ def _macro_row(
         "missing_image": totals.missing_image,
         "missing_response": totals.missing_response,
         "policy": policy,
-        "ci_low": iv.low,
-        "ci_high": iv.high,
-        "ci_halfwidth": iv.halfwidth,
-        "ci_method": iv.method,
-        "resamples": resamples,
-        "seed": seed,
+        **iv.fields(),
     }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,17 @@ class Interval:
     def halfwidth(self) -> float:
         """Half the width of the interval."""
         return (self.high - self.low) / 2
+
+    def fields(self) -> dict[str, Any]:
+        """The ``ci_*``, ``resamples`` and ``seed`` fields of a result row, in that order."""
+        return {
+            "ci_low": self.low,
+            "ci_high": self.high,
+            "ci_halfwidth": self.halfwidth,
+            "ci_method": self.method,
+            "resamples": self.resamples,
+            "seed": self.seed,
+        }
 
 
 def bootstrap_ci(
