@@ -130,3 +130,23 @@ def test_detection_split_boxes_are_the_objects(demo_dir: Path) -> None:
             assert inside > 3 * img[..., 1].mean() / 2  # the box holds a bright cell, not background
     # The test and train data do not depend on the detection split.
     assert manifest["items"] == 76 and manifest["train_items"] == 120
+
+
+def test_never_replaces_a_folder_it_did_not_write(tmp_path: Path) -> None:
+    from scopebench.errors import DataFormatError
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "notes.txt").write_text("precious")
+    with pytest.raises(DataFormatError, match="not a demo folder"):
+        generate_demo(victim, seed=0, n_per_class=1)
+    with pytest.raises(DataFormatError, match="not a demo folder"):
+        get_benchmark("demo").load(str(victim))
+    assert (victim / "notes.txt").read_text() == "precious" and sorted(p.name for p in victim.iterdir()) == [
+        "notes.txt"
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert (
+        generate_demo(empty, seed=0, n_per_class=1) / "manifest.json"
+    ).is_file()  # an empty folder is fine

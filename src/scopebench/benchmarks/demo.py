@@ -38,6 +38,7 @@ from PIL import Image
 
 from scopebench.benchmarks.base import Benchmark, LoadedBenchmark
 from scopebench.benchmarks.registry import register_benchmark
+from scopebench.errors import DataFormatError
 
 __all__ = ["DEMO_VERSION", "DemoBenchmark", "default_cache_dir", "generate_demo"]
 
@@ -280,6 +281,12 @@ def generate_demo(
     """
     target = Path(out_dir) if out_dir is not None else default_cache_dir(seed)
     manifest_path = target / "manifest.json"
+    if target.exists() and not manifest_path.is_file() and (not target.is_dir() or any(target.iterdir())):
+        # Regenerating replaces the folder wholesale: never do that to one the demo did not write.
+        raise DataFormatError(
+            f"{target} exists and is not a demo folder (no manifest.json); the demo replaces the "
+            "folder it generates into, so give an empty or new folder (or leave --data out)"
+        )
     if manifest_path.is_file() and not force:
         manifest = json.loads(manifest_path.read_text())
         if (
