@@ -140,3 +140,27 @@ def test_openclip_needs_its_extra() -> None:
             load_model("openclip:ViT-B-32")
     else:  # pragma: no cover - only where open_clip (and torchvision) are installed
         pytest.skip("open_clip is installed; the tiny open_clip test lives in test_openclip.py")
+
+
+def test_devices_are_checked_before_any_work(tmp_path: Path) -> None:
+    import torch
+
+    from scopebench.errors import ModelSpecError
+    from scopebench.models.contrastive import resolve_device
+
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ModelSpecError, match="unknown --device 'gpu0'"):
+        resolve_device("gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(ModelSpecError, match="no CUDA GPU"):
+            resolve_device("cuda")
+        # Through the runner: one clear error, and no empty run folder left behind.
+        from scopebench.models.tiny import build_tiny_clip
+
+        model = build_tiny_clip(tmp_path / "clip")
+        data = Path(__file__).parents[1] / "fixtures" / "local" / "items.jsonl"
+        cfg = RunConfig(benchmark="local", data=str(data), model=f"clip:{model}", device="cuda")
+        with pytest.raises(ModelSpecError, match="use --device cpu"):
+            run_benchmark(cfg, tmp_path / "run")
+        assert not (tmp_path / "run").exists()

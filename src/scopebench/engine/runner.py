@@ -364,7 +364,6 @@ def run_benchmark(
     start = time.perf_counter()
     split_spec(config.model)  # a typo in --model should fail before minutes of data loading
     run_dir = Path(out_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     loaded, items = load_items(config)
     unusable = [p for p in loaded.problems if p.severity == "error"]
     if unusable:
@@ -379,6 +378,8 @@ def run_benchmark(
         )
     owned = backend is None
     backend = build_backend(config) if backend is None else _adopt_backend(config, backend)
+    # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
+    run_dir.mkdir(parents=True, exist_ok=True)
     try:
         provenance = _provenance(config, loaded, items, backend)
         _check_config(run_dir, provenance, fresh)

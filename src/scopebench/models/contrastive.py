@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError
+from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
 from scopebench.models.registry import split_spec
@@ -36,12 +36,30 @@ log = logging.getLogger(__name__)
 
 
 def resolve_device(device: str) -> str:
-    """``auto`` → ``cuda`` when available, else ``cpu``; other values pass through."""
-    if device != "auto":
-        return device
+    """``auto`` → ``cuda`` when available, else ``cpu``; an explicit device is checked to exist.
+
+    Raises:
+        ModelSpecError: For a device torch does not know or this machine does not have.
+    """
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError) as exc:
+        raise ModelSpecError(f"unknown --device {device!r}; use auto, cpu, cuda, cuda:N or mps") from exc
+    if dev.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise ModelSpecError(
+                f"--device {device}: this machine has no CUDA GPU usable by torch; use --device cpu"
+            )
+        if dev.index is not None and dev.index >= n:
+            raise ModelSpecError(f"--device {device}: only {n} CUDA device(s) (cuda:0…cuda:{n - 1})")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ModelSpecError(f"--device {device}: MPS is not available on this machine; use --device cpu")
+    return device
 
 
 _WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth"}

@@ -53,7 +53,9 @@ class EmbeddingBackend(Backend):
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise MissingDependencyError("sentence-transformers", "embed", "embed: models") from exc
-        device = None if options.device == "auto" else options.device
+        from scopebench.models.contrastive import resolve_device
+
+        device = None if options.device == "auto" else resolve_device(options.device)
         # The bundled model must load without any hub lookup.
         previous = os.environ.get("HF_HUB_OFFLINE")
         if name in _DEFAULT_NAMES:
