@@ -234,3 +234,24 @@ def test_finished_run_reuses_its_metrics_until_the_store_changes(
     seen: list[Path] = []
     run_benchmark(_cfg("random"), tmp_path / "run", on_metrics=lambda d: seen.append(d) or {})
     assert seen == [tmp_path / "run"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"limit": -3}, "--limit must be at least 1"),
+        ({"limit": 0}, "--limit must be at least 1"),
+        ({"batch_size": 0}, "--batch-size must be at least 1"),
+        ({"max_fail_fraction": 2.0}, "--max-fail-fraction must be between 0 and 1"),
+        ({"protocol": "ownr"}, "unknown protocol 'ownr'"),
+        ({"mode": "generat"}, "--mode generat does not apply to 'random'"),
+    ],
+)
+def test_values_no_run_can_honour_are_refused_first(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
+    from scopebench.errors import ModelSpecError
+
+    with pytest.raises(ModelSpecError, match=message):
+        run_benchmark(replace(_cfg("random"), **change), tmp_path / "run")  # type: ignore[arg-type]
+    assert not (tmp_path / "run").exists()

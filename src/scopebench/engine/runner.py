@@ -24,12 +24,18 @@ from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
 from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
 from scopebench.engine.store import RunStore
-from scopebench.errors import ConfigMismatchError, ImageLoadError, RunAbortedError, ScopebenchError
+from scopebench.errors import (
+    ConfigMismatchError,
+    ImageLoadError,
+    ModelSpecError,
+    RunAbortedError,
+    ScopebenchError,
+)
 from scopebench.items import Item, Record
 from scopebench.models import Backend, ModelOptions, Response, load_model, split_spec
 from scopebench.parsing import PARSER_VERSION, parse_choice
 from scopebench.parsing.boxes import BOX_PARSER_VERSION, parse_boxes
-from scopebench.protocols import detection_class
+from scopebench.protocols import detection_class, resolve_protocol
 from scopebench.scoring.grit import grit_score
 
 __all__ = ["RunConfig", "RunResult", "load_items", "make_record", "run_benchmark"]
@@ -153,9 +159,35 @@ def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
     return loaded, items
 
 
+def _check_mode(config: RunConfig, backend: Backend) -> None:
+    # Backends with several modes check --mode themselves; the others must not ignore it silently.
+    if config.mode is not None and config.mode != backend.mode:
+        raise ModelSpecError(
+            f"--mode {config.mode} does not apply to {backend.spec!r}, which answers in "
+            f"'{backend.mode}' mode; leave --mode out (it chooses between generate and "
+            "choice-logprob for hf: models)"
+        )
+
+
+def check_config(config: RunConfig) -> None:
+    """Refuse values no run can honour, before any data or model is loaded.
+
+    Raises:
+        ModelSpecError: For a bad limit, batch size, failure fraction or protocol name.
+    """
+    if config.limit is not None and config.limit < 1:
+        raise ModelSpecError(f"--limit must be at least 1 (got {config.limit})")
+    if config.batch_size is not None and config.batch_size < 1:
+        raise ModelSpecError(f"--batch-size must be at least 1 (got {config.batch_size})")
+    if not 0.0 <= config.max_fail_fraction <= 1.0:
+        raise ModelSpecError(f"--max-fail-fraction must be between 0 and 1 (got {config.max_fail_fraction})")
+    resolve_protocol(config.protocol, config.benchmark)
+
+
 def build_backend(config: RunConfig) -> Backend:
     """The run's backend: the model, wrapped in a chain-of-thought strategy when one is set."""
     backend = load_model(config.model, config.model_options())
+    _check_mode(config, backend)
     if config.strategy:
         from scopebench.models.strategies import StrategyBackend
 
@@ -172,6 +204,7 @@ def _adopt_backend(config: RunConfig, backend: Backend) -> Backend:
             f"the backend handed to this run was built for {backend.spec!r} with other options than "
             f"the run's ({config.model!r}); build it with load_model(config.model, config.model_options())"
         )
+    _check_mode(config, backend)
     if config.strategy:
         from scopebench.models.strategies import StrategyBackend
 
@@ -363,6 +396,7 @@ def run_benchmark(
     """
     start = time.perf_counter()
     split_spec(config.model)  # a typo in --model should fail before minutes of data loading
+    check_config(config)
     run_dir = Path(out_dir)
     loaded, items = load_items(config)
     unusable = [p for p in loaded.problems if p.severity == "error"]
