@@ -427,3 +427,24 @@ def test_fixture_folder_copy_as_data_file(tmp_path: Path, local_dir: Path) -> No
     lb = load(tmp_path)
     assert [it.id for it in lb.items] == ["local/c1", "local/c2", "local/007"]
     assert lb.problems == []
+
+
+@pytest.mark.parametrize(
+    ("choices", "answer", "index"),
+    [
+        (("T", "F"), "F", 1),  # letter F is out of range: the text reading holds
+        (("I", "II", "III"), "I", 0),
+        (("x", "y", "z"), "z", 2),
+        (("B", "A"), "A", 0),  # both readings possible: the letter wins, as documented
+    ],
+)
+def test_one_letter_option_texts(choices: tuple[str, ...], answer: str, index: int) -> None:
+    assert resolve_answer(answer, choices) == (index, "")
+
+
+def test_out_of_range_letter_that_is_no_text_names_both(tmp_path: Path) -> None:
+    index, why = resolve_answer("Q", ("T", "F"))
+    assert (
+        index is None
+        and why == "answer letter 'Q' is out of range for 2 choices (A–B, 0–1) and matches no choice's text"
+    )

@@ -123,8 +123,7 @@ def resolve_answer(value: Any, choices: tuple[str, ...]) -> tuple[int | None, st
     if len(text) == 1 and text.isascii() and text.isalpha():
         index = LETTERS.index(text.upper())
         if index < n:
-            return index, ""
-        return None, f"answer letter {text!r} is out of range for {span}"
+            return index, ""  # both readings possible: the letter wins (documented)
     matches = [i for i, c in enumerate(choices) if normalize_text(c) == normalize_text(text)]
     if len(matches) == 1:
         return matches[0], ""
@@ -132,6 +131,9 @@ def resolve_answer(value: Any, choices: tuple[str, ...]) -> tuple[int | None, st
         return None, f"answer {text!r} matches several identical choices"
     if _INT_TEXT.match(text):
         return resolve_answer(int(text), choices)
+    if len(text) == 1 and text.isascii() and text.isalpha():
+        # Only now: a one-letter option's text ("F" of ["T", "F"]) is read as text first.
+        return None, f"answer letter {text!r} is out of range for {span} and matches no choice's text"
     return None, f"answer {text!r} matches no choice's text and is not a letter or index for {span}"
 
 
