@@ -128,3 +128,11 @@ def test_models_command_lists_presets(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["models"]) == 0
     out = capsys.readouterr().out
     assert "biomedclip" in out and "BiomedCLIP" in out and "llava-1.5-7b" in out
+
+
+def test_home_folder_is_expanded_after_the_scheme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "answers.jsonl").write_text('{"item_id": "x", "response": "A"}\n')
+    assert split_spec("replay:~/answers.jsonl") == ("replay", str(tmp_path / "answers.jsonl"))
+    backend = load_model("replay:~/answers.jsonl")
+    assert backend.spec == f"replay:{tmp_path / 'answers.jsonl'}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from pathlib import Path
 
 from scopebench.errors import ModelSpecError
@@ -75,6 +76,8 @@ def split_spec(spec: str) -> tuple[str, str]:
     holds: ``open_clip_config.json`` → ``openclip``; a ``config.json`` of a CLIP/SigLIP/ALIGN model
     → ``clip``; any other ``config.json`` → ``hf``.
 
+    A leading ``~`` in the argument is expanded to the home folder (``clip:~/models/plip``).
+
     A preset name (``biomedclip``, ``qwen2-vl-7b``…; see :mod:`scopebench.models.presets`) is first
     replaced by the spec it stands for.
 
@@ -84,7 +87,8 @@ def split_spec(spec: str) -> tuple[str, str]:
     spec = resolve_preset(spec)
     scheme, sep, arg = spec.partition(":")
     if scheme not in _SCHEMES and Path(spec).expanduser().is_dir():
-        return _scheme_for_directory(Path(spec).expanduser()), spec
+        folder = Path(spec).expanduser()
+        return _scheme_for_directory(folder), str(folder)
     if scheme not in _SCHEMES:
         raise ModelSpecError(
             f"unknown model spec {spec!r}; use one of: "
@@ -95,6 +99,9 @@ def split_spec(spec: str) -> tuple[str, str]:
         raise ModelSpecError(f"model {scheme!r} takes no argument; write just {scheme!r}")
     if scheme not in _BARE and not arg:
         raise ModelSpecError(f"model spec {spec!r} needs an argument after '{scheme}:'")
+    if arg.startswith("~"):
+        # The shell expands ~ only at the start of a word, not after "clip:".
+        arg = os.path.expanduser(arg)
     return scheme, arg
 
 
@@ -107,8 +114,8 @@ def load_model(spec: str, options: ModelOptions | None = None) -> Backend:
     """
     spec = resolve_preset(spec)
     scheme, arg = split_spec(spec)
-    if not spec.startswith(f"{scheme}:") and scheme not in _BARE:
-        spec = f"{scheme}:{arg}"  # a bare local folder, resolved to its family
+    if scheme not in _BARE:
+        spec = f"{scheme}:{arg}"  # a bare local folder resolved to its family; ~ expanded
     module_name, _, cls_name = _SCHEMES[scheme].partition(":")
     module = importlib.import_module(module_name)
     cls = getattr(module, cls_name)
