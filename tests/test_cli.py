@@ -139,3 +139,32 @@ def test_export_parquet_and_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert (tmp_path / "x.jsonl").read_text() == (run / "records.jsonl").read_text()
     assert main(["export", str(tmp_path)]) == 2
     assert "holds no records.sqlite" in capsys.readouterr().err
+
+
+def test_quiet_and_verbose_work_after_the_subcommand(tmp_path: Path) -> None:
+    from scopebench.cli import _hoist_global_flags
+
+    assert _hoist_global_flags(["run", "--bench", "demo", "-q", "--limit", "3"]) == [
+        "-q",
+        "run",
+        "--bench",
+        "demo",
+        "--limit",
+        "3",
+    ]
+    assert _hoist_global_flags(["run", "-vv", "--", "-q"]) == ["-vv", "run", "--", "-q"]
+    data = str(Path(__file__).parent / "fixtures" / "local" / "items.jsonl")
+    proc = _cli(
+        "run",
+        "--bench",
+        "local",
+        "--data",
+        data,
+        "--model",
+        "random",
+        "--out",
+        str(tmp_path / "r"),
+        "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # quiet: no bars, no log lines

@@ -456,10 +456,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_GLOBAL_FLAGS = {"-q", "--quiet", "-v", "-vv", "-vvv", "--verbose"}
+
+
+def _hoist_global_flags(argv: Sequence[str]) -> list[str]:
+    """Move -q/-v to the front, so ``scopebench run … -q`` works like ``scopebench -q run …``.
+
+    argparse only accepts the main parser's options before the subcommand; users put them anywhere.
+    Everything after a ``--`` is left alone.
+    """
+    args = list(argv)
+    end = args.index("--") if "--" in args else len(args)
+    flags = [a for a in args[:end] if a in _GLOBAL_FLAGS]
+    rest = [a for a in args[:end] if a not in _GLOBAL_FLAGS]
+    return flags + rest + args[end:]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``scopebench`` command; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_hoist_global_flags(sys.argv[1:] if argv is None else argv))
     configure_logging(args.verbose, args.quiet)
     try:
         code: int = args.func(args)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +24,10 @@ def set_quiet(quiet: bool) -> None:
 def configure_logging(verbosity: int = 0, quiet: bool = False) -> None:
     """Set up ``logging`` for the CLI: warnings by default, info with ``-v``, debug with ``-vv``."""
     level = logging.ERROR if quiet else [logging.WARNING, logging.INFO, logging.DEBUG][min(verbosity, 2)]
+    if quiet or not sys.stderr.isatty():
+        # Hugging Face's own bars ("Loading weights", downloads) read this when transformers and
+        # huggingface_hub are first imported, which in scopebench is always later, lazily.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("scopebench").setLevel(level)
     set_quiet(quiet)
