@@ -8,6 +8,7 @@ pixels, so a run never holds a whole dataset's images in memory.
 from __future__ import annotations
 
 import io
+import os
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -48,23 +49,27 @@ def letter(index: int) -> str:
 
 
 def safe_join(root: Path, relative: str) -> Path:
-    """Join ``relative`` onto ``root`` and refuse results that escape ``root``.
+    """Join ``relative`` onto ``root`` and refuse references that escape ``root``.
+
+    The check is on the reference as written (``..`` segments and absolute paths), not on where
+    symbolic links lead: a data folder whose ``images/`` is a link to shared storage is the data
+    owner's choice, while a ``../`` in a downloaded data file is not.
 
     Args:
         root: The benchmark's data folder.
         relative: An image reference from a data file.
 
     Returns:
-        The resolved absolute path (it may not exist; callers report missing files).
+        The absolute path (it may not exist; callers report missing files).
 
     Raises:
         UnsafePathError: When the reference is absolute outside ``root`` or climbs out with ``..``.
     """
-    root_resolved = root.resolve()
-    candidate = (root_resolved / relative).resolve()
-    if not candidate.is_relative_to(root_resolved):
+    base = Path(os.path.abspath(root))
+    candidate = Path(os.path.normpath(base / relative))
+    if not candidate.is_relative_to(base):
         raise UnsafePathError(
-            f"image reference {relative!r} points outside the data folder {root_resolved}; "
+            f"image reference {relative!r} points outside the data folder {base}; "
             "image paths must be relative to the data folder and stay inside it"
         )
     return candidate

@@ -448,3 +448,31 @@ def test_out_of_range_letter_that_is_no_text_names_both(tmp_path: Path) -> None:
         index is None
         and why == "answer letter 'Q' is out of range for 2 choices (A–B, 0–1) and matches no choice's text"
     )
+
+
+def test_symlinked_image_folders_are_the_data_owners_choice(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from scopebench.errors import UnsafePathError
+    from scopebench.items import safe_join
+
+    shared = tmp_path / "shared-storage"
+    shared.mkdir()
+    Image.new("RGB", (8, 8)).save(shared / "cell.png")
+    data = tmp_path / "bench"
+    data.mkdir()
+    (data / "images").symlink_to(shared, target_is_directory=True)
+    (data / "data.jsonl").write_text(
+        '{"id": "q1", "question": "Q?", "choices": ["a", "b"], "answer": 0, "image": "images/cell.png"}\n'
+    )
+    loaded = get_benchmark("local").load(str(data))
+    assert [it.id for it in loaded.items] == ["local/q1"] and loaded.problems == []
+    assert loaded.items[0].images[0].load().size == (8, 8)
+    # What the data file writes is still checked: no climbing out, no absolute paths elsewhere.
+    for bad in (
+        "../shared-storage/cell.png",
+        "images/../../shared-storage/cell.png",
+        str(shared / "cell.png"),
+    ):
+        with pytest.raises(UnsafePathError, match="points outside the data folder"):
+            safe_join(data, bad)

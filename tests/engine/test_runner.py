@@ -255,3 +255,18 @@ def test_values_no_run_can_honour_are_refused_first(
     with pytest.raises(ModelSpecError, match=message):
         run_benchmark(replace(_cfg("random"), **change), tmp_path / "run")  # type: ignore[arg-type]
     assert not (tmp_path / "run").exists()
+
+
+def test_exclude_ids_not_in_the_benchmark_are_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="scopebench"):
+        res = run_benchmark(
+            replace(_cfg("random"), exclude_ids=frozenset({"pathmmu/x", "unit/000"})), tmp_path / "a"
+        )
+    assert res.n_items == 9
+    assert "1 of the 2 excluded item ids are not in unit (e.g. pathmmu/x)" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="scopebench"):
+        run_benchmark(replace(_cfg("random"), exclude_ids=frozenset({"pathmmu/x"})), tmp_path / "b")
+    assert "nothing was excluded" in caplog.text

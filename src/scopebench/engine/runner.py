@@ -150,6 +150,19 @@ def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
     """Load the benchmark and select the run's items (split, exclusions, limit)."""
     loaded = get_benchmark(config.benchmark).load(config.data, split=config.split)
     items = [it for it in loaded.items if it.id not in config.exclude_ids]
+    if config.exclude_ids:
+        unknown = config.exclude_ids - {it.id for it in loaded.items}
+        if unknown:
+            # A list from another benchmark or split excludes nothing; say so rather than run it all.
+            log.warning(
+                "%d of the %d excluded item ids are not in %s%s (e.g. %s)%s",
+                len(unknown),
+                len(config.exclude_ids),
+                config.benchmark,
+                f" {config.split}" if config.split else "",
+                sorted(unknown)[0],
+                "; nothing was excluded" if len(unknown) == len(config.exclude_ids) else "",
+            )
     if config.limit is not None:
         items = items[: config.limit]
     if config.transform:
