@@ -136,3 +136,10 @@ def test_home_folder_is_expanded_after_the_scheme(tmp_path: Path, monkeypatch: p
     assert split_spec("replay:~/answers.jsonl") == ("replay", str(tmp_path / "answers.jsonl"))
     backend = load_model("replay:~/answers.jsonl")
     assert backend.spec == f"replay:{tmp_path / 'answers.jsonl'}"
+
+
+def test_a_missing_model_folder_is_named(tmp_path: Path) -> None:
+    for spec in (f"hf:{tmp_path}/nope", f"clip:{tmp_path}/nope", "nsp:./no/such/folder"):
+        with pytest.raises(ModelSpecError, match=r"model folder .* not found"):
+            split_spec(spec)
+    assert split_spec("hf:Qwen/Qwen2-VL-2B-Instruct") == ("hf", "Qwen/Qwen2-VL-2B-Instruct")  # a hub id

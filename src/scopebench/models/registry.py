@@ -30,6 +30,8 @@ _SCHEMES: dict[str, str] = {
     "vllm": "scopebench.models.vllm_backend:VLLMBackend",
     "openai": "scopebench.models.openai_api:OpenAIBackend",
 }
+# Schemes whose argument is a hub id or a local folder (a path-like argument must exist).
+_LOCAL_OR_HUB = {"clip", "hf", "nsp", "vllm"}
 # Schemes whose argument is required (``replay:PATH``) vs bare names (``random``).
 _BARE = {"random", "frequent"}
 
@@ -102,6 +104,9 @@ def split_spec(spec: str) -> tuple[str, str]:
     if arg.startswith("~"):
         # The shell expands ~ only at the start of a word, not after "clip:".
         arg = os.path.expanduser(arg)
+    if scheme in _LOCAL_OR_HUB and arg.startswith(("/", "./", "../")) and not Path(arg).exists():
+        # Otherwise the hub client reports "Repo id must be in the form 'repo_name'…".
+        raise ModelSpecError(f"model folder {arg} not found (spec {spec!r}); check the path")
     return scheme, arg
 
 
