@@ -16,6 +16,7 @@ class SlowBackend(Backend):
     mode = "baseline"
     needs_images = False
     default_batch_size = 2
+    model_args = frozenset({"delay"})
 
     def predict(self, items: Sequence[Item]) -> list[Response]:
         time.sleep(float(self.options.extra.get("delay", 0.05)))

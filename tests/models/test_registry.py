@@ -143,3 +143,15 @@ def test_a_missing_model_folder_is_named(tmp_path: Path) -> None:
         with pytest.raises(ModelSpecError, match=r"model folder .* not found"):
             split_spec(spec)
     assert split_spec("hf:Qwen/Qwen2-VL-2B-Instruct") == ("hf", "Qwen/Qwen2-VL-2B-Instruct")  # a hub id
+
+
+def test_unknown_model_args_are_refused_with_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(ModelSpecError, match="unknown --model-arg foo for random models; they take none"):
+        load_model("random", ModelOptions(extra={"foo": 1}))
+    replay = tmp_path / "r.jsonl"
+    replay.write_text('{"item_id": "x", "response": "A"}\n')
+    with pytest.raises(ModelSpecError, match="unknown --model-arg label for replay models; known: labels"):
+        load_model(f"replay:{replay}", ModelOptions(extra={"label": "numbers"}))
+    assert (
+        load_model(f"replay:{replay}", ModelOptions(extra={"labels": "numbers"})).answer_labels == "numbers"
+    )

@@ -287,6 +287,11 @@ def test_temperature_goes_to_sampling_backends_as_a_model_arg(
     monkeypatch.setattr(runner, "run_benchmark", spy)
     monkeypatch.setattr("scopebench.engine.run_benchmark", spy)
     monkeypatch.setattr(shortcut, "SAMPLING_SCHEMES", frozenset({"random"}))  # pretend random samples
+    from scopebench.models.baselines import FrequentBackend, RandomBackend
+
+    # ... and reads these options (model args are checked against what a backend reads).
+    monkeypatch.setattr(RandomBackend, "model_args", frozenset({"temperature", "max_new_tokens"}))
+    monkeypatch.setattr(FrequentBackend, "model_args", frozenset({"max_new_tokens"}))
     out = tmp_path / "out"
     argv = ["shortcut", "--bench", "pathmmu", "--data", PATHMMU, "--split", "test_tiny", "--limit", "4",
             "--out", str(out), "--models", "random,frequent", "--tries", "2", "--min-tries", "2",

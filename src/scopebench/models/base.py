@@ -106,6 +106,9 @@ class Backend(ABC):
     kinds: ClassVar[tuple[str, ...]] = ("mcq",)
     #: Batch size when the user sets none; safe on a CPU.
     default_batch_size: ClassVar[int] = 8
+    #: The ``--model-arg`` keys the backend reads; ``load_model`` refuses others, so a typo is an
+    #: error rather than a silently ignored setting. ``None``: the backend validates them itself.
+    model_args: ClassVar[frozenset[str] | None] = frozenset()
 
     @property
     def box_format(self) -> Literal["auto", "qwen", "paligemma", "json"]:

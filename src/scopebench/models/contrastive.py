@@ -95,6 +95,8 @@ class ContrastiveBackend(Backend):
     returning L2-normalised float32 arrays) and set :attr:`logit_scale` / :attr:`logit_bias`.
     """
 
+    model_args = frozenset({"encode_batch_size"})
+
     mode = "contrastive"
     needs_images = True
     default_batch_size = 64

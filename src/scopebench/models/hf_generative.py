@@ -210,6 +210,11 @@ class HFGenerativeBackend(Backend):
     GPU, fp32 on CPU) and ``revision`` (a hub revision).
     """
 
+    model_args = frozenset(
+        {"max_new_tokens", "detect_max_new_tokens", "share_prefix", "max_new_tokens_cap", "answer_prefix",
+         "revision", "dtype"}
+    )  # fmt: skip
+
     needs_images = True
     kinds = ("mcq", "detection")
     default_batch_size = 4
@@ -227,7 +232,7 @@ class HFGenerativeBackend(Backend):
         except ImportError as exc:
             raise MissingDependencyError("transformers", "hf", "hf: models") from exc
         self._torch = torch
-        extra = options.extra
+        extra = options.extra  # keys: HFGenerativeBackend.model_args
         self.max_new_tokens = int(extra.get("max_new_tokens", 64))
         self.detect_max_new_tokens = int(extra.get("detect_max_new_tokens", 128))
         self.share_prefix = str(extra.get("share_prefix", "true")).lower() not in ("false", "0", "no")

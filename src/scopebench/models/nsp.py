@@ -48,6 +48,8 @@ def question_text(item: Item) -> str:
 class NSPBackend(Backend):
     """Score each option as the continuation of the question with a BERT NSP head."""
 
+    model_args = frozenset({"pair_batch_size"})
+
     mode = "nsp-matching"
     needs_images = False
     default_batch_size = 32

@@ -343,6 +343,8 @@ class OpenAIBackend(Backend):
         ModelError: When the official OpenAI endpoint is used and the key variable is unset.
     """
 
+    model_args = None  # validated against its own option list
+
     mode = "generate"
     kinds = ("mcq", "detection")
     default_batch_size = 64  # enough work per engine batch to keep `concurrency` requests busy

@@ -124,5 +124,11 @@ def load_model(spec: str, options: ModelOptions | None = None) -> Backend:
     module_name, _, cls_name = _SCHEMES[scheme].partition(":")
     module = importlib.import_module(module_name)
     cls = getattr(module, cls_name)
-    backend: Backend = cls(spec, options or ModelOptions())
+    options = options or ModelOptions()
+    accepted = cls.model_args
+    unknown = sorted(set(options.extra) - accepted) if accepted is not None else []
+    if unknown:
+        known = f"known: {', '.join(sorted(accepted))}" if accepted else "they take none"
+        raise ModelSpecError(f"unknown --model-arg {', '.join(unknown)} for {scheme} models; {known}")
+    backend: Backend = cls(spec, options)
     return backend

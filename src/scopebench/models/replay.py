@@ -86,6 +86,8 @@ def read_replay_file(path: Path) -> dict[str, str | list[str]]:
 class ReplayBackend(Backend):
     """Answers from a JSONL file of raw responses, parsed like live model output."""
 
+    model_args = frozenset({"labels"})
+
     mode = "replay"
     needs_images = False
     # Detection responses are replayed too: their boxes are parsed and scored with GRIT.

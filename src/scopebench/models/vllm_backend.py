@@ -184,6 +184,8 @@ class VLLMBackend(Backend):
         ModelSpecError: For an unknown ``--model-arg`` or an unsupported ``--mode``.
     """
 
+    model_args = None  # validated against its engine and sampling keys
+
     mode = "generate"
     kinds = ("mcq", "detection")
     default_batch_size = 64  # vLLM schedules a whole batch at once; bigger batches keep the GPU busy
