@@ -168,3 +168,15 @@ def test_quiet_and_verbose_work_after_the_subcommand(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # quiet: no bars, no log lines
+
+
+def test_fresh_removes_the_discarded_runs_report_files(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    base = ["-q", "run", "--bench", "unit", "--data", "12", "--out", str(out)]
+    assert main([*base, "--model", "random"]) == 0
+    plots = {p.name for p in out.glob("*.png")}
+    assert "reliability.png" in plots  # random gives option scores: a reliability diagram
+    (out / "stale.svg").write_text("<svg/>")
+    assert main([*base, "--model", "frequent", "--fresh"]) == 0
+    assert not (out / "reliability.png").exists() and not (out / "stale.svg").exists()
+    assert json.loads((out / "run.json").read_text())["model"] == "frequent"

@@ -358,6 +358,10 @@ def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
             RECORDS_JSONL,
         ):
             (run_dir / name).unlink(missing_ok=True)
+        # The report files of the discarded results too (tables, plots), so none outlives them.
+        for pattern in ("metrics.*", "*.png", "*.svg", "records.parquet"):
+            for path in run_dir.glob(pattern):
+                path.unlink(missing_ok=True)
         return
     old = json.loads(cfg_path.read_text(encoding="utf-8"))
     diffs = [
