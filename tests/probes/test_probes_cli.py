@@ -402,3 +402,29 @@ def test_a_probe_loads_its_model_once(
                     "--corruptions", "brightness,jpeg", "--levels", "1,3")  # fmt: skip
     assert len(report["conditions"]) == 5  # clean + 2 corruptions × 2 levels
     assert built == [f"clip:{tiny_clip}"] and closed == built  # one load for five runs, closed once
+
+
+def test_a_probe_of_another_model_in_the_same_folder_fails_before_loading_it(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/probes.md's old example: no-image with `frequent`, then swap with another model, same --out."""
+    import scopebench.probes.base as base
+
+    out = tmp_path / "demo"
+    _probe("no-image", demo, "frequent", out, "--limit", "4")
+    built: list[str] = []
+    real = base.load_model
+    monkeypatch.setattr(
+        base, "load_model", lambda spec, options: (built.append(spec), real(spec, options))[1]
+    )
+    swap = ["probe", "swap", "--bench", "demo", "--data", str(demo), "--limit", "4", "--out", str(out)]
+    assert main([*swap, "--model", "random"]) == 2
+    err = capsys.readouterr().err
+    assert "model: stored 'frequent', now 'random'" in err
+    assert "separate --out per model" in err and "--fresh" in err
+    assert built == []  # refused before any model was loaded
+    assert not (out / "swap-all").exists() and not (out / "swap-within-subset").exists()
+    # The same model reuses the shared clean condition; --fresh replaces it.
+    assert main(["-q", *swap, "--model", "frequent", "--resamples", "50"]) == 0
+    assert main(["-q", *swap, "--model", "random", "--resamples", "50", "--fresh"]) == 0
+    assert json.loads((out / "clean" / "run.json").read_text())["model"] == "random"

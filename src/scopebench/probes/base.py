@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from scopebench.engine import RunConfig, RunData, load_run, run_benchmark
+from scopebench.engine.rundir import CONFIG_FILE
+from scopebench.errors import ConfigMismatchError
 from scopebench.items import Record
 from scopebench.models import Backend, load_model
 from scopebench.report import json_safe
@@ -36,6 +38,7 @@ __all__ = [
     "ProbeRun",
     "accuracy_summary",
     "by_group",
+    "check_condition_dir",
     "compare_conditions",
     "condition_dir",
     "drop_summary",
@@ -118,13 +121,74 @@ def condition_dir(out: Path, condition: Condition) -> Path:
     return out / condition.name
 
 
+# Run settings that run.json stores verbatim from the RunConfig, so a stored condition can be
+# compared with the new one before any data or model loading (the engine's full identity check,
+# which needs the loaded model, still runs afterwards).
+_CHEAP_IDENTITY = (
+    "benchmark",
+    "split",
+    "limit",
+    "transform",
+    "strategy",
+    "seed",
+    "model",
+    "protocol",
+    "no_image",
+)
+
+
+def check_condition_dir(config: RunConfig, run_dir: Path) -> None:
+    """Refuse early when ``run_dir`` holds a run of a different model or settings.
+
+    The engine makes the same check, but only after loading the model (seconds to minutes of
+    weights): this one reads ``run.json`` alone.
+
+    Args:
+        config: The condition's run configuration.
+        run_dir: The condition's run directory.
+
+    Raises:
+        ConfigMismatchError: When the stored run differs in one of the settings compared.
+    """
+    cfg_path = run_dir / CONFIG_FILE
+    if not cfg_path.is_file():
+        return
+    try:
+        old = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # unreadable: the engine's own check reports it
+    new = {k: getattr(config, k) for k in _CHEAP_IDENTITY}
+    if config.mode is not None:
+        new["mode"] = config.mode
+    diffs = [
+        f"  {k}: stored {old.get(k)!r}, now {v!r}"
+        for k, v in new.items()
+        if json.dumps(old.get(k), sort_keys=True) != json.dumps(v, sort_keys=True)
+    ]
+    if diffs:
+        raise ConfigMismatchError(
+            f"the run directory {run_dir} holds results of a different configuration:\n"
+            + "\n".join(diffs)
+            + "\nProbes share a folder's `clean` condition only for the same model and settings: "
+            "use a separate --out per model (e.g. probes/demo-frequent, probes/demo-embed), "
+            "or pass --fresh to discard the stored results."
+        )
+
+
 def run_condition(probe: ProbeRun, condition: Condition) -> RunData:
-    """Run (or resume) ``condition`` into ``OUT/<condition.name>/`` and read it back."""
+    """Run (or resume) ``condition`` into ``OUT/<condition.name>/`` and read it back.
+
+    Raises:
+        ConfigMismatchError: When the condition's folder holds a run of another model or other
+            settings (and not ``probe.fresh``), before the model is loaded.
+    """
     config = replace(
         probe.config,
         transform=condition.transform,
         no_image=condition.no_image or probe.config.no_image,
     )
+    if not probe.fresh:
+        check_condition_dir(config, condition_dir(probe.out, condition))
     result = run_benchmark(
         config,
         condition_dir(probe.out, condition),
