@@ -373,7 +373,12 @@ def test_other_probes_show_their_published_rows_on_pathmmu(tmp_path: Path) -> No
         got = {(p["model"], p["subset_or_task"]): p["value"] for p in report["published"]}
         assert got[key] == pytest.approx(value)
         assert all(source in p["source_table"] for p in report["published"])
-        assert "published, not reproduced here" in (out / f"{name}.md").read_text()
+        md = (out / f"{name}.md").read_text()
+        assert "published, not reproduced here" in md
+        assert md.splitlines()[0].endswith(
+            f"(PathMMU {'§4.2' if name == 'corruptions' else source}"
+            + (", text-only rows)" if name == "no-image" else ")")
+        )  # the paper's table is named on its own benchmark
     no_image = json.loads((out / "no-image.json").read_text())
     assert {p["model"] for p in no_image["published"]} >= {"Random Choice", "Frequent Choice"}
     assert not any("Qwen" in p["model"] for p in no_image["published"])  # text-only rows only
