@@ -164,6 +164,15 @@ def test_optuna_search_runs_three_seeded_trials(tmp_path: Path) -> None:
     assert row.C is not None and 1e-4 <= row.C <= 1e4 and row.C != 1.0
     assert row.cv_balanced_accuracy is not None and 0 <= row.cv_balanced_accuracy <= 1
     assert a.to_dict() == b.to_dict() and a.config["optuna_trials"] == 3
+    # The Markdown (not only the JSON) names the search and gives the best C and CV score per task.
+    LP.write_probe_outputs(a, tmp_path / "out")
+    md = (tmp_path / "out" / "linear_probe.md").read_text()
+    assert "Optuna (3 trials" in md and "| PCA comp. | C | CV bal. acc. |" in md
+    cv = f"{100 * row.cv_balanced_accuracy:.1f}%"
+    assert f"| {row.pca_components} | {row.C:.4g} | {cv} |" in md
+    (csv_row,) = csv.DictReader((tmp_path / "out" / "linear_probe.csv").open())
+    assert float(csv_row["C"]) == pytest.approx(row.C)
+    assert float(csv_row["cv_balanced_accuracy"]) == pytest.approx(row.cv_balanced_accuracy)
 
 
 def test_missing_optuna_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,7 +200,15 @@ def test_cli_linear_probe(demo: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     rows = {r["task"]: r for r in csv.DictReader((out / "linear_probe.csv").open())}
     assert rows["contour"]["n_test"] == "12" and rows["contour"]["status"] == "evaluated"
     assert len((out / "predictions.jsonl").read_text().splitlines()) == 14  # 12 contour + 2 eccentricity
-    assert "| contour | evaluated | 60 | 12 |" in (out / "linear_probe.md").read_text()
+    md = (out / "linear_probe.md").read_text()
+    assert "| contour | evaluated | 60 | 12 |" in md
+    # PCA components and C per task (no search: the same C everywhere, no CV column).
+    contour = next(t for t in data["tasks"] if t["task"] == "contour")
+    assert contour["pca_components"] >= 1 and contour["C"] == 1.0
+    assert "| PCA comp. | C |" in md and "CV bal. acc." not in md and "`C` = 1 for every task" in md
+    line = next(x for x in md.splitlines() if x.startswith("| contour |"))
+    assert line.endswith(f"| {contour['pca_components']} | 1 |")
+    assert rows["contour"]["pca_components"] == str(contour["pca_components"])
     local = str(FIXTURES / "local" / "items.jsonl")
     assert main(["-q", "linear-probe", "--bench", "local", "--data", local, "--out", str(out)]) == 2
     assert "has no training split; pass --train" in capsys.readouterr().err

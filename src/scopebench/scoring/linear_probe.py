@@ -581,25 +581,49 @@ def write_probe_outputs(result: ProbeResult, out_dir: str | Path, *, title: str 
     payload["title"] = title
     (root / "linear_probe.json").write_text(json.dumps(payload, indent=2), encoding="utf-8")
     cols = ["task", "status", "n_train", "n_test", "accuracy", "ci_low", "ci_high", "balanced_accuracy",
-            "macro_f1", "chance", "n_errors", "n_unseen_label", "pca_components", "C"]  # fmt: skip
+            "macro_f1", "chance", "n_errors", "n_unseen_label", "pca_components", "C",
+            "cv_balanced_accuracy"]  # fmt: skip
     with open(root / "linear_probe.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         for t in result.tasks:
             d = asdict(t)
-            w.writerow(["" if isinstance(d[c], float) and math.isnan(d[c]) else d[c] for c in cols])
+            w.writerow(["" if d[c] is None or (isinstance(d[c], float) and math.isnan(d[c])) else d[c]
+                        for c in cols])  # fmt: skip
 
-    def pct(x: float) -> str:
-        return "–" if math.isnan(x) else f"{100 * x:.1f}%"
+    def pct(x: float | None) -> str:
+        return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
 
+    trials = int(result.config.get("optuna_trials") or 0)
     md = [f"# {title or 'Linear probe'}", "", f"Features: `{result.config['features'].get('features')}`, "
-          f"seed {result.config['seed']}. {result.config['pipeline']}.", "",
-          "| task | status | train | test | accuracy | 95% CI | balanced acc. | macro-F1 | chance |",
-          "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+          f"seed {result.config['seed']}. {result.config['pipeline']}.", ""]  # fmt: skip
+    if trials:
+        md += [f"`C` searched per task by Optuna ({trials} trials, seeded TPE, log-uniform in [1e-4, 1e4]) "
+               "maximising the stratified-CV balanced accuracy on the training items: the table gives "
+               "the best `C` and its CV score (a task whose smallest class has one example keeps "
+               f"`C` = {result.config['C']:g}, CV –).", ""]  # fmt: skip
+    else:
+        md += [f"`C` = {result.config['C']:g} for every task (no search).", ""]
+    head = ["task", "status", "train", "test", "accuracy", "95% CI", "balanced acc.", "macro-F1", "chance",
+            "PCA comp.", "C", *(["CV bal. acc."] if trials else [])]  # fmt: skip
+    md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for t in result.tasks:
         ci = "–" if math.isnan(t.ci_low) else f"[{100 * t.ci_low:.1f}, {100 * t.ci_high:.1f}]"
-        md.append(f"| {t.task} | {t.status} | {t.n_train} | {t.n_test} | {pct(t.accuracy)} | {ci} | "
-                  f"{pct(t.balanced_accuracy)} | {pct(t.macro_f1)} | {pct(t.chance)} |")  # fmt: skip
+        cells = [
+            t.task,
+            t.status,
+            t.n_train,
+            t.n_test,
+            pct(t.accuracy),
+            ci,
+            pct(t.balanced_accuracy),
+            pct(t.macro_f1),
+            pct(t.chance),
+            "–" if t.pca_components is None else t.pca_components,
+            "–" if t.C is None else f"{t.C:.4g}",
+            *([pct(t.cv_balanced_accuracy)] if trials else []),
+        ]
+        md.append("| " + " | ".join(str(c) for c in cells) + " |")
     o = result.overall
     ci = "–" if math.isnan(o["ci_low"]) else f"[{100 * o['ci_low']:.1f}, {100 * o['ci_high']:.1f}]"
     md += ["", f"Overall accuracy over {o['n']} evaluated items: {pct(o['accuracy'])} {ci}."]
