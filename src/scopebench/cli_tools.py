@@ -78,8 +78,9 @@ def cmd_linear_probe(args: argparse.Namespace) -> int:
     """Train a linear probe per task on a training split; evaluate on the benchmark's items."""
     from scopebench.benchmarks import get_benchmark
     from scopebench.benchmarks.local import LocalBenchmark
-    from scopebench.scoring.linear_probe import run_linear_probe, write_probe_outputs
+    from scopebench.scoring.linear_probe import check_features, run_linear_probe, write_probe_outputs
 
+    check_features(args.features)  # a typo fails before the data are read
     bench = get_benchmark(args.bench)
     if args.train:
         train = list(

@@ -15,7 +15,7 @@ from helpers import FIXTURES
 from scopebench.benchmarks import get_benchmark
 from scopebench.benchmarks.demo import generate_demo
 from scopebench.cli import main
-from scopebench.errors import DataFormatError, MissingDependencyError
+from scopebench.errors import DataFormatError, MissingDependencyError, ModelSpecError
 from scopebench.items import ImageRef, Item
 from scopebench.scoring import linear_probe as LP
 
@@ -149,6 +149,28 @@ def test_clip_vision_tower_features(demo: Path, tmp_path: Path) -> None:
     assert 0.0 <= row.balanced_accuracy <= 1.0 and res.config["features"]["features"] == f"clip:{folder}"
     with pytest.raises(Exception, match="not a contrastive model"):
         LP.extract_features("random", [])
+
+
+def test_feature_values_are_named_for_a_bad_features_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for bad in ("bogus", "random", "replay:answers.jsonl", "embed:default", "qwen2-vl-7b"):
+        with pytest.raises(ModelSpecError) as info:
+            LP.check_features(bad)
+        msg = str(info.value)
+        assert msg.startswith(f"--features {bad!r}")
+        assert "valid values: handcrafted, clip:<folder or hub id>, openclip:<model>" in msg
+        assert "frequent" not in msg and "nsp:" not in msg  # not the list of every model scheme
+    with pytest.raises(ModelSpecError, match="needs an argument after 'clip:'"):
+        LP.check_features("clip:")
+    LP.check_features("handcrafted")
+    LP.check_features("clip:openai/clip-vit-base-patch32")  # checked without loading anything
+    out = tmp_path / "lp"
+    assert main(["linear-probe", "--bench", "demo", "--features", "bogus", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--features 'bogus' is not a feature set; valid values: handcrafted" in err
+    assert "random" not in err and "replay" not in err
+    assert not out.exists()  # refused before reading data or writing anything
 
 
 def test_optuna_search_runs_three_seeded_trials(tmp_path: Path) -> None:

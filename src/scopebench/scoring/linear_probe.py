@@ -48,11 +48,13 @@ from scopebench.items import ImageRef, Item
 from scopebench.scoring.bootstrap import bootstrap_ci
 
 __all__ = [
+    "CONTRASTIVE_SCHEMES",
     "HANDCRAFTED_FEATURES",
     "HANDCRAFTED_VERSION",
     "FeatureSet",
     "ProbeResult",
     "TaskResult",
+    "check_features",
     "extract_features",
     "handcrafted_features",
     "make_pipeline",
@@ -186,17 +188,52 @@ class FeatureSet:
     identity: dict[str, Any]
 
 
+#: Model schemes whose backends embed images (the feature extractors ``--features`` accepts).
+CONTRASTIVE_SCHEMES = ("clip", "openclip")
+
+_FEATURES_HELP = (
+    "valid values: handcrafted, clip:<folder or hub id>, openclip:<model>, or the folder or preset "
+    "name of a contrastive (CLIP-like) model"
+)
+
+
+def check_features(features: str) -> None:
+    """Check a ``--features`` value before any data or model loading.
+
+    A model feature spec goes through the same model-spec resolution as ``--model``
+    (:func:`scopebench.models.split_spec`: presets, local folders, ``scheme:argument``), so it
+    accepts exactly what a contrastive ``--model`` accepts.
+
+    Raises:
+        ModelSpecError: When ``features`` is neither ``handcrafted`` nor a contrastive model spec; the
+            message lists the valid feature values (not every model scheme).
+    """
+    if features == "handcrafted":
+        return
+    from scopebench.models import split_spec
+
+    try:
+        scheme, _ = split_spec(features)
+    except ModelSpecError as exc:
+        if features.partition(":")[0] in CONTRASTIVE_SCHEMES:  # e.g. "clip:" without a model
+            raise ModelSpecError(f"--features {features!r}: {exc}") from exc
+        raise ModelSpecError(f"--features {features!r} is not a feature set; {_FEATURES_HELP}") from exc
+    if scheme not in CONTRASTIVE_SCHEMES:
+        raise ModelSpecError(
+            f"--features {features!r} is not a contrastive model (it names a {scheme!r} model, which "
+            f"has no image embedding); {_FEATURES_HELP}"
+        )
+
+
 def _load_backend(spec: str, device: str, batch_size: int | None) -> Any:
     from scopebench.models import ModelOptions, load_model
     from scopebench.models.contrastive import ContrastiveBackend
 
+    check_features(spec)
     backend = load_model(spec, ModelOptions(device=device, batch_size=batch_size))
-    if not isinstance(backend, ContrastiveBackend):
+    if not isinstance(backend, ContrastiveBackend):  # a scheme registered by a plugin, say
         backend.close()
-        raise ModelSpecError(
-            f"--features {spec!r} is not a contrastive model; use handcrafted, clip:<folder or hub id> "
-            "or openclip:<model>"
-        )
+        raise ModelSpecError(f"--features {spec!r} is not a contrastive model; {_FEATURES_HELP}")
     # HF backends load their weights on the first predict(); an empty call loads them, answers nothing.
     backend.predict([])
     return backend
@@ -433,6 +470,7 @@ def run_linear_probe(
     """
     from sklearn.metrics import balanced_accuracy_score, f1_score
 
+    check_features(features)
     train = _classification(train_items)
     if not train:
         raise DataFormatError(
