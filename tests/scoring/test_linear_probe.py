@@ -129,7 +129,7 @@ def test_metrics_and_accounting_by_hand(tmp_path: Path) -> None:
         LP.run_linear_probe([], test)
 
 
-def test_clip_vision_tower_features(demo: Path, tmp_path: Path) -> None:
+def test_clip_vision_tower_features(demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip(
         "transformers", reason="the CLIP feature path needs transformers (extra scopebench[hf])"
     )
@@ -149,6 +149,18 @@ def test_clip_vision_tower_features(demo: Path, tmp_path: Path) -> None:
     assert 0.0 <= row.balanced_accuracy <= 1.0 and res.config["features"]["features"] == f"clip:{folder}"
     with pytest.raises(Exception, match="not a contrastive model"):
         LP.extract_features("random", [])
+    # The spec is resolved like --model (scopebench.models.split_spec): a bare model folder works,
+    # and so does a folder under the home directory written with ~.
+    LP.check_features(str(folder))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    LP.check_features("~/clip")
+    calls: list[str] = []
+    import scopebench.models as models
+
+    real_split = models.split_spec
+    monkeypatch.setattr(models, "split_spec", lambda spec: (calls.append(spec), real_split(spec))[1])
+    LP.check_features(f"clip:{folder}")
+    assert calls == [f"clip:{folder}"]
 
 
 def test_feature_values_are_named_for_a_bad_features_option(
