@@ -78,8 +78,9 @@ def cmd_linear_probe(args: argparse.Namespace) -> int:
     """Train a linear probe per task on a training split; evaluate on the benchmark's items."""
     from scopebench.benchmarks import get_benchmark
     from scopebench.benchmarks.local import LocalBenchmark
-    from scopebench.scoring.linear_probe import run_linear_probe, write_probe_outputs
+    from scopebench.scoring.linear_probe import check_features, run_linear_probe, write_probe_outputs
 
+    check_features(args.features)  # a typo fails before the data are read
     bench = get_benchmark(args.bench)
     if args.train:
         train = list(
@@ -115,12 +116,18 @@ def cmd_linear_probe(args: argparse.Namespace) -> int:
         "balanced acc.",
         "macro-F1",
         "chance",
+        "PCA comp.",
+        "C",
+        *(["CV bal. acc."] if args.optuna_trials > 0 else []),
     ):
         table.add_column(col, justify="left" if col in ("task", "status") else "right")
     for t in result.tasks:
+        cv = [_pct(t.cv_balanced_accuracy) if t.cv_balanced_accuracy is not None else "–"]
         table.add_row(
             t.task, t.status, str(t.n_train), str(t.n_test), _pct(t.accuracy), _ci(t.ci_low, t.ci_high),
             _pct(t.balanced_accuracy), _pct(t.macro_f1), _pct(t.chance),
+            "–" if t.pca_components is None else str(t.pca_components), "–" if t.C is None else f"{t.C:.4g}",
+            *(cv if args.optuna_trials > 0 else []),
         )  # fmt: skip
     console.print(table)
     o = result.overall

@@ -96,3 +96,42 @@ def test_strategies_command_on_spur_fixture_with_transcripts(
     assert "perception_correct" in out or "perception_wrong" in out
     ddcot = load_run(tmp_path / "out" / "ddcot")
     assert len(ddcot.records[0].extra["messages"]) == 6
+
+
+def test_replies_beyond_the_strategys_steps_are_counted_and_warned_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ddcot-style transcript replayed with `direct`: only its first reply is used."""
+    data = _bench(tmp_path)
+    lines = [
+        {"item_id": "local/q0", "responses": ["Let me think.", "The answer is A"]},  # 1 unused
+        {"item_id": "local/q1", "responses": ["a", "b", "The answer is B"]},  # 2 unused
+        {"item_id": "local/q2", "responses": ["The answer is C"]},  # exactly one step
+        {"item_id": "local/q3", "response": "The answer is A"},  # a single reply
+    ]
+    replay = tmp_path / "t.jsonl"
+    replay.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    cfg = RunConfig(
+        benchmark="local", data=str(data), model=f"replay:{replay}", strategy="direct", batch_size=2
+    )
+    with caplog.at_level("WARNING", logger="scopebench.models.strategies"):
+        run_benchmark(cfg, tmp_path / "run")
+    warnings = [r.getMessage() for r in caplog.records if r.name == "scopebench.models.strategies"]
+    assert len(warnings) == 1  # once per run, not per batch
+    assert (
+        warnings[0].startswith("2 of 4 items have more replies") and "'direct' has steps (1)" in warnings[0]
+    )
+    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    assert recs["local/q0"].extra["unused_replies"] == 1 and recs["local/q0"].status == "unparsed"
+    assert recs["local/q1"].extra["unused_replies"] == 2
+    assert "unused_replies" not in recs["local/q2"].extra and recs["local/q2"].correct is True
+    assert "unused_replies" not in recs["local/q3"].extra
+    # ddcot uses all three of q1's replies: nothing unused, no warning about q1.
+    caplog.clear()
+    cfg = RunConfig(benchmark="local", data=str(data), model=f"replay:{replay}", strategy="ddcot")
+    with caplog.at_level("WARNING", logger="scopebench.models.strategies"):
+        run_benchmark(cfg, tmp_path / "run3")
+    assert not [r for r in caplog.records if r.name == "scopebench.models.strategies"]
+    assert (
+        "unused_replies" not in {r.item_id: r for r in load_run(tmp_path / "run3").records}["local/q1"].extra
+    )

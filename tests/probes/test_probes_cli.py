@@ -373,7 +373,12 @@ def test_other_probes_show_their_published_rows_on_pathmmu(tmp_path: Path) -> No
         got = {(p["model"], p["subset_or_task"]): p["value"] for p in report["published"]}
         assert got[key] == pytest.approx(value)
         assert all(source in p["source_table"] for p in report["published"])
-        assert "published, not reproduced here" in (out / f"{name}.md").read_text()
+        md = (out / f"{name}.md").read_text()
+        assert "published, not reproduced here" in md
+        assert md.splitlines()[0].endswith(
+            f"(PathMMU {'§4.2' if name == 'corruptions' else source}"
+            + (", text-only rows)" if name == "no-image" else ")")
+        )  # the paper's table is named on its own benchmark
     no_image = json.loads((out / "no-image.json").read_text())
     assert {p["model"] for p in no_image["published"]} >= {"Random Choice", "Frequent Choice"}
     assert not any("Qwen" in p["model"] for p in no_image["published"])  # text-only rows only
@@ -402,3 +407,29 @@ def test_a_probe_loads_its_model_once(
                     "--corruptions", "brightness,jpeg", "--levels", "1,3")  # fmt: skip
     assert len(report["conditions"]) == 5  # clean + 2 corruptions × 2 levels
     assert built == [f"clip:{tiny_clip}"] and closed == built  # one load for five runs, closed once
+
+
+def test_a_probe_of_another_model_in_the_same_folder_fails_before_loading_it(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/probes.md's old example: no-image with `frequent`, then swap with another model, same --out."""
+    import scopebench.probes.base as base
+
+    out = tmp_path / "demo"
+    _probe("no-image", demo, "frequent", out, "--limit", "4")
+    built: list[str] = []
+    real = base.load_model
+    monkeypatch.setattr(
+        base, "load_model", lambda spec, options: (built.append(spec), real(spec, options))[1]
+    )
+    swap = ["probe", "swap", "--bench", "demo", "--data", str(demo), "--limit", "4", "--out", str(out)]
+    assert main([*swap, "--model", "random"]) == 2
+    err = capsys.readouterr().err
+    assert "model: stored 'frequent', now 'random'" in err
+    assert "separate --out per model" in err and "--fresh" in err
+    assert built == []  # refused before any model was loaded
+    assert not (out / "swap-all").exists() and not (out / "swap-within-subset").exists()
+    # The same model reuses the shared clean condition; --fresh replaces it.
+    assert main(["-q", *swap, "--model", "frequent", "--resamples", "50"]) == 0
+    assert main(["-q", *swap, "--model", "random", "--resamples", "50", "--fresh"]) == 0
+    assert json.loads((out / "clean" / "run.json").read_text())["model"] == "random"

@@ -15,7 +15,7 @@ from helpers import FIXTURES
 from scopebench.benchmarks import get_benchmark
 from scopebench.benchmarks.demo import generate_demo
 from scopebench.cli import main
-from scopebench.errors import DataFormatError, MissingDependencyError
+from scopebench.errors import DataFormatError, MissingDependencyError, ModelSpecError
 from scopebench.items import ImageRef, Item
 from scopebench.scoring import linear_probe as LP
 
@@ -129,7 +129,7 @@ def test_metrics_and_accounting_by_hand(tmp_path: Path) -> None:
         LP.run_linear_probe([], test)
 
 
-def test_clip_vision_tower_features(demo: Path, tmp_path: Path) -> None:
+def test_clip_vision_tower_features(demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip(
         "transformers", reason="the CLIP feature path needs transformers (extra scopebench[hf])"
     )
@@ -149,6 +149,40 @@ def test_clip_vision_tower_features(demo: Path, tmp_path: Path) -> None:
     assert 0.0 <= row.balanced_accuracy <= 1.0 and res.config["features"]["features"] == f"clip:{folder}"
     with pytest.raises(Exception, match="not a contrastive model"):
         LP.extract_features("random", [])
+    # The spec is resolved like --model (scopebench.models.split_spec): a bare model folder works,
+    # and so does a folder under the home directory written with ~.
+    LP.check_features(str(folder))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    LP.check_features("~/clip")
+    calls: list[str] = []
+    import scopebench.models as models
+
+    real_split = models.split_spec
+    monkeypatch.setattr(models, "split_spec", lambda spec: (calls.append(spec), real_split(spec))[1])
+    LP.check_features(f"clip:{folder}")
+    assert calls == [f"clip:{folder}"]
+
+
+def test_feature_values_are_named_for_a_bad_features_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for bad in ("bogus", "random", "replay:answers.jsonl", "embed:default", "qwen2-vl-7b"):
+        with pytest.raises(ModelSpecError) as info:
+            LP.check_features(bad)
+        msg = str(info.value)
+        assert msg.startswith(f"--features {bad!r}")
+        assert "valid values: handcrafted, clip:<folder or hub id>, openclip:<model>" in msg
+        assert "frequent" not in msg and "nsp:" not in msg  # not the list of every model scheme
+    with pytest.raises(ModelSpecError, match="needs an argument after 'clip:'"):
+        LP.check_features("clip:")
+    LP.check_features("handcrafted")
+    LP.check_features("clip:openai/clip-vit-base-patch32")  # checked without loading anything
+    out = tmp_path / "lp"
+    assert main(["linear-probe", "--bench", "demo", "--features", "bogus", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--features 'bogus' is not a feature set; valid values: handcrafted" in err
+    assert "random" not in err and "replay" not in err
+    assert not out.exists()  # refused before reading data or writing anything
 
 
 def test_optuna_search_runs_three_seeded_trials(tmp_path: Path) -> None:
@@ -164,6 +198,15 @@ def test_optuna_search_runs_three_seeded_trials(tmp_path: Path) -> None:
     assert row.C is not None and 1e-4 <= row.C <= 1e4 and row.C != 1.0
     assert row.cv_balanced_accuracy is not None and 0 <= row.cv_balanced_accuracy <= 1
     assert a.to_dict() == b.to_dict() and a.config["optuna_trials"] == 3
+    # The Markdown (not only the JSON) names the search and gives the best C and CV score per task.
+    LP.write_probe_outputs(a, tmp_path / "out")
+    md = (tmp_path / "out" / "linear_probe.md").read_text()
+    assert "Optuna (3 trials" in md and "| PCA comp. | C | CV bal. acc. |" in md
+    cv = f"{100 * row.cv_balanced_accuracy:.1f}%"
+    assert f"| {row.pca_components} | {row.C:.4g} | {cv} |" in md
+    (csv_row,) = csv.DictReader((tmp_path / "out" / "linear_probe.csv").open())
+    assert float(csv_row["C"]) == pytest.approx(row.C)
+    assert float(csv_row["cv_balanced_accuracy"]) == pytest.approx(row.cv_balanced_accuracy)
 
 
 def test_missing_optuna_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,7 +234,15 @@ def test_cli_linear_probe(demo: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     rows = {r["task"]: r for r in csv.DictReader((out / "linear_probe.csv").open())}
     assert rows["contour"]["n_test"] == "12" and rows["contour"]["status"] == "evaluated"
     assert len((out / "predictions.jsonl").read_text().splitlines()) == 14  # 12 contour + 2 eccentricity
-    assert "| contour | evaluated | 60 | 12 |" in (out / "linear_probe.md").read_text()
+    md = (out / "linear_probe.md").read_text()
+    assert "| contour | evaluated | 60 | 12 |" in md
+    # PCA components and C per task (no search: the same C everywhere, no CV column).
+    contour = next(t for t in data["tasks"] if t["task"] == "contour")
+    assert contour["pca_components"] >= 1 and contour["C"] == 1.0
+    assert "| PCA comp. | C |" in md and "CV bal. acc." not in md and "`C` = 1 for every task" in md
+    line = next(x for x in md.splitlines() if x.startswith("| contour |"))
+    assert line.endswith(f"| {contour['pca_components']} | 1 |")
+    assert rows["contour"]["pca_components"] == str(contour["pca_components"])
     local = str(FIXTURES / "local" / "items.jsonl")
     assert main(["-q", "linear-probe", "--bench", "local", "--data", local, "--out", str(out)]) == 2
     assert "has no training split; pass --train" in capsys.readouterr().err

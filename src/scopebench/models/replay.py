@@ -10,7 +10,9 @@ or, for multi-step strategies (one reply per step, in order)::
 
 Each response goes through the same parser as a live model's. Items with no line are reported as
 ``missing_response`` (never scored, never guessed); lines naming items that are not in the run are
-counted and logged.
+counted and logged. Under a strategy, step *k* replays reply *k*: a transcript with fewer replies than
+the strategy has steps is ``missing_response``, one with more has replies that are never used — the
+strategy logs how many items have such a transcript and records ``extra["unused_replies"]``.
 """
 
 from __future__ import annotations
@@ -129,6 +131,15 @@ class ReplayBackend(Backend):
             else:
                 out.append(Response(it.id, text=got[-1] if isinstance(got, list) else got))
         return out
+
+    def unused_replies(self, item_id: str, n_steps: int) -> int:
+        """How many replies of ``item_id``'s transcript a conversation of ``n_steps`` turns leaves unused.
+
+        A single ``"response"`` counts as a one-reply transcript; an item without a line has none.
+        """
+        got = self.responses.get(item_id)
+        n_replies = len(got) if isinstance(got, list) else (0 if got is None else 1)
+        return max(0, n_replies - n_steps)
 
     def chat(
         self,

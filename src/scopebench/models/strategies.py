@@ -18,7 +18,8 @@ Strategies (the instruction texts are below, verbatim):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,8 @@ from scopebench.models.base import Backend, ChatMessage, Response
 from scopebench.protocols import render_prompt
 
 __all__ = ["STRATEGIES", "Step", "StrategyBackend", "strategy_steps"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +118,30 @@ class StrategyBackend(Backend):
         return f"strategy:{self.strategy}"
 
     def prepare(self, items: Sequence[Item]) -> None:
-        """Let the inner backend see the run's items."""
+        """Let the inner backend see the run's items; warn once about transcripts too long to use."""
         self.inner.prepare(items)
+        unused = self._unused_replies_of()
+        if unused is None:
+            return
+        extra = [it.id for it in items if unused(it.id, len(self.steps))]
+        if extra:
+            # A replayed transcript longer than the strategy only ever contributes its first
+            # replies: usually a file made for another strategy, whose answers then all go unparsed.
+            log.warning(
+                "%d of %d items have more replies in their transcript than strategy %r has steps "
+                "(%d); the extra replies are not used (e.g. %s; see each record's "
+                "extra['unused_replies']). Use the strategy the transcripts were made with.",
+                len(extra),
+                len(items),
+                self.strategy,
+                len(self.steps),
+                extra[0],
+            )
+
+    def _unused_replies_of(self) -> Callable[[str, int], int] | None:
+        """The inner backend's count of a stored transcript's unused replies (replay), if any."""
+        fn = getattr(self.inner, "unused_replies", None)
+        return fn if callable(fn) else None
 
     def predict(self, items: Sequence[Item]) -> list[Response]:
         """Run every step for the whole batch; the last reply is the answer text."""
@@ -153,12 +178,17 @@ class StrategyBackend(Backend):
                     )
                 else:
                     convs[i].append(ChatMessage("assistant", r.text))
+        unused = self._unused_replies_of()
         out = []
         for i, it in enumerate(items):
             if i in failed:
                 out.append(failed[i])
             else:
-                out.append(Response(it.id, text=convs[i][-1].text, extra=self._transcript(convs[i])))
+                extra = self._transcript(convs[i])
+                n_unused = unused(it.id, len(self.steps)) if unused is not None else 0
+                if n_unused:
+                    extra["unused_replies"] = n_unused
+                out.append(Response(it.id, text=convs[i][-1].text, extra=extra))
         return out
 
     def _transcript(self, conv: Sequence[ChatMessage]) -> dict[str, Any]:

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from scopebench.engine import RunConfig, RunData, load_run, run_benchmark
+from scopebench.engine.rundir import CONFIG_FILE
+from scopebench.errors import ConfigMismatchError
 from scopebench.items import Record
 from scopebench.models import Backend, load_model
 from scopebench.report import json_safe
@@ -32,10 +34,12 @@ from scopebench.scoring.accuracy import accuracy_row
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, paired_diff_ci
 
 __all__ = [
+    "PAPER_BENCHMARK",
     "Condition",
     "ProbeRun",
     "accuracy_summary",
     "by_group",
+    "check_condition_dir",
     "compare_conditions",
     "condition_dir",
     "drop_summary",
@@ -43,6 +47,7 @@ __all__ = [
     "fmt_pct",
     "markdown_table",
     "n_options",
+    "paper_source",
     "plot_grouped_bars",
     "published_rows",
     "read_records",
@@ -118,13 +123,74 @@ def condition_dir(out: Path, condition: Condition) -> Path:
     return out / condition.name
 
 
+# Run settings that run.json stores verbatim from the RunConfig, so a stored condition can be
+# compared with the new one before any data or model loading (the engine's full identity check,
+# which needs the loaded model, still runs afterwards).
+_CHEAP_IDENTITY = (
+    "benchmark",
+    "split",
+    "limit",
+    "transform",
+    "strategy",
+    "seed",
+    "model",
+    "protocol",
+    "no_image",
+)
+
+
+def check_condition_dir(config: RunConfig, run_dir: Path) -> None:
+    """Refuse early when ``run_dir`` holds a run of a different model or settings.
+
+    The engine makes the same check, but only after loading the model (seconds to minutes of
+    weights): this one reads ``run.json`` alone.
+
+    Args:
+        config: The condition's run configuration.
+        run_dir: The condition's run directory.
+
+    Raises:
+        ConfigMismatchError: When the stored run differs in one of the settings compared.
+    """
+    cfg_path = run_dir / CONFIG_FILE
+    if not cfg_path.is_file():
+        return
+    try:
+        old = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # unreadable: the engine's own check reports it
+    new = {k: getattr(config, k) for k in _CHEAP_IDENTITY}
+    if config.mode is not None:
+        new["mode"] = config.mode
+    diffs = [
+        f"  {k}: stored {old.get(k)!r}, now {v!r}"
+        for k, v in new.items()
+        if json.dumps(old.get(k), sort_keys=True) != json.dumps(v, sort_keys=True)
+    ]
+    if diffs:
+        raise ConfigMismatchError(
+            f"the run directory {run_dir} holds results of a different configuration:\n"
+            + "\n".join(diffs)
+            + "\nProbes share a folder's `clean` condition only for the same model and settings: "
+            "use a separate --out per model (e.g. probes/demo-frequent, probes/demo-embed), "
+            "or pass --fresh to discard the stored results."
+        )
+
+
 def run_condition(probe: ProbeRun, condition: Condition) -> RunData:
-    """Run (or resume) ``condition`` into ``OUT/<condition.name>/`` and read it back."""
+    """Run (or resume) ``condition`` into ``OUT/<condition.name>/`` and read it back.
+
+    Raises:
+        ConfigMismatchError: When the condition's folder holds a run of another model or other
+            settings (and not ``probe.fresh``), before the model is loaded.
+    """
     config = replace(
         probe.config,
         transform=condition.transform,
         no_image=condition.no_image or probe.config.no_image,
     )
+    if not probe.fresh:
+        check_condition_dir(config, condition_dir(probe.out, condition))
     result = run_benchmark(
         config,
         condition_dir(probe.out, condition),
@@ -311,15 +377,22 @@ def plot_grouped_bars(
     *,
     title: str,
     reference: Mapping[str, float] | None = None,
+    group_reference: Mapping[str, Sequence[float]] | None = None,
 ) -> list[Path]:
     """Grouped bars of accuracy (%) with 95% CI whiskers, one bar per series in each group.
+
+    The legend sits to the right of the axes, so it never hides a bar (a 100% bar included).
 
     Args:
         groups: Group labels on the x axis.
         series: Series name → one row per group (``accuracy``, ``ci_low``, ``ci_high``).
         stem: Output path without suffix (``.png`` and ``.svg`` are written).
         title: Plot title.
-        reference: Optional dashed horizontal lines (label → accuracy fraction), e.g. chance.
+        reference: Optional dashed horizontal lines across the whole plot (label → accuracy
+            fraction), for a value shared by every group.
+        group_reference: Optional per-group values (label → one accuracy fraction per group,
+            NaN for none), each drawn as a short black dashed line across its group's bars, e.g.
+            chance where groups have different numbers of options.
     """
     import matplotlib
 
@@ -331,7 +404,7 @@ def plot_grouped_bars(
 
     x = np.arange(len(groups))
     width = 0.8 / max(1, len(series))
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.1 * len(groups) + 2), 3.6))
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.1 * len(groups) + 2) + 1.8, 3.6))  # + legend
     for k, (name, rows) in enumerate(series.items()):
         acc = np.array([100 * float(r["accuracy"]) for r in rows])
         lo = np.array([100 * float(r["ci_low"]) for r in rows])
@@ -341,13 +414,36 @@ def plot_grouped_bars(
     for label, value in (reference or {}).items():
         ax.axhline(100 * value, ls="--", lw=1, color="grey")
         ax.text(-0.45, 100 * value, label, va="bottom", ha="left", fontsize=8, color="grey")
+    for label, values in (group_reference or {}).items():
+        first = True
+        for i, value in enumerate(values):
+            if value is None or math.isnan(value):
+                continue
+            # Only the first segment is labelled, so the legend lists the reference once.
+            ax.hlines(100 * value, i - 0.45, i + 0.45, colors="k", linestyles="--", lw=1.2,
+                      label=label if first else "_nolegend_")  # fmt: skip
+            first = False
     ax.set_xticks(x, list(groups), rotation=30, ha="right")
     ax.set_ylabel("accuracy (%) with 95% CI")
     ax.set_ylim(0, 100)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     return save_figure(fig, stem)
+
+
+#: The benchmark whose paper publishes the probes' analyses (its tables are cited only for it).
+PAPER_BENCHMARK = "pathmmu"
+
+
+def paper_source(benchmark: str, source: str) -> str:
+    """`` (PathMMU <source>)`` for PathMMU, else ``""``: a title cites the paper's table only there.
+
+    Args:
+        benchmark: The probe's benchmark name.
+        source: The paper's table or figure (``"Table 1"``, ``"§4.2"``, ``"Fig. 5"``…).
+    """
+    return f" (PathMMU {source})" if benchmark.lower() == PAPER_BENCHMARK else ""
 
 
 def n_options(run: RunData, item_id: str) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from scopebench.errors import ImageLoadError, ScopebenchError
 from scopebench.items import Item, Record
 from scopebench.probes.base import (
+    PAPER_BENCHMARK,
     Condition,
     ProbeRun,
     accuracy_summary,
@@ -23,6 +24,7 @@ from scopebench.probes.base import (
     drop_summary,
     fmt_acc,
     fmt_pct,
+    paper_source,
     plot_grouped_bars,
     published_rows,
     report_header,
@@ -34,6 +36,7 @@ __all__ = [
     "add_probe_parser",
     "corruptions_probe",
     "gallery",
+    "levels_label",
     "no_image_probe",
     "noise_probe",
     "parse_levels",
@@ -151,7 +154,9 @@ def corruptions_probe(
         "unparsed",
         "errors",
     ]
-    head = ["corruption", *[f"L{lv}" for lv in [0, *levels]], "mean L1–5", "drop of mean"]
+    mean_head = f"mean {levels_label(levels)}"
+    on_paper_benchmark = probe.config.benchmark.lower() == PAPER_BENCHMARK
+    head = ["corruption", *[f"L{lv}" for lv in [0, *levels]], mean_head, "drop of mean"]
     body = []
     for pc in per_corruption:
         by_level = {r["level"]: r for r in rows if r["corruption"] == pc["corruption"]}
@@ -175,7 +180,8 @@ def corruptions_probe(
     notes = [
         f"{probe.config.model} on {probe.config.benchmark}: accuracy % [95% CI] per level; "
         f"n = {clean_summary['n']} items; level 0 is the clean run.",
-        "'mean L1–5' averages the levels run, as PathMMU Table 2 averages its five levels.",
+        f"'{mean_head}' averages the levels run ({', '.join(map(str, levels))})"
+        + (", as PathMMU Table 2 averages its five levels 1–5." if on_paper_benchmark else "."),
         "bubble_blur uses a procedurally generated bubble texture (the original is not public): not "
         "comparable with the paper's bubble column.",
     ]
@@ -188,7 +194,7 @@ def corruptions_probe(
             columns=cols,
             rows=rows,
             display=(head, body),
-            title="Image corruptions (PathMMU §4.2)",
+            title="Image corruptions" + paper_source(probe.config.benchmark, "§4.2"),
             notes=notes,
         )
     ]
@@ -204,6 +210,21 @@ def corruptions_probe(
     return report
 
 
+#: Marker and dash pattern of each corruption's curve (by position), so equal curves stay apart.
+CURVE_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
+CURVE_LINESTYLES = ("-", "--", ":", "-.")
+
+
+def levels_label(levels: Sequence[int]) -> str:
+    """The levels a mean runs over: ``L1–5`` for a contiguous range, ``L1,5`` otherwise."""
+    lv = sorted(levels)
+    if not lv:
+        return "L–"
+    if len(lv) > 1 and lv == list(range(lv[0], lv[-1] + 1)):
+        return f"L{lv[0]}–{lv[-1]}"
+    return "L" + ",".join(map(str, lv))
+
+
 def plot_curves(rows: Sequence[dict[str, Any]], names: Sequence[str], stem: Path) -> list[Path]:
     """Accuracy vs level, one line per corruption with its 95% CI band (PNG and SVG)."""
     import matplotlib
@@ -213,17 +234,30 @@ def plot_curves(rows: Sequence[dict[str, Any]], names: Sequence[str], stem: Path
 
     from scopebench.report.plots import save_figure
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name in names:
+    fig, ax = plt.subplots(figsize=(7.6, 4))
+    # Corruptions often give identical accuracies (a model that ignores the image, small runs):
+    # each line gets its own marker and dash pattern, hollow markers, and a small sideways offset,
+    # so coinciding curves stay visible instead of hiding each other.
+    spread = 0.24 if len(names) > 1 else 0.0
+    for i, name in enumerate(names):
         pts = sorted((r for r in rows if r["corruption"] == name), key=lambda r: r["level"])
-        x = [r["level"] for r in pts]
-        ax.plot(x, [100 * r["accuracy"] for r in pts], marker="o", label=name)
+        dx = (i / (len(names) - 1) - 0.5) * spread if len(names) > 1 else 0.0
+        x = [r["level"] + dx for r in pts]
+        ax.plot(
+            x,
+            [100 * r["accuracy"] for r in pts],
+            marker=CURVE_MARKERS[i % len(CURVE_MARKERS)],
+            linestyle=CURVE_LINESTYLES[i % len(CURVE_LINESTYLES)],
+            markerfacecolor="none",
+            label=name,
+        )
         ax.fill_between(x, [100 * r["ci_low"] for r in pts], [100 * r["ci_high"] for r in pts], alpha=0.12)
-    ax.set_xlabel("severity level (0 = clean)")
+    offset_note = "; curves offset sideways so equal values stay visible" if spread else ""
+    ax.set_xlabel("severity level (0 = clean)" + offset_note)
     ax.set_ylabel("accuracy (%) with 95% CI")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(-3, 103)  # markers at 0% and 100% stay whole
     ax.set_xticks(range(6))
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.set_title("Accuracy under image corruptions", fontsize=10)
     fig.tight_layout()
     return save_figure(fig, stem)
@@ -362,11 +396,11 @@ def noise_probe(probe: ProbeRun) -> dict[str, Any]:
         Condition("noise", "noise"),
         ("clean", "noise"),
         table3 + table1,
-        "Images replaced by Gaussian noise (PathMMU Table 3)",
+        "Images replaced by Gaussian noise" + paper_source(probe.config.benchmark, "Table 3"),
         [
             f"noise pixels i.i.d. N({NOISE_MEAN}, {NOISE_STD}²) in [0, 1] units, clipped; same size as "
             "each image; seeded by (seed, image).",
-            "published: Table 3 (noise) and Table 1 (clean) rows of the same models.",
+            *(["published: Table 3 (noise) and Table 1 (clean) rows of the same models."] if table3 else []),
         ],
     )
 
@@ -401,11 +435,15 @@ def no_image_probe(probe: ProbeRun) -> dict[str, Any]:
         Condition("no-image", no_image=True),
         ("image", "no_image"),
         text_only,
-        "With vs without the image (PathMMU Table 1, text-only rows)",
+        "With vs without the image" + paper_source(probe.config.benchmark, "Table 1, text-only rows"),
         [
             "no_image sends the same prompts without any image (RunConfig.no_image); models that "
             "cannot answer without an image record errors, counted as wrong.",
-            "published: PathMMU Table 1 text-only LLM rows and the random/frequent baselines.",
+            *(
+                ["published: PathMMU Table 1 text-only LLM rows and the random/frequent baselines."]
+                if text_only
+                else []
+            ),
             *(
                 [f"{probe.config.model} ({mode}) never looks at images: both columns agree by construction."]
                 if mode in _IMAGE_BLIND_MODES

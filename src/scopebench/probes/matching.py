@@ -356,7 +356,8 @@ def _plot(stem: Path, result: Mapping[str, Any]) -> None:
     cell = {(r["model"], r["group"]): r for r in rows}
     chance = {r["group"]: r["accuracy"] for r in result["chance"]}
     width = 0.8 / max(1, len(models))
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.1 * len(groups) * max(1, len(models)) ** 0.5 + 2.5), 3.8))
+    # + 2 inches for the legend, which sits right of the axes so it never covers a (100%) bar.
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.1 * len(groups) * max(1, len(models)) ** 0.5 + 2.5) + 2, 3.8))
     for j, m in enumerate(models):
         xs, ys, lo, hi = [], [], [], []
         for i, g in enumerate(groups):
@@ -378,7 +379,7 @@ def _plot(stem: Path, result: Mapping[str, Any]) -> None:
     ax.set_ylabel("accuracy (%) with 95% CI")
     ax.set_ylim(0, 100)
     ax.set_title(f"question–option matching, text only — {result['benchmark']}", fontsize=10)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     save_figure(fig, stem)
 

@@ -27,6 +27,7 @@ from scopebench.probes.base import (
     compare_conditions,
     fmt_pct,
     n_options,
+    paper_source,
     plot_grouped_bars,
     published_rows,
     report_header,
@@ -123,8 +124,14 @@ def swap_probe(probe: ProbeRun, scope: str = "task") -> dict[str, Any]:
         f"(seed {probe.seed}); {changed} of {len(swap_run.items)} items got a different question text "
         "(items of a task that all ask the same question cannot change: use --scope all).",
         "chance = mean of 1/n_options over the group's items.",
-        "published: PathMMU Fig. 5 (right), text-only LLMs with and without swapped questions on the "
-        "1,600 text-guessable samples.",
+        *(
+            [
+                "published: PathMMU Fig. 5 (right), text-only LLMs with and without swapped questions "
+                "on the 1,600 text-guessable samples."
+            ]
+            if report["published"]
+            else []
+        ),
     ]
     report["files"] = [
         str(p)
@@ -135,7 +142,7 @@ def swap_probe(probe: ProbeRun, scope: str = "task") -> dict[str, Any]:
             columns=cols,
             rows=rows,
             display=(head, body),
-            title="Swapped questions (PathMMU Fig. 5)",
+            title="Swapped questions" + paper_source(probe.config.benchmark, "Fig. 5"),
             notes=notes,
         )
     ]
@@ -147,7 +154,6 @@ def swap_probe(probe: ProbeRun, scope: str = "task") -> dict[str, Any]:
         ]
         for lab in ("clean", "swapped")
     }
-    overall_chance = chance(clean)
     report["files"] += [
         str(p)
         for p in plot_grouped_bars(
@@ -155,7 +161,8 @@ def swap_probe(probe: ProbeRun, scope: str = "task") -> dict[str, Any]:
             series,
             probe.out / "swap",
             title="Swapped questions",
-            reference={"chance": overall_chance},
+            # Per group: groups differ in their numbers of options, so one overall line would mislead.
+            group_reference={"chance (1/#options)": [r["chance"] for r in rows]},
         )
     ]
     return report

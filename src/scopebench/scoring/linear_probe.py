@@ -48,11 +48,13 @@ from scopebench.items import ImageRef, Item
 from scopebench.scoring.bootstrap import bootstrap_ci
 
 __all__ = [
+    "CONTRASTIVE_SCHEMES",
     "HANDCRAFTED_FEATURES",
     "HANDCRAFTED_VERSION",
     "FeatureSet",
     "ProbeResult",
     "TaskResult",
+    "check_features",
     "extract_features",
     "handcrafted_features",
     "make_pipeline",
@@ -186,17 +188,52 @@ class FeatureSet:
     identity: dict[str, Any]
 
 
+#: Model schemes whose backends embed images (the feature extractors ``--features`` accepts).
+CONTRASTIVE_SCHEMES = ("clip", "openclip")
+
+_FEATURES_HELP = (
+    "valid values: handcrafted, clip:<folder or hub id>, openclip:<model>, or the folder or preset "
+    "name of a contrastive (CLIP-like) model"
+)
+
+
+def check_features(features: str) -> None:
+    """Check a ``--features`` value before any data or model loading.
+
+    A model feature spec goes through the same model-spec resolution as ``--model``
+    (:func:`scopebench.models.split_spec`: presets, local folders, ``scheme:argument``), so it
+    accepts exactly what a contrastive ``--model`` accepts.
+
+    Raises:
+        ModelSpecError: When ``features`` is neither ``handcrafted`` nor a contrastive model spec; the
+            message lists the valid feature values (not every model scheme).
+    """
+    if features == "handcrafted":
+        return
+    from scopebench.models import split_spec
+
+    try:
+        scheme, _ = split_spec(features)
+    except ModelSpecError as exc:
+        if features.partition(":")[0] in CONTRASTIVE_SCHEMES:  # e.g. "clip:" without a model
+            raise ModelSpecError(f"--features {features!r}: {exc}") from exc
+        raise ModelSpecError(f"--features {features!r} is not a feature set; {_FEATURES_HELP}") from exc
+    if scheme not in CONTRASTIVE_SCHEMES:
+        raise ModelSpecError(
+            f"--features {features!r} is not a contrastive model (it names a {scheme!r} model, which "
+            f"has no image embedding); {_FEATURES_HELP}"
+        )
+
+
 def _load_backend(spec: str, device: str, batch_size: int | None) -> Any:
     from scopebench.models import ModelOptions, load_model
     from scopebench.models.contrastive import ContrastiveBackend
 
+    check_features(spec)
     backend = load_model(spec, ModelOptions(device=device, batch_size=batch_size))
-    if not isinstance(backend, ContrastiveBackend):
+    if not isinstance(backend, ContrastiveBackend):  # a scheme registered by a plugin, say
         backend.close()
-        raise ModelSpecError(
-            f"--features {spec!r} is not a contrastive model; use handcrafted, clip:<folder or hub id> "
-            "or openclip:<model>"
-        )
+        raise ModelSpecError(f"--features {spec!r} is not a contrastive model; {_FEATURES_HELP}")
     # HF backends load their weights on the first predict(); an empty call loads them, answers nothing.
     backend.predict([])
     return backend
@@ -433,6 +470,7 @@ def run_linear_probe(
     """
     from sklearn.metrics import balanced_accuracy_score, f1_score
 
+    check_features(features)
     train = _classification(train_items)
     if not train:
         raise DataFormatError(
@@ -581,25 +619,49 @@ def write_probe_outputs(result: ProbeResult, out_dir: str | Path, *, title: str 
     payload["title"] = title
     (root / "linear_probe.json").write_text(json.dumps(payload, indent=2), encoding="utf-8")
     cols = ["task", "status", "n_train", "n_test", "accuracy", "ci_low", "ci_high", "balanced_accuracy",
-            "macro_f1", "chance", "n_errors", "n_unseen_label", "pca_components", "C"]  # fmt: skip
+            "macro_f1", "chance", "n_errors", "n_unseen_label", "pca_components", "C",
+            "cv_balanced_accuracy"]  # fmt: skip
     with open(root / "linear_probe.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         for t in result.tasks:
             d = asdict(t)
-            w.writerow(["" if isinstance(d[c], float) and math.isnan(d[c]) else d[c] for c in cols])
+            w.writerow(["" if d[c] is None or (isinstance(d[c], float) and math.isnan(d[c])) else d[c]
+                        for c in cols])  # fmt: skip
 
-    def pct(x: float) -> str:
-        return "–" if math.isnan(x) else f"{100 * x:.1f}%"
+    def pct(x: float | None) -> str:
+        return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
 
+    trials = int(result.config.get("optuna_trials") or 0)
     md = [f"# {title or 'Linear probe'}", "", f"Features: `{result.config['features'].get('features')}`, "
-          f"seed {result.config['seed']}. {result.config['pipeline']}.", "",
-          "| task | status | train | test | accuracy | 95% CI | balanced acc. | macro-F1 | chance |",
-          "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+          f"seed {result.config['seed']}. {result.config['pipeline']}.", ""]  # fmt: skip
+    if trials:
+        md += [f"`C` searched per task by Optuna ({trials} trials, seeded TPE, log-uniform in [1e-4, 1e4]) "
+               "maximising the stratified-CV balanced accuracy on the training items: the table gives "
+               "the best `C` and its CV score (a task whose smallest class has one example keeps "
+               f"`C` = {result.config['C']:g}, CV –).", ""]  # fmt: skip
+    else:
+        md += [f"`C` = {result.config['C']:g} for every task (no search).", ""]
+    head = ["task", "status", "train", "test", "accuracy", "95% CI", "balanced acc.", "macro-F1", "chance",
+            "PCA comp.", "C", *(["CV bal. acc."] if trials else [])]  # fmt: skip
+    md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for t in result.tasks:
         ci = "–" if math.isnan(t.ci_low) else f"[{100 * t.ci_low:.1f}, {100 * t.ci_high:.1f}]"
-        md.append(f"| {t.task} | {t.status} | {t.n_train} | {t.n_test} | {pct(t.accuracy)} | {ci} | "
-                  f"{pct(t.balanced_accuracy)} | {pct(t.macro_f1)} | {pct(t.chance)} |")  # fmt: skip
+        cells = [
+            t.task,
+            t.status,
+            t.n_train,
+            t.n_test,
+            pct(t.accuracy),
+            ci,
+            pct(t.balanced_accuracy),
+            pct(t.macro_f1),
+            pct(t.chance),
+            "–" if t.pca_components is None else t.pca_components,
+            "–" if t.C is None else f"{t.C:.4g}",
+            *([pct(t.cv_balanced_accuracy)] if trials else []),
+        ]
+        md.append("| " + " | ".join(str(c) for c in cells) + " |")
     o = result.overall
     ci = "–" if math.isnan(o["ci_low"]) else f"[{100 * o['ci_low']:.1f}, {100 * o['ci_high']:.1f}]"
     md += ["", f"Overall accuracy over {o['n']} evaluated items: {pct(o['accuracy'])} {ci}."]
