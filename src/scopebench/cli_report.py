@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from scopebench.report import json_safe, render_metrics_table, write_run_outputs
+from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows
@@ -59,6 +59,13 @@ def _print_table(title: str, head: Sequence[str], body: Sequence[Sequence[str]])
     console.print(table)
 
 
+def _run_seed(run: str) -> int:
+    from scopebench.engine.rundir import load_run
+    from scopebench.report import run_seed
+
+    return run_seed(load_run(run))
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
     result = compare_runs(args.runs, seed=args.seed, resamples=args.resamples, policy=args.policy)
@@ -103,10 +110,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run name>`` if given).
 
+    Without ``--out`` the files go into the run directory only for the run's own settings (policy
+    wrong, its seed, default resamples), else into its ``report-<policy>-seed<S>-<R>`` subfolder:
+    a report never changes the run's headline ``metrics.json`` (see docs/report.md).
     With ``--html FILE`` also writes the single-file HTML report of all the runs.
     """
     for run in args.runs:
-        out = Path(args.out) / Path(run).name if args.out else None
+        if args.out:
+            out = Path(args.out) / Path(run).name
+        else:
+            seed = args.seed if args.seed is not None else _run_seed(run)
+            out = report_dir(run, seed=seed, resamples=args.resamples, policy=args.policy)
         metrics = write_run_outputs(
             run, seed=args.seed, resamples=args.resamples, policy=args.policy, out_dir=out
         )
@@ -115,18 +129,17 @@ def cmd_report(args: argparse.Namespace) -> int:
             head, body = published_rows(metrics)
             if body:
                 _print_table(f"{metrics['benchmark']}: {PUBLISHED_NOTE}", head, body)
-                where = out or Path(run)
                 note = f"{PUBLISHED_NOTE}: values in percent as printed in the papers\n\n"
-                (where / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")
-                (where / "published.csv").write_text(_csv(head, body), encoding="utf-8")
-        console.print(f"report files written to {out or run}/")
+                (out / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")
+                (out / "published.csv").write_text(_csv(head, body), encoding="utf-8")
+        console.print(f"report files of {run} written to {out}/")
     if args.html:
         from scopebench.report.html import write_html_report
 
         path = write_html_report(
             args.runs,
             args.html,
-            seed=args.seed,
+            seed=args.seed if args.seed is not None else 0,
             resamples=args.resamples,
             policy=args.policy,
             published=args.published,
@@ -145,7 +158,12 @@ def add_subcommands(sub: Any) -> None:
         p.add_argument("runs", nargs="+", metavar="RUN", help="run directories")
         p.add_argument("--out", default=None, help="output folder")
         p.add_argument("--published", action="store_true", help="add published numbers (not reproduced here)")
-        p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+        p.add_argument(
+            "--seed",
+            type=int,
+            default=None if name == "report" else 0,
+            help="bootstrap seed (default: " + ("each run's own seed)" if name == "report" else "0)"),
+        )
         p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
         p.add_argument(
             "--policy",
