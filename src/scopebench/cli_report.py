@@ -15,7 +15,7 @@ from scopebench.report import json_safe, render_metrics_table, report_dir, write
 from scopebench.report.html import heatmap_values
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows
-from scopebench.scoring.compare import compare_runs
+from scopebench.scoring.compare import compare_runs, run_folder_names
 
 __all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
 
@@ -108,16 +108,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run name>`` if given).
+    """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run folder>`` if given).
+
+    ``<run folder>`` is the run's shortest distinguishing path suffix with ``/`` → ``_``
+    (:func:`~scopebench.scoring.compare.run_folder_names`), so no two runs share one.
 
     Without ``--out`` the files go into the run directory only for the run's own settings (policy
     wrong, its seed, default resamples), else into its ``report-<policy>-seed<S>-<R>`` subfolder:
     a report never changes the run's headline ``metrics.json`` (see docs/report.md).
     With ``--html FILE`` also writes the single-file HTML report of all the runs.
     """
-    for run in args.runs:
+    # Runs with one folder name (sweep/alpha-*/run, */clean) get distinct output folders.
+    folders = run_folder_names(args.runs)
+    for run, folder in zip(args.runs, folders, strict=True):
         if args.out:
-            out = Path(args.out) / Path(run).name
+            out = Path(args.out) / folder
         else:
             seed = args.seed if args.seed is not None else _run_seed(run)
             out = report_dir(run, seed=seed, resamples=args.resamples, policy=args.policy)

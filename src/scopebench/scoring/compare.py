@@ -25,10 +25,55 @@ from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, paired_diff_ci
 from scopebench.scoring.metrics import compute_metrics
 
-__all__ = ["CHECKED_KEYS", "compare_runs", "mcnemar_exact", "paired_comparison"]
+__all__ = [
+    "CHECKED_KEYS",
+    "compare_runs",
+    "mcnemar_exact",
+    "paired_comparison",
+    "run_folder_names",
+    "run_labels",
+]
 
 #: run.json keys whose difference makes a comparison suspect.
 CHECKED_KEYS: tuple[str, ...] = ("data_fingerprint", "protocol", "parser_version")
+
+
+def run_labels(run_dirs: Sequence[str | Path]) -> list[str]:
+    """Short, unique, deterministic names of run directories: their shortest distinguishing path suffix.
+
+    ``sweep/alpha-0.5/run`` and ``sweep/alpha-1/run`` → ``alpha-0.5/run``, ``alpha-1/run``;
+    ``runs/demo/random`` beside ``runs/pm/clip`` → ``random``, ``clip``. The same directory given
+    twice gets ``-2``, ``-3``… on its later occurrences, so every label names one argument.
+    """
+    resolved = [Path(p).resolve() for p in run_dirs]
+    unique = sorted(set(resolved), key=resolved.index)
+    # The root ("/") is no useful name part; a path that runs out of parts keeps its full suffix.
+    parts = [p.parts[1:] if p.is_absolute() else p.parts for p in unique]
+    depth = [1] * len(unique)
+    while True:
+        labels = ["/".join(pp[-d:]) for pp, d in zip(parts, depth, strict=True)]
+        clash = {x for x in labels if labels.count(x) > 1}
+        grow = [i for i, x in enumerate(labels) if x in clash and depth[i] < len(parts[i])]
+        if not grow:
+            break
+        for i in grow:
+            depth[i] += 1
+    by_path = dict(zip(unique, labels, strict=True))
+    return _dedupe([by_path[p] for p in resolved])
+
+
+def run_folder_names(run_dirs: Sequence[str | Path]) -> list[str]:
+    """Unique folder names for the outputs of each run (:func:`run_labels` with ``/`` → ``_``)."""
+    return _dedupe([label.replace("/", "_") for label in run_labels(run_dirs)])
+
+
+def _dedupe(names: Sequence[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}-{seen[name]}")
+    return out
 
 
 def mcnemar_exact(b: int, c: int) -> float:
