@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from html_fixtures import A_OUTCOMES, B_OUTCOMES, make_html_run
 
 from scopebench.cli import main
@@ -65,3 +66,61 @@ def test_report_out_folders_do_not_overwrite_each_other(tmp_path, capsys):
     assert (first["overall"]["correct"], second["overall"]["correct"]) == (6, 5)
     # The console says where each run went (whitespace dropped: long paths wrap).
     assert f"{r2}writtento{out / 'alpha-1_run'}/" in "".join(capsys.readouterr().out.split())
+
+
+def _detection_run(tmp: Path) -> Path:
+    """A demo detection run: exact boxes for every cell item, no box for the nuclei."""
+    from scopebench.benchmarks import get_benchmark
+    from scopebench.benchmarks.demo import generate_demo
+
+    demo = generate_demo(tmp / "demo", seed=0, n_per_class=1)
+    items = get_benchmark("demo").load(str(demo), split="detection").items
+    lines = []
+    for it in items:
+        boxes = "[]"
+        if it.metadata["class_name"] == "cell":
+            boxes = "".join(
+                f"<box>({b.x1 * 1000 / 128:.0f},{b.y1 * 1000 / 128:.0f}),"
+                f"({b.x2 * 1000 / 128:.0f},{b.y2 * 1000 / 128:.0f})</box>"
+                for b in it.targets
+            )
+        lines.append(json.dumps({"item_id": it.id, "response": boxes}))
+    replay = tmp / "replay.jsonl"
+    replay.write_text("\n".join(lines) + "\n")
+    out = tmp / "det"
+    args = ["run", "--bench", "demo", "--data", str(demo), "--split", "detection"]
+    assert main([*args, "--model", f"replay:{replay}", "--out", str(out)]) == 0
+    return out
+
+
+def test_detection_run_shows_localization_everywhere(tmp_path, capsys):
+    from rich.console import Console
+
+    from scopebench.report import render_metrics_table
+    from scopebench.report.html import build_html_report
+
+    run = _detection_run(tmp_path)
+    metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+    loc = {r["group"]: r for r in metrics["localization"]}
+    cell, overall = loc["class=cell"]["score"], loc["overall"]["score"]
+    assert cell > 0.98 and loc["class=nucleus"]["score"] == 0.0
+    console = Console(width=200, record=True)
+    console.print(render_metrics_table(metrics))
+    text = console.export_text()
+    assert f"GRIT {cell:.3f}" in text and f"GRIT {overall:.3f}" in text
+    assert "split=easy" in text and "split=hard" in text and "class=nucleus" in text
+    md = (run / "metrics.md").read_text(encoding="utf-8")
+    assert f"| localization | class=cell | 2 | GRIT {cell:.3f}" in md
+    tex = (run / "metrics.tex").read_text(encoding="utf-8")
+    assert "localization & split=hard & 2 & GRIT 0.000" in tex
+    csv_rows = [ln.split(",") for ln in (run / "metrics.csv").read_text(encoding="utf-8").splitlines()]
+    assert csv_rows[0][-1] == "score"
+    loc_csv = {r[1]: r for r in csv_rows if r[0] == "localization"}
+    assert set(loc_csv) == {"class=cell", "class=nucleus", "split=easy", "split=hard", "overall"}
+    assert float(loc_csv["overall"][-1]) == pytest.approx(overall, abs=1e-5)
+    # No multiple-choice item: no empty accuracy plot, a GRIT plot instead.
+    assert not (run / "accuracy_by_task.png").exists()
+    assert (run / "localization.png").is_file() and (run / "localization.svg").is_file()
+    html = build_html_report([run], resamples=50)
+    assert "GRIT localization per class" in html and "Localization (detection items)" in html
+    assert '<td class="l">class=cell</td><td>2</td><td>' + f"{cell:.3f}" in html

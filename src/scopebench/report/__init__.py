@@ -9,8 +9,8 @@ from typing import Any
 
 from scopebench.engine.rundir import METRICS_FILE, RunData, load_run
 from scopebench.report.tables import (
-    metrics_rows,
     render_metrics_table,
+    report_rows,
     rows_to_csv,
     rows_to_latex,
     rows_to_markdown,
@@ -72,8 +72,10 @@ def write_run_outputs(
 ) -> dict[str, Any]:
     """Compute a run's metrics and write them with tables and plots.
 
-    Writes ``metrics.json``, ``metrics.csv``, ``metrics.md``, ``metrics.tex``,
-    ``accuracy_by_task.png``/``.svg`` and, when records carry scores,
+    Writes ``metrics.json``, ``metrics.csv``, ``metrics.md``, ``metrics.tex`` (accuracy rows,
+    then the GRIT ``localization`` rows), ``accuracy_by_task.png``/``.svg`` (when any item has an
+    accuracy), ``localization.png``/``.svg`` (GRIT score per class, with detection items) and, when
+    records carry scores,
     ``reliability.png``/``.svg`` into ``out_dir`` (default, or when ``out_dir`` is the run
     directory: :func:`report_dir`). The run
     directory's own ``metrics.json`` is rewritten only when the settings are the run's own
@@ -89,7 +91,7 @@ def write_run_outputs(
     Returns:
         The metrics dict (NaN where undefined).
     """
-    from scopebench.report.plots import plot_accuracy, plot_reliability
+    from scopebench.report.plots import has_accuracy, plot_accuracy, plot_localization, plot_reliability
 
     run = load_run(run_dir)
     if seed is None:
@@ -108,14 +110,18 @@ def write_run_outputs(
     if default:
         (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
     (out / METRICS_FILE).write_text(text, encoding="utf-8")
-    rows = metrics_rows(metrics)
+    rows = report_rows(metrics)
     title = f"{run.benchmark} — {run.model}"
     (out / "metrics.csv").write_text(rows_to_csv(rows), encoding="utf-8")
     note = table_note(metrics)
     (out / "metrics.md").write_text(rows_to_markdown(rows, title, note), encoding="utf-8")
     (out / "metrics.tex").write_text(rows_to_latex(rows, title, note), encoding="utf-8")
     task_rows = metrics["by_task"] or [metrics["overall"]]
-    plot_accuracy(task_rows, out / "accuracy_by_task", title)
+    # A detection-only run has no accuracy to plot: its figure is the GRIT score per class.
+    if has_accuracy(task_rows):
+        plot_accuracy(task_rows, out / "accuracy_by_task", title)
+    if metrics.get("localization"):
+        plot_localization(metrics["localization"], out / "localization", title)
     if metrics.get("calibration"):
         plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
     return metrics

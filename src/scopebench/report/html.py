@@ -35,7 +35,9 @@ from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, p
 from scopebench.report.tables import (
     format_accuracy,
     format_interval,
+    format_score,
     leaderboard_table,
+    localization_rows,
     metrics_rows,
     pairwise_rows,
 )
@@ -250,6 +252,18 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
         f"seed {_e(boot.get('seed'))}</p>",
         _table(_METRIC_HEAD, body, attrs),
     ]
+    loc = localization_rows(metrics)
+    if loc:
+        parts.append("<h4>Localization (detection items): mean GRIT score per class, 0–1</h4>")
+        parts.append(
+            _table(
+                ["section", "group", "n", "GRIT score", "95% CI"],
+                [
+                    [r["section"], r["group"], str(r["n"]), format_score(r).removeprefix("GRIT "), _ci3(r)]
+                    for r in loc
+                ],
+            )
+        )
     cal = metrics.get("calibration")
     if cal:
         parts.append(
@@ -261,6 +275,13 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
         parts.append(f'<p class="note">owner aggregation: {_e(owner["description"])}</p>')
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _ci3(row: Mapping[str, Any]) -> str:
+    lo, hi = row.get("ci_low"), row.get("ci_high")
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return ""
+    return f"[{float(lo):.3f}, {float(hi):.3f}]"
 
 
 def _leaderboard_section(result: Mapping[str, Any]) -> str:
@@ -295,13 +316,24 @@ def _published_section(metrics: Mapping[str, Any]) -> str:
 
 
 def _plots_section(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> str:
-    from scopebench.report.plots import accuracy_figure, figure_data_uri, heatmap_figure, reliability_figure
+    from scopebench.report.plots import (
+        accuracy_figure,
+        figure_data_uri,
+        has_accuracy,
+        heatmap_figure,
+        localization_figure,
+        reliability_figure,
+    )
 
     imgs = []
     for label, m in zip(labels, metrics, strict=True):
         rows = m["by_task"] or [m["overall"]]
-        uri = figure_data_uri(accuracy_figure(rows, label))
-        imgs.append(f'<img class="plot" alt="accuracy per task: {_e(label)}" src="{uri}">')
+        if has_accuracy(rows):
+            uri = figure_data_uri(accuracy_figure(rows, label))
+            imgs.append(f'<img class="plot" alt="accuracy per task: {_e(label)}" src="{uri}">')
+        if m.get("localization"):
+            uri = figure_data_uri(localization_figure(m["localization"], label))
+            imgs.append(f'<img class="plot" alt="GRIT localization per class: {_e(label)}" src="{uri}">')
     groups, values = heatmap_values(metrics)
     if groups:
         uri = figure_data_uri(

@@ -23,9 +23,12 @@ from matplotlib.figure import Figure
 __all__ = [
     "accuracy_figure",
     "figure_data_uri",
+    "has_accuracy",
     "heatmap_figure",
+    "localization_figure",
     "plot_accuracy",
     "plot_heatmap",
+    "plot_localization",
     "plot_reliability",
     "reliability_figure",
     "save_figure",
@@ -80,6 +83,47 @@ def accuracy_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> Figur
         ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def has_accuracy(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any row has a defined accuracy (a detection-only run has none)."""
+    return any(r["n"] and not _nan(r["accuracy"]) for r in rows)
+
+
+def localization_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> Figure:
+    """Bar chart of the mean GRIT localization score per class with 95% CI whiskers.
+
+    ``rows`` are a metrics dict's ``localization`` rows; the split and overall rows are drawn
+    after the classes, in grey.
+    """
+    rows = [r for r in rows if not _nan(r["score"])]
+    labels = [
+        str(r["group"]).split("=", 1)[-1] if r["group"].startswith("class=") else r["group"] for r in rows
+    ]
+    score = [float(r["score"]) for r in rows]
+    lo = [
+        0.0 if _nan(r["ci_low"]) else max(0.0, v - float(r["ci_low"]))
+        for v, r in zip(score, rows, strict=True)
+    ]
+    hi = [
+        0.0 if _nan(r["ci_high"]) else max(0.0, float(r["ci_high"]) - v)
+        for v, r in zip(score, rows, strict=True)
+    ]
+    colors = ["#4C72B0" if r["group"].startswith("class=") else "#999999" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(rows) + 2), 3.5))
+    ax.bar(range(len(rows)), score, yerr=[lo, hi], capsize=3, color=colors)
+    ax.set_xticks(range(len(rows)), labels, rotation=45, ha="right")
+    ax.set_ylabel("GRIT localization score (95% CI)")
+    ax.set_ylim(0, 1)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_localization(rows: Sequence[Mapping[str, Any]], stem: Path, title: str = "") -> list[Path]:
+    """:func:`localization_figure` saved as ``stem.png`` and ``stem.svg``."""
+    return save_figure(localization_figure(rows, title), stem)
 
 
 def plot_accuracy(rows: Sequence[Mapping[str, Any]], stem: Path, title: str = "") -> list[Path]:
