@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,9 @@ from scopebench.scoring.compare import compare_runs, run_folder_names
 
 __all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
 
-console = Console()
+# As the main CLI's console: the terminal's width, or 120 columns when piped or redirected (rich's
+# default 80 would truncate the accuracy and interval cells of a file or a log).
+console = Console(width=None if sys.stdout.isatty() else 120)
 
 
 def _markdown(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
@@ -129,7 +132,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         metrics = write_run_outputs(
             run, seed=args.seed, resamples=args.resamples, policy=args.policy, out_dir=out
         )
-        console.print(render_metrics_table(metrics))
+        console.print(
+            render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})")
+        )
         if args.published:
             head, body = published_rows(metrics)
             if body:

@@ -124,3 +124,14 @@ def test_detection_run_shows_localization_everywhere(tmp_path, capsys):
     html = build_html_report([run], resamples=50)
     assert "GRIT localization per class" in html and "Localization (detection items)" in html
     assert '<td class="l">class=cell</td><td>2</td><td>' + f"{cell:.3f}" in html
+
+
+def test_report_console_is_wide_when_piped_and_names_the_model(html_runs, tmp_path, capsys):
+    run_a = html_runs[0]
+    assert main(["report", str(run_a), "--out", str(tmp_path / "o"), "--resamples", "50"]) == 0
+    text = capsys.readouterr().out
+    # Redirected output (pytest's capture is no terminal): 120 columns, no truncated cell.
+    assert max(len(line) for line in text.splitlines()) > 80
+    assert "…" not in text
+    assert "baseline:random" in text and "50.0% ±" in text
+    assert f"spur — model-a ({run_a})" in " ".join(text.split())
