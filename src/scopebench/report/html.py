@@ -509,8 +509,13 @@ def _browser_section(runs: Sequence[RunData], labels: Sequence[str], thumbs: _Th
 
 
 def _labels(runs: Sequence[RunData]) -> list[str]:
+    from scopebench.scoring.compare import run_labels
+
     models = [r.model for r in runs]
-    return [r.model if models.count(r.model) == 1 else f"{r.path.name}: {r.model}" for r in runs]
+    paths = run_labels([r.path for r in runs])
+    return [
+        r.model if models.count(r.model) == 1 else f"{p}: {r.model}" for r, p in zip(runs, paths, strict=True)
+    ]
 
 
 def build_html_report(

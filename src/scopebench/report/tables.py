@@ -288,10 +288,12 @@ def pairwise_rows(pairs: Iterable[Mapping[str, Any]]) -> list[list[str]]:
     """String cells of the pairwise comparisons of :func:`~scopebench.scoring.compare.compare_runs`.
 
     Columns: model A, model B, shared items, A − B in percentage points, its 95% CI, b (A right,
-    B wrong), c (A wrong, B right), McNemar p.
+    B wrong), c (A wrong, B right), McNemar p; a pair without shared items says so.
     """
     return [
-        [
+        [p["model_a"], p["model_b"], "0", "no shared items", "", "", "", "no test"]
+        if not p["n_common"]
+        else [
             p["model_a"],
             p["model_b"],
             str(p["n_common"]),

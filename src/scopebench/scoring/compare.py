@@ -6,10 +6,12 @@ answered):
 
 * the accuracy difference ``acc(A) − acc(B)`` with a 95% paired-bootstrap interval;
 * McNemar's exact test: with ``b`` = items A got right and B wrong, ``c`` = the reverse, the
-  two-sided p-value of ``binomtest(b, b + c, 0.5)`` (1.0 when ``b + c = 0``).
+  two-sided p-value of ``binomtest(b, b + c, 0.5)`` (1.0 when ``b + c = 0``; no test, NaN, when
+  the runs share no item).
 
-Warnings are raised (as strings) when runs differ in data fingerprint, protocol, parser version or
-item set.
+Warnings are raised (as strings, naming runs by :func:`run_labels`) when runs differ in data
+fingerprint, protocol, parser version or item set, when two share no item, and when one run
+directory is given twice.
 """
 
 from __future__ import annotations
@@ -112,8 +114,9 @@ def paired_comparison(
         **iv.fields(),
         "b_a_right_b_wrong": n_b,
         "c_a_wrong_b_right": n_c,
-        "mcnemar_p": mcnemar_exact(n_b, n_c),
-        "test": "McNemar exact (two-sided binomial on discordant pairs)",
+        # No shared item, no test: NaN rather than McNemar's p = 1 of "no discordant pair".
+        "mcnemar_p": mcnemar_exact(n_b, n_c) if n else float("nan"),
+        "test": "McNemar exact (two-sided binomial on discordant pairs)" if n else "no shared items",
     }
 
 
@@ -150,11 +153,20 @@ def compare_runs(
             f"runs are of different benchmarks ({', '.join(benches)}); "
             "compare runs of one benchmark at a time"
         )
+    labels = run_labels(run_dirs)
     warnings: list[str] = []
+    resolved = [r.path.resolve() for r in runs]
+    for k, path in enumerate(resolved):
+        if path in resolved[:k]:
+            first = resolved.index(path)
+            warnings.append(
+                f"{labels[k]} is the same run directory as {labels[first]} ({run_dirs[k]}): "
+                "a run compared with itself"
+            )
     for key in CHECKED_KEYS:
         values = {str(r.config.get(key)) for r in runs}
         if len(values) > 1:
-            detail = ", ".join(f"{r.path.name}={r.config.get(key)!r}" for r in runs)
+            detail = ", ".join(f"{lab}={r.config.get(key)!r}" for lab, r in zip(labels, runs, strict=True))
             warnings.append(f"runs differ in {key}: {detail}")
     outcomes = [_outcomes(r, policy) for r in runs]
     id_sets = [frozenset(r.item_id for r in run.records if r.kind == "mcq") for run in runs]
@@ -162,7 +174,7 @@ def compare_runs(
         common = frozenset.intersection(*id_sets)
         warnings.append(
             "runs differ in item set ("
-            + ", ".join(f"{r.path.name}: {len(s)}" for r, s in zip(runs, id_sets, strict=True))
+            + ", ".join(f"{lab}: {len(s)}" for lab, s in zip(labels, id_sets, strict=True))
             + f" items; {len(common)} shared); pairwise tests use shared items only"
         )
     board = []
@@ -182,7 +194,7 @@ def compare_runs(
             baselines.append(
                 {
                     "model": f"{name} baseline",
-                    "source": f"baseline on {run.path.name}'s items",
+                    "source": f"baseline on {labels[k]}'s items",
                     "overall": base["overall"],
                     "owner": base["owner"],
                 }
@@ -208,6 +220,8 @@ def compare_runs(
         res.update(
             model_a=runs[i].model, model_b=runs[j].model, run_a=str(runs[i].path), run_b=str(runs[j].path)
         )
+        if not res["n_common"]:
+            warnings.append(f"{labels[i]} and {labels[j]} share no items: no paired test")
         pairs.append(res)
     return {
         "benchmark": benches[0],
