@@ -69,8 +69,48 @@ def _run_seed(run: str) -> int:
     return run_seed(load_run(run))
 
 
+def _check_runs(runs: Sequence[str], *, one_benchmark: bool) -> None:
+    """Fail before writing anything when a RUN is no run directory or the benchmarks differ.
+
+    A folder that holds run directories (``runs/demo``) gets a hint to pass them (``runs/demo/*``).
+
+    Raises:
+        DataNotFoundError: When a RUN is not a run directory.
+        ConfigMismatchError: When ``one_benchmark`` and the runs are of different benchmarks.
+    """
+    from scopebench.engine.rundir import CONFIG_FILE, STORE_FILE
+    from scopebench.errors import ConfigMismatchError, DataNotFoundError
+
+    benches: dict[str, list[str]] = {}
+    for run in runs:
+        path = Path(run)
+        if not (path / CONFIG_FILE).is_file() or not (path / STORE_FILE).is_file():
+            inner = (
+                sorted(p.name for p in path.iterdir() if (p / CONFIG_FILE).is_file()) if path.is_dir() else []
+            )
+            if inner:
+                shown = ", ".join(inner[:5]) + (", …" if len(inner) > 5 else "")
+                raise DataNotFoundError(
+                    f"{run} is not a scopebench run directory but holds {len(inner)} of them ({shown}): "
+                    f"pass them, e.g. `{path / '*'}`"
+                )
+            raise DataNotFoundError(
+                f"{run} is not a scopebench run directory (no {CONFIG_FILE} / {STORE_FILE}); "
+                "pass the --out folder of a `scopebench run`"
+            )
+        cfg = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        benches.setdefault(str(cfg.get("benchmark", "?")), []).append(run)
+    if one_benchmark and len(benches) > 1:
+        detail = "; ".join(f"{b}: {', '.join(rs)}" for b, rs in sorted(benches.items()))
+        raise ConfigMismatchError(
+            f"runs are of different benchmarks ({detail}); nothing was written — "
+            "compare or put in one HTML report the runs of one benchmark at a time"
+        )
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
+    _check_runs(args.runs, one_benchmark=True)
     result = compare_runs(args.runs, seed=args.seed, resamples=args.resamples, policy=args.policy)
     if args.published:
         result["published"] = published_leaderboard(result["benchmark"], leaderboard_columns(result))
@@ -121,6 +161,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     a report never changes the run's headline ``metrics.json`` (see docs/report.md).
     With ``--html FILE`` also writes the single-file HTML report of all the runs.
     """
+    # Checked first: a wrong argument must not leave half of the report files written.
+    _check_runs(args.runs, one_benchmark=bool(args.html))
     # Runs with one folder name (sweep/alpha-*/run, */clean) get distinct output folders.
     folders = run_folder_names(args.runs)
     for run, folder in zip(args.runs, folders, strict=True):

@@ -135,3 +135,29 @@ def test_report_console_is_wide_when_piped_and_names_the_model(html_runs, tmp_pa
     assert "…" not in text
     assert "baseline:random" in text and "50.0% ±" in text
     assert f"spur — model-a ({run_a})" in " ".join(text.split())
+
+
+def test_report_checks_runs_before_writing(html_runs, tmp_path, capsys):
+    from scopebench.engine import RunStore
+
+    other = tmp_path / "pm"
+    other.mkdir()
+    (other / "run.json").write_text(json.dumps({"benchmark": "pathmmu", "model": "m"}))
+    with RunStore(other / "records.sqlite"):
+        pass
+    out = tmp_path / "rep"
+    assert (
+        main(["report", str(html_runs[0]), str(other), "--out", str(out), "--html", str(tmp_path / "x.html")])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "different benchmarks" in err and "nothing was written" in err
+    assert not out.exists() and not (tmp_path / "x.html").exists()
+    # A parent folder of runs: say so and suggest its runs.
+    parent = html_runs[0].parent
+    assert main(["report", str(parent), "--out", str(out)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "holds 2 of them (a, b)" in err and f"`{parent / '*'}`" in err.replace(" ", "")
+    assert not out.exists()
+    assert main(["compare", str(parent)]) == 2
+    assert "holds 2 of them (a, b)" in " ".join(capsys.readouterr().err.split())
