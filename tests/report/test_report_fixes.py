@@ -161,3 +161,23 @@ def test_report_checks_runs_before_writing(html_runs, tmp_path, capsys):
     assert not out.exists()
     assert main(["compare", str(parent)]) == 2
     assert "holds 2 of them (a, b)" in " ".join(capsys.readouterr().err.split())
+
+
+def test_published_leaderboard_rows_name_their_table_and_skip_conditions(html_runs):
+    from scopebench.report.html import build_html_report
+    from scopebench.report.published import CONDITION_TABLES, PUBLISHED_NOTE, published_leaderboard
+    from scopebench.report.tables import leaderboard_table
+
+    clean = published_leaderboard("pathmmu", ["test_tiny/overall"])
+    assert clean and {p["source_table"] for p in clean} == {"PathMMU Table 1 (zero-shot accuracy)"}
+    every = published_leaderboard("pathmmu", ["test_tiny/overall"], conditions=True)
+    assert {p["source_table"] for p in every} >= {
+        "PathMMU Table 2 (corruptions averaged over 5 levels, test_tiny)",
+        "PathMMU Table 3 (images replaced by Gaussian noise)",
+    }
+    result = {"leaderboard": [], "baselines": [], "published": clean}
+    _head, body = leaderboard_table(result)
+    assert {row[1] for row in body} == {f"{PUBLISHED_NOTE}: PathMMU Table 1 (zero-shot accuracy)"}
+    assert not any(t in row[1] for row in body for t in CONDITION_TABLES)
+    html = build_html_report(list(html_runs), resamples=20, published=True)
+    assert f"{PUBLISHED_NOTE}: SPUR main results (excerpt)" in html

@@ -295,7 +295,10 @@ def _leaderboard_section(result: Mapping[str, Any]) -> str:
     parts = ["<h2>Leaderboard</h2>", _table(head, body, attrs)]
     if result.get("published"):
         parts.append(
-            f'<p class="note">Grey italic rows: {_e(PUBLISHED_NOTE)} (values in percent as printed).</p>'
+            f'<p class="note">Grey italic rows: {_e(PUBLISHED_NOTE)} (values in percent as printed; '
+            "each names its source table). Only the papers' clean zero-shot tables are listed "
+            "here; rows measured under corruptions, Gaussian noise or text-only conditions are in "
+            "each run's published table, labelled by their table.</p>"
         )
     if result["pairs"]:
         parts.append("<h3>Pairwise: paired bootstrap of the accuracy difference, McNemar exact test</h3>")

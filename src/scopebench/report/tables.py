@@ -280,7 +280,9 @@ def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[s
         for c in cols:
             v = p["cells"].get(c)
             cells.append("" if v is None else f"{v[0]:.1f}%" + ("" if v[1] is None else f" ±{v[1]:.1f}"))
-        body.append([p["model"], p["source"], "", "", "", "", "", "", *cells])
+        # The source table tells clean accuracy from a condition (noise, corruptions).
+        source = f"{p['source']}: {p['source_table']}" if p.get("source_table") else p["source"]
+        body.append([p["model"], source, "", "", "", "", "", "", *cells])
     return head, body
 
 
