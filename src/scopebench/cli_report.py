@@ -16,7 +16,7 @@ from scopebench.report import json_safe, render_metrics_table, report_dir, write
 from scopebench.report.html import heatmap_values
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows
-from scopebench.scoring.compare import compare_runs, run_folder_names
+from scopebench.scoring.compare import compare_runs, run_folder_names, run_labels
 
 __all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
 
@@ -138,10 +138,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from scopebench.report.plots import plot_heatmap
 
         groups, values = heatmap_values(result["leaderboard"])
+        board = result["leaderboard"]
+        models = [e["model"] for e in board]
+        paths = run_labels([e["run"] for e in board])
+        # Two runs of one model are told apart by their folder.
+        columns = [m if models.count(m) == 1 else f"{p}: {m}" for m, p in zip(models, paths, strict=True)]
         if groups:
             plot_heatmap(
                 groups,
-                [e["model"] for e in result["leaderboard"]],
+                columns,
                 values,
                 out / "heatmap",
                 f"{result['benchmark']}: accuracy (%) per group and model",

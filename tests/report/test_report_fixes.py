@@ -181,3 +181,25 @@ def test_published_leaderboard_rows_name_their_table_and_skip_conditions(html_ru
     assert not any(t in row[1] for row in body for t in CONDITION_TABLES)
     html = build_html_report(list(html_runs), resamples=20, published=True)
     assert f"{PUBLISHED_NOTE}: SPUR main results (excerpt)" in html
+
+
+def test_plot_labels_are_short_and_titles_fit():
+    import matplotlib.pyplot as plt
+
+    from scopebench.report.plots import heatmap_figure, reliability_figure, short_label
+
+    spec = "clip:/root/.cache/huggingface/hub/models--openai--clip/snapshots/abc123"
+    assert short_label(spec) == "clip:abc123"
+    assert short_label("clip:openai/clip-vit-base-patch32") == "clip:openai/clip-vit-base-patch32"
+    assert short_label("x/run: replay:/tmp/a/b/r.jsonl") == "x/run: replay:r.jsonl"
+    assert short_label("a" * 50, max_len=10) == "a" * 9 + "…"
+    bins = [{"low": k / 15, "high": (k + 1) / 15, "n": 1, "accuracy": 0.5} for k in range(15)]
+    fig = reliability_figure(bins, f"reliability: {spec} on the whole pathmmu test split")
+    fig.canvas.draw()
+    box = fig.axes[0].title.get_window_extent(fig.canvas.get_renderer())
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (box, fig.bbox.width)
+    assert "clip:abc123" in fig.axes[0].get_title() and "/root" not in fig.axes[0].get_title()
+    plt.close(fig)
+    fig = heatmap_figure(["task=NP"], [spec, "random"], [[0.5, 0.25]], "accuracy")
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["clip:abc123", "random"]
+    plt.close(fig)
