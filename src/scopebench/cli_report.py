@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,15 +12,17 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from scopebench.report import json_safe, render_metrics_table, write_run_outputs
+from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows
-from scopebench.scoring.compare import compare_runs
+from scopebench.scoring.compare import compare_runs, run_folder_names, run_labels
 
 __all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
 
-console = Console()
+# As the main CLI's console: the terminal's width, or 120 columns when piped or redirected (rich's
+# default 80 would truncate the accuracy and interval cells of a file or a log).
+console = Console(width=None if sys.stdout.isatty() else 120)
 
 
 def _markdown(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
@@ -59,8 +62,55 @@ def _print_table(title: str, head: Sequence[str], body: Sequence[Sequence[str]])
     console.print(table)
 
 
+def _run_seed(run: str) -> int:
+    from scopebench.engine.rundir import load_run
+    from scopebench.report import run_seed
+
+    return run_seed(load_run(run))
+
+
+def _check_runs(runs: Sequence[str], *, one_benchmark: bool) -> None:
+    """Fail before writing anything when a RUN is no run directory or the benchmarks differ.
+
+    A folder that holds run directories (``runs/demo``) gets a hint to pass them (``runs/demo/*``).
+
+    Raises:
+        DataNotFoundError: When a RUN is not a run directory.
+        ConfigMismatchError: When ``one_benchmark`` and the runs are of different benchmarks.
+    """
+    from scopebench.engine.rundir import CONFIG_FILE, STORE_FILE
+    from scopebench.errors import ConfigMismatchError, DataNotFoundError
+
+    benches: dict[str, list[str]] = {}
+    for run in runs:
+        path = Path(run)
+        if not (path / CONFIG_FILE).is_file() or not (path / STORE_FILE).is_file():
+            inner = (
+                sorted(p.name for p in path.iterdir() if (p / CONFIG_FILE).is_file()) if path.is_dir() else []
+            )
+            if inner:
+                shown = ", ".join(inner[:5]) + (", …" if len(inner) > 5 else "")
+                raise DataNotFoundError(
+                    f"{run} is not a scopebench run directory but holds {len(inner)} of them ({shown}): "
+                    f"pass them, e.g. `{path / '*'}`"
+                )
+            raise DataNotFoundError(
+                f"{run} is not a scopebench run directory (no {CONFIG_FILE} / {STORE_FILE}); "
+                "pass the --out folder of a `scopebench run`"
+            )
+        cfg = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        benches.setdefault(str(cfg.get("benchmark", "?")), []).append(run)
+    if one_benchmark and len(benches) > 1:
+        detail = "; ".join(f"{b}: {', '.join(rs)}" for b, rs in sorted(benches.items()))
+        raise ConfigMismatchError(
+            f"runs are of different benchmarks ({detail}); nothing was written — "
+            "compare or put in one HTML report the runs of one benchmark at a time"
+        )
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
+    _check_runs(args.runs, one_benchmark=True)
     result = compare_runs(args.runs, seed=args.seed, resamples=args.resamples, policy=args.policy)
     if args.published:
         result["published"] = published_leaderboard(result["benchmark"], leaderboard_columns(result))
@@ -88,10 +138,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from scopebench.report.plots import plot_heatmap
 
         groups, values = heatmap_values(result["leaderboard"])
+        board = result["leaderboard"]
+        models = [e["model"] for e in board]
+        paths = run_labels([e["run"] for e in board])
+        # Two runs of one model are told apart by their folder.
+        columns = [m if models.count(m) == 1 else f"{p}: {m}" for m, p in zip(models, paths, strict=True)]
         if groups:
             plot_heatmap(
                 groups,
-                [e["model"] for e in result["leaderboard"]],
+                columns,
                 values,
                 out / "heatmap",
                 f"{result['benchmark']}: accuracy (%) per group and model",
@@ -101,32 +156,47 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run name>`` if given).
+    """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run folder>`` if given).
 
+    ``<run folder>`` is the run's shortest distinguishing path suffix with ``/`` → ``_``
+    (:func:`~scopebench.scoring.compare.run_folder_names`), so no two runs share one.
+
+    Without ``--out`` the files go into the run directory only for the run's own settings (policy
+    wrong, its seed, default resamples), else into its ``report-<policy>-seed<S>-<R>`` subfolder:
+    a report never changes the run's headline ``metrics.json`` (see docs/report.md).
     With ``--html FILE`` also writes the single-file HTML report of all the runs.
     """
-    for run in args.runs:
-        out = Path(args.out) / Path(run).name if args.out else None
+    # Checked first: a wrong argument must not leave half of the report files written.
+    _check_runs(args.runs, one_benchmark=bool(args.html))
+    # Runs with one folder name (sweep/alpha-*/run, */clean) get distinct output folders.
+    folders = run_folder_names(args.runs)
+    for run, folder in zip(args.runs, folders, strict=True):
+        if args.out:
+            out = Path(args.out) / folder
+        else:
+            seed = args.seed if args.seed is not None else _run_seed(run)
+            out = report_dir(run, seed=seed, resamples=args.resamples, policy=args.policy)
         metrics = write_run_outputs(
             run, seed=args.seed, resamples=args.resamples, policy=args.policy, out_dir=out
         )
-        console.print(render_metrics_table(metrics))
+        console.print(
+            render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})")
+        )
         if args.published:
             head, body = published_rows(metrics)
             if body:
                 _print_table(f"{metrics['benchmark']}: {PUBLISHED_NOTE}", head, body)
-                where = out or Path(run)
                 note = f"{PUBLISHED_NOTE}: values in percent as printed in the papers\n\n"
-                (where / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")
-                (where / "published.csv").write_text(_csv(head, body), encoding="utf-8")
-        console.print(f"report files written to {out or run}/")
+                (out / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")
+                (out / "published.csv").write_text(_csv(head, body), encoding="utf-8")
+        console.print(f"report files of {run} written to {out}/")
     if args.html:
         from scopebench.report.html import write_html_report
 
         path = write_html_report(
             args.runs,
             args.html,
-            seed=args.seed,
+            seed=args.seed if args.seed is not None else 0,
             resamples=args.resamples,
             policy=args.policy,
             published=args.published,
@@ -145,7 +215,12 @@ def add_subcommands(sub: Any) -> None:
         p.add_argument("runs", nargs="+", metavar="RUN", help="run directories")
         p.add_argument("--out", default=None, help="output folder")
         p.add_argument("--published", action="store_true", help="add published numbers (not reproduced here)")
-        p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+        p.add_argument(
+            "--seed",
+            type=int,
+            default=None if name == "report" else 0,
+            help="bootstrap seed (default: " + ("each run's own seed)" if name == "report" else "0)"),
+        )
         p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
         p.add_argument(
             "--policy",

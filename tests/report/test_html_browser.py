@@ -64,7 +64,7 @@ def report(html_runs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactor
     metrics = []
     for run in html_runs:
         write_run_outputs(run, resamples=RESAMPLES, out_dir=run / "rep")
-        metrics.append(json.loads((run / "metrics.json").read_text(encoding="utf-8")))
+        metrics.append(json.loads((run / "rep" / "metrics.json").read_text(encoding="utf-8")))
     return out, metrics
 
 

@@ -45,6 +45,9 @@ def test_format_accuracy_and_interval():
 def test_write_run_outputs(tmp_path):
     run = make_run(tmp_path, "m", 6)
     metrics = write_run_outputs(run, seed=4, resamples=200)
+    # Not the run's own settings (seed 0, 1000 resamples): the files go to a subfolder.
+    assert not (run / "metrics.json").exists()
+    run = run / "report-wrong-seed4-200"
     for f in (
         "metrics.json",
         "metrics.csv",
@@ -61,7 +64,7 @@ def test_write_run_outputs(tmp_path):
     assert saved["owner"]["rows"][-1]["subset_or_task"] == "overall"
     assert metrics["calibration"]["n"] == 10
     assert r"\toprule" in (run / "metrics.tex").read_text()
-    again = write_run_outputs(run, seed=4, resamples=200)
+    again = write_run_outputs(run.parent, seed=4, resamples=200)
     assert again["overall"]["ci_low"] == metrics["overall"]["ci_low"]
     console = Console(width=200, record=True)
     console.print(render_metrics_table(metrics))

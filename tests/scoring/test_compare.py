@@ -76,3 +76,36 @@ def test_compare_runs_rejects_mixed_benchmarks(tmp_path):
     r2 = make_run(tmp_path, "b", [True], bench="pathmmu")
     with pytest.raises(ConfigMismatchError):
         compare_runs([r1, r2])
+
+
+def test_compare_without_shared_items_says_so(tmp_path):
+    from scopebench.report.tables import pairwise_rows
+
+    r1 = make_run(tmp_path, "a", [True] * 4)
+    r2 = make_run(tmp_path, "b", [False] * 4, offset=10)
+    res = compare_runs([r1, r2], seed=0, resamples=50)
+    pair = res["pairs"][0]
+    assert pair["n_common"] == 0 and pair["test"] == "no shared items"
+    assert pair["mcnemar_p"] != pair["mcnemar_p"]  # NaN: no test
+    assert pairwise_rows(res["pairs"]) == [["a", "b", "0", "no shared items", "", "", "", "no test"]]
+    assert "a and b share no items: no paired test" in res["warnings"]
+
+
+def test_compare_warnings_name_runs_by_distinguishing_path(tmp_path):
+    for d in ("x", "y"):
+        (tmp_path / d).mkdir()
+    r1 = make_run(tmp_path / "x", "run", [True] * 4)
+    r2 = make_run(tmp_path / "y", "run", [True] * 5, fingerprint="other")
+    res = compare_runs([r1, r2], seed=0, resamples=50)
+    assert "runs differ in data_fingerprint: x/run='fp', y/run='other'" in res["warnings"]
+    assert any(
+        w.startswith("runs differ in item set (x/run: 4, y/run: 5 items; 4 shared)") for w in res["warnings"]
+    )
+
+
+def test_compare_run_with_itself_warns(tmp_path):
+    r1 = make_run(tmp_path, "a", [True, False])
+    res = compare_runs([r1, r1], seed=0, resamples=50)
+    assert any(
+        "a-2 is the same run directory as a" in w and "compared with itself" in w for w in res["warnings"]
+    )

@@ -7,19 +7,20 @@ import math
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine.rundir import METRICS_FILE, load_run
+from scopebench.engine.rundir import METRICS_FILE, RunData, load_run
 from scopebench.report.tables import (
-    metrics_rows,
     render_metrics_table,
+    report_rows,
     rows_to_csv,
     rows_to_latex,
     rows_to_markdown,
     table_note,
 )
 from scopebench.scoring.accuracy import Policy
+from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES
 from scopebench.scoring.metrics import compute_metrics
 
-__all__ = ["json_safe", "render_metrics_table", "write_run_outputs"]
+__all__ = ["is_run_default", "json_safe", "render_metrics_table", "report_dir", "write_run_outputs"]
 
 
 def json_safe(obj: Any) -> Any:
@@ -33,51 +34,94 @@ def json_safe(obj: Any) -> Any:
     return obj
 
 
+def is_run_default(run: RunData, *, seed: int, resamples: int, policy: Policy) -> bool:
+    """Whether these settings compute exactly the run's own metrics (``scopebench run``'s).
+
+    Those are policy ``wrong``, the run's seed (``run.json``) and the default resamples. Only
+    such metrics may replace the run directory's ``metrics.json``: a finished run that is run
+    again reuses that file as its headline number.
+    """
+    return policy == "wrong" and seed == run_seed(run) and resamples == DEFAULT_RESAMPLES
+
+
+def run_seed(run: RunData) -> int:
+    """The seed the run was made with (0 when ``run.json`` has none)."""
+    return int(run.config.get("seed") or 0)
+
+
+def report_dir(run_dir: str | Path, *, seed: int, resamples: int, policy: Policy) -> Path:
+    """Where ``scopebench report`` writes a run's files when no ``--out`` is given.
+
+    The run directory itself for the run's own settings (:func:`is_run_default`), else its
+    subfolder ``report-<policy>-seed<seed>-<resamples>``, so other settings never overwrite the
+    run's ``metrics.json`` nor its tables.
+    """
+    run = load_run(run_dir)
+    if is_run_default(run, seed=seed, resamples=resamples, policy=policy):
+        return run.path
+    return run.path / f"report-{policy}-seed{seed}-{resamples}"
+
+
 def write_run_outputs(
     run_dir: str | Path,
     *,
-    seed: int = 0,
-    resamples: int = 1000,
+    seed: int | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
     policy: Policy = "wrong",
     out_dir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Compute a run's metrics and write them beside it.
+    """Compute a run's metrics and write them with tables and plots.
 
-    Writes ``metrics.json`` (always into the run dir), and ``metrics.csv``, ``metrics.md``,
-    ``metrics.tex``, ``accuracy_by_task.png``/``.svg`` and, when records carry scores,
-    ``reliability.png``/``.svg`` into ``out_dir`` (default: the run dir).
+    Writes ``metrics.json``, ``metrics.csv``, ``metrics.md``, ``metrics.tex`` (accuracy rows,
+    then the GRIT ``localization`` rows), ``accuracy_by_task.png``/``.svg`` (when any item has an
+    accuracy), ``localization.png``/``.svg`` (GRIT score per class, with detection items) and, when
+    records carry scores,
+    ``reliability.png``/``.svg`` into ``out_dir`` (default, or when ``out_dir`` is the run
+    directory: :func:`report_dir`). The run
+    directory's own ``metrics.json`` is rewritten only when the settings are the run's own
+    (:func:`is_run_default`); any other policy, seed or resample count leaves it untouched.
 
     Args:
         run_dir: A run directory.
-        seed: Seed of every bootstrap interval.
+        seed: Seed of every bootstrap interval (default: the run's seed).
         resamples: Bootstrap resamples per interval.
         policy: What unscorable records count as.
-        out_dir: Where the tables and plots go (default ``run_dir``).
+        out_dir: Where the files go (default :func:`report_dir`).
 
     Returns:
         The metrics dict (NaN where undefined).
     """
-    from scopebench.report.plots import plot_accuracy, plot_reliability
+    from scopebench.report.plots import has_accuracy, plot_accuracy, plot_localization, plot_reliability
 
     run = load_run(run_dir)
+    if seed is None:
+        seed = run_seed(run)
     metrics = compute_metrics(
         run.records, benchmark=run.benchmark, policy=policy, items=run.items, seed=seed, resamples=resamples
     )
     metrics["model"] = run.model
+    default = is_run_default(run, seed=seed, resamples=resamples, policy=policy)
     out = Path(out_dir) if out_dir is not None else run.path
+    if out.resolve() == run.path.resolve() and not default:
+        # The run directory holds the run's own metrics only (a re-run reuses them).
+        out = report_dir(run.path, seed=seed, resamples=resamples, policy=policy)
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(json_safe(metrics), indent=2, ensure_ascii=False)
-    (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
-    if out != run.path:
-        (out / METRICS_FILE).write_text(text, encoding="utf-8")
-    rows = metrics_rows(metrics)
+    if default:
+        (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
+    (out / METRICS_FILE).write_text(text, encoding="utf-8")
+    rows = report_rows(metrics)
     title = f"{run.benchmark} — {run.model}"
     (out / "metrics.csv").write_text(rows_to_csv(rows), encoding="utf-8")
     note = table_note(metrics)
     (out / "metrics.md").write_text(rows_to_markdown(rows, title, note), encoding="utf-8")
     (out / "metrics.tex").write_text(rows_to_latex(rows, title, note), encoding="utf-8")
     task_rows = metrics["by_task"] or [metrics["overall"]]
-    plot_accuracy(task_rows, out / "accuracy_by_task", title)
+    # A detection-only run has no accuracy to plot: its figure is the GRIT score per class.
+    if has_accuracy(task_rows):
+        plot_accuracy(task_rows, out / "accuracy_by_task", title)
+    if metrics.get("localization"):
+        plot_localization(metrics["localization"], out / "localization", title)
     if metrics.get("calibration"):
         plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
     return metrics

@@ -35,7 +35,9 @@ from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, p
 from scopebench.report.tables import (
     format_accuracy,
     format_interval,
+    format_score,
     leaderboard_table,
+    localization_rows,
     metrics_rows,
     pairwise_rows,
 )
@@ -250,6 +252,18 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
         f"seed {_e(boot.get('seed'))}</p>",
         _table(_METRIC_HEAD, body, attrs),
     ]
+    loc = localization_rows(metrics)
+    if loc:
+        parts.append("<h4>Localization (detection items): mean GRIT score per class, 0–1</h4>")
+        parts.append(
+            _table(
+                ["section", "group", "n", "GRIT score", "95% CI"],
+                [
+                    [r["section"], r["group"], str(r["n"]), format_score(r).removeprefix("GRIT "), _ci3(r)]
+                    for r in loc
+                ],
+            )
+        )
     cal = metrics.get("calibration")
     if cal:
         parts.append(
@@ -263,6 +277,13 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
     return "\n".join(parts)
 
 
+def _ci3(row: Mapping[str, Any]) -> str:
+    lo, hi = row.get("ci_low"), row.get("ci_high")
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return ""
+    return f"[{float(lo):.3f}, {float(hi):.3f}]"
+
+
 def _leaderboard_section(result: Mapping[str, Any]) -> str:
     head, body = leaderboard_table(result)
     n_runs, n_base = len(result["leaderboard"]), len(result.get("baselines", []))
@@ -274,7 +295,10 @@ def _leaderboard_section(result: Mapping[str, Any]) -> str:
     parts = ["<h2>Leaderboard</h2>", _table(head, body, attrs)]
     if result.get("published"):
         parts.append(
-            f'<p class="note">Grey italic rows: {_e(PUBLISHED_NOTE)} (values in percent as printed).</p>'
+            f'<p class="note">Grey italic rows: {_e(PUBLISHED_NOTE)} (values in percent as printed; '
+            "each names its source table). Only the papers' clean zero-shot tables are listed "
+            "here; rows measured under corruptions, Gaussian noise or text-only conditions are in "
+            "each run's published table, labelled by their table.</p>"
         )
     if result["pairs"]:
         parts.append("<h3>Pairwise: paired bootstrap of the accuracy difference, McNemar exact test</h3>")
@@ -295,13 +319,24 @@ def _published_section(metrics: Mapping[str, Any]) -> str:
 
 
 def _plots_section(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> str:
-    from scopebench.report.plots import accuracy_figure, figure_data_uri, heatmap_figure, reliability_figure
+    from scopebench.report.plots import (
+        accuracy_figure,
+        figure_data_uri,
+        has_accuracy,
+        heatmap_figure,
+        localization_figure,
+        reliability_figure,
+    )
 
     imgs = []
     for label, m in zip(labels, metrics, strict=True):
         rows = m["by_task"] or [m["overall"]]
-        uri = figure_data_uri(accuracy_figure(rows, label))
-        imgs.append(f'<img class="plot" alt="accuracy per task: {_e(label)}" src="{uri}">')
+        if has_accuracy(rows):
+            uri = figure_data_uri(accuracy_figure(rows, label))
+            imgs.append(f'<img class="plot" alt="accuracy per task: {_e(label)}" src="{uri}">')
+        if m.get("localization"):
+            uri = figure_data_uri(localization_figure(m["localization"], label))
+            imgs.append(f'<img class="plot" alt="GRIT localization per class: {_e(label)}" src="{uri}">')
     groups, values = heatmap_values(metrics)
     if groups:
         uri = figure_data_uri(
@@ -477,8 +512,13 @@ def _browser_section(runs: Sequence[RunData], labels: Sequence[str], thumbs: _Th
 
 
 def _labels(runs: Sequence[RunData]) -> list[str]:
+    from scopebench.scoring.compare import run_labels
+
     models = [r.model for r in runs]
-    return [r.model if models.count(r.model) == 1 else f"{r.path.name}: {r.model}" for r in runs]
+    paths = run_labels([r.path for r in runs])
+    return [
+        r.model if models.count(r.model) == 1 else f"{p}: {r.model}" for r, p in zip(runs, paths, strict=True)
+    ]
 
 
 def build_html_report(

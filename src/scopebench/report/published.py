@@ -13,10 +13,27 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-__all__ = ["PUBLISHED_NOTE", "load_published", "published_leaderboard", "published_rows"]
+__all__ = [
+    "CONDITION_TABLES",
+    "PUBLISHED_NOTE",
+    "load_published",
+    "published_leaderboard",
+    "published_rows",
+]
 
 #: The label every published row carries.
 PUBLISHED_NOTE = "published, not reproduced here"
+
+#: Source tables measured under a changed condition (corrupted images, images replaced by noise,
+#: text-only filtered samples): not clean zero-shot accuracy, so the leaderboard leaves them out
+#: by default — beside a clean run they would read as its competitors.
+CONDITION_TABLES = frozenset(
+    {
+        "PathMMU Table 2 (corruptions averaged over 5 levels, test_tiny)",
+        "PathMMU Table 3 (images replaced by Gaussian noise)",
+        "PathMMU Fig. 5 right (1,600 text-guessable filtered samples; text-only)",
+    }
+)
 
 
 def _float(s: str) -> float | None:
@@ -49,12 +66,16 @@ def load_published(benchmark: str | None = None) -> list[dict[str, Any]]:
     return rows
 
 
-def published_leaderboard(benchmark: str, columns: list[str]) -> list[dict[str, Any]]:
-    """One leaderboard row per published model with its values for ``columns``.
+def published_leaderboard(
+    benchmark: str, columns: list[str], *, conditions: bool = False
+) -> list[dict[str, Any]]:
+    """One leaderboard row per published model and source table with its values for ``columns``.
 
     Args:
         benchmark: Benchmark name.
         columns: ``"<split_or_group>/<subset_or_task>"`` keys, as in the owner aggregation.
+        conditions: Also the rows of :data:`CONDITION_TABLES` (corruptions, noise, text-only);
+            by default only the clean tables (PathMMU Table 1, μ-Bench Tables 6/7, SPUR's).
 
     Returns:
         Rows ``{"model", "source", "source_table", "cells": {column: (value, halfwidth)}}`` in
@@ -65,6 +86,8 @@ def published_leaderboard(benchmark: str, columns: list[str]) -> list[dict[str, 
     for r in load_published(benchmark):
         key = f"{r['split_or_group']}/{r['subset_or_task']}".lower()
         if key not in wanted or r["value"] is None:
+            continue
+        if not conditions and r["source_table"] in CONDITION_TABLES:
             continue
         entry = by_model.setdefault(
             (r["model"], r["source_table"]),
@@ -85,7 +108,8 @@ def published_rows(metrics: Mapping[str, Any]) -> tuple[list[str], list[list[str
     """
     owner_rows = (metrics.get("owner") or {}).get("rows", [])
     cols = [f"{r['split_or_group']}/{r['subset_or_task']}" for r in owner_rows]
-    pub = published_leaderboard(str(metrics["benchmark"]), cols)
+    # Every table, each row naming its source table (conditions included, labelled as such).
+    pub = published_leaderboard(str(metrics["benchmark"]), cols, conditions=True)
     used = [c for c in cols if any(c in p["cells"] for p in pub)]
     body = []
     for p in pub:

@@ -13,11 +13,14 @@ from rich.table import Table
 __all__ = [
     "format_accuracy",
     "format_interval",
+    "format_score",
     "leaderboard_columns",
     "leaderboard_table",
+    "localization_rows",
     "metrics_rows",
     "pairwise_rows",
     "render_metrics_table",
+    "report_rows",
     "rows_to_csv",
     "rows_to_latex",
     "rows_to_markdown",
@@ -39,6 +42,7 @@ _COLUMNS = (
     "errors",
     "missing_image",
     "missing_response",
+    "score",
 )
 
 
@@ -86,6 +90,36 @@ def metrics_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def localization_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The GRIT localization rows (per class, per easy/hard split, overall) with section ``localization``.
+
+    Each has ``group``, ``n``, ``score`` (mean GRIT score in ``[0, 1]``) and its 95% interval.
+    """
+    return [{"section": "localization", **r} for r in metrics.get("localization") or []]
+
+
+def report_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a run's tables: :func:`metrics_rows`, then :func:`localization_rows`."""
+    return metrics_rows(metrics) + localization_rows(metrics)
+
+
+def format_score(row: Mapping[str, Any]) -> str:
+    """A localization row's ``"GRIT 0.742 ±0.031"`` (score in ``[0, 1]``), ``"n/a"`` when undefined."""
+    score: Any = row.get("score")
+    if _isnan(score):
+        return "n/a"
+    half: Any = row.get("ci_halfwidth")
+    return f"GRIT {float(score):.3f}" + ("" if _isnan(half) else f" ±{float(half):.3f}")
+
+
+def _score_interval(row: Mapping[str, Any]) -> str:
+    lo: Any = row.get("ci_low")
+    hi: Any = row.get("ci_high")
+    if _isnan(lo) or _isnan(hi):
+        return ""
+    return f"[{float(lo):.3f}, {float(hi):.3f}]"
+
+
 def _cell(v: Any) -> str:
     if _isnan(v):
         return ""
@@ -106,7 +140,9 @@ def rows_to_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = _COL
 
 def _display(rows: Iterable[Mapping[str, Any]]) -> list[list[str]]:
     return [
-        [
+        [str(r["section"]), str(r["group"]), str(r["n"]), format_score(r), _score_interval(r), "", "", "", ""]
+        if r.get("section") == "localization"
+        else [
             str(r.get("section", "")),
             str(r["group"]),
             str(r["n"]),
@@ -171,9 +207,10 @@ def rows_to_latex(rows: Sequence[Mapping[str, Any]], caption: str = "", note: st
 
 
 def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -> Table:
-    """A rich table: overall, per task / subset / split and the owner aggregation.
+    """A rich table: overall, per task / subset / split, the owner aggregation and localization.
 
-    Accuracy shows as ``54.2% ±3.1`` beside its ``[lo, hi]`` 95% bootstrap interval.
+    Accuracy shows as ``54.2% ±3.1`` beside its ``[lo, hi]`` 95% bootstrap interval; the GRIT
+    localization score of detection items (section ``localization``) as ``GRIT 0.742 ±0.031``.
 
     Args:
         metrics: A run's metrics (``metrics.json``).
@@ -191,7 +228,7 @@ def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -
     # The console shows each baseline's overall row only; the files have all of them.
     rows = [
         r
-        for r in metrics_rows(metrics)
+        for r in report_rows(metrics)
         if not r["section"].startswith("metadata:")
         and not (r["section"].startswith("baseline:") and r["group"] != "overall")
     ]
@@ -243,7 +280,9 @@ def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[s
         for c in cols:
             v = p["cells"].get(c)
             cells.append("" if v is None else f"{v[0]:.1f}%" + ("" if v[1] is None else f" ±{v[1]:.1f}"))
-        body.append([p["model"], p["source"], "", "", "", "", "", "", *cells])
+        # The source table tells clean accuracy from a condition (noise, corruptions).
+        source = f"{p['source']}: {p['source_table']}" if p.get("source_table") else p["source"]
+        body.append([p["model"], source, "", "", "", "", "", "", *cells])
     return head, body
 
 
@@ -251,10 +290,12 @@ def pairwise_rows(pairs: Iterable[Mapping[str, Any]]) -> list[list[str]]:
     """String cells of the pairwise comparisons of :func:`~scopebench.scoring.compare.compare_runs`.
 
     Columns: model A, model B, shared items, A − B in percentage points, its 95% CI, b (A right,
-    B wrong), c (A wrong, B right), McNemar p.
+    B wrong), c (A wrong, B right), McNemar p; a pair without shared items says so.
     """
     return [
-        [
+        [p["model_a"], p["model_b"], "0", "no shared items", "", "", "", "no test"]
+        if not p["n_common"]
+        else [
             p["model_a"],
             p["model_b"],
             str(p["n_common"]),

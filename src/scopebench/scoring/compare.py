@@ -6,10 +6,12 @@ answered):
 
 * the accuracy difference ``acc(A) − acc(B)`` with a 95% paired-bootstrap interval;
 * McNemar's exact test: with ``b`` = items A got right and B wrong, ``c`` = the reverse, the
-  two-sided p-value of ``binomtest(b, b + c, 0.5)`` (1.0 when ``b + c = 0``).
+  two-sided p-value of ``binomtest(b, b + c, 0.5)`` (1.0 when ``b + c = 0``; no test, NaN, when
+  the runs share no item).
 
-Warnings are raised (as strings) when runs differ in data fingerprint, protocol, parser version or
-item set.
+Warnings are raised (as strings, naming runs by :func:`run_labels`) when runs differ in data
+fingerprint, protocol, parser version or item set, when two share no item, and when one run
+directory is given twice.
 """
 
 from __future__ import annotations
@@ -25,10 +27,55 @@ from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, paired_diff_ci
 from scopebench.scoring.metrics import compute_metrics
 
-__all__ = ["CHECKED_KEYS", "compare_runs", "mcnemar_exact", "paired_comparison"]
+__all__ = [
+    "CHECKED_KEYS",
+    "compare_runs",
+    "mcnemar_exact",
+    "paired_comparison",
+    "run_folder_names",
+    "run_labels",
+]
 
 #: run.json keys whose difference makes a comparison suspect.
 CHECKED_KEYS: tuple[str, ...] = ("data_fingerprint", "protocol", "parser_version")
+
+
+def run_labels(run_dirs: Sequence[str | Path]) -> list[str]:
+    """Short, unique, deterministic names of run directories: their shortest distinguishing path suffix.
+
+    ``sweep/alpha-0.5/run`` and ``sweep/alpha-1/run`` → ``alpha-0.5/run``, ``alpha-1/run``;
+    ``runs/demo/random`` beside ``runs/pm/clip`` → ``random``, ``clip``. The same directory given
+    twice gets ``-2``, ``-3``… on its later occurrences, so every label names one argument.
+    """
+    resolved = [Path(p).resolve() for p in run_dirs]
+    unique = sorted(set(resolved), key=resolved.index)
+    # The root ("/") is no useful name part; a path that runs out of parts keeps its full suffix.
+    parts = [p.parts[1:] if p.is_absolute() else p.parts for p in unique]
+    depth = [1] * len(unique)
+    while True:
+        labels = ["/".join(pp[-d:]) for pp, d in zip(parts, depth, strict=True)]
+        clash = {x for x in labels if labels.count(x) > 1}
+        grow = [i for i, x in enumerate(labels) if x in clash and depth[i] < len(parts[i])]
+        if not grow:
+            break
+        for i in grow:
+            depth[i] += 1
+    by_path = dict(zip(unique, labels, strict=True))
+    return _dedupe([by_path[p] for p in resolved])
+
+
+def run_folder_names(run_dirs: Sequence[str | Path]) -> list[str]:
+    """Unique folder names for the outputs of each run (:func:`run_labels` with ``/`` → ``_``)."""
+    return _dedupe([label.replace("/", "_") for label in run_labels(run_dirs)])
+
+
+def _dedupe(names: Sequence[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}-{seen[name]}")
+    return out
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -67,8 +114,9 @@ def paired_comparison(
         **iv.fields(),
         "b_a_right_b_wrong": n_b,
         "c_a_wrong_b_right": n_c,
-        "mcnemar_p": mcnemar_exact(n_b, n_c),
-        "test": "McNemar exact (two-sided binomial on discordant pairs)",
+        # No shared item, no test: NaN rather than McNemar's p = 1 of "no discordant pair".
+        "mcnemar_p": mcnemar_exact(n_b, n_c) if n else float("nan"),
+        "test": "McNemar exact (two-sided binomial on discordant pairs)" if n else "no shared items",
     }
 
 
@@ -105,11 +153,20 @@ def compare_runs(
             f"runs are of different benchmarks ({', '.join(benches)}); "
             "compare runs of one benchmark at a time"
         )
+    labels = run_labels(run_dirs)
     warnings: list[str] = []
+    resolved = [r.path.resolve() for r in runs]
+    for k, path in enumerate(resolved):
+        if path in resolved[:k]:
+            first = resolved.index(path)
+            warnings.append(
+                f"{labels[k]} is the same run directory as {labels[first]} ({run_dirs[k]}): "
+                "a run compared with itself"
+            )
     for key in CHECKED_KEYS:
         values = {str(r.config.get(key)) for r in runs}
         if len(values) > 1:
-            detail = ", ".join(f"{r.path.name}={r.config.get(key)!r}" for r in runs)
+            detail = ", ".join(f"{lab}={r.config.get(key)!r}" for lab, r in zip(labels, runs, strict=True))
             warnings.append(f"runs differ in {key}: {detail}")
     outcomes = [_outcomes(r, policy) for r in runs]
     id_sets = [frozenset(r.item_id for r in run.records if r.kind == "mcq") for run in runs]
@@ -117,7 +174,7 @@ def compare_runs(
         common = frozenset.intersection(*id_sets)
         warnings.append(
             "runs differ in item set ("
-            + ", ".join(f"{r.path.name}: {len(s)}" for r, s in zip(runs, id_sets, strict=True))
+            + ", ".join(f"{lab}: {len(s)}" for lab, s in zip(labels, id_sets, strict=True))
             + f" items; {len(common)} shared); pairwise tests use shared items only"
         )
     board = []
@@ -137,7 +194,7 @@ def compare_runs(
             baselines.append(
                 {
                     "model": f"{name} baseline",
-                    "source": f"baseline on {run.path.name}'s items",
+                    "source": f"baseline on {labels[k]}'s items",
                     "overall": base["overall"],
                     "owner": base["owner"],
                 }
@@ -163,6 +220,8 @@ def compare_runs(
         res.update(
             model_a=runs[i].model, model_b=runs[j].model, run_a=str(runs[i].path), run_b=str(runs[j].path)
         )
+        if not res["n_common"]:
+            warnings.append(f"{labels[i]} and {labels[j]} share no items: no paired test")
         pairs.append(res)
     return {
         "benchmark": benches[0],
