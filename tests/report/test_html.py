@@ -226,3 +226,16 @@ def test_single_run_page_with_published_rows(html_runs):
     assert page.counter == "12 of 12 items shown"
     # Baseline rows sit in the run's metrics table, marked as such.
     assert 'class="baseline" data-section="baseline:frequent" data-group="overall"' in text
+
+
+def test_item_ids_sort_naturally() -> None:
+    from scopebench.report.html import _natural_key
+
+    ids = ["pm/test_tiny/10", "pm/test_tiny/2", "pm/test_tiny/1", "pm/val/3", "pm/test_tiny/1a"]
+    assert sorted(ids, key=_natural_key) == [
+        "pm/test_tiny/1",
+        "pm/test_tiny/1a",
+        "pm/test_tiny/2",
+        "pm/test_tiny/10",
+        "pm/val/3",
+    ]

@@ -23,6 +23,7 @@ import html
 import io
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -450,6 +451,11 @@ def _select(sel_id: str, label: str, options: Sequence[tuple[str, str]]) -> str:
     return f'<label>{_e(label)} <select id="{sel_id}">{opts}</select></label>'
 
 
+def _natural_key(item_id: str) -> list[Any]:
+    """Sort ``test_tiny/2`` before ``test_tiny/10``: digit runs compare as numbers."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", item_id)]
+
+
 def _browser_section(runs: Sequence[RunData], labels: Sequence[str], thumbs: _Thumbnails) -> str:
     from scopebench.display import progress
 
@@ -458,7 +464,7 @@ def _browser_section(runs: Sequence[RunData], labels: Sequence[str], thumbs: _Th
         for iid, s in run.items.items():
             summaries.setdefault(iid, s)
     by_run = [{r.item_id: r for r in run.records} for run in runs]
-    ids = sorted(set(summaries) | {i for recs in by_run for i in recs})
+    ids = sorted(set(summaries) | {i for recs in by_run for i in recs}, key=_natural_key)
     articles = []
     with progress(len(ids), "HTML item browser") as bar:
         for iid in ids:
