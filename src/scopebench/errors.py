@@ -20,6 +20,7 @@ __all__ = [
     "RunAbortedError",
     "ScopebenchError",
     "UnsafePathError",
+    "reason",
 ]
 
 
@@ -73,3 +74,8 @@ class ConfigMismatchError(ScopebenchError):
 
 class RunAbortedError(ScopebenchError):
     """A run stopped on purpose (too many failures); finished work is kept."""
+
+
+def reason(exc: BaseException) -> str:
+    """A third-party exception's message for the middle of a sentence (no trailing period)."""
+    return str(exc).strip().rstrip(".").strip()

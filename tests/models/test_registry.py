@@ -155,3 +155,13 @@ def test_unknown_model_args_are_refused_with_the_known_ones(tmp_path: Path) -> N
     assert (
         load_model(f"replay:{replay}", ModelOptions(extra={"labels": "numbers"})).answer_labels == "numbers"
     )
+
+
+def test_reason_drops_a_trailing_period() -> None:
+    from scopebench.errors import reason
+
+    assert (
+        reason(OSError("Repo id must be in the form 'repo_name'."))
+        == "Repo id must be in the form 'repo_name'"
+    )
+    assert reason(ValueError("no period")) == "no period"

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError
+from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError, reason
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
 from scopebench.models.registry import split_spec
@@ -200,7 +200,7 @@ class HFContrastiveBackend(ContrastiveBackend):
             self.config = AutoConfig.from_pretrained(self.model_id)
         except (OSError, ValueError) as exc:
             raise ModelError(
-                f"cannot load contrastive model {self.model_id!r}: {exc}. Give a local folder "
+                f"cannot load contrastive model {self.model_id!r}: {reason(exc)}. Give a local folder "
                 "(save_pretrained layout) or a hub id reachable from this machine."
             ) from exc
         self.model: Any = None

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError
+from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError, reason
 from scopebench.items import ImageRef, Item
 from scopebench.models._shared_prefix import SHAREABLE_FAMILIES, shared_prefix_logprobs
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
@@ -248,7 +248,7 @@ class HFGenerativeBackend(Backend):
             self.config = AutoConfig.from_pretrained(self.model_id, revision=self.revision)
         except (OSError, ValueError) as exc:
             raise ModelError(
-                f"cannot load model {self.model_id!r}: {exc}. Give a local folder (save_pretrained "
+                f"cannot load model {self.model_id!r}: {reason(exc)}. Give a local folder (save_pretrained "
                 "layout) or a hub id reachable from this machine."
             ) from exc
         self.family = family_of(str(self.config.model_type))
@@ -297,7 +297,7 @@ class HFGenerativeBackend(Backend):
             )
         except (OSError, ValueError) as exc:
             raise ModelError(
-                f"cannot load {self.model_id!r} as an image-text-to-text model: {exc}. hf: needs a "
+                f"cannot load {self.model_id!r} as an image-text-to-text model: {reason(exc)}. hf: needs a "
                 "generative VLM (Qwen2-VL, LLaVA, PaliGemma, Idefics3…); use clip: for CLIP-style models."
             ) from exc
         self.model = model.to(self.device).eval()

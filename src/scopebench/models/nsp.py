@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scopebench.errors import MissingDependencyError, ModelError
+from scopebench.errors import MissingDependencyError, ModelError, reason
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
 from scopebench.models.registry import split_spec
@@ -71,7 +71,7 @@ class NSPBackend(Backend):
             self.config = AutoConfig.from_pretrained(self.model_id)
         except (OSError, ValueError) as exc:
             raise ModelError(
-                f"cannot load NSP model {self.model_id!r}: {exc}. Give a local folder "
+                f"cannot load NSP model {self.model_id!r}: {reason(exc)}. Give a local folder "
                 "(save_pretrained layout with its tokenizer) or a hub id reachable from this machine."
             ) from exc
         if getattr(self.config, "model_type", None) != "bert":
