@@ -339,3 +339,28 @@ def test_csv_without_required_columns(tmp_path: Path) -> None:
 def test_missing_csv(tmp_path: Path) -> None:
     with pytest.raises(DataNotFoundError):
         MicroVQABenchmark().load(tmp_path / "absent.csv")
+
+
+def test_replay_under_the_owner_protocol_reads_numbered_answers(
+    parquet_dir: Path, loaded: LoadedBenchmark, tmp_path: Path
+) -> None:
+    import json
+
+    from scopebench.engine import RunConfig, load_run, run_benchmark
+
+    mcq = [it for it in loaded.items if it.answer_index is not None]
+    lines = [
+        {"item_id": it.id, "response": f"Thinking... The answer is ({it.answer_index + 1})"} for it in mcq
+    ]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    cfg = RunConfig(benchmark="microvqa", data=str(parquet_dir), model=f"replay:{replay}", protocol="owner")
+    res = run_benchmark(cfg, tmp_path / "run")
+    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    assert all(recs[it.id].correct for it in mcq)  # "(2)" is the second option, not unparsed
+    assert res.metrics["overall"]["unparsed"] == 0
+    # The default protocol letters options, so the same replies name no letter: unparsed.
+    res2 = run_benchmark(
+        RunConfig(benchmark="microvqa", data=str(parquet_dir), model=f"replay:{replay}"), tmp_path / "r2"
+    )
+    assert res2.metrics["overall"]["unparsed"] == len(mcq)

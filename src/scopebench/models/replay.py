@@ -24,10 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scopebench.errors import DataFormatError, DataNotFoundError
+from scopebench.errors import DataFormatError, DataNotFoundError, ModelSpecError
 from scopebench.items import Item
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
 from scopebench.models.registry import split_spec
+from scopebench.protocols import render_prompt
 
 __all__ = ["ReplayBackend", "read_replay_file"]
 
@@ -101,7 +102,13 @@ class ReplayBackend(Backend):
         super().__init__(spec, options)
         self.path = Path(arg).expanduser()
         self.responses = read_replay_file(self.path)
-        self._labels = "numbers" if options.extra.get("labels") == "numbers" else "letters"
+        # Explicit labels=letters|numbers wins; otherwise the run's protocol decides, as it does for
+        # live models (MicroVQA's owner protocol numbers options: "The answer is (2)").
+        explicit = options.extra.get("labels")
+        if explicit not in (None, "letters", "numbers"):
+            raise ModelSpecError(f"--model-arg labels must be letters or numbers (got {explicit!r})")
+        self._explicit_labels = explicit
+        self._labels = explicit or "letters"
 
     def prepare(self, items: Sequence[Item]) -> None:
         """Log how the file's ids line up with the run's items."""
@@ -121,6 +128,8 @@ class ReplayBackend(Backend):
 
     def predict(self, items: Sequence[Item]) -> list[Response]:
         """Return the stored response of each item (a transcript's last reply), or ``missing_response``."""
+        if items:
+            self._labels = self._explicit_labels or render_prompt(items[0], self.options.protocol).labels
         out = []
         for it in items:
             got = self.responses.get(it.id)
