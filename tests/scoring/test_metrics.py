@@ -210,3 +210,14 @@ def test_stratified_mean_ci_hand_computed():
     scores = [list(np.linspace(0, 1, 17) ** 2), list(np.linspace(0.2, 0.9, 11))]
     a, b = stratified_mean_ci(scores, seed=5), stratified_mean_ci(scores, seed=6)
     assert a == stratified_mean_ci(scores, seed=5) and (a.low, a.high) != (b.low, b.high)
+
+
+def test_grit_split_knows_the_ubench_release_dataset_keys():
+    from scopebench.scoring.metrics import _grit_split
+
+    assert _grit_split("nucleus", {"dataset": "held_et_al_2010_h2b"}) == "easy"  # CellCognition
+    assert _grit_split("gland", {"dataset": "sirinukunwattana_et_al_2016"}) == "hard"  # GlaS
+    assert _grit_split("nucleus", {"dataset": "opencell"}) == "hard"
+    assert _grit_split("mitochondria", {"dataset": "wu_et_al_2023"}) == "hard"
+    assert _grit_split("irregular_contours", {"dataset": "burgess_et_al_2024_contour"}) is None
+    assert _grit_split("nucleus", {"dataset": "burgess_et_al_2024_contour", "grit_split": "easy"}) == "easy"

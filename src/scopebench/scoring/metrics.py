@@ -34,9 +34,20 @@ def _grit_split(cls: str, meta: Mapping[str, Any]) -> str | None:
         return str(explicit)
     source = str(meta.get("dataset") or meta.get("source_dataset") or "").lower()
     for (fragment, name), split in GRIT_SPLITS.items():
-        if source and fragment in source and name == cls.lower():
+        names = (fragment, *_DATASET_KEYS.get(fragment, ()))
+        if source and any(n in source for n in names) and name == cls.lower():
             return split
     return None
+
+
+#: The μ-Bench release names datasets ``<author>_et_al_<year>``, the paper by tool or challenge:
+#: CellCognition is Held et al. 2010 (``held_et_al_2010_h2b``…), GlaS is Sirinukunwattana et al.
+#: PCST has no confirmed key in the release, so its items need an explicit ``grit_split``.
+_DATASET_KEYS: dict[str, tuple[str, ...]] = {
+    "cellcognition": ("held_et_al_2010",),
+    "glas": ("sirinukunwattana",),
+    "wu": ("wu_et_al",),
+}
 
 
 def localization_section(
