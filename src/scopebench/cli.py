@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from scopebench.display import configure_logging
-from scopebench.errors import DataFormatError, ScopebenchError
+from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
 from scopebench.report import render_metrics_table, write_run_outputs
 
 __all__ = ["build_parser", "main"]
@@ -480,11 +480,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
         return code
+    except RunInterruptedError as exc:
+        err_console.print(escape(str(exc)), highlight=False, soft_wrap=True)
+        return 130
     except ScopebenchError as exc:
         err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
-        err_console.print("interrupted")
+        # Outside a run's batch loop (loading, an executor shutting down): committed results are
+        # kept all the same.
+        err_console.print(
+            "interrupted: results finished so far are kept; run the same command again to resume"
+        )
         return 130
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "ModelError",
     "ModelSpecError",
     "RunAbortedError",
+    "RunInterruptedError",
     "ScopebenchError",
     "UnsafePathError",
     "reason",
@@ -74,6 +75,10 @@ class ConfigMismatchError(ScopebenchError):
 
 class RunAbortedError(ScopebenchError):
     """A run stopped on purpose (too many failures); finished work is kept."""
+
+
+class RunInterruptedError(RunAbortedError):
+    """A run stopped by Ctrl-C; finished work is kept (the CLI exits 130, as shells expect)."""
 
 
 def reason(exc: BaseException) -> str:

@@ -43,3 +43,22 @@ def test_ray_executor_equals_local(tmp_path: Path) -> None:
         assert results[(model, "local")] == results[(model, "ray")], model
     overall = results[(f"replay:{replay}", "ray")][1]
     assert (overall["missing_response"], overall["unparsed"]) == (2, 5)
+
+
+def test_an_unreachable_cluster_address_fails_fast() -> None:
+    import socket
+    import time
+
+    from scopebench.engine.executors import _check_reachable
+    from scopebench.errors import ScopebenchError
+
+    with socket.socket() as s:  # a port nothing listens on: bind, read it, close
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.monotonic()
+    with pytest.raises(ScopebenchError, match=f"no Ray cluster answers at --ray-address 127.0.0.1:{port}"):
+        _check_reachable(f"127.0.0.1:{port}")
+    with pytest.raises(ScopebenchError, match="no Ray cluster answers"):
+        _check_reachable(f"ray://127.0.0.1:{port}")
+    assert time.monotonic() - start < 5
+    _check_reachable("auto")  # Ray's own lookups are left to Ray

@@ -124,8 +124,10 @@ class _Scripted(Backend):
 def test_interrupt_keeps_finished_batches_and_resume_matches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from scopebench.errors import RunInterruptedError
+
     monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Scripted(interrupt_at=3))
-    with pytest.raises(RunAbortedError, match="resume"):
+    with pytest.raises(RunInterruptedError, match="run the same command again to resume"):
         run_benchmark(_cfg("scripted", batch_size=2), tmp_path / "run")
     assert len(load_run(tmp_path / "run").records) == 4  # two batches of 2 were committed
     monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Scripted())
@@ -270,3 +272,15 @@ def test_exclude_ids_not_in_the_benchmark_are_reported(
     with caplog.at_level("WARNING", logger="scopebench"):
         run_benchmark(replace(_cfg("random"), exclude_ids=frozenset({"pathmmu/x"})), tmp_path / "b")
     assert "nothing was excluded" in caplog.text
+
+
+def test_cli_exits_130_with_resume_advice_on_ctrl_c(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scopebench.cli import main
+
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Scripted(interrupt_at=3))
+    argv = ["-q", "run", "--bench", "unit", "--data", "10", "--model", "random", "--batch-size", "2"]
+    assert main([*argv, "--out", str(tmp_path / "r")]) == 130
+    err = capsys.readouterr().err
+    assert "4 new results were saved" in err and "run the same command again to resume" in err

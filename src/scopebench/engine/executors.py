@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -85,6 +86,26 @@ class _Worker:
         return answer_batch(self.backend, [self.items[i] for i in ids])
 
 
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast on a cluster address nothing answers at (``ray.init`` would retry forever).
+
+    ``auto`` and ``local`` are Ray's own lookups and are left to it; ``HOST:PORT`` and
+    ``ray://HOST:PORT`` are tried with one TCP connection.
+    """
+    target = address.removeprefix("ray://")
+    host, sep, port = target.rpartition(":")
+    if address in ("auto", "local") or not sep or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            return
+    except OSError as exc:
+        raise ScopebenchError(
+            f"no Ray cluster answers at --ray-address {address} ({exc}); check the address and that the "
+            "cluster is up (`ray status` on its head node), or leave --ray-address out for a local instance"
+        ) from exc
+
+
 class RayExecutor:
     """Shard batches over Ray actors and stream results back.
 
@@ -110,11 +131,15 @@ class RayExecutor:
         except ImportError as exc:
             raise MissingDependencyError("ray", "ray", "--executor ray") from exc
         self._ray = ray
+        if not ray.is_initialized() and address:
+            _check_reachable(address)
         if not ray.is_initialized():
             init_kwargs: dict[str, Any] = {"address": address, "include_dashboard": False}
             if address is None:
                 init_kwargs["num_cpus"] = max(2, num_workers or 2)
-            ray.init(**init_kwargs, log_to_driver=False)
+            # Ray's own log lines follow scopebench's level (-q: errors only).
+            level = max(logging.getLogger("scopebench").getEffectiveLevel(), logging.WARNING)
+            ray.init(**init_kwargs, log_to_driver=False, logging_level=level)
             self._owns_ray = True
         else:
             self._owns_ray = False

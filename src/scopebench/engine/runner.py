@@ -29,6 +29,7 @@ from scopebench.errors import (
     ImageLoadError,
     ModelSpecError,
     RunAbortedError,
+    RunInterruptedError,
     ScopebenchError,
 )
 from scopebench.items import Item, Record
@@ -564,7 +565,7 @@ def _execute(
                         "(--retry-errors redoes the failed items)."
                     )
         except KeyboardInterrupt:
-            raise RunAbortedError(
+            raise RunInterruptedError(
                 f"interrupted: {written} new results were saved in {store.path.parent}; "
                 "run the same command again to resume"
             ) from None
