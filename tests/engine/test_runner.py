@@ -130,6 +130,7 @@ def test_interrupt_keeps_finished_batches_and_resume_matches(
     with pytest.raises(RunInterruptedError, match="run the same command again to resume"):
         run_benchmark(_cfg("scripted", batch_size=2), tmp_path / "run")
     assert len(load_run(tmp_path / "run").records) == 4  # two batches of 2 were committed
+    assert len((tmp_path / "run" / "records.jsonl").read_text().splitlines()) == 4  # exported too
     monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Scripted())
     resumed = run_benchmark(_cfg("scripted", batch_size=2), tmp_path / "run")
     assert resumed.n_new == 6

@@ -437,7 +437,12 @@ def run_benchmark(
         _check_config(run_dir, provenance, fresh)
         (run_dir / CONFIG_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
         with RunStore(run_dir / STORE_FILE) as store:
-            n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
+            try:
+                n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
+            except RunAbortedError:
+                # Stopped (Ctrl-C, too many failures): the export still shows what was kept.
+                store.export_jsonl(run_dir / RECORDS_JSONL)
+                raise
             key = metrics_key if on_metrics is not None else "basic"
             stamp = None if key is None else _metrics_stamp(key, store.generation())
             cached = _cached_metrics(run_dir, store, stamp)
