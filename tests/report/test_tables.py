@@ -90,3 +90,29 @@ def test_cli_compare_and_report(tmp_path, capsys):
     assert PUBLISHED_NOTE in md and "| b |" in md
     assert main(["report", str(r1), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 0
     assert (tmp_path / "rep" / "a" / "metrics.md").is_file()
+
+
+def test_console_table_never_truncates_and_labels_macro_rows() -> None:
+    from rich.console import Console
+
+    from scopebench.report.tables import render_metrics_table
+
+    row = {"n": 52, "correct": 11, "denominator": 52, "accuracy": 0.212, "ci_low": 0.1, "ci_high": 0.3,
+           "ci_halfwidth": 0.1, "ci_method": "stratified-percentile", "unparsed": 0, "errors": 0,
+           "missing_image": 0, "missing_response": 0}  # fmt: skip
+    metrics = {
+        "benchmark": "ubench", "policy": "wrong", "overall": {"group": "overall", **row},
+        "by_task": [], "by_subset": [], "by_split": [],
+        "owner": {"rows": [{"group": "coarse/all", "weighting": "macro over tasks", **row}]},
+        "baselines": {name: {"overall": {"group": "overall", **row}, "by_task": [], "owner": []}
+                      for name in ("random", "frequent")},
+        "localization": [{"group": "class=burgess_et_al_2024_contour/irregular_contours", "n": 1, "score": 1.0,
+                          "ci_low": 1.0, "ci_high": 1.0, "ci_halfwidth": 0.0, "ci_method": "degenerate"}],
+    }  # fmt: skip
+    console = Console(width=120, record=True)
+    console.print(render_metrics_table(metrics))
+    text = console.export_text()
+    assert "…" not in text
+    assert "baseline:random" in text and "baseline:frequent" in text
+    assert "(macro over" in text and "GRIT 1.000" in text  # the group column folds long labels
+    assert max(len(line) for line in text.splitlines()) <= 120

@@ -138,13 +138,20 @@ def rows_to_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = _COL
     return buf.getvalue()
 
 
+def _group_label(row: Mapping[str, Any]) -> str:
+    # n and correct of a macro row are totals while its accuracy is a mean over tasks: say so.
+    if str(row.get("weighting", "")).startswith("macro"):
+        return f"{row['group']} (macro over tasks)"
+    return str(row["group"])
+
+
 def _display(rows: Iterable[Mapping[str, Any]]) -> list[list[str]]:
     return [
         [str(r["section"]), str(r["group"]), str(r["n"]), format_score(r), _score_interval(r), "", "", "", ""]
         if r.get("section") == "localization"
         else [
             str(r.get("section", "")),
-            str(r["group"]),
+            _group_label(r),
             str(r["n"]),
             format_accuracy(r),
             format_interval(r),
@@ -158,6 +165,8 @@ def _display(rows: Iterable[Mapping[str, Any]]) -> list[list[str]]:
 
 
 _HEAD = ["section", "group", "n", "accuracy", "95% CI", "unparsed", "errors", "no image", "no response"]
+# Never cut: these stay whole; the others wrap at spaces (a value may take two lines, never "…").
+_KEEP_WHOLE = {"section", "n"}
 
 
 def rows_to_markdown(rows: Sequence[Mapping[str, Any]], title: str = "", note: str = "") -> str:
@@ -224,7 +233,14 @@ def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -
         f"{boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')}",
     )
     for h in _HEAD:
-        table.add_column(h, justify="left" if h in ("section", "group") else "right", no_wrap=h == "group")
+        # Numbers and section names never shrink to "…": a long group name wraps instead.
+        if h == "group":
+            table.add_column(h, justify="left", overflow="fold", min_width=16)
+        else:
+            # Count columns may wrap their header ("no / response"); their cells are short.
+            table.add_column(
+                h, justify="left" if h == "section" else "right", no_wrap=h in _KEEP_WHOLE, overflow="fold"
+            )
     # The console shows each baseline's overall row only; the files have all of them.
     rows = [
         r
