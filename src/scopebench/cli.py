@@ -184,7 +184,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     _print_metrics(result.metrics, f"{config.benchmark} — {config.model}")
     console.print(
-        f"{result.n_items} items ({result.n_new} new this time) in {result.seconds:.1f}s; "
+        f"{result.n_items} items ({result.n_new} new this time"
+        + (f", {result.n_skipped_kind} of a kind this model cannot answer" if result.n_skipped_kind else "")
+        + f") in {result.seconds:.1f}s; "
         f"results in {result.run_dir}/ (records.jsonl, metrics.json)"
     )
     return 0
