@@ -7,8 +7,9 @@ Two families:
   ``docs/models.md``, Protocols), resolved to ``ubench-owner``, ``pathmmu-owner``, ``spur-owner``
   or ``microvqa-owner``.
 
-Every record stores the protocol name and :data:`PROTOCOL_VERSION`, so a changed template is a
-changed configuration.
+The resolved protocol name is recorded per item (``extra.protocol``) and in ``run.json``;
+:data:`PROTOCOL_VERSION` names the template revision (2: owner prompts made byte-exact). It is not
+part of the resume check, so finish or ``--fresh`` an owner-protocol run started before a revision.
 """
 
 from __future__ import annotations
