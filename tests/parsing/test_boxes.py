@@ -161,9 +161,10 @@ def test_300k_character_replies_parse_well_under_a_second(text: str) -> None:
     import time
 
     assert len(text) >= 300_000
-    t0 = time.perf_counter()
+    # CPU time of this process, not wall time: 8 test runs share 2 cores here.
+    t0 = time.process_time()
     res = parse_boxes(text, 100, 100)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert len(res.boxes) <= 1000
-    # Generous for a shared 2-core machine; measured ≈ 0.1 s each.
+    # Measured alone: 0.02–0.11 s CPU each (the 21,500 JSON lists are the slowest).
     assert elapsed < 1.0, elapsed
