@@ -165,6 +165,7 @@ def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
         ray_address=args.ray_address,
         workers=args.workers,
         strategy=getattr(args, "strategy", None),
+        box_repair=getattr(args, "box_repair", False),
     )
     return replace(config, **overrides) if overrides else config
 
@@ -407,6 +408,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-fail-fraction", type=float, default=0.5, help="stop when more items fail (default 0.5)"
     )
     _add_engine_args(p)
+    p.add_argument(
+        "--box-repair",
+        action="store_true",
+        help="detection: swap reversed box corners and clip boxes to the image before GRIT scoring "
+        "(off: boxes are scored as written, as the official metric does; recorded in run.json)",
+    )
     p.add_argument(
         "--strategy",
         help="chain-of-thought strategy: direct, step-by-step, vot, ddcot, cantor (generative models)",

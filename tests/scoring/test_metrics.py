@@ -1,3 +1,4 @@
+import json
 import math
 from pathlib import Path
 
@@ -253,13 +254,67 @@ def test_localization_easy_hard_split_and_cis():
     assert rows["split=hard"]["score"] == pytest.approx((0.3 + 0.6) / 2)
     assert rows["overall"]["score"] == pytest.approx((0.75 + 0.3 + 0.9 + 0.6) / 4)
     assert rows["split=easy"]["n"] == 3 and rows["overall"]["n"] == 6
-    # A single (image, class) pair has a degenerate interval; the others contain their estimate.
-    assert rows["class=CellCognition/nucleus"]["ci_method"] == "degenerate"
-    for r in rows.values():
-        assert r["ci_low"] <= r["score"] <= r["ci_high"]
-    assert rows["overall"]["ci_method"] == "stratified-percentile"
+    # A single (image, class) pair has no interval (was [x, x], "degenerate": read as certain), and
+    # neither has a split/overall row that macro-averages it in; the others contain their estimate.
+    for g in ("class=CellCognition/nucleus", "class=mitochondria", "split=easy", "split=hard", "overall"):
+        assert rows[g]["ci_method"] == "too-few-items", g
+        assert math.isnan(rows[g]["ci_low"]) and math.isnan(rows[g]["ci_high"])
+    for g in ("class=PCST/cell", "class=PCST/nucleus"):
+        assert rows[g]["ci_low"] <= rows[g]["score"] <= rows[g]["ci_high"]
+        assert rows[g]["ci_method"] == "percentile" and rows[g]["ci_high"] > rows[g]["ci_low"]
     again = {r["group"]: r for r in localization_section(recs, items, seed=1, resamples=500)}
-    assert again == rows
+    assert json.dumps(again, sort_keys=True) == json.dumps(rows, sort_keys=True)  # NaN != NaN
+    # With two pairs in every class the macro rows are bootstrapped within each class.
+    more = [*recs, det(6, 0.7, "nucleus"), det(7, 0.1, "mitochondria")]
+    items2 = {
+        **items,
+        "x/6": {"metadata": {"dataset": "CellCognition"}},
+        "x/7": {"metadata": {"grit_split": "hard"}},
+    }
+    rows2 = {r["group"]: r for r in localization_section(more, items2, seed=1, resamples=500)}
+    assert rows2["overall"]["ci_method"] == "stratified-percentile"
+    for r in rows2.values():
+        assert r["ci_low"] <= r["score"] <= r["ci_high"]
+
+
+def test_localization_constant_tiny_class_has_no_interval_but_a_large_one_does():
+    from scopebench.scoring.metrics import localization_section
+
+    def det(i: int, grit: float) -> Record:
+        return rec(i, None, task="detection", kind="detection", extra={"grit": grit, "class_name": "cell"})
+
+    # 9 images where the model found nothing: [0, 0] would claim certainty → no interval.
+    tiny = {r["group"]: r for r in localization_section([det(i, 0.0) for i in range(9)], seed=0)}
+    assert tiny["class=cell"]["ci_method"] == "too-few-items" and math.isnan(
+        tiny["class=cell"]["ci_halfwidth"]
+    )
+    # 10 identical scores: the bootstrap's own constant-sample rule applies ([0, 0], "degenerate").
+    big = {r["group"]: r for r in localization_section([det(i, 0.0) for i in range(10)], seed=0)}
+    assert big["class=cell"]["ci_method"] == "degenerate" and big["class=cell"]["ci_high"] == 0.0
+    # 2 different scores are enough for a percentile interval.
+    two = {r["group"]: r for r in localization_section([det(0, 0.0), det(1, 1.0)], seed=0, resamples=200)}
+    assert two["class=cell"]["ci_method"] == "percentile"
+
+
+def test_localization_counts_failed_detections_as_zero_never_drops_them():
+    from scopebench.scoring.metrics import localization_section
+
+    recs = [
+        rec(0, None, task="detection", kind="detection", extra={"grit": 1.0, "class_name": "cell"}),
+        # A reply with no box where truths exist: the runner scored it 0 (an empty prediction).
+        rec(1, None, task="detection", kind="detection", extra={"grit": 0.0, "class_name": "cell"}),
+        # The backend failed: no reply, no grit → a failed detection, 0.
+        Record(item_id="x/2", model="m", status="error", error="timeout", task="detection", kind="detection",
+               extra={"class_name": "cell"}),
+        # An image missing from the data: no reply either → 0.
+        Record(item_id="x/3", model="m", status="missing_image", task="detection", kind="detection",
+               extra={"class_name": "cell"}),
+    ]  # fmt: skip
+    rows = {r["group"]: r for r in localization_section(recs, seed=0, resamples=200)}
+    # Right: 1/4 = 0.25. Dropping error/missing records would give 1/2; dropping every record
+    # without a box would give 1.0.
+    assert rows["class=cell"]["score"] == pytest.approx(0.25) and rows["class=cell"]["n"] == 4
+    assert rows["overall"]["score"] == pytest.approx(0.25) and rows["overall"]["n"] == 4
 
 
 def test_stratified_mean_ci_hand_computed():

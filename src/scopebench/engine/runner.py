@@ -59,6 +59,8 @@ _IDENTITY_KEYS = (
     "mode",
     "no_image",
     "parser_version",
+    "box_repair",
+    "box_parser_version",
 )
 
 
@@ -89,6 +91,8 @@ class RunConfig:
             noise images, question swap, option rotation…), seeded with ``seed``.
         strategy: A chain-of-thought strategy (``direct``, ``step-by-step``, ``vot``, ``ddcot``,
             ``cantor``) run over the generative backend; ``None`` asks the backend directly.
+        box_repair: Swap reversed box corners and clip boxes to the image before GRIT scoring
+            (``--box-repair``). Off by default: the official metric scores boxes as written.
     """
 
     benchmark: str
@@ -111,6 +115,7 @@ class RunConfig:
     workers: int | None = None
     transform: str | None = None
     strategy: str | None = None
+    box_repair: bool = False
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -226,8 +231,11 @@ def _adopt_backend(config: RunConfig, backend: Backend) -> Backend:
     return backend
 
 
-def make_record(item: Item, response: Response, backend: Backend) -> Record:
-    """Turn a backend response into the stored record (parser for text, argmax for scores)."""
+def make_record(item: Item, response: Response, backend: Backend, *, box_repair: bool = False) -> Record:
+    """Turn a backend response into the stored record (parser for text, argmax for scores).
+
+    ``box_repair`` applies to detection items only (see :attr:`RunConfig.box_repair`).
+    """
     rec = Record(
         item_id=item.id,
         model=backend.spec,
@@ -245,7 +253,7 @@ def make_record(item: Item, response: Response, backend: Backend) -> Record:
         rec.status, rec.error = response.status, response.error or response.status
         return rec
     if item.kind == "detection":
-        return _score_detection(item, response, backend, rec)
+        return _score_detection(item, response, backend, rec, box_repair=box_repair)
     choice: int | None = response.choice
     reason: str | None = None
     if choice is None and response.text is not None:
@@ -268,8 +276,16 @@ def make_record(item: Item, response: Response, backend: Backend) -> Record:
     return rec
 
 
-def _score_detection(item: Item, response: Response, backend: Backend, rec: Record) -> Record:
-    """Parse the response's boxes and score them against the targets with GRIT."""
+def _score_detection(
+    item: Item, response: Response, backend: Backend, rec: Record, *, box_repair: bool = False
+) -> Record:
+    """Parse the response's boxes and score them against the targets with GRIT.
+
+    The boxes are scored as the model wrote them (on its grid, converted to pixels) unless
+    ``box_repair``; the record says which (``box_repair``) and how many boxes were reversed or
+    outside the image (``boxes_irregular``), repaired, cut off by truncation or by the parser's
+    cap. A reply with no box is an empty prediction: 1 when the image has no target, else 0.
+    """
     if not item.images:
         rec.status, rec.error = "error", "detection item has no image to size its boxes"
         return rec
@@ -278,16 +294,29 @@ def _score_detection(item: Item, response: Response, backend: Backend, rec: Reco
     except ImageLoadError as exc:
         rec.status, rec.error = "error", str(exc)
         return rec
-    parsed = parse_boxes(response.text, width, height, fmt=backend.box_format, label=detection_class(item))
+    cls = detection_class(item)
+    parsed = parse_boxes(response.text, width, height, fmt=backend.box_format, label=cls, repair=box_repair)
     rec.extra.update(
         boxes=[[b.x1, b.y1, b.x2, b.y2] for b in parsed.boxes],
         box_format=parsed.format,
         boxes_dropped=parsed.dropped,
-        grit=grit_score(parsed.boxes, item.targets),
-        class_name=detection_class(item),
+        boxes_truncated=parsed.truncated,
+        boxes_irregular=parsed.irregular,
+        boxes_repaired=parsed.repaired,
+        box_repair=box_repair,
+        grit=grit_score(parsed.boxes, item.targets, unread=parsed.truncated),
+        class_name=cls,
         box_parser_version=BOX_PARSER_VERSION,
     )
     return rec
+
+
+def _box_provenance(config: RunConfig, items: Sequence[Item]) -> dict[str, Any]:
+    detection = any(it.kind == "detection" for it in items)
+    return {
+        "box_repair": config.box_repair if detection else None,
+        "box_parser_version": BOX_PARSER_VERSION if detection else None,
+    }
 
 
 @functools.cache
@@ -332,6 +361,9 @@ def _provenance(
         "no_image": config.no_image,
         "batch_size": config.batch_size,
         "parser_version": PARSER_VERSION,
+        # Detection scoring only: left None on runs without detection items, so that resuming
+        # a multiple-choice run made before these keys existed is not refused.
+        **_box_provenance(config, items),
         "scopebench_version": _package_versions().get("scopebench", "unknown"),
         "packages": dict(_package_versions()),
         "device": config.device,
@@ -542,6 +574,9 @@ def _execute(
                 subset=it.subset,
                 split=it.split,
                 answer_index=it.answer_index,
+                # A detection item keeps its kind and class: localization scores it 0, never drops it.
+                kind=it.kind,
+                extra={"class_name": detection_class(it)} if it.kind == "detection" else {},
             )
             for it in blocked
         )
@@ -554,7 +589,10 @@ def _execute(
     with progress(len(todo), desc=f"{config.benchmark} × {backend.spec}") as bar:
         try:
             for batch, responses in executor.run(batches):
-                records = [make_record(it, r, backend) for it, r in zip(batch, responses, strict=True)]
+                records = [
+                    make_record(it, r, backend, box_repair=config.box_repair)
+                    for it, r in zip(batch, responses, strict=True)
+                ]
                 written += store.add(records)
                 errors = [r.error for r in records if r.status == "error"]
                 failed += len(errors)

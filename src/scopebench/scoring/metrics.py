@@ -14,11 +14,23 @@ from scopebench.items import Record
 from scopebench.scoring.accuracy import Policy, accuracy_row, group_rows
 from scopebench.scoring.aggregate import owner_aggregation
 from scopebench.scoring.baselines import baseline_section
-from scopebench.scoring.bootstrap import CI_METHOD, DEFAULT_RESAMPLES, bootstrap_ci, stratified_mean_ci
+from scopebench.scoring.bootstrap import (
+    CI_METHOD,
+    DEFAULT_RESAMPLES,
+    Interval,
+    bootstrap_ci,
+    stratified_mean_ci,
+)
 from scopebench.scoring.calibration import calibration_section
 from scopebench.scoring.grit import GRIT_SPLITS, localization_table
 
-__all__ = ["METADATA_FIELDS", "METRICS_SCHEMA_VERSION", "compute_metrics", "localization_section"]
+__all__ = [
+    "METADATA_FIELDS",
+    "METRICS_SCHEMA_VERSION",
+    "TOO_FEW_ITEMS",
+    "compute_metrics",
+    "localization_section",
+]
 
 #: Bumped whenever the layout of the metrics dict changes (documented in docs/metrics-schema.md).
 METRICS_SCHEMA_VERSION = 3
@@ -59,13 +71,17 @@ def localization_section(
 ) -> list[dict[str, Any]]:
     """Mean GRIT localization score per class, per easy/hard split and overall, with 95% CIs.
 
-    Records without a numeric ``extra["grit"]`` (errors, missing images) score 0, as a failed
-    detection; their class comes from ``extra["class_name"]`` or the task. A class is named
+    Every detection record counts, none is dropped: a reply with no box was already scored as an
+    empty prediction (0 with truths, 1 without); records without a numeric ``extra["grit"]``
+    (errors, missing images: no reply at all) score 0, as a failed detection. A record's class
+    comes from ``extra["class_name"]`` or the task. A class is named
     ``<source dataset>/<class>`` when the item names its dataset (μ-Bench's ``nucleus`` is easy
     in CellCognition and hard in PCST), else ``<class>``. The easy/hard split of a class comes from
     the item's ``grit_split`` metadata, else μ-Bench's published (dataset, class) table. Per-class
     intervals bootstrap the (image, class) scores; split and overall rows are macro-averages over
-    classes, bootstrapped within each class.
+    classes, bootstrapped within each class. A class with fewer than 2 pairs, or fewer than 10
+    that all score the same, has no interval (``NaN``, ``ci_method="too-few-items"``), and neither
+    has a split/overall row that includes such a class: a zero-width interval would read as certain.
     """
     items = items or {}
     per_class: dict[str, list[float]] = defaultdict(list)
@@ -86,11 +102,16 @@ def localization_section(
     out = []
     for row in localization_table(pairs, split_of):
         if row.group.startswith("class="):
-            ci = bootstrap_ci(per_class[row.group[len("class=") :]], seed=seed, resamples=resamples)
+            members = [row.group[len("class=") :]]
         else:
             members = [
                 c for c in per_class if row.group == "overall" or f"split={split_of.get(c)}" == row.group
             ]
+        if any(_too_few(per_class[c]) for c in members):
+            ci = Interval(float("nan"), float("nan"), TOO_FEW_ITEMS, resamples, seed)
+        elif row.group.startswith("class="):
+            ci = bootstrap_ci(per_class[members[0]], seed=seed, resamples=resamples)
+        else:
             ci = stratified_mean_ci([per_class[c] for c in members], seed=seed, resamples=resamples)
         out.append(
             {
@@ -104,6 +125,22 @@ def localization_section(
             }
         )
     return out
+
+
+#: ``ci_method`` of a localization row that has no interval (see :func:`_too_few`).
+TOO_FEW_ITEMS = "too-few-items"
+#: Below this many (image, class) pairs, a class whose scores are all equal gets no interval.
+_MIN_CONSTANT_ITEMS = 10
+
+
+def _too_few(values: Sequence[float]) -> bool:
+    """Whether a class's scores are too few to bootstrap honestly.
+
+    One pair has no spread to resample, and a handful of identical scores (all 0: the model found
+    nothing) resamples to ``[p, p]``, an interval that claims a certainty a few images cannot give
+    (with 9 identical outcomes the exact binomial 95% bound on the other outcome is still 0.34).
+    """
+    return len(values) < 2 or (len(values) < _MIN_CONSTANT_ITEMS and len(set(values)) == 1)
 
 
 def _metadata_rows(
