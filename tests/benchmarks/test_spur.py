@@ -441,5 +441,5 @@ def test_non_text_question_index_is_refused_not_stringified(tmp_path: Path) -> N
     assert bad == [("record 1", "bad_id"), ("record 2", "bad_id"), ("record 3", "bad_id")]
     assert (
         "QUESTION_INDEX is true, which is not text"
-        in [p for p in lb.problems if p.kind == "bad_id"][0].message
+        in next(p for p in lb.problems if p.kind == "bad_id").message
     )
