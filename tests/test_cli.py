@@ -463,5 +463,6 @@ def test_no_image_with_a_contrastive_model_is_refused(
     argv = ["-q", "run", "--bench", "unit", "--data", "4", "--model", model, "--no-image", "--out", str(run)]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "--no-image does not apply to" in err and "no text-only mode" in err
+    assert f"a text-only run (--no-image, or a text-only probe) cannot use {model}" in err
+    assert "no text-only mode" in err
     assert not run.exists()

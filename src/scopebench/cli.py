@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,6 +21,9 @@ from rich.table import Table
 from scopebench.display import configure_logging
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
 from scopebench.report import render_metrics_table, write_run_outputs
+
+if TYPE_CHECKING:
+    from scopebench.benchmarks.base import LoadedBenchmark, Problem
 
 __all__ = ["build_parser", "main"]
 
@@ -127,7 +130,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 _PROBLEMS_PER_KIND = 20
 
 
-def _check_images(loaded: Any) -> list[Any]:
+def _check_images(loaded: LoadedBenchmark) -> list[Problem]:
     """Decode every distinct image of ``loaded`` with a progress bar; the problems found."""
     from scopebench.benchmarks.validate import check_images, distinct_images
     from scopebench.display import progress
@@ -142,7 +145,7 @@ def _check_images(loaded: Any) -> list[Any]:
 
 
 def _print_problems(
-    problems: Sequence[Any], n_err: int, n_warn: int, *, max_per_kind: int | None, max_total: int | None
+    problems: Sequence[Problem], n_err: int, n_warn: int, *, max_per_kind: int | None, max_total: int | None
 ) -> None:
     """The summary line, then the problems (errors first), at most ``max_per_kind`` of each kind."""
     by_kind: dict[str, int] = {}
@@ -176,7 +179,7 @@ def _print_problems(
         )
 
 
-def _write_problems_json(path: Path, loaded: Any, problems: Sequence[Any]) -> None:
+def _write_problems_json(path: Path, loaded: LoadedBenchmark, problems: Sequence[Problem]) -> None:
     """Every problem (and the counts) as JSON, for scripts and for lists too long to print."""
     from dataclasses import asdict
 

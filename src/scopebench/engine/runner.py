@@ -182,10 +182,10 @@ _CONTRASTIVE_SCHEMES = frozenset({"clip", "openclip"})
 
 def _refuse_contrastive_no_image(model: str) -> None:
     raise ModelSpecError(
-        f"--no-image does not apply to {model}: a contrastive model always compares the image with "
-        "one caption per option and has no text-only mode, so the run would silently equal one with "
-        "images. Leave --no-image out, or use `scopebench probe noise` to take the image's "
-        "information away."
+        f"a text-only run (--no-image, or a text-only probe) cannot use {model}: a contrastive model "
+        "always compares the image with one caption per option and has no text-only mode, so the "
+        "run would silently equal one with images. Leave --no-image out (or this model out of the "
+        "probe), or use `scopebench probe noise` to take the image's information away."
     )
 
 
