@@ -40,8 +40,8 @@ def read_replay_file(path: Path) -> dict[str, str | list[str]]:
 
     Raises:
         DataNotFoundError: When the file does not exist.
-        DataFormatError: On a malformed line, a line without ``item_id``/``response``, or two lines
-            giving different responses for the same item.
+        DataFormatError: On a malformed line, a line without ``item_id``/``response``, an
+            ``item_id`` that is not text, or two lines giving different responses for the same item.
     """
     if not path.is_file():
         raise DataNotFoundError(f"replay file not found: {path}")
@@ -64,7 +64,13 @@ def read_replay_file(path: Path) -> dict[str, str | list[str]]:
                     f'{path}, line {lineno}: expected {{"item_id": "...", "response": "..."}} '
                     '(or "responses": [...] for multi-step transcripts)'
                 )
-            item_id = str(obj["item_id"])
+            item_id = obj["item_id"]
+            if not isinstance(item_id, str) or not item_id.strip():
+                # Never str(): 7 would become "7" and name no item (ids look like "local/7").
+                raise DataFormatError(
+                    f"{path}, line {lineno}: item_id must be the item's id as text "
+                    f'(e.g. "local/q1"), got {json.dumps(item_id)}'
+                )
             text: str | list[str]
             if "responses" in obj:
                 steps = obj["responses"]
