@@ -28,6 +28,7 @@ from scopebench.errors import (
     ConfigMismatchError,
     ImageLoadError,
     ModelSpecError,
+    NoItemsError,
     RunAbortedError,
     RunInterruptedError,
     ScopebenchError,
@@ -160,13 +161,15 @@ def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
         unknown = config.exclude_ids - {it.id for it in loaded.items}
         if unknown:
             # A list from another benchmark or split excludes nothing; say so rather than run it all.
+            names = sorted(unknown)
             log.warning(
-                "%d of the %d excluded item ids are not in %s%s (e.g. %s)%s",
+                "%d of the %d excluded item ids are not in %s%s: %s%s%s",
                 len(unknown),
                 len(config.exclude_ids),
                 config.benchmark,
                 f" {config.split}" if config.split else "",
-                sorted(unknown)[0],
+                ", ".join(names[:10]),
+                f" … and {len(names) - 10} more" if len(names) > 10 else "",
                 "; nothing was excluded" if len(unknown) == len(config.exclude_ids) else "",
             )
     if config.limit is not None:
@@ -178,7 +181,39 @@ def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
     return loaded, items
 
 
+#: Schemes whose models always score the image against one caption per option: no text-only mode.
+_CONTRASTIVE_SCHEMES = frozenset({"clip", "openclip"})
+
+
+def _refuse_contrastive_no_image(model: str) -> None:
+    raise ModelSpecError(
+        f"a text-only run (--no-image, or a text-only probe) cannot use {model}: a contrastive model "
+        "always compares the image with one caption per option and has no text-only mode, so the "
+        "run would silently equal one with images. Leave --no-image out (or this model out of the "
+        "probe), or use `scopebench probe noise` to take the image's information away."
+    )
+
+
+def _refuse_no_items(config: RunConfig, loaded: LoadedBenchmark, items: Sequence[Item]) -> None:
+    """Stop a run that would evaluate nothing: an empty metrics file is no result."""
+    if items:
+        return
+    if not loaded.items:
+        why = (
+            f"{config.benchmark} has no usable item"
+            + (f" in split {config.split!r}" if config.split else "")
+            + f" ({len(loaded.problems)} problem(s) found while loading)"
+        )
+        advice = f"Run `scopebench validate {config.benchmark} --data {config.data}` to see why"
+    else:
+        why = f"all {len(loaded.items)} items of {config.benchmark} are excluded by --exclude"
+        advice = "Check the --exclude file"
+    raise NoItemsError(f"nothing to evaluate: {why}; no run directory was written. {advice}.")
+
+
 def _check_mode(config: RunConfig, backend: Backend) -> None:
+    if config.no_image and backend.mode == "contrastive":
+        _refuse_contrastive_no_image(config.model)  # a contrastive backend under another scheme
     # Backends with several modes check --mode themselves; the others must not ignore it silently.
     if config.mode is not None and config.mode != backend.mode:
         raise ModelSpecError(
@@ -192,7 +227,8 @@ def check_config(config: RunConfig) -> None:
     """Refuse values no run can honour, before any data or model is loaded.
 
     Raises:
-        ModelSpecError: For a bad limit, batch size, failure fraction or protocol name.
+        ModelSpecError: For a bad limit, batch size, failure fraction or protocol name, or
+            ``no_image`` with a contrastive model (which has no text-only mode).
     """
     if config.limit is not None and config.limit < 1:
         raise ModelSpecError(f"--limit must be at least 1 (got {config.limit})")
@@ -201,6 +237,8 @@ def check_config(config: RunConfig) -> None:
     if not 0.0 <= config.max_fail_fraction <= 1.0:
         raise ModelSpecError(f"--max-fail-fraction must be between 0 and 1 (got {config.max_fail_fraction})")
     resolve_protocol(config.protocol, config.benchmark)
+    if config.no_image and split_spec(config.model)[0] in _CONTRASTIVE_SCHEMES:
+        _refuse_contrastive_no_image(config.model)
 
 
 def build_backend(config: RunConfig) -> Backend:
@@ -441,6 +479,8 @@ def run_benchmark(
 
     Raises:
         ConfigMismatchError: When ``out_dir`` holds a different configuration and not ``fresh``.
+        NoItemsError: When no item is left to evaluate (none usable, all excluded, or none of a
+            kind the model answers); nothing is written.
         RunAbortedError: When too many items failed, or on Ctrl-C (finished work is kept).
         ScopebenchError: When ``backend`` was built for another model or other options.
     """
@@ -460,8 +500,18 @@ def run_benchmark(
             config.benchmark,
             unusable[0],
         )
+    _refuse_no_items(config, loaded, items)
     owned = backend is None
     backend = build_backend(config) if backend is None else _adopt_backend(config, backend)
+    if not any(it.kind in backend.kinds for it in items):
+        if owned:
+            backend.close()
+        kinds = "/".join(sorted({it.kind for it in items}))
+        raise NoItemsError(
+            f"{backend.spec} answers {'/'.join(backend.kinds)} items, and all {len(items)} items of "
+            f"this run are {kinds} items: nothing to evaluate, no run directory written. "
+            "Choose a model for this kind of item (`scopebench models`)."
+        )
     # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
