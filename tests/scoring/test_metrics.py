@@ -89,7 +89,12 @@ def test_compute_metrics_mcq_only_and_metadata_and_localization():
     assert m["owner"] is None
     for key in ("schema_version", "benchmark", "policy", "overall", "by_task", "by_subset", "by_split"):
         assert key in m
-    assert m["bootstrap"] == {"method": "bootstrap-percentile", "confidence": 0.95, "resamples": 200, "seed": 3}
+    assert m["bootstrap"] == {
+        "method": "bootstrap-percentile",
+        "confidence": 0.95,
+        "resamples": 200,
+        "seed": 3,
+    }
     assert m["intervals"]["proportion"] == "wilson"
 
 

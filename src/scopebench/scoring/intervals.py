@@ -29,6 +29,7 @@ __all__ = [
     "OWNER_BASIC",
     "WILSON",
     "owner_macro_basic_ci",
+    "proportion_ci",
     "wilson_interval",
 ]
 
@@ -64,6 +65,12 @@ def wilson_interval(correct: int, n: int) -> Interval:
     lo, hi = proportion_confint(correct, n, alpha=1 - CONFIDENCE, method="wilson")
     p = correct / n
     return Interval(max(0.0, min(float(lo), p)), min(1.0, max(float(hi), p)), WILSON, 0, 0)
+
+
+def proportion_ci(outcomes: Sequence[float] | np.ndarray) -> Interval:
+    """95% Wilson interval of the proportion of ones among 0/1 ``outcomes`` (``[nan, nan]`` if empty)."""
+    x = np.asarray(outcomes, dtype=float)
+    return wilson_interval(int(x.sum()), int(x.size))
 
 
 def owner_macro_basic_ci(
