@@ -27,6 +27,7 @@ from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, Interval
 __all__ = [
     "CONFIDENCE",
     "OWNER_BASIC",
+    "OWNER_BATCH",
     "WILSON",
     "owner_macro_basic_ci",
     "proportion_ci",
@@ -39,6 +40,9 @@ CONFIDENCE = 0.95
 WILSON = "wilson"
 #: ``ci_method`` of μ-Bench's owner interval (scipy's basic bootstrap, resampled within each task).
 OWNER_BASIC = "stratified-bootstrap-basic"
+#: eVLLM's ``batch`` argument. With several samples scipy draws each batch's indices sample after
+#: sample, so the batch size is part of what reproduces an interval from its seed.
+OWNER_BATCH = 100
 
 
 def wilson_interval(correct: int, n: int) -> Interval:
@@ -81,8 +85,8 @@ def owner_macro_basic_ci(
     eVLLM (``src/evlm/eval/stats.py``) calls ``bootstrap((is_correct,), np.mean,
     confidence_level=0.95, vectorized=True, batch=100, method='basic')`` on each dataset's 0/1
     outcomes; the paper (appendix F.2) says 1000 resamples. Here each task is one sample of the
-    same call, the statistic is the mean over tasks of each task's mean, and the generator is
-    seeded (eVLLM's is not).
+    same call (``batch=100`` too, which also bounds memory at 100 × items × 16 bytes), the statistic
+    is the mean over tasks of each task's mean, and the generator is seeded (eVLLM's is not).
 
     A basic interval ``[2θ̂ − q₉₇.₅, 2θ̂ − q₂.₅]`` can leave ``[0, 1]``. The owner's bounds are kept
     as computed in the second return value; the interval itself is clipped to ``[0, 1]`` (an
@@ -90,7 +94,8 @@ def owner_macro_basic_ci(
     stretched to the estimate in the (practically impossible) case that it misses it.
 
     Args:
-        strata: The 0/1 outcomes of each task (empty tasks are left out, as from the estimate).
+        strata: The 0/1 outcomes of each task (empty tasks are left out, as from the estimate;
+            a one-item task, which scipy cannot resample, adds its value as a constant).
         seed: Seed of the :class:`numpy.random.Generator` passed to scipy.
         resamples: Bootstrap resamples.
 
@@ -107,15 +112,24 @@ def owner_macro_basic_ci(
         return Interval(point, point, "degenerate", resamples, seed), None
     from scipy import stats  # lazy, as in scoring.bootstrap
 
+    # scipy needs two observations per sample; a one-item task resamples to itself, so it enters
+    # the statistic as a constant.
+    fixed = sum(float(v[0]) for v in kept if v.size == 1)
+    resampled = tuple(v for v in kept if v.size > 1)
+
+    def macro_mean(*samples: Any, axis: int = -1) -> Any:
+        """Mean over tasks of each task's mean (vectorized along ``axis``, as scipy asks)."""
+        return (np.sum([np.mean(x, axis=axis) for x in samples], axis=0) + fixed) / len(kept)
+
     res = stats.bootstrap(
-        tuple(kept),
-        _macro_mean,
+        resampled,
+        macro_mean,
         n_resamples=resamples,
         confidence_level=CONFIDENCE,
         method="basic",
         vectorized=True,
         rng=np.random.default_rng(seed),
-        batch=max(1, min(resamples, 2_000_000 // max(1, max(v.size for v in kept)))),
+        batch=OWNER_BATCH,
     )
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     shown = (max(0.0, min(lo, point)), min(1.0, max(hi, point)))
@@ -123,8 +137,3 @@ def owner_macro_basic_ci(
         Interval(shown[0], shown[1], OWNER_BASIC, resamples, seed),
         None if shown == (lo, hi) else (lo, hi),
     )
-
-
-def _macro_mean(*samples: Any, axis: int = -1) -> Any:
-    """Mean over tasks of each task's mean (vectorized along ``axis``, as scipy asks)."""
-    return np.mean([np.mean(s, axis=axis) for s in samples], axis=0)
