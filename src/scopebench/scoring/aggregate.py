@@ -154,7 +154,7 @@ def _pathmmu(records: Sequence[Record], policy: Policy, seed: int, resamples: in
 
 _DESCRIPTIONS = {
     "ubench": "μ-Bench: macro-average over tasks (coarse, fine, cognition; all items and pathology only); "
-    "CI by stratified bootstrap within tasks",
+    "CI by stratified bootstrap within tasks (percentile; basic, as eVLLM, under --protocol owner)",
     "pathmmu": "PathMMU: instance-weighted accuracy per subset and overall, per split",
     "spur": "SPUR: accuracy per task (NP, MP, IL, TA, HI, Qual, Quant) and instance-weighted overall",
     "microvqa": "MicroVQA: accuracy per task (1, 2, 3) and instance-weighted overall",
