@@ -253,3 +253,25 @@ def test_reversed_display_is_caught_end_to_end(runs, tmp_path, monkeypatch):
     det = html_rows(build_html_report([runs["det"]], resamples=100))
     with pytest.raises(AssertionError, match=r"reversed|does not contain"):
         check_table([r for r in det if r and r[0] == "localization"])
+
+
+def test_plot_error_bars_are_the_asymmetric_interval():
+    # 1 of 12 = 8.3% [1.5, 35.4]: the whisker runs from 1.5 to 35.4, not 8.3 ± something.
+    from scopebench.report.plots import accuracy_figure, localization_figure
+    from scopebench.scoring.intervals import wilson_interval
+
+    iv = wilson_interval(1, 12)
+    row = {"group": "task=NP", "n": 12, "accuracy": 1 / 12, "ci_low": iv.low, "ci_high": iv.high}
+
+    def whisker(fig):
+        from matplotlib.container import ErrorbarContainer
+
+        bars = next(c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer))
+        (segment,) = bars.lines[2][0].get_segments()
+        return segment
+
+    segment = whisker(accuracy_figure([row]))
+    assert [y for _, y in segment] == pytest.approx([100 * iv.low, 100 * iv.high])
+    loc = {"group": "class=cell", "n": 6, "score": 0.5, "ci_low": 0.17, "ci_high": 0.83}
+    segment = whisker(localization_figure([loc]))
+    assert [y for _, y in segment] == pytest.approx([0.17, 0.83])

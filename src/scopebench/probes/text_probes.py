@@ -264,6 +264,7 @@ def _circular_row(
             sum(values) / len(values) if values else float("nan")
         )
         row[f"{name}_ci_low"], row[f"{name}_ci_high"] = iv.low, iv.high
+        row[f"{name}_ci_method"] = iv.method
     row["circular_correct"] = int(sum(all_ok))
     return row
 
