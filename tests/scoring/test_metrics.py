@@ -40,10 +40,12 @@ def test_accuracy_row_counts_and_ci():
     assert (row.n, row.correct, row.denominator, row.unparsed, row.errors) == (12, 6, 12, 1, 1)
     assert row.accuracy == pytest.approx(0.5)
     assert row.ci_low < 0.5 < row.ci_high
-    assert row.ci_halfwidth == pytest.approx((row.ci_high - row.ci_low) / 2)
-    assert (row.ci_method, row.resamples, row.seed) == ("percentile", 500, 1)
+    # A single proportion carries its Wilson interval (was: a percentile bootstrap); nothing random.
+    assert (row.ci_method, row.resamples, row.seed) == ("wilson", 0, None)
+    assert (row.ci_low, row.ci_high) == pytest.approx((0.253781597633706, 0.746218402366294), abs=1e-12)
     excl = accuracy_row("overall", recs, "exclude", seed=1)
     assert excl.denominator == 10 and excl.accuracy == pytest.approx(0.6)
+    assert excl.ci_low < 0.6 < excl.ci_high
 
 
 def test_ci_reproducible_by_seed():
@@ -56,7 +58,7 @@ def test_ci_reproducible_by_seed():
 @pytest.mark.parametrize("values,p", [([1, 1, 1], 1.0), ([0, 0], 0.0), ([1], 1.0)])
 def test_ci_degenerate(values, p):
     iv = bootstrap_ci(values, seed=0)
-    assert (iv.low, iv.high, iv.method, iv.halfwidth) == (p, p, "degenerate", 0.0)
+    assert (iv.low, iv.high, iv.method) == (p, p, "degenerate")
 
 
 def test_ci_empty_is_nan():
@@ -83,7 +85,8 @@ def test_compute_metrics_mcq_only_and_metadata_and_localization():
     assert [r["group"] for r in m["by_task"]] == ["task=a", "task=b"]
     dom = {r["group"]: r for r in m["by_metadata"]["domain"]}
     assert dom["domain=pathology"]["accuracy"] == 1.0
-    assert dom["domain=pathology"]["ci_low"] == 1.0 == dom["domain=pathology"]["ci_high"]
+    # 2 of 2: the Wilson interval keeps doubt below 100% (a bootstrap said [1.0, 1.0]).
+    assert dom["domain=pathology"]["ci_high"] == 1.0 > 0.6 > dom["domain=pathology"]["ci_low"] > 0.3
     assert [r["group"] for r in m["by_metadata"]["stain"]] == ["stain=H&E"]
     loc = {r["group"]: r["score"] for r in m["localization"]}
     assert loc["class=cell"] == pytest.approx(0.75)
@@ -91,7 +94,13 @@ def test_compute_metrics_mcq_only_and_metadata_and_localization():
     assert m["owner"] is None
     for key in ("schema_version", "benchmark", "policy", "overall", "by_task", "by_subset", "by_split"):
         assert key in m
-    assert m["bootstrap"] == {"method": "percentile", "confidence": 0.95, "resamples": 200, "seed": 3}
+    assert m["bootstrap"] == {
+        "method": "bootstrap-percentile",
+        "confidence": 0.95,
+        "resamples": 200,
+        "seed": 3,
+    }
+    assert m["intervals"]["proportion"] == "wilson"
 
 
 def test_ubench_macro_coarse_fine_pathology():
@@ -112,7 +121,7 @@ def test_ubench_macro_coarse_fine_pathology():
     rows = {(r["split_or_group"], r["subset_or_task"]): r for r in own["rows"]}
     assert rows["coarse", "all"]["accuracy"] == pytest.approx(0.625)
     assert rows["coarse", "all"]["tasks"] == {"modality": 0.75, "stain": 0.5}
-    assert rows["coarse", "all"]["ci_method"] == "stratified-percentile"
+    assert rows["coarse", "all"]["ci_method"] == "stratified-bootstrap-percentile"
     # pathology: modality {0: right, 3: wrong} = 0.5, stain {10: right} = 1.0 -> 0.75
     assert rows["coarse", "pathology"]["accuracy"] == pytest.approx(0.75)
     assert rows["fine", "all"]["accuracy"] == pytest.approx(1 / 3)
@@ -261,7 +270,7 @@ def test_localization_easy_hard_split_and_cis():
         assert math.isnan(rows[g]["ci_low"]) and math.isnan(rows[g]["ci_high"])
     for g in ("class=PCST/cell", "class=PCST/nucleus"):
         assert rows[g]["ci_low"] <= rows[g]["score"] <= rows[g]["ci_high"]
-        assert rows[g]["ci_method"] == "percentile" and rows[g]["ci_high"] > rows[g]["ci_low"]
+        assert rows[g]["ci_method"] == "bootstrap-percentile" and rows[g]["ci_high"] > rows[g]["ci_low"]
     again = {r["group"]: r for r in localization_section(recs, items, seed=1, resamples=500)}
     assert json.dumps(again, sort_keys=True) == json.dumps(rows, sort_keys=True)  # NaN != NaN
     # With two pairs in every class the macro rows are bootstrapped within each class.
@@ -272,7 +281,7 @@ def test_localization_easy_hard_split_and_cis():
         "x/7": {"metadata": {"grit_split": "hard"}},
     }
     rows2 = {r["group"]: r for r in localization_section(more, items2, seed=1, resamples=500)}
-    assert rows2["overall"]["ci_method"] == "stratified-percentile"
+    assert rows2["overall"]["ci_method"] == "stratified-bootstrap-percentile"
     for r in rows2.values():
         assert r["ci_low"] <= r["score"] <= r["ci_high"]
 
@@ -285,15 +294,13 @@ def test_localization_constant_tiny_class_has_no_interval_but_a_large_one_does()
 
     # 9 images where the model found nothing: [0, 0] would claim certainty → no interval.
     tiny = {r["group"]: r for r in localization_section([det(i, 0.0) for i in range(9)], seed=0)}
-    assert tiny["class=cell"]["ci_method"] == "too-few-items" and math.isnan(
-        tiny["class=cell"]["ci_halfwidth"]
-    )
+    assert tiny["class=cell"]["ci_method"] == "too-few-items" and math.isnan(tiny["class=cell"]["ci_low"])
     # 10 identical scores: the bootstrap's own constant-sample rule applies ([0, 0], "degenerate").
     big = {r["group"]: r for r in localization_section([det(i, 0.0) for i in range(10)], seed=0)}
     assert big["class=cell"]["ci_method"] == "degenerate" and big["class=cell"]["ci_high"] == 0.0
     # 2 different scores are enough for a percentile interval.
     two = {r["group"]: r for r in localization_section([det(0, 0.0), det(1, 1.0)], seed=0, resamples=200)}
-    assert two["class=cell"]["ci_method"] == "percentile"
+    assert two["class=cell"]["ci_method"] == "bootstrap-percentile"
 
 
 def test_localization_counts_failed_detections_as_zero_never_drops_them():

@@ -580,7 +580,11 @@ def _basic_metrics(run_dir: Path) -> dict[str, Any]:
     # The same metrics as the CLI's (item summaries feed the metadata tables, the owner
     # aggregations and the localization splits), without its report files.
     metrics = compute_metrics(
-        run.records, benchmark=run.benchmark, items=run.items, seed=int(run.config.get("seed") or 0)
+        run.records,
+        benchmark=run.benchmark,
+        items=run.items,
+        seed=int(run.config.get("seed") or 0),
+        protocol=str(run.config.get("protocol") or "default"),
     )
     (run_dir / METRICS_FILE).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     return metrics

@@ -97,7 +97,13 @@ def write_run_outputs(
     if seed is None:
         seed = run_seed(run)
     metrics = compute_metrics(
-        run.records, benchmark=run.benchmark, policy=policy, items=run.items, seed=seed, resamples=resamples
+        run.records,
+        benchmark=run.benchmark,
+        policy=policy,
+        items=run.items,
+        seed=seed,
+        resamples=resamples,
+        protocol=str(run.config.get("protocol") or "default"),
     )
     metrics["model"] = run.model
     default = is_run_default(run, seed=seed, resamples=resamples, policy=policy)

@@ -13,7 +13,10 @@ from rich.table import Table
 __all__ = [
     "format_accuracy",
     "format_interval",
+    "format_percent",
     "format_score",
+    "format_score_interval",
+    "interval_note",
     "leaderboard_columns",
     "leaderboard_table",
     "localization_rows",
@@ -36,7 +39,6 @@ _COLUMNS = (
     "accuracy",
     "ci_low",
     "ci_high",
-    "ci_halfwidth",
     "ci_method",
     "unparsed",
     "errors",
@@ -50,13 +52,20 @@ def _isnan(x: Any) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def format_accuracy(row: Mapping[str, Any]) -> str:
-    """``"54.2% ±3.1"`` (percentage points), ``"n/a"`` when undefined."""
+def format_percent(row: Mapping[str, Any]) -> str:
+    """``"54.2%"``: the accuracy alone (tables with an interval column), ``"n/a"`` when undefined."""
     acc: Any = row.get("accuracy")
-    if _isnan(acc):
-        return "n/a"
-    half: Any = row.get("ci_halfwidth")
-    return f"{100 * float(acc):.1f}%" + ("" if _isnan(half) else f" ±{100 * float(half):.1f}")
+    return "n/a" if _isnan(acc) else f"{100 * float(acc):.1f}%"
+
+
+def format_accuracy(row: Mapping[str, Any]) -> str:
+    """``"54.2% [50.1, 58.3]"``: the accuracy and its 95% interval in percent, ``"n/a"`` when undefined.
+
+    The interval is printed as its two bounds, never as ``± half-width``: intervals near 0% or 100%
+    are asymmetric (1 of 12 is ``8.3% [1.5, 35.4]``).
+    """
+    interval = format_interval(row)
+    return format_percent(row) + (f" {interval}" if interval and not _isnan(row.get("accuracy")) else "")
 
 
 def format_interval(row: Mapping[str, Any]) -> str:
@@ -104,12 +113,17 @@ def report_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def format_score(row: Mapping[str, Any]) -> str:
-    """A localization row's ``"GRIT 0.742 ±0.031"`` (score in ``[0, 1]``), ``"n/a"`` when undefined."""
+    """A localization row's ``"GRIT 0.742"`` (score in ``[0, 1]``), ``"n/a"`` when undefined.
+
+    Its interval is :func:`format_score_interval` (``[0.700, 0.781]``), in its own column.
+    """
     score: Any = row.get("score")
-    if _isnan(score):
-        return "n/a"
-    half: Any = row.get("ci_halfwidth")
-    return f"GRIT {float(score):.3f}" + ("" if _isnan(half) else f" ±{float(half):.3f}")
+    return "n/a" if _isnan(score) else f"GRIT {float(score):.3f}"
+
+
+def format_score_interval(row: Mapping[str, Any]) -> str:
+    """A localization row's ``"[0.700, 0.781]"``, or an empty string when there is no interval."""
+    return _score_interval(row)
 
 
 def _score_interval(row: Mapping[str, Any]) -> str:
@@ -153,7 +167,7 @@ def _display(rows: Iterable[Mapping[str, Any]]) -> list[list[str]]:
             str(r.get("section", "")),
             _group_label(r),
             str(r["n"]),
-            format_accuracy(r),
+            format_percent(r),
             format_interval(r),
             str(r["unparsed"]),
             str(r["errors"]),
@@ -218,20 +232,15 @@ def rows_to_latex(rows: Sequence[Mapping[str, Any]], caption: str = "", note: st
 def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -> Table:
     """A rich table: overall, per task / subset / split, the owner aggregation and localization.
 
-    Accuracy shows as ``54.2% ±3.1`` beside its ``[lo, hi]`` 95% bootstrap interval; the GRIT
-    localization score of detection items (section ``localization``) as ``GRIT 0.742 ±0.031``.
+    Accuracy shows as ``54.2%`` beside its ``[lo, hi]`` 95% interval; the GRIT localization score of
+    detection items (section ``localization``) as ``GRIT 0.742`` beside ``[0.700, 0.781]``.
 
     Args:
         metrics: A run's metrics (``metrics.json``).
         title: Table title (default: the benchmark); the policy for unscorable answers is appended.
     """
-    boot = metrics.get("bootstrap") or {}
     title = f"{title or metrics.get('benchmark', '')} — policy {metrics.get('policy', '')}"
-    table = Table(
-        title=title,
-        caption=f"95% CI: {boot.get('method', 'percentile')} bootstrap, "
-        f"{boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')}",
-    )
+    table = Table(title=title, caption=interval_note(metrics))
     for h in _HEAD:
         # Numbers and section names never shrink to "…": a long group name wraps instead.
         if h == "group":
@@ -269,8 +278,9 @@ def leaderboard_columns(result: Mapping[str, Any]) -> list[str]:
 def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Header and string cells of the leaderboard: runs, baselines, then published rows if present.
 
-    Columns: model, source, n, overall accuracy ± half-width, 95% CI, unparsed, errors, missing
-    (image or response), then the owner aggregation's columns.
+    Columns: model, source, n, overall accuracy, its 95% CI, unparsed, errors, missing (image or
+    response), then the owner aggregation's columns (``54.2% [50.1, 58.3]``). Published cells are
+    quoted as their papers print them (``value ±half-width``, the papers' own notation).
     """
     cols = leaderboard_columns(result)
     head = ["model", "source", "n", "overall", "95% CI", "unparsed", "errors", "missing", *cols]
@@ -283,7 +293,7 @@ def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[s
                 e["model"],
                 e["source"],
                 str(ov["n"]),
-                format_accuracy(ov),
+                format_percent(ov),
                 format_interval(ov),
                 str(ov["unparsed"]),
                 str(ov["errors"]),
@@ -327,10 +337,19 @@ def pairwise_rows(pairs: Iterable[Mapping[str, Any]]) -> list[list[str]]:
 
 def table_note(metrics: Mapping[str, Any]) -> str:
     """One line saying the policy and the interval method of a metrics dict."""
-    boot = metrics.get("bootstrap") or {}
     return (
         f"Policy for unparsed answers, errors and missing images/responses: {metrics.get('policy', '?')} "
-        f"(wrong = counted as incorrect; exclude = left out of the denominator). "
-        f"Accuracy ± half-width of the 95% CI ({boot.get('method', '?')} bootstrap, "
-        f"{boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')})."
+        f"(wrong = counted as incorrect; exclude = left out of the denominator). " + interval_note(metrics)
+    )
+
+
+def interval_note(metrics: Mapping[str, Any]) -> str:
+    """One sentence naming the 95% interval of each kind of row (each row's ``ci_method`` says it too)."""
+    boot = metrics.get("bootstrap") or {}
+    methods = metrics.get("intervals") or {}
+    macro = methods.get("macro_average", "stratified-bootstrap-percentile")
+    return (
+        f"95% CI as [low, high]: {methods.get('proportion', 'wilson')} score interval for accuracies; "
+        f"{macro} for macro-averages and bootstrap-percentile for GRIT scores "
+        f"({boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')})."
     )

@@ -189,6 +189,7 @@ def compare_runs(
             resamples=resamples,
             # Chance levels once, on the first run's items (the item-set warning covers the rest).
             baselines=k == 0,
+            protocol=str(run.config.get("protocol") or "default"),
         )
         for name, base in (m.get("baselines") or {}).items():
             baselines.append(

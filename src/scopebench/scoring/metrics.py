@@ -1,4 +1,7 @@
-"""The metrics file of a run: accuracy with 95% bootstrap CIs overall and per group.
+"""The metrics file of a run: accuracy with 95% CIs overall and per group.
+
+Accuracy rows carry the Wilson score interval of ``correct / denominator``; macro-averages a
+stratified bootstrap; localization scores a bootstrap (see each row's ``ci_method``).
 
 Layout documented in ``docs/metrics-schema.md``. Only ``kind == "mcq"`` records count for accuracy;
 detection records feed the ``localization`` section (mean GRIT score per class).
@@ -23,6 +26,7 @@ from scopebench.scoring.bootstrap import (
 )
 from scopebench.scoring.calibration import calibration_section
 from scopebench.scoring.grit import GRIT_SPLITS, localization_table
+from scopebench.scoring.intervals import OWNER_BASIC, WILSON
 
 __all__ = [
     "METADATA_FIELDS",
@@ -33,7 +37,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the layout of the metrics dict changes (documented in docs/metrics-schema.md).
-METRICS_SCHEMA_VERSION = 3
+METRICS_SCHEMA_VERSION = 4
 
 #: Item-metadata fields that get their own accuracy table when items carry them.
 METADATA_FIELDS: tuple[str, ...] = ("modality", "submodality", "domain", "subdomain", "stain")
@@ -120,7 +124,6 @@ def localization_section(
                 "score": row.score,
                 "ci_low": ci.low,
                 "ci_high": ci.high,
-                "ci_halfwidth": ci.halfwidth,
                 "ci_method": ci.method,
             }
         )
@@ -164,6 +167,17 @@ def _metadata_rows(
     return out
 
 
+def _interval_methods(benchmark: str, protocol: str) -> dict[str, str]:
+    """Which 95% interval each kind of row carries (also recorded per row as ``ci_method``)."""
+    owner_macro = OWNER_BASIC if protocol == "owner" and benchmark == "ubench" else "stratified-" + CI_METHOD
+    return {
+        "proportion": WILSON,
+        "macro_average": owner_macro,
+        "localization_class": CI_METHOD,
+        "localization_macro": "stratified-" + CI_METHOD,
+    }
+
+
 def compute_metrics(
     records: Sequence[Record],
     *,
@@ -173,6 +187,7 @@ def compute_metrics(
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
     baselines: bool = True,
+    protocol: str = "default",
 ) -> dict[str, Any]:
     """Accuracy overall and per task / subset / split / metadata group, each with a 95% CI.
 
@@ -186,6 +201,8 @@ def compute_metrics(
         resamples: Bootstrap resamples per interval.
         baselines: Add the random and frequent-choice baselines on the same items (needs
             ``items``; see :mod:`scopebench.scoring.baselines`).
+        protocol: The run's prompt protocol (``run.json``); under ``owner`` μ-Bench's macro rows
+            use the owner's basic bootstrap interval.
 
     Returns:
         A JSON-safe dict (NaN aside): ``schema_version``, ``benchmark``, ``policy``, ``bootstrap``,
@@ -203,12 +220,15 @@ def compute_metrics(
         "benchmark": benchmark,
         "policy": policy,
         "bootstrap": {"method": CI_METHOD, "confidence": 0.95, "resamples": resamples, "seed": seed},
+        "intervals": _interval_methods(benchmark, protocol),
         "overall": accuracy_row("overall", mcq, policy, **kw).to_dict(),
         "by_task": [r.to_dict() for r in group_rows(mcq, lambda r: r.task, "task", policy, **kw)],
         "by_subset": [r.to_dict() for r in group_rows(mcq, lambda r: r.subset, "subset", policy, **kw)],
         "by_split": [r.to_dict() for r in group_rows(mcq, lambda r: r.split, "split", policy, **kw)],
         "by_metadata": _metadata_rows(mcq, items, policy, seed, resamples),
-        "owner": owner_aggregation(mcq, benchmark=benchmark, items=items, policy=policy, **kw),
+        "owner": owner_aggregation(
+            mcq, benchmark=benchmark, items=items, policy=policy, protocol=protocol, **kw
+        ),
         "localization": localization_section(records, items, seed=seed, resamples=resamples),
         "calibration": calibration_section(mcq),
         "baselines": baseline_section(mcq, items, benchmark=benchmark, **kw) if baselines else {},
