@@ -81,7 +81,7 @@ def test_baseline_section_rows_and_seed():
 def test_compute_metrics_has_baselines_only_with_items():
     items = {s["id"]: s for s in summaries()}
     m = compute_metrics(records(), benchmark="spur", items=items, resamples=100)
-    assert m["schema_version"] == METRICS_SCHEMA_VERSION == 3
+    assert m["schema_version"] == METRICS_SCHEMA_VERSION == 4
     assert m["baselines"]["frequent"]["overall"]["correct"] == 3
     assert compute_metrics(records(), benchmark="spur", resamples=100)["baselines"] == {}
     assert (

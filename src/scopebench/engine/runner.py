@@ -22,6 +22,13 @@ from typing import Any
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
 from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
+from scopebench.engine.judging import (
+    build_judge,
+    check_judge_config,
+    check_judge_spec,
+    judge_provenance,
+    judge_unparsed,
+)
 from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
 from scopebench.engine.store import RunStore
 from scopebench.errors import (
@@ -89,6 +96,10 @@ class RunConfig:
             noise images, question swap, option rotation…), seeded with ``seed``.
         strategy: A chain-of-thought strategy (``direct``, ``step-by-step``, ``vot``, ``ddcot``,
             ``cantor``) run over the generative backend; ``None`` asks the backend directly.
+        judge: An answer-extraction judge (any generative model spec) asked about the responses
+            the parser leaves unparsed (:mod:`scopebench.engine.judging`); ``None``: no judge.
+        judge_args: The judge's options (``--judge-arg k=v``): ``device``, ``base_url``,
+            ``batch_size`` and backend options.
     """
 
     benchmark: str
@@ -111,6 +122,8 @@ class RunConfig:
     workers: int | None = None
     transform: str | None = None
     strategy: str | None = None
+    judge: str | None = None
+    judge_args: dict[str, Any] = field(default_factory=dict)
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -252,6 +265,7 @@ def make_record(item: Item, response: Response, backend: Backend) -> Record:
         parsed = parse_choice(response.text, item.choices, labels=backend.answer_labels)
         choice, reason = parsed.index, parsed.reason
         rec.extra["parse_method"] = parsed.method
+        rec.extra["answer_method"] = "parser"
     elif choice is None and response.scores is not None:
         scores = response.scores
         if len(scores) != len(item.choices) or any(math.isnan(s) for s in scores):
@@ -259,6 +273,9 @@ def make_record(item: Item, response: Response, backend: Backend) -> Record:
             return rec
         # Ties go to the lowest index: deterministic, and the recorded scores show the tie.
         choice = max(range(len(scores)), key=lambda i: scores[i])
+        rec.extra["answer_method"] = "scores"
+    elif choice is not None:
+        rec.extra["answer_method"] = "choice"
     if choice is None:
         rec.status, rec.error = "unparsed", reason or "no option chosen"
     elif not 0 <= choice < len(item.choices):
@@ -387,6 +404,7 @@ def run_benchmark(
     on_metrics: Callable[[Path], dict[str, Any]] | None = None,
     backend: Backend | None = None,
     metrics_key: str | None = None,
+    rejudge: bool = False,
 ) -> RunResult:
     """Run (or resume) ``config`` into ``out_dir``.
 
@@ -403,17 +421,22 @@ def run_benchmark(
         metrics_key: Names what ``on_metrics`` computes (e.g. its seed and resamples), so a finished
             run that gains no record reuses its ``metrics.json`` instead of recomputing it. The
             default metrics have their own key; a custom ``on_metrics`` without a key always runs.
+        rejudge: Drop the judge verdicts stored in ``out_dir`` first, so another judge (or none)
+            may take over (:func:`~scopebench.engine.judging.check_judge_config`).
 
     Returns:
         A :class:`RunResult`.
 
     Raises:
-        ConfigMismatchError: When ``out_dir`` holds a different configuration and not ``fresh``.
+        ConfigMismatchError: When ``out_dir`` holds a different configuration and not ``fresh``,
+            or verdicts of another judge and not ``rejudge``.
         RunAbortedError: When too many items failed, or on Ctrl-C (finished work is kept).
         ScopebenchError: When ``backend`` was built for another model or other options.
     """
     start = time.perf_counter()
     split_spec(config.model)  # a typo in --model should fail before minutes of data loading
+    if config.judge:
+        check_judge_spec(config.judge)  # likewise a typo'd or non-generative --judge
     check_config(config)
     run_dir = Path(out_dir)
     loaded, items = load_items(config)
@@ -430,15 +453,21 @@ def run_benchmark(
         )
     owned = backend is None
     backend = build_backend(config) if backend is None else _adopt_backend(config, backend)
+    judge = _build_judge_or_close(config, backend, owned)
     # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
         provenance = _provenance(config, loaded, items, backend)
+        provenance["judge"] = judge_provenance(judge)
         _check_config(run_dir, provenance, fresh)
+        with RunStore(run_dir / STORE_FILE) as store:
+            check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
         (run_dir / CONFIG_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
         with RunStore(run_dir / STORE_FILE) as store:
             try:
                 n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
+                if judge is not None:
+                    judge_unparsed(config, judge, backend, items, store)
             except RunAbortedError:
                 # Stopped (Ctrl-C, too many failures): the export still shows what was kept.
                 store.export_jsonl(run_dir / RECORDS_JSONL)
@@ -451,6 +480,8 @@ def run_benchmark(
     finally:
         if owned:
             backend.close()
+        if judge is not None:
+            judge.close()
     if cached is None:
         metrics = (on_metrics or _basic_metrics)(run_dir)
         if stamp is not None:
@@ -459,6 +490,18 @@ def run_benchmark(
     else:
         metrics = cached
     return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
+
+
+def _build_judge_or_close(config: RunConfig, backend: Backend, owned: bool) -> Backend | None:
+    """The run's judge backend (``None`` without ``--judge``); a failure closes the run's own backend."""
+    if not config.judge:
+        return None
+    try:
+        return build_judge(config)
+    except BaseException:
+        if owned:
+            backend.close()
+        raise
 
 
 def _metrics_stamp(key: str, generation: int) -> dict[str, Any]:

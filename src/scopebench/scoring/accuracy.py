@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from scopebench.items import Record
+from scopebench.parsing.judge import answered_by_judge
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, bootstrap_ci
 
 __all__ = ["AccuracyRow", "Policy", "accuracy_row", "group_rows", "outcomes"]
@@ -45,6 +46,10 @@ class AccuracyRow:
             or ``none`` when no interval was asked for.
         resamples: Bootstrap resamples drawn.
         seed: Seed of the bootstrap generator (``None`` when no interval was computed).
+        n_judge: Answers that came from the answer-extraction judge (``--judge``), not the parser.
+        judge_free_accuracy: The accuracy with those answers counted as ``unparsed`` under the
+            same policy, i.e. what the run scores without a judge (equals ``accuracy`` when
+            ``n_judge`` is 0).
     """
 
     group: str
@@ -63,6 +68,8 @@ class AccuracyRow:
     ci_method: str = "none"
     resamples: int = 0
     seed: int | None = None
+    n_judge: int = 0
+    judge_free_accuracy: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
@@ -104,6 +111,11 @@ def accuracy_row(
     answered = status_counts["ok"]
     denominator = n if policy == "wrong" else answered
     acc = correct / denominator if denominator else float("nan")
+    # The judge-free outcome: judge answers go back to unparsed (still in the denominator under
+    # ``wrong``, out of it under ``exclude``).
+    judged = [r for r in records if r.status == "ok" and answered_by_judge(r)]
+    free_den = denominator if policy == "wrong" else denominator - len(judged)
+    free_correct = correct - sum(1 for r in judged if r.correct)
     ci: dict[str, Any] = {}
     if seed is not None:
         ci = bootstrap_ci(outcomes(records, policy), seed=seed, resamples=resamples).fields()
@@ -119,6 +131,8 @@ def accuracy_row(
         missing_response=status_counts["missing_response"],
         policy=policy,
         **ci,
+        n_judge=len(judged),
+        judge_free_accuracy=free_correct / free_den if free_den else float("nan"),
     )
 
 

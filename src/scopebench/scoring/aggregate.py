@@ -15,6 +15,7 @@ table, so published numbers can be set beside a run's.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -65,6 +66,7 @@ def _macro_row(
     acc = sum(k / n for k, n in kept) / len(kept) if kept else float("nan")
     iv = stratified_macro_ci(strata, seed=seed, resamples=resamples)
     totals = accuracy_row("all", records, policy)
+    free = [row.judge_free_accuracy for row in task_rows.values() if not math.isnan(row.judge_free_accuracy)]
     return {
         "group": f"{split_or_group}/{subset_or_task}",
         "split_or_group": split_or_group,
@@ -81,6 +83,9 @@ def _macro_row(
         "missing_response": totals.missing_response,
         "policy": policy,
         **iv.fields(),
+        "n_judge": totals.n_judge,
+        # Macro-averaged like ``accuracy``, over the tasks with a judge-free denominator.
+        "judge_free_accuracy": sum(free) / len(free) if free else float("nan"),
     }
 
 

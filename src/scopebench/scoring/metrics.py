@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scopebench.items import Record
+from scopebench.parsing.judge import answered_by_judge, judge_free
 from scopebench.scoring.accuracy import Policy, accuracy_row, group_rows
 from scopebench.scoring.aggregate import owner_aggregation
 from scopebench.scoring.baselines import baseline_section
@@ -18,10 +19,16 @@ from scopebench.scoring.bootstrap import CI_METHOD, DEFAULT_RESAMPLES, bootstrap
 from scopebench.scoring.calibration import calibration_section
 from scopebench.scoring.grit import GRIT_SPLITS, localization_table
 
-__all__ = ["METADATA_FIELDS", "METRICS_SCHEMA_VERSION", "compute_metrics", "localization_section"]
+__all__ = [
+    "METADATA_FIELDS",
+    "METRICS_SCHEMA_VERSION",
+    "compute_metrics",
+    "judge_section",
+    "localization_section",
+]
 
 #: Bumped whenever the layout of the metrics dict changes (documented in docs/metrics-schema.md).
-METRICS_SCHEMA_VERSION = 3
+METRICS_SCHEMA_VERSION = 4
 
 #: Item-metadata fields that get their own accuracy table when items carry them.
 METADATA_FIELDS: tuple[str, ...] = ("modality", "submodality", "domain", "subdomain", "stain")
@@ -127,6 +134,32 @@ def _metadata_rows(
     return out
 
 
+def judge_section(
+    records: Sequence[Record], policy: Policy, *, seed: int, resamples: int = DEFAULT_RESAMPLES
+) -> dict[str, Any] | None:
+    """What the answer-extraction judge did, and the judge-free overall accuracy with its 95% CI.
+
+    ``None`` when no record was sent to a judge. ``answered`` records took the judge's option;
+    ``none`` were said to commit to no single option; ``unreadable`` replies were neither a bare
+    label nor ``none``; ``failed`` calls got no reply. ``judge_free`` is the overall accuracy row
+    with the judge's answers counted as ``unparsed`` (:func:`~scopebench.parsing.judge.judge_free`).
+    """
+    entries = [r.extra["judge"] for r in records if isinstance(r.extra.get("judge"), dict)]
+    if not entries:
+        return None
+    statuses = [e.get("status") for e in entries]
+    free = [judge_free(r) for r in records]
+    return {
+        "specs": sorted({str(e.get("spec")) for e in entries}),
+        "asked": len(entries),
+        "answered": sum(1 for r in records if r.status == "ok" and answered_by_judge(r)),
+        "none": sum(1 for e in entries if e.get("status") == "ok" and e.get("verdict") == "none"),
+        "unreadable": statuses.count("unreadable"),
+        "failed": statuses.count("error"),
+        "judge_free": accuracy_row("overall", free, policy, seed=seed, resamples=resamples).to_dict(),
+    }
+
+
 def compute_metrics(
     records: Sequence[Record],
     *,
@@ -153,7 +186,7 @@ def compute_metrics(
     Returns:
         A JSON-safe dict (NaN aside): ``schema_version``, ``benchmark``, ``policy``, ``bootstrap``,
         ``overall``, ``by_task``, ``by_subset``, ``by_split``, ``by_metadata``, ``owner``,
-        ``localization``, ``calibration``, ``baselines``, ``counts``.
+        ``localization``, ``calibration``, ``baselines``, ``counts``, ``judge``.
     """
     items = items or {}
     mcq = [r for r in records if r.kind == "mcq"]
@@ -176,4 +209,5 @@ def compute_metrics(
         "calibration": calibration_section(mcq),
         "baselines": baseline_section(mcq, items, benchmark=benchmark, **kw) if baselines else {},
         "counts": {"records": len(records), **dict(kinds)},
+        "judge": judge_section(mcq, policy, seed=seed, resamples=resamples),
     }
