@@ -383,3 +383,97 @@ def test_judge_free_nan_when_every_answer_is_the_judges(tmp_path: Path) -> None:
     )
     m = compute_metrics(load_run(tmp_path / "r").records, benchmark="unit", policy="exclude", resamples=20)
     assert m["overall"]["accuracy"] == 1.0 and math.isnan(m["overall"]["judge_free_accuracy"])
+
+
+def test_openai_judge_is_cached_on_disk(
+    tmp_path: Path, files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openai_server import ChatServer, request_text
+
+    monkeypatch.setenv("SCOPEBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    answers, _ = files
+    with ChatServer() as server:
+        cfg = RunConfig(
+            benchmark="unit",
+            data="9",
+            model=f"replay:{answers}",
+            judge="openai:say:B",
+            judge_args={"base_url": server.base_url},
+        )
+        res = run_benchmark(cfg, tmp_path / "run")
+        sent = [request_text(e.body) for e in server.state.log]
+        # Text only, one request per unparsed response, each the judge prompt of that response.
+        assert [n_images for _, n_images in sent] == [0, 0, 0, 0]
+        assert [text for text, _ in sent] == [
+            build_judge_prompt(
+                f"Question {int(i[-3:])}?", [f"option {j}" for j in range(4)], ANSWERS[i], "letters"
+            )
+            for i in UNPARSED_SENT
+        ]
+        # "B" for all four: 003 (answer D) and 004 (answer A) wrong, 005 (answer B) right, 006 wrong.
+        assert (res.metrics["overall"]["n_judge"], res.metrics["overall"]["correct"]) == (4, 3)
+        # Judging again from scratch (--rejudge) is answered by the disk cache: no request.
+        again = run_benchmark(cfg, tmp_path / "run", rejudge=True)
+        assert len(server.state.log) == 4
+        assert again.metrics["overall"] == res.metrics["overall"]
+    cfg_json = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert cfg_json["judge"]["identity"]["model"] == "say:B"
+    assert "sk-test" not in (tmp_path / "run" / "run.json").read_text()
+
+
+@pytest.mark.slow
+def test_local_hf_judge_replies_are_read_strictly(tmp_path: Path, files: tuple[Path, Path]) -> None:
+    pytest.importorskip("transformers")
+    from scopebench.models.tiny import build_tiny_generative
+
+    answers, _ = files
+    model = build_tiny_generative(tmp_path / "tiny", "qwen2-vl", seed=0)
+    cfg = RunConfig(
+        benchmark="unit",
+        data="9",
+        model=f"replay:{answers}",
+        judge=f"hf:{model}",
+        judge_args={"device": "cpu", "max_new_tokens": 4},
+    )
+    m = run_benchmark(cfg, tmp_path / "run").metrics
+    # An untrained model's 4 tokens are no bare label: every reply is the judge's failure, kept
+    # verbatim, and no answer changes.
+    assert (m["judge"]["asked"], m["judge"]["unreadable"], m["overall"]["n_judge"]) == (4, 4, 0)
+    assert m["overall"]["correct"] == 2 and m["overall"]["unparsed"] == 5
+    recs = [r for r in load_run(tmp_path / "run").records if "judge" in r.extra]
+    assert all(r.status == "unparsed" and r.extra["judge"]["reply"] for r in recs)
+
+
+def test_reports_show_judge_and_judge_free_side_by_side(tmp_path: Path, files: tuple[Path, Path]) -> None:
+    from rich.console import Console
+
+    from scopebench.report import render_metrics_table, write_run_outputs
+    from scopebench.report.html import build_html_report
+
+    answers, judge = files
+    run_benchmark(_cfg(answers, judge), tmp_path / "run")
+    m = write_run_outputs(tmp_path / "run")
+    md = (tmp_path / "run" / "metrics.md").read_text()
+    assert "| judge | judge-free |" in md
+    # The overall row: 33.3% with the judge, 22.2% without, 2 answers from the judge.
+    [overall] = [line for line in md.splitlines() if line.startswith("| overall | overall |")]
+    assert overall.startswith("| overall | overall | 9 | 33.3% ±") and overall.endswith("| 2 | 22.2% |")
+    assert "2 answer(s) came from the answer-extraction judge replay:" in md
+    assert "asked about 4 unparsed response(s) (1 none, 1 unreadable, 0 failed)" in md
+    tex = (tmp_path / "run" / "metrics.tex").read_text()
+    assert "judge & judge-free" in tex and r"22.2\%" in tex
+    console = Console(width=250, record=True)
+    console.print(render_metrics_table(m))
+    text = console.export_text()
+    assert "judge-free" in text and "22.2%" in text
+    page = build_html_report([tmp_path / "run"], resamples=20)
+    assert '<th class="l">judge-free</th>' in page
+    assert "answer used" in page and "answer not used" in page
+    assert "The answer is C" in page  # the unreadable reply is shown, escaped
+    # Without a judge the tables keep their old columns.
+    run_benchmark(_cfg(answers, None), tmp_path / "plain")
+    write_run_outputs(tmp_path / "plain")
+    plain = (tmp_path / "plain" / "metrics.md").read_text()
+    assert "judge-free" not in plain and "answer-extraction" not in plain
+    assert (tmp_path / "plain" / "metrics.csv").read_text().splitlines()[0].endswith("missing_response,score")
