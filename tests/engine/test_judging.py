@@ -478,3 +478,17 @@ def test_reports_show_judge_and_judge_free_side_by_side(tmp_path: Path, files: t
     plain = (tmp_path / "plain" / "metrics.md").read_text()
     assert "judge-free" not in plain and "answer-extraction" not in plain
     assert (tmp_path / "plain" / "metrics.csv").read_text().splitlines()[0].endswith("missing_response,score")
+
+
+def test_compare_warns_when_runs_differ_in_judge(tmp_path: Path, files: tuple[Path, Path]) -> None:
+    from scopebench.scoring.compare import compare_runs
+
+    answers, judge = files
+    run_benchmark(_cfg(answers, judge), tmp_path / "judged")
+    run_benchmark(_cfg(answers, None), tmp_path / "plain")
+    result = compare_runs([tmp_path / "judged", tmp_path / "plain"], resamples=20)
+    [warning] = [w for w in result["warnings"] if "judge" in w]
+    assert f"judged='replay:{judge}'" in warning and "plain=None" in warning
+    assert "judge_free_accuracy" in warning
+    same = compare_runs([tmp_path / "plain", tmp_path / "plain"], resamples=20)
+    assert not [w for w in same["warnings"] if "answer-extraction judge" in w]
