@@ -322,6 +322,12 @@ def test_bad_judge_batch_size_refused(tmp_path: Path, files: tuple[Path, Path]) 
         run_benchmark(_cfg(answers, judge, judge_args={"batch_size": 0}), tmp_path / "run")
 
 
+def test_judge_args_without_judge_refused(tmp_path: Path, files: tuple[Path, Path]) -> None:
+    answers, _ = files
+    with pytest.raises(ModelSpecError, match="add --judge SPEC"):
+        run_benchmark(_cfg(answers, None, judge_args={"batch_size": 2}), tmp_path / "run")
+
+
 def test_judge_is_text_only_and_takes_its_own_options(tmp_path: Path, files: tuple[Path, Path]) -> None:
     from scopebench.engine.judging import build_judge
 

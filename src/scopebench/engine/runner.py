@@ -200,7 +200,8 @@ def check_config(config: RunConfig) -> None:
     """Refuse values no run can honour, before any data or model is loaded.
 
     Raises:
-        ModelSpecError: For a bad limit, batch size, failure fraction or protocol name.
+        ModelSpecError: For a bad limit, batch size, failure fraction or protocol name, or judge
+            options without a judge.
     """
     if config.limit is not None and config.limit < 1:
         raise ModelSpecError(f"--limit must be at least 1 (got {config.limit})")
@@ -209,6 +210,10 @@ def check_config(config: RunConfig) -> None:
     if not 0.0 <= config.max_fail_fraction <= 1.0:
         raise ModelSpecError(f"--max-fail-fraction must be between 0 and 1 (got {config.max_fail_fraction})")
     resolve_protocol(config.protocol, config.benchmark)
+    if config.judge_args and not config.judge:
+        raise ModelSpecError(
+            "--judge-arg sets options of the judge; add --judge SPEC, or leave --judge-arg out"
+        )
 
 
 def build_backend(config: RunConfig) -> Backend:
