@@ -136,7 +136,12 @@ def check_judge_config(run_dir: Path, new: dict[str, Any] | None, store: RunStor
     if json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True):
         return
     was = f"judge {old['spec']!r}" if old else "a judge"
-    now = f"judge {new['spec']!r} (or another version of it)" if new else "no --judge"
+    if new is None:
+        now = "no --judge"
+    elif old and old.get("spec") == new["spec"]:
+        now = "another version of it (its identity, options or prompt version changed)"
+    else:
+        now = f"judge {new['spec']!r}"
     raise ConfigMismatchError(
         f"{len(judged)} record(s) in {run_dir} hold verdicts of {was}, but this run has {now}; "
         "one run never mixes two judges. Pass the same --judge (and --judge-arg) to resume, or "
