@@ -37,12 +37,12 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 _EXTENSION_MODULES = ("scopebench.cli_report", "scopebench.cli_probe", "scopebench.cli_tools")
 
 
-def _parse_model_args(pairs: Sequence[str]) -> dict[str, Any]:
+def _parse_model_args(pairs: Sequence[str], flag: str = "--model-arg") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise DataFormatError(f"--model-arg expects key=value, got {pair!r}")
+            raise DataFormatError(f"{flag} expects key=value, got {pair!r}")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -237,6 +237,8 @@ def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
         workers=args.workers,
         strategy=getattr(args, "strategy", None),
         box_repair=getattr(args, "box_repair", False),
+        judge=getattr(args, "judge", None),
+        judge_args=_parse_model_args(getattr(args, "judge_arg", None) or [], "--judge-arg"),
     )
     return replace(config, **overrides) if overrides else config
 
@@ -253,6 +255,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         retry_errors=args.retry_errors,
         on_metrics=lambda d: _write_outputs(d, args.seed),
         metrics_key=f"report:seed={args.seed}",
+        rejudge=args.rejudge,
     )
     _print_metrics(result.metrics, f"{config.benchmark} — {config.model}")
     console.print(
@@ -493,6 +496,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--strategy",
         help="chain-of-thought strategy: direct, step-by-step, vot, ddcot, cantor (generative models)",
+    )
+    p.add_argument(
+        "--judge",
+        metavar="SPEC",
+        help="answer-extraction judge asked only about unparsed responses: a generative model "
+        "(openai:gpt-4o-mini, hf:…, vllm:…) or replay:FILE",
+    )
+    p.add_argument(
+        "--judge-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="judge option: device, base_url, batch_size, or a backend option (like --model-arg)",
+    )
+    p.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="drop the judge verdicts stored in --out and judge again (with no --judge: remove them)",
     )
     p.set_defaults(func=cmd_run)
 

@@ -22,6 +22,13 @@ from typing import Any
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
 from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
+from scopebench.engine.judging import (
+    build_judge,
+    check_judge_config,
+    check_judge_spec,
+    judge_provenance,
+    judge_unparsed,
+)
 from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
 from scopebench.engine.store import RunStore
 from scopebench.errors import (
@@ -94,6 +101,10 @@ class RunConfig:
             ``cantor``) run over the generative backend; ``None`` asks the backend directly.
         box_repair: Swap reversed box corners and clip boxes to the image before GRIT scoring
             (``--box-repair``). Off by default: the official metric scores boxes as written.
+        judge: An answer-extraction judge (any generative model spec) asked about the responses
+            the parser leaves unparsed (:mod:`scopebench.engine.judging`); ``None``: no judge.
+        judge_args: The judge's options (``--judge-arg k=v``): ``device``, ``base_url``,
+            ``batch_size`` and backend options.
     """
 
     benchmark: str
@@ -117,6 +128,8 @@ class RunConfig:
     transform: str | None = None
     strategy: str | None = None
     box_repair: bool = False
+    judge: str | None = None
+    judge_args: dict[str, Any] = field(default_factory=dict)
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -227,8 +240,9 @@ def check_config(config: RunConfig) -> None:
     """Refuse values no run can honour, before any data or model is loaded.
 
     Raises:
-        ModelSpecError: For a bad limit, batch size, failure fraction or protocol name, or
-            ``no_image`` with a contrastive model (which has no text-only mode).
+        ModelSpecError: For a bad limit, batch size, failure fraction or protocol name,
+            ``no_image`` with a contrastive model (which has no text-only mode), or judge options
+            without a judge.
     """
     if config.limit is not None and config.limit < 1:
         raise ModelSpecError(f"--limit must be at least 1 (got {config.limit})")
@@ -239,6 +253,10 @@ def check_config(config: RunConfig) -> None:
     resolve_protocol(config.protocol, config.benchmark)
     if config.no_image and split_spec(config.model)[0] in _CONTRASTIVE_SCHEMES:
         _refuse_contrastive_no_image(config.model)
+    if config.judge_args and not config.judge:
+        raise ModelSpecError(
+            "--judge-arg sets options of the judge; add --judge SPEC, or leave --judge-arg out"
+        )
 
 
 def build_backend(config: RunConfig) -> Backend:
@@ -298,6 +316,7 @@ def make_record(item: Item, response: Response, backend: Backend, *, box_repair:
         parsed = parse_choice(response.text, item.choices, labels=backend.answer_labels)
         choice, reason = parsed.index, parsed.reason
         rec.extra["parse_method"] = parsed.method
+        rec.extra["answer_method"] = "parser"
     elif choice is None and response.scores is not None:
         scores = response.scores
         if len(scores) != len(item.choices) or any(math.isnan(s) for s in scores):
@@ -305,6 +324,9 @@ def make_record(item: Item, response: Response, backend: Backend, *, box_repair:
             return rec
         # Ties go to the lowest index: deterministic, and the recorded scores show the tie.
         choice = max(range(len(scores)), key=lambda i: scores[i])
+        rec.extra["answer_method"] = "scores"
+    elif choice is not None:
+        rec.extra["answer_method"] = "choice"
     if choice is None:
         rec.status, rec.error = "unparsed", reason or "no option chosen"
     elif not 0 <= choice < len(item.choices):
@@ -457,6 +479,7 @@ def run_benchmark(
     on_metrics: Callable[[Path], dict[str, Any]] | None = None,
     backend: Backend | None = None,
     metrics_key: str | None = None,
+    rejudge: bool = False,
 ) -> RunResult:
     """Run (or resume) ``config`` into ``out_dir``.
 
@@ -473,12 +496,15 @@ def run_benchmark(
         metrics_key: Names what ``on_metrics`` computes (e.g. its seed and resamples), so a finished
             run that gains no record reuses its ``metrics.json`` instead of recomputing it. The
             default metrics have their own key; a custom ``on_metrics`` without a key always runs.
+        rejudge: Drop the judge verdicts stored in ``out_dir`` first, so another judge (or none)
+            may take over (:func:`~scopebench.engine.judging.check_judge_config`).
 
     Returns:
         A :class:`RunResult`.
 
     Raises:
-        ConfigMismatchError: When ``out_dir`` holds a different configuration and not ``fresh``.
+        ConfigMismatchError: When ``out_dir`` holds a different configuration and not ``fresh``,
+            or verdicts of another judge and not ``rejudge``.
         NoItemsError: When no item is left to evaluate (none usable, all excluded, or none of a
             kind the model answers); nothing is written.
         RunAbortedError: When too many items failed, or on Ctrl-C (finished work is kept).
@@ -486,6 +512,8 @@ def run_benchmark(
     """
     start = time.perf_counter()
     split_spec(config.model)  # a typo in --model should fail before minutes of data loading
+    if config.judge:
+        check_judge_spec(config.judge)  # likewise a typo'd or non-generative --judge
     check_config(config)
     run_dir = Path(out_dir)
     loaded, items = load_items(config)
@@ -512,15 +540,21 @@ def run_benchmark(
             f"this run are {kinds} items: nothing to evaluate, no run directory written. "
             "Choose a model for this kind of item (`scopebench models`)."
         )
+    judge = _build_judge_or_close(config, backend, owned)
     # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
         provenance = _provenance(config, loaded, items, backend)
+        provenance["judge"] = judge_provenance(judge)
         _check_config(run_dir, provenance, fresh)
+        with RunStore(run_dir / STORE_FILE) as store:
+            check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
         (run_dir / CONFIG_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
         with RunStore(run_dir / STORE_FILE) as store:
             try:
                 n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
+                if judge is not None:
+                    judge_unparsed(config, judge, backend, items, store)
             except RunAbortedError:
                 # Stopped (Ctrl-C, too many failures): the export still shows what was kept.
                 store.export_jsonl(run_dir / RECORDS_JSONL)
@@ -533,6 +567,8 @@ def run_benchmark(
     finally:
         if owned:
             backend.close()
+        if judge is not None:
+            judge.close()
     if cached is None:
         metrics = (on_metrics or _basic_metrics)(run_dir)
         if stamp is not None:
@@ -541,6 +577,18 @@ def run_benchmark(
     else:
         metrics = cached
     return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
+
+
+def _build_judge_or_close(config: RunConfig, backend: Backend, owned: bool) -> Backend | None:
+    """The run's judge backend (``None`` without ``--judge``); a failure closes the run's own backend."""
+    if not config.judge:
+        return None
+    try:
+        return build_judge(config)
+    except BaseException:
+        if owned:
+            backend.close()
+        raise
 
 
 def _metrics_stamp(key: str, generation: int) -> dict[str, Any]:

@@ -35,10 +35,13 @@ from scopebench.items import LETTERS, Item, Record, open_image
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import (
     format_interval,
+    format_judge_free,
     format_percent,
     format_score,
     format_score_interval,
     interval_note,
+    judge_note,
+    judge_used,
     leaderboard_table,
     localization_rows,
     metrics_rows,
@@ -222,6 +225,7 @@ _METRIC_HEAD = [
 
 def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str, Any]) -> str:
     rows = metrics_rows(metrics)
+    judge = judge_used(metrics)
     body = [
         [
             r["section"],
@@ -234,6 +238,7 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
             str(r["errors"]),
             str(r["missing_image"]),
             str(r["missing_response"]),
+            *([str(r.get("n_judge", 0)), format_judge_free(r)] if judge else []),
         ]
         for r in rows
     ]
@@ -251,8 +256,10 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
         f"protocol {_e(cfg.get('protocol'))} · parser {_e(cfg.get('parser_version'))} · "
         f"policy for unscorable answers: <b>{_e(metrics.get('policy'))}</b> · "
         f"{_e(interval_note(metrics))}</p>",
-        _table(_METRIC_HEAD, body, attrs),
+        _table(_METRIC_HEAD + (["judge", "judge-free"] if judge else []), body, attrs),
     ]
+    if judge:
+        parts.append(f'<p class="note">{_e(judge_note(metrics))}</p>')
     loc = localization_rows(metrics)
     if loc:
         parts.append("<h4>Localization (detection items): mean GRIT score per class, 0–1</h4>")
@@ -434,6 +441,16 @@ def _item_html(
             detail = f'<pre class="response">{_e(rec.response)}</pre>'
         if rec.error:
             detail += f'<div class="note">{_e(rec.error)}</div>'
+        verdict = rec.extra.get("judge")
+        if isinstance(verdict, dict):
+            # The judge's part stays visible: what it replied and whether its answer was used.
+            used = "answer used" if rec.extra.get("answer_method") == "judge" else "answer not used"
+            detail += (
+                f'<div class="note">judge {_e(verdict.get("spec"))} replied '
+                f"{_e(json.dumps(verdict.get('reply')))} ({used}"
+                + (f"; {_e(verdict['error'])}" if verdict.get("error") else "")
+                + f"); parser: {_e(verdict.get('parser_error'))}</div>"
+            )
         if rec.scores:
             detail += '<div class="note">scores: ' + _e(", ".join(f"{s:.3f}" for s in rec.scores)) + "</div>"
         rows.append(

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from scopebench.items import Record
+from scopebench.parsing.judge import answered_by_judge
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES
 from scopebench.scoring.intervals import wilson_interval
 
@@ -48,6 +49,10 @@ class AccuracyRow:
         ci_method: ``wilson``.
         resamples: 0 (the Wilson interval draws nothing).
         seed: ``None`` (nothing random).
+        n_judge: Answers that came from the answer-extraction judge (``--judge``), not the parser.
+        judge_free_accuracy: The accuracy with those answers counted as ``unparsed`` under the
+            same policy, i.e. what the run scores without a judge (equals ``accuracy`` when
+            ``n_judge`` is 0).
     """
 
     group: str
@@ -65,6 +70,8 @@ class AccuracyRow:
     ci_method: str = "none"
     resamples: int = 0
     seed: int | None = None
+    n_judge: int = 0
+    judge_free_accuracy: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
@@ -112,6 +119,11 @@ def accuracy_row(
     acc = correct / denominator if denominator else float("nan")
     iv = wilson_interval(correct, denominator)
     ci: dict[str, Any] = {"ci_low": iv.low, "ci_high": iv.high, "ci_method": iv.method, "resamples": 0}
+    # The judge-free outcome: judge answers go back to unparsed (still in the denominator under
+    # ``wrong``, out of it under ``exclude``).
+    judged = [r for r in records if r.status == "ok" and answered_by_judge(r)]
+    free_den = denominator if policy == "wrong" else denominator - len(judged)
+    free_correct = correct - sum(1 for r in judged if r.correct)
     return AccuracyRow(
         group=group,
         n=n,
@@ -124,6 +136,8 @@ def accuracy_row(
         missing_response=status_counts["missing_response"],
         policy=policy,
         **ci,
+        n_judge=len(judged),
+        judge_free_accuracy=free_correct / free_den if free_den else float("nan"),
     )
 
 

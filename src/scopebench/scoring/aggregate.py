@@ -21,6 +21,7 @@ changes nothing there); every row records its ``ci_method``.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -81,6 +82,7 @@ def _macro_row(
     else:
         iv = stratified_macro_ci(strata, seed=seed, resamples=resamples)
     totals = accuracy_row("all", records, policy)
+    free = [row.judge_free_accuracy for row in task_rows.values() if not math.isnan(row.judge_free_accuracy)]
     return {
         "group": f"{split_or_group}/{subset_or_task}",
         "split_or_group": split_or_group,
@@ -98,6 +100,9 @@ def _macro_row(
         "policy": policy,
         **iv.fields(),
         **extra,
+        "n_judge": totals.n_judge,
+        # Macro-averaged like ``accuracy``, over the tasks with a judge-free denominator.
+        "judge_free_accuracy": sum(free) / len(free) if free else float("nan"),
     }
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scopebench.items import Record
+from scopebench.parsing.judge import answered_by_judge, judge_free
 from scopebench.scoring.accuracy import Policy, accuracy_row, group_rows
 from scopebench.scoring.aggregate import owner_aggregation
 from scopebench.scoring.baselines import baseline_section
@@ -33,6 +34,7 @@ __all__ = [
     "METRICS_SCHEMA_VERSION",
     "TOO_FEW_ITEMS",
     "compute_metrics",
+    "judge_section",
     "localization_section",
 ]
 
@@ -178,6 +180,32 @@ def _interval_methods(benchmark: str, protocol: str) -> dict[str, str]:
     }
 
 
+def judge_section(
+    records: Sequence[Record], policy: Policy, *, seed: int, resamples: int = DEFAULT_RESAMPLES
+) -> dict[str, Any] | None:
+    """What the answer-extraction judge did, and the judge-free overall accuracy with its 95% CI.
+
+    ``None`` when no record was sent to a judge. ``answered`` records took the judge's option;
+    ``none`` were said to commit to no single option; ``unreadable`` replies were neither a bare
+    label nor ``none``; ``failed`` calls got no reply. ``judge_free`` is the overall accuracy row
+    with the judge's answers counted as ``unparsed`` (:func:`~scopebench.parsing.judge.judge_free`).
+    """
+    entries = [r.extra["judge"] for r in records if isinstance(r.extra.get("judge"), dict)]
+    if not entries:
+        return None
+    statuses = [e.get("status") for e in entries]
+    free = [judge_free(r) for r in records]
+    return {
+        "specs": sorted({str(e.get("spec")) for e in entries}),
+        "asked": len(entries),
+        "answered": sum(1 for r in records if r.status == "ok" and answered_by_judge(r)),
+        "none": sum(1 for e in entries if e.get("status") == "ok" and e.get("verdict") == "none"),
+        "unreadable": statuses.count("unreadable"),
+        "failed": statuses.count("error"),
+        "judge_free": accuracy_row("overall", free, policy, seed=seed, resamples=resamples).to_dict(),
+    }
+
+
 def compute_metrics(
     records: Sequence[Record],
     *,
@@ -207,7 +235,7 @@ def compute_metrics(
     Returns:
         A JSON-safe dict (NaN aside): ``schema_version``, ``benchmark``, ``policy``, ``bootstrap``,
         ``overall``, ``by_task``, ``by_subset``, ``by_split``, ``by_metadata``, ``owner``,
-        ``localization``, ``calibration``, ``baselines``, ``counts``.
+        ``localization``, ``calibration``, ``baselines``, ``counts``, ``judge``.
     """
     items = items or {}
     mcq = [r for r in records if r.kind == "mcq"]
@@ -233,4 +261,5 @@ def compute_metrics(
         "calibration": calibration_section(mcq),
         "baselines": baseline_section(mcq, items, benchmark=benchmark, **kw) if baselines else {},
         "counts": {"records": len(records), **dict(kinds)},
+        "judge": judge_section(mcq, policy, seed=seed, resamples=resamples),
     }
