@@ -22,6 +22,7 @@ from typing import Any
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
 from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
+from scopebench.engine.lock import RunLock
 from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
 from scopebench.engine.store import RunStore
 from scopebench.errors import (
@@ -29,6 +30,7 @@ from scopebench.errors import (
     ImageLoadError,
     ModelSpecError,
     RunAbortedError,
+    RunDirReadOnlyError,
     RunInterruptedError,
     ScopebenchError,
 )
@@ -409,6 +411,9 @@ def run_benchmark(
 
     Raises:
         ConfigMismatchError: When ``out_dir`` holds a different configuration and not ``fresh``.
+        RunLockedError: When another process is writing to ``out_dir`` (refused at once).
+        RunDirReadOnlyError: When ``out_dir`` cannot be written.
+        StoreDamagedError: When ``out_dir``'s store is damaged (the message says how to salvage it).
         RunAbortedError: When too many items failed, or on Ctrl-C (finished work is kept).
         ScopebenchError: When ``backend`` was built for another model or other options.
     """
@@ -431,33 +436,43 @@ def run_benchmark(
     owned = backend is None
     backend = build_backend(config) if backend is None else _adopt_backend(config, backend)
     # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
-    run_dir.mkdir(parents=True, exist_ok=True)
     try:
-        provenance = _provenance(config, loaded, items, backend)
-        _check_config(run_dir, provenance, fresh)
-        (run_dir / CONFIG_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
-        with RunStore(run_dir / STORE_FILE) as store:
-            try:
-                n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
-            except RunAbortedError:
-                # Stopped (Ctrl-C, too many failures): the export still shows what was kept.
-                store.export_jsonl(run_dir / RECORDS_JSONL)
-                raise
-            key = metrics_key if on_metrics is not None else "basic"
-            stamp = None if key is None else _metrics_stamp(key, store.generation())
-            cached = _cached_metrics(run_dir, store, stamp)
-            if cached is None:
-                store.export_jsonl(run_dir / RECORDS_JSONL)
-    finally:
-        if owned:
-            backend.close()
-    if cached is None:
-        metrics = (on_metrics or _basic_metrics)(run_dir)
-        if stamp is not None:
-            with RunStore(run_dir / STORE_FILE) as store:
-                store.set_meta("metrics_stamp", stamp)
-    else:
-        metrics = cached
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except PermissionError as exc:
+        raise RunDirReadOnlyError(
+            f"cannot create the run directory {run_dir} ({exc.strerror}); choose another --out"
+        ) from exc
+    # One writer per folder, taken before anything is read or deleted (--fresh included), held
+    # until the metrics are written.
+    with RunLock(run_dir):
+        try:
+            provenance = _provenance(config, loaded, items, backend)
+            _check_config(run_dir, provenance, fresh)
+            (run_dir / CONFIG_FILE).write_text(
+                json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8"
+            )
+            with RunStore(run_dir / STORE_FILE, check=True) as store:
+                try:
+                    n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
+                except RunAbortedError:
+                    # Stopped (Ctrl-C, SIGTERM, too many failures): the export still shows what was kept.
+                    store.export_jsonl(run_dir / RECORDS_JSONL)
+                    raise
+                key = metrics_key if on_metrics is not None else "basic"
+                stamp = None if key is None else _metrics_stamp(key, store.generation())
+                cached = _cached_metrics(run_dir, store, stamp)
+                if cached is None:
+                    store.export_jsonl(run_dir / RECORDS_JSONL)
+        finally:
+            if owned:
+                backend.close()
+        if cached is None:
+            metrics = (on_metrics or _basic_metrics)(run_dir)
+            if stamp is not None:
+                with RunStore(run_dir / STORE_FILE) as store:
+                    store.set_meta("metrics_stamp", stamp)
+        else:
+            metrics = cached
     return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
 
 
@@ -554,7 +569,7 @@ def _execute(
     with progress(len(todo), desc=f"{config.benchmark} × {backend.spec}") as bar:
         try:
             for batch, responses in executor.run(batches):
-                records = [make_record(it, r, backend) for it, r in zip(batch, responses, strict=True)]
+                records = [_guarded_record(it, r, backend) for it, r in zip(batch, responses, strict=True)]
                 written += store.add(records)
                 errors = [r.error for r in records if r.status == "error"]
                 failed += len(errors)
@@ -577,6 +592,34 @@ def _execute(
         finally:
             executor.close()
     return written, n_skipped
+
+
+def _guarded_record(item: Item, response: Response, backend: Backend) -> Record:
+    """:func:`make_record`, but any exception becomes this item's ``error`` record.
+
+    One reply the parsers cannot read (3,000 nested brackets once raised ``RecursionError``) must
+    not stop the run, and since API replies are cached it would stop every resume on the same
+    reply. The record keeps the reply and names the exception, so nothing is dropped silently.
+    """
+    try:
+        return make_record(item, response, backend)
+    except Exception as exc:  # any bug in reading one reply is that item's error
+        error = f"reading the reply failed: {type(exc).__name__}: {str(exc)[:500]}"
+        log.warning("item %s: %s", item.id, error)
+        return Record(
+            item_id=item.id,
+            model=backend.spec,
+            status="error",
+            error=error,
+            task=item.task,
+            subset=item.subset,
+            split=item.split,
+            answer_index=item.answer_index,
+            response=response.text,
+            scores=response.scores,
+            extra=dict(response.extra),
+            kind=item.kind,
+        )
 
 
 def _make_executor(config: RunConfig, backend: Backend, items: Sequence[Item]) -> Executor:
