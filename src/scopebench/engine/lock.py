@@ -25,7 +25,7 @@ from typing import Any
 
 from scopebench.errors import RunDirReadOnlyError, RunLockedError
 
-__all__ = ["LOCK_FILE", "RunLock", "lock_holder"]
+__all__ = ["LOCK_FILE", "RunLock", "check_unlocked", "lock_holder"]
 
 LOCK_FILE = ".lock"
 
@@ -50,6 +50,27 @@ def lock_holder(run_dir: Path) -> dict[str, Any] | None:
         return None
     finally:
         os.close(fd)
+
+
+def check_unlocked(run_dir: Path) -> None:
+    """Refuse at once when another process writes to ``run_dir`` (before minutes of model loading).
+
+    Only a pre-check: :class:`RunLock` is what excludes a second writer (two runs starting at the
+    same moment both pass here, and one of them is refused when it takes the lock).
+
+    Raises:
+        RunLockedError: When the folder's lock is held.
+    """
+    info = lock_holder(run_dir)
+    if info is not None:
+        raise _locked(run_dir, info)
+
+
+def _locked(run_dir: Path, info: dict[str, Any]) -> RunLockedError:
+    return RunLockedError(
+        f"the run directory {run_dir} is in use by {_describe(info)}. Only one run may write to a "
+        "folder: wait for it to finish (or stop it), or choose another --out"
+    )
 
 
 def _read_info(fd: int) -> dict[str, Any]:
@@ -103,10 +124,7 @@ class RunLock:
         except BlockingIOError:
             info = _read_info(fd)
             os.close(fd)
-            raise RunLockedError(
-                f"the run directory {self.run_dir} is in use by {_describe(info)}. Only one run may "
-                "write to a folder: wait for it to finish (or stop it), or choose another --out"
-            ) from None
+            raise _locked(self.run_dir, info) from None
         # Ours now: a lock left by a dead process was released by the kernel when it died.
         info = {
             "pid": os.getpid(),

@@ -22,7 +22,7 @@ from typing import Any
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
 from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
-from scopebench.engine.lock import RunLock
+from scopebench.engine.lock import RunLock, check_unlocked
 from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
 from scopebench.engine.store import RunStore
 from scopebench.errors import (
@@ -421,6 +421,7 @@ def run_benchmark(
     split_spec(config.model)  # a typo in --model should fail before minutes of data loading
     check_config(config)
     run_dir = Path(out_dir)
+    check_unlocked(run_dir)  # a second writer is refused before data and weights are loaded
     loaded, items = load_items(config)
     unusable = [p for p in loaded.problems if p.severity == "error"]
     if unusable:

@@ -18,7 +18,7 @@ import threading
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MIN_PIECE", "register_secret", "scrub_secrets"]
+__all__ = ["MIN_PIECE", "forget_secrets", "register_secret", "scrub_secrets"]
 
 #: Shortest piece of a secret (or of an encoded form) that is removed on its own.
 MIN_PIECE = 8
@@ -59,6 +59,13 @@ def register_secret(secret: str | None) -> None:
                 # are too short to tell from ordinary text.
                 _exact.add(form)
         _install_factory()
+
+
+def forget_secrets() -> None:
+    """Stop scrubbing every registered secret (tests; a process that has dropped its keys)."""
+    with _lock:
+        _exact.clear()
+        _pieces.clear()
 
 
 def scrub_secrets(text: str) -> str:
