@@ -38,7 +38,29 @@ CREATE TABLE IF NOT EXISTS meta (
 
 
 _HEADER = b"SQLite format 3\x00"
-_BAD_BODIES = "SELECT item_id FROM records WHERE NOT json_valid(body) LIMIT 5"
+
+
+def _unreadable_records(db: sqlite3.Connection, limit: int = 5) -> list[str]:
+    """Item ids (up to ``limit``) whose stored record cannot be read back as that item's record.
+
+    quick_check reads the B-trees, not what they hold: bytes overwritten inside a record's text
+    pass it (and even SQLite's ``json_valid``) and only broke the report later. So each record is
+    decoded and parsed as the report will, and must name its own item and status.
+    """
+    bad: list[str] = []
+    rows = db.execute("SELECT CAST(item_id AS BLOB), CAST(status AS BLOB), CAST(body AS BLOB) FROM records")
+    for raw_id, raw_status, body in rows:
+        item_id = raw_id.decode("utf-8", "replace")
+        try:
+            rec = Record.from_dict(json.loads(body))
+            ok = rec.item_id == raw_id.decode("utf-8") and rec.status == raw_status.decode("utf-8")
+        except (ValueError, TypeError, KeyError):
+            ok = False
+        if not ok:
+            bad.append(item_id)
+            if len(bad) >= limit:
+                break
+    return bad
 
 
 def _has_records(db: sqlite3.Connection) -> bool:
@@ -64,8 +86,10 @@ class RunStore:
         readonly: Open for reading only, never writing anything into the run directory (no
             ``-wal``/``-shm`` file is created): what ``report``, ``compare`` and ``export`` use, so
             they work on a read-only folder.
-        check: Check the file's integrity first (header, ``PRAGMA quick_check``); a run does, so a
-            damaged store is reported before any work is added to it.
+        check: Check the file's integrity first: header, ``PRAGMA quick_check`` and, when opened
+            for writing, that every record parses back as its item's record. A run does, so a
+            damaged store is reported before any work is added to it (cost measured in
+            bench/RESULTS.md).
 
     Raises:
         StoreDamagedError: When the file is empty, not an SQLite database or fails the check.
@@ -96,12 +120,11 @@ class RunStore:
                 problems = [row[0] for row in self._db.execute("PRAGMA quick_check(5)")]
                 if problems != ["ok"]:
                     raise sqlite3.DatabaseError("integrity check failed: " + "; ".join(problems))
-                # quick_check reads the B-trees, not what they hold: a record whose text was
-                # overwritten would pass it and only break the report later.
-                bad = [row[0] for row in self._db.execute(_BAD_BODIES)] if _has_records(self._db) else []
+                # A run also parses every record (a reader finds a bad one as it reads it).
+                bad = _unreadable_records(self._db) if not readonly and _has_records(self._db) else []
                 if bad:
                     raise sqlite3.DatabaseError(
-                        f"the stored record of item(s) {', '.join(map(repr, bad))} is not valid JSON"
+                        f"the stored record of item(s) {', '.join(map(repr, bad))} cannot be read"
                     )
             if not readonly:
                 self._db.executescript(_SCHEMA)
