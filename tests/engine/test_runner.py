@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -305,6 +306,7 @@ def test_an_exception_while_reading_one_reply_is_that_items_error(
 ) -> None:
     # Before: a RecursionError in a parser (3,000 nested brackets) killed the run with a traceback,
     # and every resume died on the same (cached) reply.
+    caplog.set_level(logging.WARNING, logger="scopebench")  # a CLI test before may have set -q
     real_parse = runner_mod.parse_choice
 
     def recurse(depth: int) -> int:
