@@ -1,4 +1,4 @@
-"""Cost of the run store's integrity check on open (``PRAGMA quick_check`` + every record parsed).
+"""Cost of the run store's integrity check on open (``PRAGMA integrity_check`` + every record parsed).
 
 Builds a store of N realistic records (a generative reply, per-option scores, extra fields) and
 times opening it without and with ``check=True``, and the read-only open a report uses.
@@ -76,7 +76,7 @@ def main() -> None:
         t_read, t_ro = _time(readonly_all, args.repeat), _time(readonly_checked, args.repeat)
         print(f"records: {args.records}, store size: {size / 2**20:.1f} MiB")
         print(f"open without check: {1000 * t_plain:.1f} ms")
-        print(f"open for a run, with check (quick_check + every record parsed): {1000 * t_check:.1f} ms")
+        print(f"open for a run, with check (integrity_check + every record parsed): {1000 * t_check:.1f} ms")
         print(f"check cost: {1000 * (t_check - t_plain):.1f} ms")
         print(f"read-only open with check (quick_check only, what a reader does): {1000 * t_ro:.1f} ms")
         print(f"read-only open + read every record with check (what report does): {1000 * t_read:.1f} ms")
