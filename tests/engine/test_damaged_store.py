@@ -254,3 +254,11 @@ def test_wal_left_by_a_killed_run_is_read_from_a_copy(tmp_path: Path) -> None:
     ids = {r.item_id for r in load_run(copy).records}
     assert "late" in ids and len(ids) == 7
     assert _snapshot(copy) == before
+
+
+def test_fresh_replaces_a_damaged_store_even_without_run_json(finished: Path) -> None:
+    (finished / "run.json").unlink()
+    (finished / "records.sqlite").write_bytes(b"\0" * 4096)
+    (finished / "notes.png").write_bytes(b"mine")  # not known to be a run's file: kept
+    assert run_benchmark(_cfg(), finished, fresh=True).n_new == N
+    assert (finished / "notes.png").read_bytes() == b"mine"

@@ -349,7 +349,11 @@ def _provenance(
 
 def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
     cfg_path = run_dir / CONFIG_FILE
-    if not cfg_path.is_file():
+    if fresh and not cfg_path.is_file():
+        # No run.json, so not known to be a run folder: only a (damaged) store goes, the way out
+        # its message names; other files here may be the user's.
+        for name in (STORE_FILE, STORE_FILE + "-wal", STORE_FILE + "-shm"):
+            (run_dir / name).unlink(missing_ok=True)
         return
     if fresh:
         for name in (
@@ -365,6 +369,8 @@ def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
         for pattern in ("metrics.*", "*.png", "*.svg", "records.parquet"):
             for path in run_dir.glob(pattern):
                 path.unlink(missing_ok=True)
+        return
+    if not cfg_path.is_file():
         return
     old = json.loads(cfg_path.read_text(encoding="utf-8"))
     diffs = [

@@ -149,11 +149,10 @@ class RunStore:
         # no WAL (every finished run) is read in place, immutable.
         from scopebench.engine.lock import lock_holder
 
-        wal = path.with_name(path.name + "-wal")
-        has_wal = wal.is_file() and wal.stat().st_size > 0
-        if has_wal and lock_holder(path.parent) is not None:
+        if lock_holder(path.parent) is not None:
             return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        if has_wal:
+        wal = path.with_name(path.name + "-wal")
+        if wal.is_file() and wal.stat().st_size > 0:
             self._tmp = tempfile.TemporaryDirectory(prefix="scopebench-ro-")
             copy = Path(self._tmp.name) / path.name
             shutil.copyfile(path, copy)
