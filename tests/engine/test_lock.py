@@ -125,3 +125,21 @@ def test_nested_runs_into_other_folders_work_while_one_holds_its_lock(tmp_path: 
         res = run_benchmark(RunConfig(benchmark="unit", data="4", model="random"), tmp_path / "cond-a")
         assert res.n_new == 4
     assert len(load_run(tmp_path / "cond-a").records) == 4
+
+
+def test_backend_closed_when_the_lock_is_lost_to_a_run_that_started_at_the_same_moment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two runs that pass the early check together: the loser must free its model (GPU memory).
+    import scopebench.engine.runner as runner_mod
+    from scopebench.models import ModelOptions, load_model
+
+    closed = []
+    backend = load_model("random", ModelOptions())
+    monkeypatch.setattr(backend, "close", lambda: closed.append(True))
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: backend)
+    monkeypatch.setattr(runner_mod, "check_unlocked", lambda run_dir: None)
+    with RunLock(tmp_path), pytest.raises(RunLockedError):
+        run_benchmark(RunConfig(benchmark="unit", data="4", model="random"), tmp_path)
+    assert closed == [True]
+    assert not (tmp_path / "run.json").exists()  # nothing written by the refused run

@@ -147,7 +147,8 @@ class RunLock:
         os.close(fd)
 
     def __enter__(self) -> RunLock:
-        self.acquire()
+        if self._fd is None:  # already taken by an explicit acquire()
+            self.acquire()
         return self
 
     def __exit__(

@@ -443,15 +443,22 @@ def run_benchmark(
     owned = backend is None
     backend = build_backend(config) if backend is None else _adopt_backend(config, backend)
     # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except PermissionError as exc:
-        raise RunDirReadOnlyError(
-            f"cannot create the run directory {run_dir} ({exc.strerror}); choose another --out"
-        ) from exc
     # One writer per folder, taken before anything is read or deleted (--fresh included), held
     # until the metrics are written.
-    with RunLock(run_dir):
+    lock = RunLock(run_dir)
+    try:
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except PermissionError as exc:
+            raise RunDirReadOnlyError(
+                f"cannot create the run directory {run_dir} ({exc.strerror}); choose another --out"
+            ) from exc
+        lock.acquire()
+    except BaseException:
+        if owned:
+            backend.close()
+        raise
+    with lock:
         try:
             provenance = _provenance(config, loaded, items, backend)
             _check_config(run_dir, provenance, fresh)
