@@ -8,6 +8,7 @@ Layout (documented in the README)::
       records.sqlite   the durable per-item store (SQLite, WAL)
       records.jsonl    export of every record (rewritten at the end of each run)
       metrics.json     accuracy tables (see docs/metrics-schema.md)
+      .lock            the writer lock (engine/lock.py): one run per folder at a time
 """
 
 from __future__ import annotations
