@@ -101,6 +101,9 @@ def _kind_after(text: str, end: int) -> LabelKind | None:
         return "punct"
     if ch == "-" and (nxt == "" or nxt.isspace()):
         return "punct"
+    # An apostrophe before a letter is a contraction ("I'd say B", "I'm"), not a quote.
+    if ch == "'" and nxt.isalpha():
+        return None
     if ch in "([<\"'":
         return "punct"
     if j > end:

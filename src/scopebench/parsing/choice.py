@@ -68,12 +68,23 @@ from scopebench.parsing._labels import (
     read_label,
     read_label_list,
 )
-from scopebench.parsing._text import clean, equals_option, named_options, option_tokens, tokenize
+from scopebench.parsing._text import (
+    ClauseIndex,
+    clause_starts,
+    clean,
+    equals_option,
+    find_mentions,
+    named_options,
+    option_tokens,
+    resolve,
+    ruled_out,
+    tokenize,
+)
 
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-1"
+PARSER_VERSION = "choice-2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +146,58 @@ _REVERSE_NUMBERS = re.compile(
     + _VERDICT
 )
 
+# Hedged or first-person commitments ("I would say D", "I believe it's D", "It is probably B", "My
+# choice: C"): only an explicit label may follow, never option text or a bare lower-case letter.
+_HEDGE = re.compile(
+    r"""
+    (?<![\w'])
+    (?:
+        I(?:'d|\s+would|\s+will|'ll)?\s+(?:say|guess|answer)
+      | I\s+(?:believe|think|guess|suspect|feel)(?:\s+that)?
+      | (?:my|our)\s+(?:choice|pick|selection|guess|vote)(?:\s+(?:is|would\s+be))?
+      | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
+    )
+    (?![\w'])[ \t]*[:\-]?
+    """,
+    re.I | re.X,
+)
+# Verdicts that name an option by its text ("The most likely diagnosis is squamous cell carcinoma",
+# "most consistent with necrosis", "Diagnosis: necrosis").
+_VERDICT_TEXT = re.compile(
+    r"""
+    (?<![\w'])
+    (?:
+        (?:the\s+)?(?:most\s+(?:likely|probable|plausible|appropriate|consistent|accurate)|best|final|likely
+          |probable|correct)
+        \s+(?:[a-z]+\s+){0,3}?(?:is|would\s+be)
+      | (?:most|best)\s+consistent\s+with
+      | (?:best|most\s+accurately)\s+(?:described|classified|characterized|identified)\s+as
+      | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
+    )
+    (?![\w'])
+    """,
+    re.I | re.X,
+)
+# Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
+# word characters and the English word-boundary guards would reject them.
+_CHINESE = re.compile(
+    r"(?:正确|最终|最佳)?答案(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?|(?:我|故|应|所以|因此)选(?:择)?(?:是)?"
+)
+
+# Self-correction markers: after one, the model's later answer replaces its earlier one.
+_CORRECTION = re.compile(
+    r"(?<!\w)(?:wait|actually|on\s+second\s+thought|correction|scratch\s+that|I\s+made\s+(?:a|an)\s+"
+    r"(?:mistake|error)|I\s+was\s+wrong|let\s+me\s+(?:re-?consider|re-?check|re-?evaluate|re-?examine|correct)"
+    r"|re-?considering|等等|更正)(?!\w)",
+    re.I,
+)
+#: How far after an answer phrase its answer is looked for: bounded, so parsing stays linear.
+_WINDOW = 240
+
 # Hedges and quantifiers allowed between an answer phrase and its label.
 _FILLER = re.compile(
     r"(?:(?:most\s+likely|likely|probably|definitely|clearly|therefore|thus|hence|indeed|then|"
-    r"actually|either|both|simply|just)\b[\s,]*)+",
+    r"actually|either|both|simply|just|certainly|surely|still)\b[\s,]*)+",
     re.I,
 )
 _ARTICLES = frozenset({"a", "an", "the"})
@@ -150,14 +209,22 @@ _INLINE_LETTERS = re.compile(r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|
 _INLINE_NUMBERS = re.compile(r"(?<!\S)\((\d{1,2})\)|(?<!\S)(\d{1,2})\)|\b(?i:option|choice)\s*\(?(\d{1,2})\b")
 # A label that is an echoed format placeholder ("The answer is (X)"), ignored next to real ones.
 _PLACEHOLDER = "X"
+# Words after a label on the first line that make it an answer with its reason ("B because …").
+_EXPLICIT = frozenset({"bracketed", "closed", "keyword"})
+_REASON_WORDS = frozenset({"because", "since", "as", "given", "due"})
 
 
 @dataclass(frozen=True, slots=True)
 class _Commit:
-    """Labels one tag or phrase commits to; ``conflict`` explains a self-contradiction."""
+    """Labels one tag, phrase or leading label commits to, where, and by which rule.
+
+    ``conflict`` explains a self-contradiction.
+    """
 
     labels: tuple[str, ...]
     conflict: str | None = None
+    pos: int = 0
+    method: str = "answer_phrase"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +240,11 @@ class _Ctx:
 
     def in_range(self, label: str) -> bool:
         return 0 <= label_index(label, self.style) < self.n
+
+    @property
+    def span(self) -> int:
+        """Tokens worth reading after a label or phrase: one more than the longest option."""
+        return max(len(o) for o in self.options) + 1
 
 
 # --- entry point ----------------------------------------------------------------------------
@@ -204,7 +276,7 @@ def parse_choice(
     if not text.strip():
         return ParseResult(None, "none", "empty response")
     ctx = _Ctx(tuple(option_tokens(c) for c in choices), labels)
-    for rule in (_answer_markers, _bare_label, _leading_label, _option_text):
+    for rule in (_answer_markers, _bare_label, _first_line_rule, _leading_label, _option_text):
         result = rule(text, ctx)
         if result is not None:
             return result
@@ -215,37 +287,67 @@ def parse_choice(
 
 
 def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
-    tags = [c for m in (*_TAG.finditer(text), *_BOXED.finditer(text)) if (c := _read_answer(m["body"], ctx))]
-    phrases: list[_Commit] = []
-    for m in _PHRASE.finditer(text):
-        loose = m["conn"] is not None or m["choose"] is not None
-        commit = _read_answer(text[m.end() :], ctx, loose=loose)
-        if commit is not None:
-            phrases.append(commit)
-    reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
-    for m in reverse.finditer(text):
-        raw = m["a"] or m["b"] or m["c"]
-        phrases.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),)))
+    tags: list[_Commit] = []
+    for m in (*_TAG.finditer(text), *_BOXED.finditer(text)):
+        c = _read_answer(m["body"][:_WINDOW], ctx)
+        if c is not None:
+            tags.append(_Commit(c.labels, c.conflict, m.start(), "answer_tag"))
+    phrases = _phrase_commits(text, ctx)
     if not tags and not phrases:
         return None
+    first = _first_line_label(text, ctx)
+    lead = [] if first is None else [_Commit((first.label,), pos=0, method="leading_label")]
     method, what = ("answer_tag", "answer tag") if tags else ("answer_phrase", "answer phrase")
-    return _decide([*tags, *phrases], method, what, ctx)
+    commits = sorted([*lead, *tags, *phrases], key=lambda c: c.pos)
+    return _decide(commits, method, what, ctx, text)
 
 
-def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True) -> _Commit | None:
+def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
+    """Every answer phrase (plain, hedged, verdict, Chinese, reverse) and what it commits to."""
+    found: list[_Commit] = []
+    clauses = ClauseIndex(text)
+
+    def add(start: int, end: int, *, loose: bool, strict_case: bool = False) -> None:
+        if clauses.not_asserted(start):
+            return
+        commit = _read_answer(text[end : end + _WINDOW], ctx, loose=loose, strict_case=strict_case)
+        if commit is not None:
+            found.append(_Commit(commit.labels, commit.conflict, start))
+
+    for m in _PHRASE.finditer(text):
+        add(m.start(), m.end(), loose=m["conn"] is not None or m["choose"] is not None)
+    for m in _VERDICT_TEXT.finditer(text):
+        add(m.start(), m.end(), loose=True)
+    for m in _HEDGE.finditer(text):
+        add(m.start(), m.end(), loose=False, strict_case=True)
+    for m in _CHINESE.finditer(text):
+        add(m.start(), m.end(), loose=False)
+    reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
+    for m in reverse.finditer(text):
+        if clauses.not_asserted(m.start()):
+            continue
+        raw = m["a"] or m["b"] or m["c"]
+        found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
+    return found
+
+
+def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool = False) -> _Commit | None:
     """Read what follows an answer phrase (or fills a tag): a label list or an option's text.
 
     Args:
-        body: Text from just after the phrase (or the tag's content).
+        body: Text from just after the phrase (or the tag's content), bounded in length.
         ctx: The item.
-        loose: False after a phrase without a connector ("Answer C"), where only an explicit
-            label counts, never option text or a letter followed by a word.
+        loose: False after a phrase without a connector ("Answer C") or a hedge, where only an
+            explicit label counts, never option text or a letter followed by a word.
+        strict_case: After a hedge ("it is …"), a lower-case letter counts only in brackets.
     """
     pos = _skip_space(body, 0)
     filler = _FILLER.match(body, pos)
     if filler is not None:
         pos = filler.end()
     read = read_label(body, pos, ctx.style)
+    if strict_case and read is not None and read.lower and read.kind not in _EXPLICIT:
+        read = None
     if read is not None and not _option_starts_at(body, read, ctx) and _accepts(read, ctx, loose=loose):
         items = read_label_list(body, read, ctx.style)
         if len(items) == 1:
@@ -255,7 +357,7 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True) -> _Commit | None:
         return None
     clause = body[pos:]
     cut = _CLAUSE_END.search(clause)
-    words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause)]
+    words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause, ctx.span + 3)]
     while words and words[0] in _ARTICLES and not named_options(words, ctx.options, at_start=True):
         words = words[1:]
     named = named_options(words, ctx.options, at_start=True)
@@ -276,7 +378,7 @@ def _option_starts_at(text: str, read: LabelRead, ctx: _Ctx) -> bool:
         return False
     clause = text[read.label_start :]
     cut = _CLAUSE_END.search(clause)
-    words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause)]
+    words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause, ctx.span)]
     return bool(named_options(words, ctx.options, at_start=True))
 
 
@@ -286,7 +388,7 @@ def _contradiction(text: str, read: LabelRead, ctx: _Ctx) -> str | None:
         return None
     rest = text[read.end :].lstrip(" \t.:)]-")
     cut = _CLAUSE_END.search(rest)
-    words = [t.value for t in tokenize(rest[: cut.start()] if cut else rest)]
+    words = [t.value for t in tokenize(rest[: cut.start()] if cut else rest, ctx.span)]
     own = label_index(read.label, ctx.style)
     if equals_option(words, ctx.options[own]):
         return None
@@ -296,10 +398,7 @@ def _contradiction(text: str, read: LabelRead, ctx: _Ctx) -> str | None:
     return None
 
 
-def _decide(commits: Sequence[_Commit], method: str, what: str, ctx: _Ctx) -> ParseResult:
-    for c in commits:
-        if c.conflict is not None:
-            return ParseResult(None, method, c.conflict)
+def _distinct(commits: Sequence[_Commit], ctx: _Ctx) -> list[str]:
     named: list[str] = []
     for c in commits:
         for label in c.labels:
@@ -307,12 +406,48 @@ def _decide(commits: Sequence[_Commit], method: str, what: str, ctx: _Ctx) -> Pa
                 named.append(label)
     if len(named) > 1 and any(ctx.in_range(x) for x in named):
         named = [x for x in named if not (x == _PLACEHOLDER and not ctx.in_range(x))]
+    return named
+
+
+def _decide(commits: Sequence[_Commit], method: str, what: str, ctx: _Ctx, text: str = "") -> ParseResult:
+    for c in commits:
+        if c.conflict is not None:
+            return ParseResult(None, method, c.conflict)
+    named = _distinct(commits, ctx)
     if len(named) > 1:
+        corrected = _after_correction(commits, ctx, text)
+        if corrected is not None:
+            return corrected
         return ParseResult(None, method, f"several options named: {', '.join(named)}")
     (label,) = named
     if not ctx.in_range(label):
         return ParseResult(None, method, _out_of_range(label, ctx))
+    if all(c.method == "leading_label" for c in commits):
+        method, what = "leading_label", "response starts with label"
+        return ParseResult(label_index(label, ctx.style), method, f"{what} {label}")
     return ParseResult(label_index(label, ctx.style), method, f"{what} names {label}")
+
+
+def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> ParseResult | None:
+    """The answer given after the last self-correction marker, when that answer is single.
+
+    "The answer is D. Wait — … so the answer is C": the commitments after the last marker that
+    has commitments on both sides replace all earlier ones; if those name several, none wins.
+    """
+    markers = [m for m in _CORRECTION.finditer(text) if commits[0].pos < m.start() < commits[-1].pos]
+    if not markers:
+        return None
+    marker = markers[-1]
+    later = [c for c in commits if c.pos > marker.start()]
+    named = _distinct(later, ctx)
+    if len(named) != 1 or not ctx.in_range(named[0]):
+        return None
+    method = later[-1].method
+    return ParseResult(
+        label_index(named[0], ctx.style),
+        method,
+        f"answer after the self-correction {marker.group()!r} names {named[0]}",
+    )
 
 
 def _out_of_range(label: str, ctx: _Ctx) -> str:
@@ -338,7 +473,44 @@ def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
     return _decide([_Commit(tuple(r.label for r in items))], "bare_label", "whole response", ctx)
 
 
-# --- rule 3: the response starts with a label ----------------------------------------------------
+# --- rule 3: a label alone on the first line -----------------------------------------------------
+
+
+def _first_line_label(text: str, ctx: _Ctx) -> LabelRead | None:
+    """A label that is the whole first line, or opens it with its reason.
+
+    "B", "**B**", "(B).", "Option B" or "B because …" — provided no other line is also a lone
+    label (then the lines are a list of labels, not an answer).
+    """
+    body = text.lstrip()
+    line, _, rest = body.partition("\n")
+    read = read_label(line, 0, ctx.style)
+    if read is None:
+        return None
+    if read.kind == "connective":
+        word = line[read.end :].split(None, 1)
+        if not word or word[0].casefold() not in _REASON_WORDS:
+            return None
+    elif not (read.strong and _REST_OK.match(line, read.end)):
+        return None
+    if len(read_label_list(line, read, ctx.style)) > 1:
+        return None
+    for other in rest.splitlines():
+        other_read = read_label(other.strip(), 0, ctx.style)
+        if other_read is not None and other_read.strong and _REST_OK.match(other.strip(), other_read.end):
+            return None
+    return read
+
+
+def _first_line_rule(text: str, ctx: _Ctx) -> ParseResult | None:
+    """Rule 3: the first line is only a label; the explanation after it may name other options."""
+    read = _first_line_label(text, ctx)
+    if read is None or not ctx.in_range(read.label):
+        return None
+    return _decide([_Commit((read.label,), method="leading_label")], "leading_label", "", ctx)
+
+
+# --- rule 4: the response starts with a label ----------------------------------------------------
 
 
 def _leading_label(text: str, ctx: _Ctx) -> ParseResult | None:
@@ -389,17 +561,29 @@ def _enumerates(body: str, ctx: _Ctx) -> bool:
     return len(seen) > 1
 
 
-# --- rule 4: option text -------------------------------------------------------------------------
+# --- rule 5: option text -------------------------------------------------------------------------
 
 
 def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
-    named = named_options([t.value for t in tokenize(text)], ctx.options)
-    if not named:
+    tokens = tokenize(text)
+    values = [t.value for t in tokens]
+    mentions = resolve(find_mentions(values, ctx.options))
+    if not mentions:
         return None
-    labels = [label_for(i, ctx.style) for i in named]
-    if len(named) > 1:
+    starts = clause_starts(text, tokens)
+    kept: list[int] = []
+    dropped: list[int] = []
+    for m in sorted(mentions, key=lambda m: (m.start, m.option)):
+        into = dropped if ruled_out(values, starts, m.start, m.end) else kept
+        if m.option not in into:
+            into.append(m.option)
+    if not kept:
+        names = ", ".join(label_for(i, ctx.style) for i in dropped)
+        return ParseResult(None, "option_text", f"options named only to be ruled out: {names}")
+    labels = [label_for(i, ctx.style) for i in kept]
+    if len(kept) > 1:
         return ParseResult(None, "option_text", f"several options named: {', '.join(labels)}")
-    return ParseResult(named[0], "option_text", f"text of option {labels[0]} found")
+    return ParseResult(kept[0], "option_text", f"text of option {labels[0]} found")
 
 
 def _skip_space(text: str, pos: int) -> int:
