@@ -216,10 +216,15 @@ _NEG_CONTRACTIONS = frozenset(
 )
 # Before an answer phrase, conditionals also keep it from committing ("If it is A, …").
 _NOT_ASSERTED = _NEG_BEFORE | {"if", "whether", "unless", "suppose", "assuming", "doubt"}
+#: Words that make what follows them a hypothesis, within the same sentence.
+_CONDITIONALS = frozenset({"if", "whether", "unless", "suppose", "assuming"})
+#: Words opening a relative clause that still describes the mention before its comma.
+_RELATIVES = frozenset({"which", "who"})
 #: "rule out X" / "ruling out X": a verb and particle, two tokens.
 _RULE_VERBS = frozenset({"rule", "rules", "ruled", "ruling"})
 # Clause boundaries: punctuation in the gap between two tokens, or a contrasting conjunction.
 _CLAUSE_GAP = re.compile(r"[.;:!?,\n]")
+_SENTENCE_GAP = re.compile(r"[.;!?\n]")
 _CLAUSE_WORDS = frozenset({"but", "however", "whereas", "while", "although", "though", "yet", "instead"})
 #: Tokens after a mention that are looked at for a ruling-out word.
 _AFTER_SPAN = 5
@@ -236,37 +241,48 @@ def _is_negation(tokens: Sequence[str], i: int, cues: frozenset[str]) -> bool:
     return word == "out" and i > 0 and tokens[i - 1] in _RULE_VERBS
 
 
-def clause_starts(text: str, tokens: Sequence[Token]) -> list[int]:
-    """For each token, the index of the first token of its clause.
+def clause_starts(text: str, tokens: Sequence[Token], *, sentences: bool = False) -> list[int]:
+    """For each token, the index of the first token of its clause (or sentence).
 
     A clause ends at ``. ; : ! ? ,`` or a line break between two tokens, and before a contrasting
     word ("but", "however", "whereas", …) — so in "not A, but C" only A is in a negated clause.
+    A sentence (``sentences=True``) ends only at ``. ! ?``, ``;`` or a line break.
     """
+    gap = _SENTENCE_GAP if sentences else _CLAUSE_GAP
+    words = frozenset() if sentences else _CLAUSE_WORDS
     starts: list[int] = []
     current = 0
     for i, tok in enumerate(tokens):
-        if i > 0 and (_CLAUSE_GAP.search(text, tokens[i - 1].end, tok.start) or tok.value in _CLAUSE_WORDS):
+        if i > 0 and (gap.search(text, tokens[i - 1].end, tok.start) or tok.value in words):
             current = i
         starts.append(current)
     return starts
 
 
-def ruled_out(values: Sequence[str], starts: Sequence[int], start: int, end: int) -> bool:
-    """Whether the mention ``values[start:end]`` is named only to be ruled out.
+def ruled_out(
+    values: Sequence[str], starts: Sequence[int], sentences: Sequence[int], start: int, end: int
+) -> bool:
+    """Whether the mention ``values[start:end]`` is named only to be ruled out (or supposed).
 
     Args:
         values: Token values of the whole response.
         starts: :func:`clause_starts` of those tokens.
+        sentences: :func:`clause_starts` with ``sentences=True``.
         start: First token of the mention.
         end: Token index just after the mention.
     """
     first = max(starts[start], start - _BEFORE_SPAN)
     if any(_is_negation(values, i, _NEG_BEFORE) for i in range(first, start)):
         return True
+    if any(values[i] in _CONDITIONALS for i in range(max(sentences[start], start - _BEFORE_SPAN), start)):
+        return True  # "If it is A, we would expect X": X is a hypothesis, not an answer
+    clause = starts[start]
     stop = min(len(values), end + _AFTER_SPAN)
     for i in range(end, stop):
-        if starts[i] != starts[start]:
-            break
+        if starts[i] != clause:
+            if starts[i] != i or values[i] not in _RELATIVES:
+                break
+            clause = i  # "X, which is not seen": the relative clause still speaks of X
         if _is_negation(values, i, _NEG_AFTER):
             return True
     return False

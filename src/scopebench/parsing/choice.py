@@ -118,7 +118,7 @@ _PHRASE = re.compile(
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|most\s+likely|most\s+appropriate|appropriate)
         \s+(?:options?|choices?)
-      | (?P<choose>\bI(?:'d|\s+would|\s+will)?\s+(?:choose|select|pick|go\s+with))
+      | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will)?\s+(?:choose|select|pick|go\s+with))
     )
     (?![\w>])
     [ \t]*
@@ -133,8 +133,9 @@ _PHRASE = re.compile(
 # "B is the correct answer" / "(B) is correct." — an upper-case or bracketed label first. The
 # lookahead keeps "A is correct in stating…" (a remark about one option) out.
 _VERDICT = (
-    r"(?!\w)\s+(?i:is|would\s+be|seems\s+to\s+be)\s+(?i:the\s+)?(?i:most\s+)?"
-    r"(?i:correct|right|best|appropriate|accurate)(?:\s+(?i:answer|option|choice|one))?"
+    r"(?!\w)\s+(?i:is|would\s+be|seems\s+to\s+be)\s+(?i:the\s+)?(?:"
+    r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable)(?:\s+(?i:answer|option|choice|one))?"
+    r"|(?i:answer|one))"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as)\b))"
 )
 _REVERSE_LETTERS = re.compile(
@@ -156,6 +157,8 @@ _HEDGE = re.compile(
       | I\s+(?:believe|think|guess|suspect|feel)(?:\s+that)?
       | (?:my|our)\s+(?:choice|pick|selection|guess|vote)(?:\s+(?:is|would\s+be))?
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
+      | (?:my|our)\s+(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
+      | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?\s*[,;]?\s*but(?:\s+rather)?
     )
     (?![\w'])[ \t]*[:\-]?
     """,
@@ -571,10 +574,11 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     if not mentions:
         return None
     starts = clause_starts(text, tokens)
+    sentences = clause_starts(text, tokens, sentences=True)
     kept: list[int] = []
     dropped: list[int] = []
     for m in sorted(mentions, key=lambda m: (m.start, m.option)):
-        into = dropped if ruled_out(values, starts, m.start, m.end) else kept
+        into = dropped if ruled_out(values, starts, sentences, m.start, m.end) else kept
         if m.option not in into:
             into.append(m.option)
     if not kept:
