@@ -480,9 +480,9 @@ def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
 
 
 def _first_line_label(text: str, ctx: _Ctx) -> LabelRead | None:
-    """A label that is the whole first line, or opens it with its reason.
+    """A label that is the whole first line, or opens it with its reason or its own text.
 
-    "B", "**B**", "(B).", "Option B" or "B because …" — provided no other line is also a lone
+    "B", "**B**", "(B).", "Option B", "B because …" or "B. Spindle cells" — provided no other line is also a lone
     label (then the lines are a list of labels, not an answer).
     """
     body = text.lstrip()
@@ -494,15 +494,28 @@ def _first_line_label(text: str, ctx: _Ctx) -> LabelRead | None:
         word = line[read.end :].split(None, 1)
         if not word or word[0].casefold() not in _REASON_WORDS:
             return None
-    elif not (read.strong and _REST_OK.match(line, read.end)):
+    elif not (read.strong and (_REST_OK.match(line, read.end) or _own_text_follows(line, read, ctx))):
         return None
     if len(read_label_list(line, read, ctx.style)) > 1:
         return None
     for other in rest.splitlines():
-        other_read = read_label(other.strip(), 0, ctx.style)
-        if other_read is not None and other_read.strong and _REST_OK.match(other.strip(), other_read.end):
-            return None
+        other = other.strip()
+        again = read_label(other, 0, ctx.style)
+        if (
+            again is not None
+            and again.strong
+            and (_REST_OK.match(other, again.end) or _own_text_follows(other, again, ctx))
+        ):
+            return None  # the options echoed as a list, or a list of labels
     return read
+
+
+def _own_text_follows(line: str, read: LabelRead, ctx: _Ctx) -> bool:
+    """Whether the rest of the line is exactly the label's own option text ("C. Rosette formation")."""
+    if not ctx.in_range(read.label):
+        return False
+    words = [t.value for t in tokenize(line[read.end :], ctx.span)]
+    return equals_option(words, ctx.options[label_index(read.label, ctx.style)])
 
 
 def _first_line_rule(text: str, ctx: _Ctx) -> ParseResult | None:
