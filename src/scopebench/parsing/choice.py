@@ -118,7 +118,9 @@ _PHRASE = re.compile(
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|most\s+likely|most\s+appropriate|appropriate)
         \s+(?:options?|choices?)
-      | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will)?\s+(?:choose|select|pick|go\s+with))
+      | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
+          (?:choose|select|pick|go\s+with)
+        | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for))
     )
     (?![\w>])
     [ \t]*
@@ -133,10 +135,10 @@ _PHRASE = re.compile(
 # "B is the correct answer" / "(B) is correct." — an upper-case or bracketed label first. The
 # lookahead keeps "A is correct in stating…" (a remark about one option) out.
 _VERDICT = (
-    r"(?!\w)\s+(?i:is|would\s+be|seems\s+to\s+be)\s+(?i:the\s+)?(?:"
+    r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+(?i:the\s+)?(?:"
     r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable)(?:\s+(?i:answer|option|choice|one))?"
-    r"|(?i:answer|one))"
-    r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as)\b))"
+    r"|(?i:answer|one))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better))(?:\s+(?i:to\s+me|here|overall))?"
+    r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
 _REVERSE_LETTERS = re.compile(
     r"(?<![\w'])(?:(?i:options?|choices?)\s*)?(?:\((?P<a>[A-Za-z])\)|\[(?P<b>[A-Za-z])\]|(?P<c>[A-Z]))"
@@ -181,6 +183,8 @@ _VERDICT_TEXT = re.compile(
     """,
     re.I | re.X,
 )
+# Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
+_PREFIX = re.compile(r"(?<![\w'])(?:final|response|output|prediction|therefore|thus|hence)\s*:|=>|->|→", re.I)
 # Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
 # word characters and the English word-boundary guards would reject them.
 _CHINESE = re.compile(
@@ -322,6 +326,8 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     for m in _VERDICT_TEXT.finditer(text):
         add(m.start(), m.end(), loose=True)
     for m in _HEDGE.finditer(text):
+        add(m.start(), m.end(), loose=False, strict_case=True)
+    for m in _PREFIX.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True)
     for m in _CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
