@@ -488,8 +488,9 @@ def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
 def _first_line_label(text: str, ctx: _Ctx) -> LabelRead | None:
     """A label that is the whole first line, or opens it with its reason or its own text.
 
-    "B", "**B**", "(B).", "Option B", "B because …" or "B. Spindle cells" — provided no other line is also a lone
-    label (then the lines are a list of labels, not an answer).
+    "B", "**B**", "(B).", "Option B", "B because …" or "B. Spindle cells" — provided no other
+    line is also a lone label or a label with its own text (then the lines are a list, not an
+    answer).
     """
     body = text.lstrip()
     line, _, rest = body.partition("\n")
