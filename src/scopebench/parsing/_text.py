@@ -199,7 +199,7 @@ _NEG_BEFORE = frozenset(
     {
         "not", "no", "never", "without", "unlikely", "exclude", "excludes", "excluded", "excluding",
         "absent", "absence", "lack", "lacks", "lacking", "neither", "nor", "against", "than",
-        "incorrect", "wrong", "cannot", "less", "instead", "nothing", "none",
+        "incorrect", "wrong", "cannot", "less", "instead", "nothing", "none", "unlike",
     }
 )  # fmt: skip
 # Words shortly after a mention, in the same clause, that rule it out ("X is unlikely", "X is not
@@ -207,7 +207,8 @@ _NEG_BEFORE = frozenset(
 _NEG_AFTER = frozenset(
     {
         "not", "no", "never", "unlikely", "absent", "excluded", "incorrect", "wrong", "cannot",
-        "less", "ruled", "lacking", "missing", "inconsistent", "implausible", "false",
+        "less", "ruled", "lacking", "missing", "inconsistent", "implausible", "false", "different",
+        "differs", "nope",
     }
 )  # fmt: skip
 #: Tokens before "t" that form a negative contraction once the apostrophe is split off.
@@ -260,7 +261,13 @@ def clause_starts(text: str, tokens: Sequence[Token], *, sentences: bool = False
 
 
 def ruled_out(
-    values: Sequence[str], starts: Sequence[int], sentences: Sequence[int], start: int, end: int
+    values: Sequence[str],
+    starts: Sequence[int],
+    sentences: Sequence[int],
+    start: int,
+    end: int,
+    *,
+    verdict_follows: bool = False,
 ) -> bool:
     """Whether the mention ``values[start:end]`` is named only to be ruled out (or supposed).
 
@@ -268,6 +275,8 @@ def ruled_out(
         values: Token values of the whole response.
         starts: :func:`clause_starts` of those tokens.
         sentences: :func:`clause_starts` with ``sentences=True``.
+        verdict_follows: The mention is followed by ":", "?" or " - " and then its verdict
+            ("Whorled pattern: not seen.", "Necrosis? No."), so the next clause speaks of it.
         start: First token of the mention.
         end: Token index just after the mention.
     """
@@ -277,6 +286,8 @@ def ruled_out(
     if any(values[i] in _CONDITIONALS for i in range(max(sentences[start], start - _BEFORE_SPAN), start)):
         return True  # "If it is A, we would expect X": X is a hypothesis, not an answer
     clause = starts[start]
+    if verdict_follows and end < len(values):
+        clause = starts[end]
     stop = min(len(values), end + _AFTER_SPAN)
     for i in range(end, stop):
         if starts[i] != clause:
@@ -286,6 +297,17 @@ def ruled_out(
         if _is_negation(values, i, _NEG_AFTER):
             return True
     return False
+
+
+_VERDICT_GAP = re.compile(r"[ \t]*(?:[:?]|[ \t]-)[ \t]*\Z")
+
+
+def verdict_gap(text: str, tokens: Sequence[Token], end: int) -> bool:
+    """Whether the gap after token ``end - 1`` introduces a verdict on it (":", "?", " - ")."""
+    if end >= len(tokens):
+        return False
+    gap = text[tokens[end - 1].end : tokens[end].start]
+    return _VERDICT_GAP.match(gap) is not None
 
 
 class ClauseIndex:

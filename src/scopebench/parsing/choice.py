@@ -79,6 +79,7 @@ from scopebench.parsing._text import (
     resolve,
     ruled_out,
     tokenize,
+    verdict_gap,
 )
 
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
@@ -184,7 +185,11 @@ _VERDICT_TEXT = re.compile(
     re.I | re.X,
 )
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
-_PREFIX = re.compile(r"(?<![\w'])(?:final|response|output|prediction|therefore|thus|hence)\s*:|=>|->|→", re.I)
+_PREFIX = re.compile(
+    r"(?<![\w'])(?:(?:final|response|output|prediction)\s*:|(?:therefore|thus|hence|so)(?![\w'])[ \t]*[,:]?)"
+    r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→",
+    re.I,
+)
 # Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
 # word characters and the English word-boundary guards would reject them.
 _CHINESE = re.compile(
@@ -196,6 +201,12 @@ _CORRECTION = re.compile(
     r"(?<!\w)(?:wait|actually|on\s+second\s+thought|correction|scratch\s+that|I\s+made\s+(?:a|an)\s+"
     r"(?:mistake|error)|I\s+was\s+wrong|let\s+me\s+(?:re-?consider|re-?check|re-?evaluate|re-?examine|correct)"
     r"|re-?considering|等等|更正)(?!\w)",
+    re.I,
+)
+# Words of indecision: with them, option text alone (the weakest rule) commits to nothing.
+_UNDECIDED = re.compile(
+    r"(?<!\w)(?:both|either|not\s+(?:entirely\s+)?sure|unsure|uncertain|can(?:'t|not)\s+(?:tell|decide|say)"
+    r"|hard\s+to\s+(?:say|tell)|torn\s+between)(?!\w)",
     re.I,
 )
 #: How far after an answer phrase its answer is looked for: bounded, so parsing stays linear.
@@ -314,11 +325,12 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     found: list[_Commit] = []
     clauses = ClauseIndex(text)
 
-    def add(start: int, end: int, *, loose: bool, strict_case: bool = False) -> None:
+    def add(start: int, end: int, *, loose: bool, strict_case: bool = False, single: bool = False) -> None:
         if clauses.not_asserted(start):
             return
         commit = _read_answer(text[end : end + _WINDOW], ctx, loose=loose, strict_case=strict_case)
-        if commit is not None:
+        # After a hedge or terse prefix, a list ("Thus A, B and C are excluded") is no answer.
+        if commit is not None and not (single and len(commit.labels) > 1):
             found.append(_Commit(commit.labels, commit.conflict, start))
 
     for m in _PHRASE.finditer(text):
@@ -326,9 +338,9 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     for m in _VERDICT_TEXT.finditer(text):
         add(m.start(), m.end(), loose=True)
     for m in _HEDGE.finditer(text):
-        add(m.start(), m.end(), loose=False, strict_case=True)
+        add(m.start(), m.end(), loose=False, strict_case=True, single=True)
     for m in _PREFIX.finditer(text):
-        add(m.start(), m.end(), loose=False, strict_case=True)
+        add(m.start(), m.end(), loose=False, strict_case=True, single=True)
     for m in _CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
@@ -598,13 +610,22 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     kept: list[int] = []
     dropped: list[int] = []
     for m in sorted(mentions, key=lambda m: (m.start, m.option)):
-        into = dropped if ruled_out(values, starts, sentences, m.start, m.end) else kept
+        into = (
+            dropped
+            if ruled_out(
+                values, starts, sentences, m.start, m.end, verdict_follows=verdict_gap(text, tokens, m.end)
+            )
+            else kept
+        )
         if m.option not in into:
             into.append(m.option)
     if not kept:
         names = ", ".join(label_for(i, ctx.style) for i in dropped)
         return ParseResult(None, "option_text", f"options named only to be ruled out: {names}")
     labels = [label_for(i, ctx.style) for i in kept]
+    undecided = _UNDECIDED.search(text)
+    if undecided is not None:
+        return ParseResult(None, "option_text", f"option text with indecision ({undecided.group()!r})")
     if len(kept) > 1:
         return ParseResult(None, "option_text", f"several options named: {', '.join(labels)}")
     return ParseResult(kept[0], "option_text", f"text of option {labels[0]} found")
