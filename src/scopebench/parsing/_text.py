@@ -199,7 +199,8 @@ _NEG_BEFORE = frozenset(
     {
         "not", "no", "never", "without", "unlikely", "exclude", "excludes", "excluded", "excluding",
         "absent", "absence", "lack", "lacks", "lacking", "neither", "nor", "against", "than",
-        "incorrect", "wrong", "cannot", "less", "instead", "nothing", "none", "unlike",
+        "incorrect", "wrong", "cannot", "less", "instead", "nothing", "none", "unlike", "thought",
+        "initially",
     }
 )  # fmt: skip
 # Words shortly after a mention, in the same clause, that rule it out ("X is unlikely", "X is not
@@ -208,7 +209,7 @@ _NEG_AFTER = frozenset(
     {
         "not", "no", "never", "unlikely", "absent", "excluded", "incorrect", "wrong", "cannot",
         "less", "ruled", "lacking", "missing", "inconsistent", "implausible", "false", "different",
-        "differs", "nope",
+        "differs", "nope", "differential",
     }
 )  # fmt: skip
 #: Tokens before "t" that form a negative contraction once the apostrophe is split off.
@@ -297,6 +298,11 @@ def ruled_out(
         if _is_negation(values, i, _NEG_AFTER):
             return True
     return False
+
+
+def negated_after(words: Sequence[str], end: int) -> bool:
+    """Whether a ruling-out word follows shortly after ``words[:end]`` (one clause's tokens)."""
+    return any(_is_negation(words, i, _NEG_AFTER) for i in range(end, min(len(words), end + _AFTER_SPAN)))
 
 
 _VERDICT_GAP = re.compile(r"[ \t]*(?:[:?]|[ \t]-)[ \t]*\Z")

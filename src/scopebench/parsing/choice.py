@@ -75,6 +75,7 @@ from scopebench.parsing._text import (
     equals_option,
     find_mentions,
     named_options,
+    negated_after,
     option_tokens,
     resolve,
     ruled_out,
@@ -124,7 +125,7 @@ _PHRASE = re.compile(
         | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for))
     )
     (?![\w>])
-    [ \t]*
+    ["']?[ \t]*                       # a JSON key: {{"answer": "C"}}
     (?P<conn>
         (?:is|are|would\s+be|should\s+be|will\s+be|must\s+be|seems\s+to\s+be|appears\s+to\s+be)\b
         [ \t]*[:\-]?
@@ -138,7 +139,8 @@ _PHRASE = re.compile(
 _VERDICT = (
     r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+(?i:the\s+)?(?:"
     r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable)(?:\s+(?i:answer|option|choice|one))?"
-    r"|(?i:answer|one))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better))(?:\s+(?i:to\s+me|here|overall))?"
+    r"|(?i:answer|one))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains))"
+    r"(?:\s+(?i:to\s+me|here|overall))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
 _REVERSE_LETTERS = re.compile(
@@ -177,6 +179,7 @@ _VERDICT_TEXT = re.compile(
           |probable|correct)
         \s+(?:[a-z]+\s+){0,3}?(?:is|would\s+be)
       | (?:most|best)\s+consistent\s+with
+      | (?:favou?rs?|points?\s+(?:to|towards?)|supports?\s+(?:a\s+diagnosis\s+of)?)
       | (?:best|most\s+accurately)\s+(?:described|classified|characterized|identified)\s+as
       | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
     )
@@ -186,12 +189,15 @@ _VERDICT_TEXT = re.compile(
 )
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
 _PREFIX = re.compile(
-    r"(?<![\w'])(?:(?:final|response|output|prediction)\s*:|(?:therefore|thus|hence|so)(?![\w'])[ \t]*[,:]?)"
+    r"(?<![\w'])(?:(?:final|response|output|prediction|correct)\s*:|(?:therefore|thus|hence|so)(?![\w'])[ \t]*[,:]?"
+    r"|going\s+with|(?:based\s+on|given|considering|in\s+conclusion|in\s+summary|overall)[^.;:\n]{0,80},)"
     r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→",
     re.I,
 )
 # Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
 # word characters and the English word-boundary guards would reject them.
+# "选项C正确" (option C is correct): the label first.
+_CHINESE_REVERSE = re.compile(r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?!\w)")
 _CHINESE = re.compile(
     r"(?:正确|最终|最佳)?答案(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?|(?:我|故|应|所以|因此)选(?:择)?(?:是)?"
 )
@@ -343,6 +349,10 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         add(m.start(), m.end(), loose=False, strict_case=True, single=True)
     for m in _CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
+    for m in _CHINESE_REVERSE.finditer(text):
+        raw = m["c"]
+        if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
+            found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
     for m in reverse.finditer(text):
         if clauses.not_asserted(m.start()):
@@ -382,7 +392,9 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
     while words and words[0] in _ARTICLES and not named_options(words, ctx.options, at_start=True):
         words = words[1:]
     named = named_options(words, ctx.options, at_start=True)
-    return _Commit(tuple(label_for(i, ctx.style) for i in named)) if named else None
+    if not named or negated_after(words, len(ctx.options[named[0]])):
+        return None  # "… suggests necrosis is unlikely"
+    return _Commit(tuple(label_for(i, ctx.style) for i in named))
 
 
 def _accepts(read: LabelRead, ctx: _Ctx, *, loose: bool) -> bool:
@@ -555,6 +567,8 @@ def _leading_label(text: str, ctx: _Ctx) -> ParseResult | None:
         return None
     if _enumerates(body, ctx) or _option_starts_at_label(body, read, ctx):
         return None
+    if len(read_label_list(body, read, ctx.style)) > 1:
+        return None  # "A, B and C are all incorrect": a list, not an answer
     if not ctx.in_range(read.label):
         # "I. Observations" or "F) …" with four options: no answer here; option text may still tell.
         return _option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
