@@ -189,7 +189,8 @@ _VERDICT_TEXT = re.compile(
 )
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
 _PREFIX = re.compile(
-    r"(?<![\w'])(?:(?:final|response|output|prediction|correct)\s*:|(?:therefore|thus|hence|so)(?![\w'])[ \t]*[,:]?"
+    r"(?<![\w'])(?:(?:final|response|output|prediction|correct)\s*:"
+    r"|(?:therefore|thus|hence|so)(?![\w'])[ \t]*[,:]?"
     r"|going\s+with|(?:based\s+on|given|considering|in\s+conclusion|in\s+summary|overall)[^.;:\n]{0,80},)"
     r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→",
     re.I,
