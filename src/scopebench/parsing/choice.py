@@ -137,8 +137,9 @@ _PHRASE = re.compile(
 # "B is the correct answer" / "(B) is correct." — an upper-case or bracketed label first. The
 # lookahead keeps "A is correct in stating…" (a remark about one option) out.
 _VERDICT = (
-    r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+(?i:the\s+)?(?:"
-    r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable)(?:\s+(?i:answer|option|choice|one))?"
+    r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+(?i:the\s+|my\s+|our\s+)?(?:"
+    r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable|final)"
+    r"(?:\s+(?i:answer|option|choice|one))?"
     r"|(?i:answer|one))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains))"
     r"(?:\s+(?i:to\s+me|here|overall))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
