@@ -517,3 +517,17 @@ def test_echoed_option_list_is_no_answer() -> None:
     # Each line is a label with its own text: the model repeated the options, it chose none.
     got = parse_choice("A. Whorled pattern\nB. Spindle cells\nC. Rosette formation\nD. Necrosis", FOUR)
     assert got.index is None
+
+
+@pytest.mark.parametrize(
+    ("response", "index"),
+    [
+        ("I think B is incorrect.", None),
+        ("So B is excluded; the answer is C.", 2),
+        ("Thus, A and B are excluded. The answer is D.", 3),
+        ("I think B because the cells are elongated.", 1),
+    ],
+)
+def test_hedge_before_a_remark_is_no_answer(response: str, index: int | None) -> None:
+    # After a hedge or terse prefix, "B is …" is a remark about B unless a reason follows.
+    assert parse_choice(response, FOUR).index == index

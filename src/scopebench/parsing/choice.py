@@ -15,43 +15,87 @@ The rules, in order; the first that commits decides:
 
 1. **Answer tags and answer phrases** (``method="answer_tag"`` / ``"answer_phrase"``). Every
    ``<ANSWER> … </ANSWER>`` (SPUR; an unclosed tag runs to the next ``<`` or the end) and
-   ``\boxed{…}``, and every phrase such as "The answer is", "Answer:", "Final answer:", "The
-   correct option is", "I would choose", "the answer to this question is", plus the reverse "B is
-   the correct answer". What follows must be a label — "C", "(c)", "C)", "Option C", "C because"
-   — or, after a tag or a phrase with a connector ("is", ":", "="), the text of an option
-   beginning right there ("The answer is a rosette formation"). All of them are read: if they
-   agree (the same label repeated is fine) that option is chosen; if they name different options
-   the result is none ("several options named: A, C"). "The answer is A or B" names two.
-   A lone out-of-range ``X`` next to in-range answers is ignored, since it is the placeholder of
-   an echoed instruction ('answer in the format "The answer is (X)"').
+   ``\boxed{…}``, and every answer phrase, of these kinds:
+
+   - plain: "The answer is", "Answer:", "Final answer:", "The correct option is", "I would
+     choose", "I'm going with", ``{"answer": "C"}``; after a connector ("is", ":", "=") the text
+     of an option may stand for its label ("The answer is a rosette formation");
+   - reverse: "B is the correct answer", "C is the most likely answer", "B is the answer", "(B)
+     is correct.", "A seems right to me", "B fits best", "C remains.", "C is my final answer";
+   - hedged or terse (an explicit label only, never option text or a lower-case letter): "I would
+     say D", "I'd say B", "I believe it's D", "It is probably B", "My choice: C", "My best guess
+     would be B", "not A but C", "Final: C", "Correct: C", "Therefore: A", "So C.", "Going with
+     C", "Based on …, C.", "=> D";
+   - verdicts by option text: "The most likely diagnosis is X", "most consistent with X", "best
+     classified as X", "Diagnosis: X", "Conclusion: X", "favors X", "points to X" — unless a
+     ruling-out word follows ("… suggests X is unlikely");
+   - Chinese: "答案是（D）", "正确答案：C", "故选B", "我选择C", "选项C正确" (with "。" read as ".").
+
+   A phrase inside a negated or conditional clause commits to nothing ("I don't think B is the
+   correct answer", "If it is A, …", "The answer is not A"). What follows a phrase must be a
+   label — "C", "(c)", "C)", "Option C", "C because" — or an option's text as above.
+   A label alone on the first line (rule 3) joins these commitments. All are read in order: if
+   they agree (the same label repeated is fine) that option is chosen. If they name different
+   options, an explicit **self-correction** decides: the commitments after the last correction
+   marker ("Wait", "Actually", "on second thought", "I made a mistake", "let me reconsider", …)
+   that has commitments on both sides replace the earlier ones, when they name one option ("The
+   answer is D. Wait — … so the answer is C" → C). Without such a marker, or when the later
+   ones disagree too, the result is none ("several options named: B, D"). "The answer is A or B"
+   names two. A lone out-of-range ``X`` next to in-range answers is ignored, since it is the
+   placeholder of an echoed instruction ('answer in the format "The answer is (X)"').
 2. **Whole-response label** (``"bare_label"``): the response is only a label, in any usual form
-   and any case — "C", "c", "(C)", "C.", "[C]", "'C'", "Option C" — or only several ("A and C",
-   "Either B or D"), which is none.
-3. **Leading label** (``"leading_label"``): the response starts with a punctuated label — "C)
+   and any case — "C", "c", "(C)", "C.", "C。", "[C]", "'C'", "Option C" — or only several ("A
+   and C", "Either B or D"), which is none.
+3. **Label alone on the first line** (``"leading_label"``): the first line is only a label
+   ("B", "**B**", "(B).", "Option B"), a label with its reason ("B because …") or a label with
+   its own option text ("C. Rosette formation"); the explanation after it may name or rule out
+   other options without changing the answer. Not when another line is also a lone label or a
+   label with its own text (a list of labels, or the options echoed).
+4. **Leading label** (``"leading_label"``): the response starts with a punctuated label — "C)
    text", "C. because …", "(c) text", "Option C: text" — unless it enumerates several labels at
    line starts (or several "(X)" / "Option X" mentions), which is a walk through the options and
-   not an answer. With numbers only bracketed forms count ("(3) text", "3) text"), since "1." is
-   how lists start.
-4. **Option text** (``"option_text"``): the text of exactly one option occurs in the response, on
+   not an answer, or starts a list ("A, B and C are incorrect"). With numbers only bracketed
+   forms count ("(3) text", "3) text"), since "1." is how lists start.
+5. **Option text** (``"option_text"``): the text of exactly one option occurs in the response, on
    word boundaries, insensitive to case, spacing and punctuation, a trailing plural "s"/"es"
-   tolerated. Where one option's text lies inside another's match at the same place ("stroma"
-   inside "cancer stroma", "lymphocyte" against "lymphocytes"), the longer or exact one wins;
-   two distinct options named → none. "None of the above" is an ordinary option.
-5. Otherwise none: ``method="none"``, reason "no option committed to".
+   tolerated, *and not ruled out*. A mention is ruled out when, in its clause, a ruling-out word
+   precedes it ("not", "no evidence of", "without", "rather than", "more likely than", "rules
+   out", "unlike", "I thought") or shortly follows it ("is unlikely", "is not seen", "can be
+   ruled out", "is absent", "would look different", "is in the differential"), including after
+   ":" / "?" / " - " ("Necrosis? No.", "Whorls: not seen"); or when an "if"/"whether" precedes
+   it in its sentence. Clauses end at ``. , ; : ! ?``, line breaks and "but/however/whereas/
+   while/although". Where one option's text lies inside another's match at the same place
+   ("stroma" inside "cancer stroma", "lymphocyte" against "lymphocytes"), the longer or exact
+   one wins; two distinct options named → none; only ruled-out options → none ("options named
+   only to be ruled out: D"); words of indecision ("both", "either", "not sure", "can't tell")
+   → none. "None of the above" is an ordinary option.
+6. Otherwise none: ``method="none"``, reason "no option committed to".
+
+"The former"/"the latter" are not resolved (none), and "could be X or Y" commits to nothing.
 
 Guards that apply throughout:
 
 - An English "a"/"A" or pronoun "I" inside a sentence is not a label: a letter followed by an
-  ordinary word ("A cell shows…", "I think…", "the answer is a whorled pattern") is not read as a
-  label, and lower-case letters count only in explicit forms (bracketed, punctuated, at the end,
-  or before a connective such as "because"). Elsewhere (after an answer phrase) an upper-case
-  letter other than A or I followed by a word still counts ("The answer is C since…"), unless an
-  option's own text starts at that letter ("The answer is B cells" with an option "B cells").
+  ordinary word ("A cell shows…", "I think…", "the answer is a whorled pattern") or by an
+  apostrophe and a letter ("I'd say B", "I'm") is not read as a label, and lower-case letters
+  count only in explicit forms (bracketed, punctuated, at the end, or before a connective such
+  as "because"). Elsewhere (after an answer phrase) an upper-case letter other than A or I
+  followed by a word still counts ("The answer is C since…"), unless an option's own text starts
+  at that letter ("The answer is B cells" with an option "B cells", "A band").
 - A label directly followed by the complete text of a *different* option ("C) Whorled pattern"
   when C is "Rosette formation") contradicts itself → none.
 - ``method`` names the rule that decided, also when it decided that no single option was chosen
   (e.g. ``"answer_phrase"`` with reason "several options named: A, C"); ``"none"`` means no rule
   found anything to go on.
+
+Cost is linear in the response length: an answer phrase's answer is looked for only in the
+:data:`_WINDOW` characters after it, negation is read from one clause index built once per
+response, and overlapping option mentions are compared only with their neighbours
+(bench/bench_parser.py: 320k characters of any tested shape in a few seconds).
+
+The labelled corpus in ``tests/parsing/corpus/`` (one JSONL file per answer pattern) is the
+measure of these rules: no response there may be read as a wrong option, and under 5% of
+committed answers may be missed (those that are carry ``known_miss``).
 """
 
 from __future__ import annotations
@@ -180,7 +224,7 @@ _VERDICT_TEXT = re.compile(
           |probable|correct)
         \s+(?:[a-z]+\s+){0,3}?(?:is|would\s+be)
       | (?:most|best)\s+consistent\s+with
-      | (?:favou?rs?|points?\s+(?:to|towards?)|supports?\s+(?:a\s+diagnosis\s+of)?)
+      | (?:favou?rs?|points?\s+(?:to|towards?)|supports?\s+a\s+diagnosis\s+of)
       | (?:best|most\s+accurately)\s+(?:described|classified|characterized|identified)\s+as
       | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
     )
@@ -372,7 +416,8 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
         ctx: The item.
         loose: False after a phrase without a connector ("Answer C") or a hedge, where only an
             explicit label counts, never option text or a letter followed by a word.
-        strict_case: After a hedge ("it is …"), a lower-case letter counts only in brackets.
+        strict_case: After a hedge or terse prefix ("it is …", "So …"): a lower-case letter counts
+            only in brackets, and a label before a connective only before a reason ("because").
     """
     pos = _skip_space(body, 0)
     filler = _FILLER.match(body, pos)
@@ -381,6 +426,8 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
     read = read_label(body, pos, ctx.style)
     if strict_case and read is not None and read.lower and read.kind not in _EXPLICIT:
         read = None
+    if strict_case and read is not None and read.kind == "connective" and not _reason_follows(body, read):
+        read = None  # "I think B is wrong", "So B is excluded": a remark about B, not a choice
     if read is not None and not _option_starts_at(body, read, ctx) and _accepts(read, ctx, loose=loose):
         items = read_label_list(body, read, ctx.style)
         if len(items) == 1:
@@ -397,6 +444,12 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
     if not named or negated_after(words, len(ctx.options[named[0]])):
         return None  # "… suggests necrosis is unlikely"
     return _Commit(tuple(label_for(i, ctx.style) for i in named))
+
+
+def _reason_follows(text: str, read: LabelRead) -> bool:
+    """Whether the word after a label is a reason ("B because …"), not a remark ("B is wrong")."""
+    word = text[read.end :].split(None, 1)
+    return bool(word) and word[0].casefold() in _REASON_WORDS
 
 
 def _accepts(read: LabelRead, ctx: _Ctx, *, loose: bool) -> bool:
@@ -524,8 +577,7 @@ def _first_line_label(text: str, ctx: _Ctx) -> LabelRead | None:
     if read is None:
         return None
     if read.kind == "connective":
-        word = line[read.end :].split(None, 1)
-        if not word or word[0].casefold() not in _REASON_WORDS:
+        if not _reason_follows(line, read):
             return None
     elif not (read.strong and (_REST_OK.match(line, read.end) or _own_text_follows(line, read, ctx))):
         return None
