@@ -531,3 +531,19 @@ def test_echoed_option_list_is_no_answer() -> None:
 def test_hedge_before_a_remark_is_no_answer(response: str, index: int | None) -> None:
     # After a hedge or terse prefix, "B is …" is a remark about B unless a reason follows.
     assert parse_choice(response, FOUR).index == index
+
+
+@pytest.mark.parametrize(
+    ("response", "index", "reason"),
+    [
+        ("This is A. Actually no, I'm not sure.", None, "answer withdrawn after 'Actually' with no new one"),
+        ("The answer is C. Actually, rosettes are classic here.", 2, "answer phrase names C"),
+        ("The answer is actually C.", 2, "answer phrase names C"),
+        ("Is the answer C? I don't know.", None, "no option committed to"),
+        ("A: no. B: no. C: yes. D: no.", None, "no option committed to"),
+    ],
+)
+def test_withdrawn_questioned_and_inline_walks(response: str, index: int | None, reason: str) -> None:
+    # A withdrawn answer, a question and an inline "X: no." walk are no commitments.
+    got = parse_choice(response, FOUR)
+    assert (got.index, got.reason) == (index, reason)

@@ -261,6 +261,8 @@ _UNDECIDED = re.compile(
     r"|hard\s+to\s+(?:say|tell)|torn\s+between)(?!\w)",
     re.I,
 )
+_SENTENCE_END = re.compile(r"[.!?\n]")
+_NO_AFTER = re.compile(r",?\s*no\b", re.I)
 #: How far after an answer phrase its answer is looked for: bounded, so parsing stays linear.
 _WINDOW = 240
 
@@ -275,7 +277,9 @@ _ARTICLES = frozenset({"a", "an", "the"})
 _CLAUSE_END = re.compile(r"\n|[.;!?](?=\s|$)|[,(]")
 _REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
 _BULLET = re.compile(r"[ \t]*(?:[-*•+][ \t]+)?")
-_INLINE_LETTERS = re.compile(r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b")
+_INLINE_LETTERS = re.compile(
+    r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
+)
 _INLINE_NUMBERS = re.compile(r"(?<!\S)\((\d{1,2})\)|(?<!\S)(\d{1,2})\)|\b(?i:option|choice)\s*\(?(\d{1,2})\b")
 # A label that is an echoed format placeholder ("The answer is (X)"), ignored next to real ones.
 _PLACEHOLDER = "X"
@@ -430,6 +434,8 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
         read = None  # "I think B is wrong", "So B is excluded": a remark about B, not a choice
     if read is not None and not _option_starts_at(body, read, ctx) and _accepts(read, ctx, loose=loose):
         items = read_label_list(body, read, ctx.style)
+        if body[items[-1].end :].lstrip(" \t.)]'\"").startswith("?"):
+            return None  # "Is the answer C?" asks, it does not answer
         if len(items) == 1:
             return _Commit((read.label,), _contradiction(body, read, ctx))
         return _Commit(tuple(r.label for r in items))
@@ -502,6 +508,9 @@ def _decide(commits: Sequence[_Commit], method: str, what: str, ctx: _Ctx, text:
         if c.conflict is not None:
             return ParseResult(None, method, c.conflict)
     named = _distinct(commits, ctx)
+    withdrawn = _withdrawal(text, commits[-1].pos)
+    if withdrawn is not None:
+        return ParseResult(None, method, f"answer withdrawn after {withdrawn.group()!r} with no new one")
     if len(named) > 1:
         corrected = _after_correction(commits, ctx, text)
         if corrected is not None:
@@ -514,6 +523,21 @@ def _decide(commits: Sequence[_Commit], method: str, what: str, ctx: _Ctx, text:
         method, what = "leading_label", "response starts with label"
         return ParseResult(label_index(label, ctx.style), method, f"{what} {label}")
     return ParseResult(label_index(label, ctx.style), method, f"{what} names {label}")
+
+
+def _withdrawal(text: str, last: int) -> re.Match[str] | None:
+    """A correction marker in a sentence after the last commitment, with no answer after it.
+
+    "This is A. Actually no, I'm not sure." withdraws A. A plain "Actually," is often just
+    emphasis ("Actually, rosettes are classic here"), so only "actually no" counts.
+    """
+    end = _SENTENCE_END.search(text, last)
+    if end is None:
+        return None
+    for m in _CORRECTION.finditer(text, end.end()):
+        if m.group().casefold() != "actually" or _NO_AFTER.match(text, m.end()):
+            return m
+    return None
 
 
 def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> ParseResult | None:
