@@ -40,8 +40,11 @@ The rules, in order; the first that commits decides:
    marker ("Wait", "Actually", "on second thought", "I made a mistake", "let me reconsider", …)
    that has commitments on both sides replace the earlier ones, when they name one option ("The
    answer is D. Wait — … so the answer is C" → C). Without such a marker, or when the later
-   ones disagree too, the result is none ("several options named: B, D"). "The answer is A or B"
-   names two. A lone out-of-range ``X`` next to in-range answers is ignored, since it is the
+   ones disagree too, the result is none ("several options named: B, D"). A correction marker
+   in a sentence after the last commitment, with no answer after it, withdraws it ("This is A.
+   Actually no, I'm not sure." → none; a plain "Actually," is emphasis, only "actually no"
+   counts). A label followed by "?" asks and commits to nothing ("Is the answer C?"). "The answer
+   is A or B" names two. A lone out-of-range ``X`` next to in-range answers is ignored, since it is the
    placeholder of an echoed instruction ('answer in the format "The answer is (X)"').
 2. **Whole-response label** (``"bare_label"``): the response is only a label, in any usual form
    and any case — "C", "c", "(C)", "C.", "C。", "[C]", "'C'", "Option C" — or only several ("A
