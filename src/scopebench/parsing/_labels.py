@@ -30,7 +30,7 @@ _PAIRS = {"(": ")", "[": "]", "{": "}", "'": "'", '"': '"'}
 # Words that may follow a label but never follow the article "a" or the pronoun "I" in English,
 # so "A because …" is option A while "A cell …" is not.
 _CONNECTIVES = frozenset(
-    {"because", "since", "as", "is", "are", "which", "and", "or", "but", "given", "due", "hence"}
+    {"because", "since", "as", "is", "are", "which", "and", "or", "but", "given", "due", "hence", "here"}
 )
 _WORD = re.compile(r"[^\W\d_]+")
 

@@ -39,6 +39,10 @@ _TRANSLATE = str.maketrans(
         "\u3011": "]",
         "\u300c": '"',
         "\u300d": '"',
+        # Check marks ("D ✓") confirm, they never name an option.
+        "\u2713": None,
+        "\u2714": None,
+        "\u2611": None,
     }
 )
 
@@ -200,7 +204,7 @@ _NEG_BEFORE = frozenset(
         "not", "no", "never", "without", "unlikely", "exclude", "excludes", "excluded", "excluding",
         "absent", "absence", "lack", "lacks", "lacking", "neither", "nor", "against", "than",
         "incorrect", "wrong", "cannot", "less", "instead", "nothing", "none", "unlike", "thought",
-        "initially",
+        "initially", "distinguished", "differentiated", "distinguishing",
     }
 )  # fmt: skip
 # Words shortly after a mention, in the same clause, that rule it out ("X is unlikely", "X is not

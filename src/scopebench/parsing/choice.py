@@ -18,13 +18,15 @@ The rules, in order; the first that commits decides:
    ``\boxed{…}``, and every answer phrase, of these kinds:
 
    - plain: "The answer is", "Answer:", "Final answer:", "The correct option is", "I would
-     choose", "I'm going with", ``{"answer": "C"}``; after a connector ("is", ":", "=") the text
-     of an option may stand for its label ("The answer is a rosette formation");
+     choose", "I'm going with", "I'm changing my answer to C", ``{"answer": "C"}``; after a
+     connector ("is", ":", "=") the text of an option may stand for its label ("The answer is a
+     rosette formation");
    - reverse: "B is the correct answer", "C is the most likely answer", "B is the answer", "(B)
-     is correct.", "A seems right to me", "B fits best", "C remains.", "C is my final answer";
+     is correct.", "A seems right to me", "B fits best", "D best matches", "C remains.", "C is
+     my final answer";
    - hedged or terse (an explicit label only, never option text or a lower-case letter): "I would
      say D", "I'd say B", "I believe it's D", "It is probably B", "My choice: C", "My best guess
-     would be B", "not A but C", "Final: C", "Correct: C", "Therefore: A", "So C.", "Going with
+     would be B", "not A but C", "Final: C", "Correct: C", "Pick: C", "Therefore: A", "So C.", "Going with
      C", "Based on …, C.", "=> D";
    - verdicts by option text: "The most likely diagnosis is X", "most consistent with X", "best
      classified as X", "Diagnosis: X", "Conclusion: X", "favors X", "points to X" — unless a
@@ -169,7 +171,8 @@ _PHRASE = re.compile(
         \s+(?:options?|choices?)
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
           (?:choose|select|pick|go\s+with)
-        | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for))
+        | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
+        | (?:change|changing|switch|switching)\s+(?:my\s+)?answer\s+to)
     )
     (?![\w>])
     ["']?[ \t]*                       # a JSON key: {{"answer": "C"}}
@@ -187,7 +190,8 @@ _VERDICT = (
     r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+(?i:the\s+|my\s+|our\s+)?(?:"
     r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable|final)"
     r"(?:\s+(?i:answer|option|choice|one))?"
-    r"|(?i:answer|one))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains))"
+    r"|(?i:answer|one))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
+    r"|(?i:best|most\s+closely)\s+(?i:fits|matches))"
     r"(?:\s+(?i:to\s+me|here|overall))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
@@ -237,7 +241,7 @@ _VERDICT_TEXT = re.compile(
 )
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
 _PREFIX = re.compile(
-    r"(?<![\w'])(?:(?:final|response|output|prediction|correct)\s*:"
+    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection)\s*:"
     r"|(?:therefore|thus|hence|so)(?![\w'])[ \t]*[,:]?"
     r"|going\s+with|(?:based\s+on|given|considering|in\s+conclusion|in\s+summary|overall)[^.;:\n]{0,80},)"
     r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→",
