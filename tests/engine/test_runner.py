@@ -347,3 +347,16 @@ def test_an_exception_while_reading_one_reply_is_that_items_error(
         _cfg("scripted", batch_size=4, max_fail_fraction=1.0), tmp_path / "run", retry_errors=True
     )
     assert again.n_new == 2 and again.metrics["overall"]["errors"] == 0
+
+
+def test_run_made_by_an_older_parser_is_refused_with_advice(tmp_path: Path) -> None:
+    # A parser change (choice-1 -> choice-2) alters which option a response is read as, so a run
+    # directory made with another parser version must not be resumed silently.
+    run_benchmark(_cfg("random"), tmp_path / "run")
+    cfg_path = tmp_path / "run" / "run.json"
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    cfg["parser_version"] = "choice-1"
+    cfg_path.write_text(json.dumps(cfg), encoding="utf-8")
+    with pytest.raises(ConfigMismatchError, match=r"parser_version: stored 'choice-1'") as err:
+        run_benchmark(_cfg("random"), tmp_path / "run")
+    assert "--fresh" in str(err.value) and "--out" in str(err.value)
