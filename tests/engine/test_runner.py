@@ -360,3 +360,21 @@ def test_run_made_by_an_older_parser_is_refused_with_advice(tmp_path: Path) -> N
     with pytest.raises(ConfigMismatchError, match=r"parser_version: stored 'choice-1'") as err:
         run_benchmark(_cfg("random"), tmp_path / "run")
     assert "--fresh" in str(err.value) and "--out" in str(err.value)
+
+
+def test_owner_protocol_revision_is_part_of_the_resume_check(tmp_path: Path) -> None:
+    # PathMMU's owner prompt changed bytes in revision 2 (one newline, options cut at the second
+    # ")"): resuming a run made under revision 1 would mix two prompts in one run.
+    data = str(Path(__file__).resolve().parents[1] / "fixtures" / "pathmmu")
+    cfg = RunConfig(benchmark="pathmmu", data=data, model="random", protocol="owner", split="val")
+    run_benchmark(cfg, tmp_path / "owner")
+    cfg_path = tmp_path / "owner" / "run.json"
+    stored = json.loads(cfg_path.read_text(encoding="utf-8"))
+    assert stored["owner_protocol_version"] == "2"
+    stored["owner_protocol_version"] = "1"
+    cfg_path.write_text(json.dumps(stored), encoding="utf-8")
+    with pytest.raises(ConfigMismatchError, match=r"owner_protocol_version: stored '1', now '2'"):
+        run_benchmark(cfg, tmp_path / "owner")
+    # The default protocol is not tied to owner-template revisions.
+    run_benchmark(_cfg("random"), tmp_path / "default")
+    assert json.loads((tmp_path / "default" / "run.json").read_text())["owner_protocol_version"] is None

@@ -46,7 +46,7 @@ from scopebench.items import Item, Record
 from scopebench.models import Backend, ModelOptions, Response, load_model, split_spec
 from scopebench.parsing import PARSER_VERSION, parse_choice
 from scopebench.parsing.boxes import BOX_PARSER_VERSION, parse_boxes
-from scopebench.protocols import detection_class, resolve_protocol
+from scopebench.protocols import PROTOCOL_VERSION, detection_class, resolve_protocol
 from scopebench.scoring.grit import grit_score
 
 __all__ = ["RunConfig", "RunResult", "load_items", "make_record", "run_benchmark"]
@@ -71,6 +71,7 @@ _IDENTITY_KEYS = (
     "parser_version",
     "box_repair",
     "box_parser_version",
+    "owner_protocol_version",
 )
 
 
@@ -378,6 +379,9 @@ def _box_provenance(config: RunConfig, items: Sequence[Item]) -> dict[str, Any]:
     return {
         "box_repair": config.box_repair if detection else None,
         "box_parser_version": BOX_PARSER_VERSION if detection else None,
+        # The owners' templates have revisions (2: byte-exact); a run never mixes two. Null under
+        # the default protocol, so default-protocol runs are not tied to owner-template changes.
+        "owner_protocol_version": PROTOCOL_VERSION if config.protocol == "owner" else None,
     }
 
 

@@ -8,8 +8,9 @@ Two families:
   or ``microvqa-owner``.
 
 The resolved protocol name is recorded per item (``extra.protocol``) and in ``run.json``;
-:data:`PROTOCOL_VERSION` names the template revision (2: owner prompts made byte-exact). It is not
-part of the resume check, so finish or ``--fresh`` an owner-protocol run started before a revision.
+:data:`PROTOCOL_VERSION` names the template revision (2: owner prompts made byte-exact). An
+owner-protocol run records it in ``run.json`` (``owner_protocol_version``), and resuming it under
+another revision is refused (``--fresh`` or another ``--out``), so no run mixes two revisions.
 """
 
 from __future__ import annotations
