@@ -135,7 +135,20 @@ class Auth:
     session: LoginSession
 
 
-async def auth(request: Request, db: Session = Depends(get_db)) -> Auth:
+def _session_auth(request: Request, db: Session = Depends(get_db)) -> Auth:
+    """The session's user.
+
+    A sync dependency, so its queries run in the thread pool, never in the event loop, where
+    waiting on SQLite's write lock would stall every other request.
+    """
+    user, sess = session_user(db, request.cookies.get(COOKIE))
+    # End the read transaction now: on SQLite every transaction holds the write lock (BEGIN
+    # IMMEDIATE), and a route may work in its own sessions or wait on a model.
+    db.commit()
+    return Auth(user, sess)
+
+
+async def auth(request: Request, a: Auth = Depends(_session_auth)) -> Auth:
     """The request's user; state-changing requests must also carry the session's CSRF token.
 
     The token comes in the ``X-CSRF-Token`` header (API) or the ``csrf_token`` form field (pages).
@@ -146,7 +159,6 @@ async def auth(request: Request, db: Session = Depends(get_db)) -> Auth:
     """
     from scopebench.review.errors import Forbidden
 
-    user, sess = session_user(db, request.cookies.get(COOKIE))
     if request.method in _UNSAFE:
         sent = request.headers.get(CSRF_HEADER)
         if sent is None and request.headers.get("content-type", "").startswith(
@@ -155,12 +167,9 @@ async def auth(request: Request, db: Session = Depends(get_db)) -> Auth:
             form = await request.form()
             value = form.get("csrf_token")
             sent = value if isinstance(value, str) else None
-        if not sent or not secrets.compare_digest(sent, sess.csrf_token):
+        if not sent or not secrets.compare_digest(sent, a.session.csrf_token):
             raise Forbidden(f"missing or wrong CSRF token: send the {CSRF_HEADER} header you got at login")
-    # End the read transaction now: on SQLite every transaction holds the write lock (BEGIN
-    # IMMEDIATE), and a route may work in its own sessions or wait on a model.
-    db.commit()
-    return Auth(user, sess)
+    return a
 
 
 def _wants_html(request: Request) -> bool:
