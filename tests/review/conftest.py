@@ -7,16 +7,20 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-MISSING = [m for m in ("fastapi", "sqlalchemy", "alembic", "argon2", "krippendorff", "uvicorn")
-           if importlib.util.find_spec(m) is None]
+MISSING = [
+    m
+    for m in ("fastapi", "sqlalchemy", "alembic", "argon2", "krippendorff", "uvicorn")
+    if importlib.util.find_spec(m) is None
+]
 if MISSING:
-    pytest.skip(f"the review extra is not installed ({', '.join(MISSING)}): pip install -e '.[review]'",
-                allow_module_level=True)
+    pytest.skip(
+        f"the review extra is not installed ({', '.join(MISSING)}): pip install -e '.[review]'",
+        allow_module_level=True,
+    )
 
 
 def free_port() -> int:
@@ -33,7 +37,9 @@ class Server:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> Server:
@@ -54,6 +60,7 @@ class Server:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A project (see review_helpers.build_project) behind a live server."""
     from review_helpers import build_project, write_bench
+
     from scopebench.review.app import AppSettings, create_app
 
     root = tmp_path_factory.mktemp("review")

@@ -21,21 +21,48 @@ def write_bench(folder: Path) -> Path:
     Image.new("RGB", (8, 6), (200, 30, 30)).save(folder / "images" / "red.png")
     Image.new("RGB", (5, 7), (30, 30, 200)).save(folder / "images" / "blue.png")
     rows = [
-        {"id": "q1", "question": HTML_QUESTION, "choices": ["H&E", "PAS", "Giemsa"], "answer": 0,
-         "image": "images/red.png", "task": "stain", "modality": "brightfield"},
-        {"id": "q2", "question": "Which organelle is green?", "choices": ["Nucleus", "Mitochondria", "Golgi"],
-         "answer": 1, "image": "images/blue.png", "task": "organelle"},
-        {"id": "q3", "question": "What magnification?", "choices": ["10x", "20x", "40x"], "answer": 2,
-         "image": "images/red.png", "task": "optics", "context": "A field of view of 200 µm."},
-        {"id": "q4", "question": "Which tissue?", "choices": ["Liver", "Kidney", "Lung", "Skin"], "answer": 0,
-         "task": "stain"},
+        {
+            "id": "q1",
+            "question": HTML_QUESTION,
+            "choices": ["H&E", "PAS", "Giemsa"],
+            "answer": 0,
+            "image": "images/red.png",
+            "task": "stain",
+            "modality": "brightfield",
+        },
+        {
+            "id": "q2",
+            "question": "Which organelle is green?",
+            "choices": ["Nucleus", "Mitochondria", "Golgi"],
+            "answer": 1,
+            "image": "images/blue.png",
+            "task": "organelle",
+        },
+        {
+            "id": "q3",
+            "question": "What magnification?",
+            "choices": ["10x", "20x", "40x"],
+            "answer": 2,
+            "image": "images/red.png",
+            "task": "optics",
+            "context": "A field of view of 200 µm.",
+        },
+        {
+            "id": "q4",
+            "question": "Which tissue?",
+            "choices": ["Liver", "Kidney", "Lung", "Skin"],
+            "answer": 0,
+            "task": "stain",
+        },
     ]
     path = folder / "data.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
 
-def build_project(db_url: str, store: Path, data: Path, *, rubric: str = "spur-hle", threshold: float | None = None) -> dict[str, Any]:
+def build_project(
+    db_url: str, store: Path, data: Path, *, rubric: str = "spur-hle", threshold: float | None = None
+) -> dict[str, Any]:
     """Users admin/senior/ann/bob (ann in group a, bob in group b), the project, assignments."""
     from scopebench.review.accounts import create_user
     from scopebench.review.db import open_database
@@ -45,12 +72,27 @@ def build_project(db_url: str, store: Path, data: Path, *, rubric: str = "spur-h
 
     sessions = open_database(db_url)
     with sessions() as db, db.begin():
-        users = {name: create_user(db, name, PASSWORD, role) for name, role in
-                 (("admin", "admin"), ("senior", "senior"), ("ann", "reviewer"), ("bob", "reviewer"),
-                  ("eve", "reviewer"))}
-        project, problems = create_project(db, ImageStore(store), name="demo", benchmark="local", data=str(data),
-                                           rubric=load_rubric(rubric), n_reviewers=2, seed=7,
-                                           alpha_threshold=threshold)
+        users = {
+            name: create_user(db, name, PASSWORD, role)
+            for name, role in (
+                ("admin", "admin"),
+                ("senior", "senior"),
+                ("ann", "reviewer"),
+                ("bob", "reviewer"),
+                ("eve", "reviewer"),
+            )
+        }
+        project, problems = create_project(
+            db,
+            ImageStore(store),
+            name="demo",
+            benchmark="local",
+            data=str(data),
+            rubric=load_rubric(rubric),
+            n_reviewers=2,
+            seed=7,
+            alpha_threshold=threshold,
+        )
         add_member(db, project, users["ann"], "a")
         add_member(db, project, users["bob"], "b")
         add_member(db, project, users["senior"], "seniors")
@@ -65,8 +107,16 @@ GOOD = {"scientific_validity": 4, "task_alignment": 5, "visual_reasoning_necessi
 VALID = {"problem": "valid", "answer": "valid", "rationale": "valid"}
 SCRIPT: dict[str, dict[str, tuple[int, dict[str, int], dict[str, str]]]] = {
     # ann: 3 of 4 correct; bob: 2 of 4 correct.
-    "ann": {"local/q1": (0, GOOD, VALID), "local/q2": (1, GOOD | {"scientific_validity": 1}, VALID),
-            "local/q3": (0, GOOD, VALID), "local/q4": (0, GOOD, VALID | {"answer": "uncertain"})},
-    "bob": {"local/q1": (0, GOOD, VALID), "local/q2": (2, GOOD | {"task_alignment": 2}, VALID),
-            "local/q3": (2, GOOD, VALID | {"problem": "invalid"}), "local/q4": (1, GOOD, VALID)},
+    "ann": {
+        "local/q1": (0, GOOD, VALID),
+        "local/q2": (1, GOOD | {"scientific_validity": 1}, VALID),
+        "local/q3": (0, GOOD, VALID),
+        "local/q4": (0, GOOD, VALID | {"answer": "uncertain"}),
+    },
+    "bob": {
+        "local/q1": (0, GOOD, VALID),
+        "local/q2": (2, GOOD | {"task_alignment": 2}, VALID),
+        "local/q3": (2, GOOD, VALID | {"problem": "invalid"}),
+        "local/q4": (1, GOOD, VALID),
+    },
 }

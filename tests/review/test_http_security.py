@@ -13,7 +13,6 @@ from typing import Any
 import httpx
 import pytest
 from PIL import Image
-
 from review_helpers import HTML_QUESTION, PASSWORD
 
 
@@ -64,12 +63,21 @@ def test_csrf_token_is_required_for_state_changes(served: dict[str, Any]) -> Non
     client.get(f"/api/assignments/{aid}")
     r = client.post(f"/api/assignments/{aid}/answer", json={"choice": 0, "confidence": 3})
     assert r.status_code == 403 and "CSRF" in r.json()["detail"]
-    r = client.post(f"/api/assignments/{aid}/answer", json={"choice": 0, "confidence": 3},
-                    headers={"X-CSRF-Token": "forged"})
+    r = client.post(
+        f"/api/assignments/{aid}/answer",
+        json={"choice": 0, "confidence": 3},
+        headers={"X-CSRF-Token": "forged"},
+    )
     assert r.status_code == 403
+    r = client.post(
+        f"/api/assignments/{aid}/answer", json={"choice": 0, "confidence": 3}, headers={"X-CSRF-Token": csrf}
+    )
+    assert r.status_code == 200 and r.json()["my_answer"]["confidence"] == 3
     cookie = client.cookies.get("scopebench_session")
     assert cookie
-    set_cookie = client.post("/api/login", json={"username": "ann", "password": PASSWORD}).headers["set-cookie"]
+    set_cookie = client.post("/api/login", json={"username": "ann", "password": PASSWORD}).headers[
+        "set-cookie"
+    ]
     assert "httponly" in set_cookie.lower() and "samesite=lax" in set_cookie.lower()
 
 
@@ -85,14 +93,19 @@ def test_blind_review_over_http(served: dict[str, Any]) -> None:
     key = shared[-1]
     view = ann.get(f"/api/assignments/{ann_q[key]}").json()
     assert "answer_index" not in view and "my_answer" not in view
-    done = ann.post(f"/api/assignments/{ann_q[key]}/answer", json={"choice": 1, "confidence": 2},
-                    headers={"X-CSRF-Token": ann_csrf}).json()
+    done = ann.post(
+        f"/api/assignments/{ann_q[key]}/answer",
+        json={"choice": 1, "confidence": 2},
+        headers={"X-CSRF-Token": ann_csrf},
+    ).json()
     assert done["my_answer"]["choice"] == 1 and "answer_index" in done
     # Bob, before and after answering, never sees Ann's answer; neither can read her slot.
     text = json.dumps(bob.get(f"/api/assignments/{bob_q[key]}").json())
     assert '"my_answer"' not in text and "reviews" not in text
     assert bob.get(f"/api/assignments/{ann_q[key]}").status_code == 404
-    assert bob.get(f"/api/items/{view['item_id']}/arbitration").status_code == 403  # reviewers don't arbitrate
+    assert (
+        bob.get(f"/api/items/{view['item_id']}/arbitration").status_code == 403
+    )  # reviewers don't arbitrate
     assert bob.get(f"/api/projects/{pid}/dashboard").status_code == 403
     # Eve is in no project: the project, its queue and its images are "not found" to her.
     assert eve.get(f"/api/projects/{pid}/queue").status_code == 404
@@ -104,15 +117,26 @@ def test_blind_review_over_http(served: dict[str, Any]) -> None:
         assert img.status_code == 200 and img.headers["content-type"] == "image/png"
 
 
-@pytest.mark.parametrize("raw", ["../../../../etc/passwd", "..%2F..%2Fetc%2Fpasswd", "/etc/passwd",
-                                 "%2Fetc%2Fpasswd", "images/../../review.db"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "../../../../etc/passwd",
+        "..%2F..%2Fetc%2Fpasswd",
+        "/etc/passwd",
+        "%2Fetc%2Fpasswd",
+        "images/../../review.db",
+    ],
+)
 def test_image_paths_are_refused(served: dict[str, Any], raw: str) -> None:
     client, _ = login(served["url"], "ann")
     cookie = client.cookies.get("scopebench_session")
     # http.client sends the path exactly as written (httpx would normalise ../ away).
     conn = http.client.HTTPConnection("127.0.0.1", int(served["url"].rsplit(":", 1)[1]), timeout=30)
-    conn.request("GET", f"/api/projects/{served['project_id']}/images/{raw}",
-                 headers={"Cookie": f"scopebench_session={cookie}"})
+    conn.request(
+        "GET",
+        f"/api/projects/{served['project_id']}/images/{raw}",
+        headers={"Cookie": f"scopebench_session={cookie}"},
+    )
     resp = conn.getresponse()
     body = resp.read().decode()
     conn.close()
@@ -133,9 +157,13 @@ def test_uploads_are_checked(served: dict[str, Any]) -> None:
     url = f"/api/projects/{served['project_id']}/submissions"
     form = {"question": "What is shown?", "answer": "A mitotic cell."}
     h = {"X-CSRF-Token": csrf}
-    r = client.post(url, data=form, files={"image": ("cell.txt", b"not an image at all", "text/plain")}, headers=h)
+    r = client.post(
+        url, data=form, files={"image": ("cell.txt", b"not an image at all", "text/plain")}, headers=h
+    )
     assert r.status_code == 400 and "not an image" in r.json()["detail"]
-    r = client.post(url, data=form, files={"image": ("big.png", b"\x89PNG" + b"0" * 300_000, "image/png")}, headers=h)
+    r = client.post(
+        url, data=form, files={"image": ("big.png", b"\x89PNG" + b"0" * 300_000, "image/png")}, headers=h
+    )
     assert r.status_code == 413 and "limit" in r.json()["detail"]
     r = client.post(url, data=form, files={"image": ("bomb.png", _png((1200, 1000)), "image/png")}, headers=h)
     assert r.status_code == 413 and "pixels" in r.json()["detail"]
@@ -151,8 +179,12 @@ def test_item_html_is_escaped(served: dict[str, Any]) -> None:
     from scopebench.review.db import Assignment, ItemRow, User
 
     with served["sessions"]() as db:  # whoever reviews q1, whose question carries HTML
-        holder = db.scalar(select(User.username).join(Assignment, Assignment.user_id == User.id)
-                           .join(ItemRow, ItemRow.id == Assignment.item_id).where(ItemRow.key == "local/q1"))
+        holder = db.scalar(
+            select(User.username)
+            .join(Assignment, Assignment.user_id == User.id)
+            .join(ItemRow, ItemRow.id == Assignment.item_id)
+            .where(ItemRow.key == "local/q1")
+        )
     client, _ = login(served["url"], holder)
     pid = served["project_id"]
     queue = client.get(f"/api/projects/{pid}/queue").json()
@@ -199,10 +231,18 @@ def test_concurrent_submissions_lose_nothing(served: dict[str, Any]) -> None:
         for q in queue:
             aid = q["assignment_id"]
             ok += client.get(f"/api/assignments/{aid}").status_code == 200
-            ok += client.post(f"/api/assignments/{aid}/answer", json={"choice": 0, "confidence": 3},
-                              headers=h).status_code == 200
-            ok += client.post(f"/api/assignments/{aid}/rating", json={"scores": good, "verdicts": verdicts},
-                              headers=h).status_code == 200
+            ok += (
+                client.post(
+                    f"/api/assignments/{aid}/answer", json={"choice": 0, "confidence": 3}, headers=h
+                ).status_code
+                == 200
+            )
+            ok += (
+                client.post(
+                    f"/api/assignments/{aid}/rating", json={"scores": good, "verdicts": verdicts}, headers=h
+                ).status_code
+                == 200
+            )
             requests += 3
         while requests < 50:  # reads up to 50 requests per thread
             ok += client.get(f"/api/projects/{served['project_id']}/queue").status_code == 200

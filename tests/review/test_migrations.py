@@ -26,7 +26,16 @@ def _diff(url: str) -> list[object]:
         diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
         tables = set(inspect(conn).get_table_names())
     engine.dispose()
-    assert {"users", "sessions", "projects", "items", "answers", "ratings", "events", "alembic_version"} <= tables
+    assert {
+        "users",
+        "sessions",
+        "projects",
+        "items",
+        "answers",
+        "ratings",
+        "events",
+        "alembic_version",
+    } <= tables
     return list(diff)
 
 
@@ -60,9 +69,9 @@ def postgres(tmp_path: Path) -> Iterator[str]:
         pytest.skip("PostgreSQL's initdb/pg_ctl are not installed (bash .ci/install-postgres.sh)")
     if importlib.util.find_spec("psycopg") is None:
         pytest.skip("psycopg is not installed (pip install -e '.[review]')")
-    from conftest import free_port
-
     import tempfile
+
+    from conftest import free_port
 
     # Not under tmp_path: pytest's folders are private to root, and the server runs as postgres.
     base = Path(tempfile.mkdtemp(prefix="scopebench-pg-"))
@@ -76,15 +85,33 @@ def postgres(tmp_path: Path) -> Iterator[str]:
         shutil.chown(base, "postgres")
         shutil.chown(sock, "postgres")
     port = free_port()
-    subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "review"],
-                   check=True, capture_output=True)
-    subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(base / "pg.log"),
-                    "-o", f"-k {sock} -p {port} -c listen_addresses=''", "start"], check=True, capture_output=True)
+    subprocess.run(
+        [*prefix, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "review"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *prefix,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-w",
+            "-l",
+            str(base / "pg.log"),
+            "-o",
+            f"-k {sock} -p {port} -c listen_addresses=''",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql+psycopg://review@/postgres?host={sock}&port={port}"
     finally:
-        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True)
+        subprocess.run(
+            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True
+        )
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -107,4 +134,5 @@ def test_postgres_upgrade_and_two_reviewers(postgres: str, tmp_path: Path) -> No
                 workflow.answer(db, user, a.id, 0, 3)
     with info["sessions"]() as db:
         assert len(db.scalars(select(Answer)).all()) == 8 - len(
-            db.scalars(select(Assignment).where(Assignment.user_id == info["users"]["senior"])).all())
+            db.scalars(select(Assignment).where(Assignment.user_id == info["users"]["senior"])).all()
+        )

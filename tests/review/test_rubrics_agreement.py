@@ -13,8 +13,12 @@ from scopebench.review.rubrics import Rubric, builtin_rubrics, load_rubric
 def test_shipped_rubrics() -> None:
     assert builtin_rubrics() == ["hle", "pathmmu", "spur", "spur-hle"]
     pathmmu = load_rubric("pathmmu")
-    assert [c.key for c in pathmmu.criteria] == ["answerable_without_image", "answer_inferable", "key_wrong",
-                                                 "atypical"]
+    assert [c.key for c in pathmmu.criteria] == [
+        "answerable_without_image",
+        "answer_inferable",
+        "key_wrong",
+        "atypical",
+    ]
     spur = load_rubric("spur")
     assert [(c.min, c.max, c.flag_below) for c in spur.criteria] == [(1, 5, 3)] * 3
 
@@ -28,7 +32,9 @@ def test_decisions() -> None:
     assert r.decide(*r.rate(good, valid | {"rationale": "invalid"})) == ("drop", ["rationale=invalid"])
     # Uncertain wins over a flag: the senior sees both reasons.
     assert r.decide(*r.rate(good | {"scientific_validity": 1}, valid | {"answer": "uncertain"})) == (
-        "uncertain", ["answer=uncertain", "scientific_validity=1"])
+        "uncertain",
+        ["answer=uncertain", "scientific_validity=1"],
+    )
     with pytest.raises(Invalid, match="from 1 to 5"):
         r.rate(good | {"task_alignment": 6}, valid)
     with pytest.raises(Invalid, match="missing"):
@@ -42,8 +48,9 @@ def test_custom_rubric_validation() -> None:
         Rubric.from_dict({"name": "x", "criteria": [{"key": "a", "type": "stars"}]})
     with pytest.raises(Invalid, match="neither"):
         Rubric.from_dict({"name": "x", "criteria": []})
-    own = Rubric.from_dict({"name": "x", "criteria": [{"key": "clear", "type": "choice", "options": ["y", "n"],
-                                                       "flag": ["n"]}]})
+    own = Rubric.from_dict(
+        {"name": "x", "criteria": [{"key": "clear", "type": "choice", "options": ["y", "n"], "flag": ["n"]}]}
+    )
     assert own.decide(*own.rate({"clear": "n"}, {})) == ("drop", ["clear=n"])
 
 
@@ -70,8 +77,11 @@ def test_alpha_matches_hand_computation() -> None:
 
 
 def test_project_agreement_pairs_and_variables() -> None:
-    ratings = [{"item": i, "rater": r, "answer": v, "decision": "keep"}
-               for i, (x, y) in enumerate([(0, 0), (1, 1), (2, 1), (0, 0)]) for r, v in (("A", x), ("B", y))]
+    ratings = [
+        {"item": i, "rater": r, "answer": v, "decision": "keep"}
+        for i, (x, y) in enumerate([(0, 0), (1, 1), (2, 1), (0, 0)])
+        for r, v in (("A", x), ("B", y))
+    ]
     out = project_agreement(ratings, {"answer": "nominal", "decision": "nominal"}, seed=5, resamples=50)
     assert (out["seed"], out["resamples"]) == (5, 50)
     kap = {k["variable"]: k for k in out["kappa"]}

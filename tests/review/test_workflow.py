@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from review_helpers import KEYS, SCRIPT, build_project, write_bench
 from sqlalchemy import select
 
-from review_helpers import KEYS, SCRIPT, build_project, write_bench
 from scopebench.review import workflow
 from scopebench.review.db import Assignment, ItemRow, User
 from scopebench.review.errors import Conflict, Forbidden, Invalid, NotFound
@@ -28,8 +28,11 @@ def project(tmp_path: Path) -> dict[str, Any]:
 
 def _slot(db: Any, username: str, key: str) -> tuple[User, int]:
     user = db.scalar(select(User).where(User.username == username))
-    aid = db.scalar(select(Assignment.id).join(ItemRow, ItemRow.id == Assignment.item_id)
-                    .where(ItemRow.key == key, Assignment.user_id == user.id))
+    aid = db.scalar(
+        select(Assignment.id)
+        .join(ItemRow, ItemRow.id == Assignment.item_id)
+        .where(ItemRow.key == key, Assignment.user_id == user.id)
+    )
     return user, aid
 
 
@@ -68,15 +71,24 @@ def test_full_protocol(project: dict[str, Any]) -> None:
         ann, bob = db.get(User, project["users"]["ann"]), db.get(User, project["users"]["bob"])
         for item in db.scalars(select(ItemRow)).all():
             for u in (ann, bob):
-                if db.scalar(select(Assignment).where(Assignment.item_id == item.id, Assignment.user_id == u.id)) is None:
+                if (
+                    db.scalar(
+                        select(Assignment).where(Assignment.item_id == item.id, Assignment.user_id == u.id)
+                    )
+                    is None
+                ):
                     db.add(Assignment(item_id=item.id, user_id=u.id, status="assigned"))
     run_script(sessions)
     with sessions() as db:
         status = {it.key: it.status for it in db.scalars(select(ItemRow)).all()}
         q3 = db.scalar(select(ItemRow).where(ItemRow.key == "local/q3"))
         q4 = db.scalar(select(ItemRow).where(ItemRow.key == "local/q4"))
-    assert status == {"local/q1": "accepted", "local/q2": "rejected", "local/q3": "arbitration",
-                      "local/q4": "arbitration"}
+    assert status == {
+        "local/q1": "accepted",
+        "local/q2": "rejected",
+        "local/q3": "arbitration",
+        "local/q4": "arbitration",
+    }
     assert q3.routed_reasons[0] == "reviewers disagree (drop ×1, keep ×1)"
     assert q4.routed_reasons == ["a reviewer is uncertain: answer=uncertain"]
 
@@ -93,8 +105,14 @@ def test_full_protocol(project: dict[str, Any]) -> None:
         assert all(s not in text for s in ("ann", "bob", "expert-", "user_id"))
         with pytest.raises(Forbidden):
             workflow.arbitration_view(db, ann, q3.id)
-        workflow.arbitrate(db, senior, q3.id, "accept", "the image does show 40x",
-                           edit={"question": "What is the objective magnification?"})
+        workflow.arbitrate(
+            db,
+            senior,
+            q3.id,
+            "accept",
+            "the image does show 40x",
+            edit={"question": "What is the objective magnification?"},
+        )
         with pytest.raises(Invalid):
             workflow.arbitrate(db, senior, q4.id, "reject", "  ")
         workflow.arbitrate(db, senior, q4.id, "reject", "two tissues fit the image")
@@ -214,6 +232,7 @@ def test_edit_is_versioned_and_reviewers_cannot_edit(project: dict[str, Any]) ->
             workflow.edit_item(db, ann, q2.id, {"answer_index": 0}, reason="x")
         with pytest.raises(Invalid, match="answer_index"):
             workflow.edit_item(db, admin, q2.id, {"answer_index": 3}, reason="typo")
-        out = workflow.edit_item(db, admin, q2.id, {"choices": ["Nucleus", "Mitochondrion", "Golgi"]},
-                                 reason="singular")
+        out = workflow.edit_item(
+            db, admin, q2.id, {"choices": ["Nucleus", "Mitochondrion", "Golgi"]}, reason="singular"
+        )
         assert out["version"] == 2 and out["changes"]["choices"]["to"][1] == "Mitochondrion"

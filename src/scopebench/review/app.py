@@ -211,7 +211,8 @@ def create_app(settings: AppSettings) -> FastAPI:
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault(
             "Content-Security-Policy",
-            "default-src 'self'; img-src 'self'; style-src 'self'; script-src 'self'",
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+            "frame-ancestors 'none'; form-action 'self'",
         )
         return response
 
