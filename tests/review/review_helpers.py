@@ -120,3 +120,32 @@ SCRIPT: dict[str, dict[str, tuple[int, dict[str, int], dict[str, str]]]] = {
         "local/q4": (1, GOOD, VALID),
     },
 }
+
+
+def echo_backend_class() -> type:
+    """A generative backend for tests: answers with the image size and the prompt it got."""
+    from scopebench.models.base import Backend, Response
+
+    class EchoBackend(Backend):
+        mode = "generate"
+        model_args = None
+
+        def predict(self, items: Any) -> list[Response]:
+            return [
+                Response(item_id=it.id, status="error", error="echo answers conversations only")
+                for it in items
+            ]
+
+        def chat(
+            self, conversations: Any, item_ids: Any, *, max_new_tokens: int | None = None
+        ) -> list[Response]:
+            out = []
+            for conv, iid in zip(conversations, item_ids, strict=True):
+                img = conv[-1].images[0].load()
+                out.append(Response(item_id=iid, text=f"{img.width}x{img.height}: {conv[-1].text}"))
+            return out
+
+    return EchoBackend
+
+
+EchoBackend = echo_backend_class()

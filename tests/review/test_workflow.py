@@ -119,6 +119,7 @@ def test_full_protocol(project: dict[str, Any]) -> None:
         with pytest.raises(Conflict):
             workflow.arbitrate(db, senior, q4.id, "accept", "again")
 
+    _check_dashboard(sessions, project)
     out = project["root"] / "export"
     from scopebench.review.outputs import export_project, write_baseline
     from scopebench.review.store import ImageStore
@@ -168,6 +169,38 @@ def test_full_protocol(project: dict[str, Any]) -> None:
 
     assert sorted(runs) == ["a", "b"]
     _check_baseline(runs)
+
+
+def _check_dashboard(sessions: Any, project: dict[str, Any]) -> None:
+    from scopebench.review.db import Project
+    from scopebench.review.stats import dashboard
+
+    with sessions() as db:
+        senior = db.get(User, project["users"]["senior"])
+        d = dashboard(db, senior, db.get(Project, project["project_id"]), resamples=50)
+        with pytest.raises(Forbidden):
+            dashboard(db, db.get(User, project["users"]["ann"]), db.get(Project, project["project_id"]))
+    assert d["items"] == {"accepted": 2, "rejected": 2}
+    prog = {p["username"]: (p["group"], p["assigned"], p["answered"], p["rated"]) for p in d["progress"]}
+    assert prog == {"ann": ("a", 4, 4, 4), "bob": ("b", 4, 4, 4)}
+    assert d["flags"] == {
+        "scientific_validity": 1,
+        "task_alignment": 1,
+        "visual_reasoning_necessity": 0,
+        "problem=invalid": 1,
+        "answer=uncertain": 1,
+    }
+    assert d["baseline"] == {
+        "a": {"n": 4, "correct": 3, "accuracy": 0.75},
+        "b": {"n": 4, "correct": 2, "accuracy": 0.5},
+    }
+    # Answers ann [A, B, A, A] vs bob [A, C, C, B]: po = 1/4, pe = 3/4·1/4 + 1/4·1/4 = 1/4, so κ = 0.
+    kappa = {k["variable"]: k for k in d["agreement"]["kappa"]}
+    assert kappa["answer"]["value"] == pytest.approx(0.0) and kappa["answer"]["n"] == 4
+    # Decisions keep/drop/keep/uncertain vs keep/drop/drop/keep: po = 1/2,
+    # pe = 2/4·2/4 (keep) + 1/4·2/4 (drop) = 3/8, κ = (1/2 − 3/8) / (1 − 3/8) = 0.2.
+    assert kappa["decision"]["value"] == pytest.approx(0.2)
+    assert d["agreement"]["alpha"]["scientific_validity"]["level"] == "ordinal"
 
 
 def _project(db: Any, item: ItemRow) -> Any:

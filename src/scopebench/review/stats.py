@@ -92,7 +92,8 @@ def dashboard(db: Session, user: User, project: Project, *, resamples: int = 100
     progress: dict[str, dict[str, Any]] = {}
     baseline: dict[str, list[bool]] = {}
     rubric = Rubric.from_dict(project.rubric)
-    flags: Counter[str] = Counter()
+    # Every criterion shows (0 included); verdicts show per non-valid value (invalid, uncertain).
+    flags: Counter[str] = Counter({c.key: 0 for c in rubric.criteria})
     for it, a, ans, r, u in rows:
         p = progress.setdefault(
             u.pseudonym,
@@ -115,7 +116,8 @@ def dashboard(db: Session, user: User, project: Project, *, resamples: int = 100
             for c in rubric.criteria:
                 flags[c.key] += c.flags(r.scores[c.key])
             for v in rubric.verdicts:
-                flags[f"{v}={r.verdicts[v]}"] += r.verdicts[v] != "valid"
+                if r.verdicts[v] != "valid":
+                    flags[f"{v}={r.verdicts[v]}"] += 1
     status = Counter(db.scalars(select(ItemRow.status).where(ItemRow.project_id == project.id)).all())
     agree = agreement(db, project, resamples=resamples)
     ok, failing = gate(project, agree)
