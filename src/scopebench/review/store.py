@@ -121,6 +121,7 @@ class ImageStore:
         path = self._path(sha)
         if not path.is_file():
             raise NotFound(
-                f"no image {sha} in the image store {self.root}; pass the --store the project was created with"
+                f"no image {sha} in the image store {self.root}; "
+                "pass the --store the project was created with"
             )
         return path
