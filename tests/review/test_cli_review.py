@@ -49,6 +49,18 @@ def cli_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, An
     return {"db": db, "root": tmp_path, "data": data}
 
 
+def test_import_scopebench_stays_light() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, scopebench, scopebench.cli; scopebench.cli.build_parser(); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'fastapi', 'sqlalchemy', 'alembic', 'starlette', 'argon2'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_errors_are_messages(cli_project: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     db = cli_project["db"]
     assert main(["review", "assign", "--db", db, "--project", "nope"]) == 2

@@ -57,7 +57,9 @@ def test_every_route_refuses_anonymous_access(served: dict[str, Any]) -> None:
 
 
 def test_csrf_token_is_required_for_state_changes(served: dict[str, Any]) -> None:
-    client, csrf = login(served["url"], "ann")
+    client, csrf = login(
+        served["url"], "senior"
+    )  # the senior reviews too; ann and bob stay fresh for the blind test
     queue = client.get(f"/api/projects/{served['project_id']}/queue").json()
     aid = queue[0]["assignment_id"]
     client.get(f"/api/assignments/{aid}")
@@ -81,15 +83,48 @@ def test_csrf_token_is_required_for_state_changes(served: dict[str, Any]) -> Non
     assert "httponly" in set_cookie.lower() and "samesite=lax" in set_cookie.lower()
 
 
+def test_page_forms_need_the_csrf_field(served: dict[str, Any]) -> None:
+    client, _ = login(served["url"], "bob")
+    aid = client.get(f"/api/projects/{served['project_id']}/queue").json()[0]["assignment_id"]
+    client.get(f"/assignments/{aid}")
+    r = client.post(f"/assignments/{aid}/answer", data={"choice": "0", "confidence": "3"})
+    assert r.status_code == 403 and "CSRF" in r.text
+    # A logged-in request for the login form itself without its double-submit cookie is refused too.
+    r = httpx.post(
+        served["url"] + "/login", data={"username": "bob", "password": PASSWORD, "csrf_token": "x"}
+    )
+    assert r.status_code == 403
+
+
+def test_submissions_refuse_ask_model_without_a_model(served: dict[str, Any]) -> None:
+    client, csrf = login(served["url"], "bob")
+    r = client.post(
+        f"/api/projects/{served['project_id']}/submissions",
+        headers={"X-CSRF-Token": csrf},
+        data={"question": "q", "answer": "a", "ask_model": "true"},
+        files={"image": ("ok.png", _png(), "image/png")},
+    )
+    assert r.status_code == 400 and "--model" in r.json()["detail"]
+
+
 def test_blind_review_over_http(served: dict[str, Any]) -> None:
     ann, ann_csrf = login(served["url"], "ann")
     bob, _ = login(served["url"], "bob")
     eve, _ = login(served["url"], "eve")  # a reviewer of no project
     pid = served["project_id"]
-    ann_q = {q["key"]: q["assignment_id"] for q in ann.get(f"/api/projects/{pid}/queue").json()}
-    bob_q = {q["key"]: q["assignment_id"] for q in bob.get(f"/api/projects/{pid}/queue").json()}
+    # Items both still have to answer (earlier tests in this module answered some).
+    ann_q = {
+        q["key"]: q["assignment_id"]
+        for q in ann.get(f"/api/projects/{pid}/queue").json()
+        if q["status"] == "assigned"
+    }
+    bob_q = {
+        q["key"]: q["assignment_id"]
+        for q in bob.get(f"/api/projects/{pid}/queue").json()
+        if q["status"] == "assigned"
+    }
     shared = sorted(set(ann_q) & set(bob_q))
-    assert shared, "ann and bob share at least one item"
+    assert shared, "ann and bob share at least one unanswered item"
     key = shared[-1]
     view = ann.get(f"/api/assignments/{ann_q[key]}").json()
     assert "answer_index" not in view and "my_answer" not in view

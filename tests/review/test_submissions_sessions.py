@@ -113,6 +113,29 @@ def test_submission_model_answer_feedback_and_export(site: dict[str, Any]) -> No
     assert (out / row["image"]).read_bytes() == _png()
 
 
+def test_dashboard_of_a_fresh_project_and_serve_wiring(
+    site: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    admin, _ = _login(site["url"], "admin")
+    d = admin.get(f"/api/projects/{site['project_id']}/dashboard?resamples=20").json()
+    assert d["items"] == {"open": 4} and d["baseline"] == {} and d["agreement"]["kappa"] == []
+    assert d["agreement"]["alpha"]["answer"]["value"] is None  # nothing answered: undefined, not 0
+    assert admin.get(f"/projects/{site['project_id']}/dashboard").status_code == 200
+    schema = admin.get("/openapi.json").json()
+    assert "/api/assignments/{assignment_id}/answer" in schema["paths"]
+    # `review serve` builds the app on the given database and hands it to uvicorn.
+    import uvicorn
+
+    from scopebench.cli import main
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.update(app=app, **kw))
+    store = str(site["root"] / "store")
+    assert main(["review", "serve", "--db", site["db"], "--store", store, "--port", "9"]) == 0
+    assert seen["port"] == 9 and seen["host"] == "127.0.0.1"
+    assert "/api/login" in seen["app"].openapi()["paths"]
+
+
 def test_expired_session_is_refused(site: dict[str, Any]) -> None:
     from sqlalchemy import update
 

@@ -419,6 +419,8 @@ def submit_sync(
 ) -> dict[str, Any]:
     """Store a submission, then (outside any transaction: it may take a while) ask the model."""
     st = state(request)
+    if ask_model and st.answerer.spec is None:
+        raise Invalid("this server has no model to ask; start it with `scopebench review serve --model SPEC`")
     with st.sessions() as db, db.begin():
         user = db.get(User, user_id)
         assert user is not None
