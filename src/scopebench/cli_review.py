@@ -273,6 +273,18 @@ def cmd_labelstudio(args: argparse.Namespace) -> int:
     return 0
 
 
+def _guarded(cmd: Any) -> Any:
+    """``cmd`` after checking the review extra is installed (a message, not an ImportError)."""
+
+    def run(args: argparse.Namespace) -> int:
+        _need_extra()
+        code: int = cmd(args)
+        return code
+
+    run.__doc__ = cmd.__doc__
+    return run
+
+
 def _common(p: argparse.ArgumentParser, project: bool = True) -> None:
     p.add_argument("--db", required=True, help="SQLite file, or a postgresql+psycopg:// URL")
     p.add_argument("--store", help="image store folder (default: DB.store next to a SQLite file)")
@@ -301,7 +313,7 @@ def add_subcommands(sub: Any) -> None:
         "--seed", type=int, default=0, help="seed of assignment ties, arbiter order and bootstraps"
     )
     p.add_argument("--alpha-threshold", type=float, help="release gate: export refuses below this α")
-    p.set_defaults(func=cmd_init)
+    p.set_defaults(func=_guarded(cmd_init))
 
     p = rs.add_parser(
         "user",
@@ -311,17 +323,17 @@ def add_subcommands(sub: Any) -> None:
     p.add_argument("username")
     p.add_argument("--role", choices=("admin", "senior", "reviewer"), default="reviewer")
     p.add_argument("--password-file")
-    p.set_defaults(func=cmd_user)
+    p.set_defaults(func=_guarded(cmd_user))
 
     p = rs.add_parser("member", help="add users to a project in a reviewer group")
     _common(p)
     p.add_argument("users", nargs="+", metavar="USERNAME")
     p.add_argument("--group", default="experts", help="reviewer group: the baseline run human:GROUP")
-    p.set_defaults(func=cmd_member)
+    p.set_defaults(func=_guarded(cmd_member))
 
     p = rs.add_parser("assign", help="assign each item to N reviewers, balanced")
     _common(p)
-    p.set_defaults(func=cmd_assign)
+    p.set_defaults(func=_guarded(cmd_assign))
 
     p = rs.add_parser("serve", help="run the web server")
     _common(p, project=False)
@@ -332,7 +344,7 @@ def add_subcommands(sub: Any) -> None:
     p.add_argument("--secure-cookies", action="store_true", help="mark cookies Secure (behind HTTPS)")
     p.add_argument("--model", help="model spec that answers submissions in real time")
     p.add_argument("--base-url", help="server URL for openai: models")
-    p.set_defaults(func=cmd_serve)
+    p.set_defaults(func=_guarded(cmd_serve))
 
     p = rs.add_parser("export", help="accepted items (local + HF), decision log, events, agreement")
     _common(p)
@@ -342,18 +354,18 @@ def add_subcommands(sub: Any) -> None:
         "--resamples", type=int, default=1000, help="bootstrap resamples of the agreement intervals"
     )
     p.add_argument("--no-hf", action="store_true", help="skip the Hugging Face dataset")
-    p.set_defaults(func=cmd_export)
+    p.set_defaults(func=_guarded(cmd_export))
 
     p = rs.add_parser("baseline", help="the experts' first answers as run directories (human:GROUP)")
     _common(p)
     p.add_argument("--out", required=True, help="folder for one run directory per group")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed recorded in run.json")
-    p.set_defaults(func=cmd_baseline)
+    p.set_defaults(func=_guarded(cmd_baseline))
 
     p = rs.add_parser("submissions", help="export expert submissions as JSONL for `scopebench build`")
     _common(p)
     p.add_argument("--out", required=True)
-    p.set_defaults(func=cmd_submissions)
+    p.set_defaults(func=_guarded(cmd_submissions))
 
     p = rs.add_parser("labelstudio", help="Label Studio: export tasks + config, or import annotations")
     _common(p)
@@ -368,4 +380,4 @@ def add_subcommands(sub: Any) -> None:
         metavar="LS_ID=USERNAME",
         help="map a Label Studio user id or email to a username (import)",
     )
-    p.set_defaults(func=cmd_labelstudio)
+    p.set_defaults(func=_guarded(cmd_labelstudio))

@@ -61,6 +61,19 @@ def test_import_scopebench_stays_light() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_missing_extra_is_a_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "fastapi" else real(name, *a)
+    )
+    assert main(["review", "init", "--db", "x.db", "--name", "p", "--bench", "local"]) == 2
+    assert "pip install 'scopebench[review]'" in capsys.readouterr().err
+
+
 def test_errors_are_messages(cli_project: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     db = cli_project["db"]
     assert main(["review", "assign", "--db", db, "--project", "nope"]) == 2
@@ -190,8 +203,11 @@ def test_baseline_is_a_run_that_report_and_compare_read(cli_project: dict[str, A
     )
     cmp_out = tmp_path / "cmp"
     assert main(["compare", str(out / "a"), str(model_run), "--out", str(cmp_out), "--resamples", "50"]) == 0
-    board = json.loads((cmp_out / "compare.json").read_text())["leaderboard"]
-    assert {e["model"] for e in board} == {"human:a", "random"}
+    result = json.loads((cmp_out / "compare.json").read_text())
+    board = {e["model"]: e for e in result["leaderboard"]}
+    assert set(board) == {"human:a", "random"}
+    assert board["human:a"]["overall"]["accuracy"] == 0.5  # 2 correct of 4 (unanswered count as wrong)
+    assert result["pairs"][0]["n_common"] == 4  # paired item by item with the model
 
 
 def test_gate_refuses_export_until_forced(
