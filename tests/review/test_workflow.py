@@ -269,3 +269,53 @@ def test_edit_is_versioned_and_reviewers_cannot_edit(project: dict[str, Any]) ->
             db, admin, q2.id, {"choices": ["Nucleus", "Mitochondrion", "Golgi"]}, reason="singular"
         )
         assert out["version"] == 2 and out["changes"]["choices"]["to"][1] == "Mitochondrion"
+
+
+def test_one_group_two_answers_per_item_counts_the_earliest(tmp_path: Path) -> None:
+    """Two members of one group answer the same item: the baseline (run and dashboard) takes the
+    earlier answer per item, and keeps the other in extra."""
+    from scopebench.review.accounts import create_user
+    from scopebench.review.db import Project, open_database
+    from scopebench.review.outputs import write_baseline
+    from scopebench.review.projects import add_member, assign, create_project
+    from scopebench.review.rubrics import load_rubric
+    from scopebench.review.stats import dashboard
+    from scopebench.review.store import ImageStore
+
+    data = write_bench(tmp_path / "bench")
+    sessions = open_database(str(tmp_path / "one.db"))
+    with sessions() as db, db.begin():
+        users = [
+            create_user(db, n, "long enough", r)
+            for n, r in (("x", "reviewer"), ("y", "reviewer"), ("s", "senior"))
+        ]
+        project, _ = create_project(
+            db,
+            ImageStore(tmp_path / "store"),
+            name="one",
+            benchmark="local",
+            data=str(data),
+            rubric=load_rubric("hle"),
+            limit=1,
+        )
+        for u in users[:2]:
+            add_member(db, project, u, "g")
+        assign(db, project)  # the senior joins after assignment, so x and y review the item
+        senior_id = users[2].id
+        pid = project.id
+    for name, choice in (("x", 1), ("y", 0)):  # x (wrong) answers first, then y (right)
+        with sessions() as db, db.begin():
+            user, aid = _slot(db, name, "local/q1")
+            workflow.open_assignment(db, user, aid)
+            workflow.answer(db, user, aid, choice, 3)
+    with sessions() as db, db.begin():
+        project = db.get(Project, pid)
+        runs = write_baseline(db, project, tmp_path / "base")
+        add_member(db, project, db.get(User, senior_id), "boss")
+        d = dashboard(db, db.get(User, senior_id), project, resamples=20)
+    assert d["baseline"] == {"g": {"n": 1, "correct": 0, "accuracy": 0.0}}
+    from scopebench.engine.rundir import load_run
+
+    (rec,) = load_run(runs["g"]).records
+    assert (rec.choice, rec.correct, rec.extra["reviewer"]) == (1, False, "expert-001")
+    assert rec.extra["other_answers"] == [{"reviewer": "expert-002", "choice": 0}]

@@ -73,6 +73,14 @@ def gate(project: Project, agree: dict[str, Any]) -> tuple[bool, list[str]]:
     return not failing, failing
 
 
+def _accuracy(correct: list[bool]) -> dict[str, Any]:
+    return {
+        "n": len(correct),
+        "correct": sum(correct),
+        "accuracy": sum(correct) / len(correct) if correct else None,
+    }
+
+
 def dashboard(db: Session, user: User, project: Project, *, resamples: int = 1000) -> dict[str, Any]:
     """Everything the dashboard page shows (seniors and admins only: it summarises others' work).
 
@@ -90,7 +98,8 @@ def dashboard(db: Session, user: User, project: Project, *, resamples: int = 100
         db.execute(select(Member.user_id, Member.group).where(Member.project_id == project.id)).all()
     )
     progress: dict[str, dict[str, Any]] = {}
-    baseline: dict[str, list[bool]] = {}
+    # Per group and item, the earliest answer: the record `review baseline` writes for it.
+    baseline: dict[str, dict[int, tuple[Any, bool]]] = {}
     rubric = Rubric.from_dict(project.rubric)
     # Every criterion shows (0 included); verdicts show per non-valid value (invalid, uncertain).
     flags: Counter[str] = Counter({c.key: 0 for c in rubric.criteria})
@@ -100,7 +109,7 @@ def dashboard(db: Session, user: User, project: Project, *, resamples: int = 100
             {
                 "reviewer": u.pseudonym,
                 "username": u.username,
-                "group": groups.get(u.id, "?"),
+                "group": groups.get(u.id, "ungrouped"),
                 "assigned": 0,
                 "answered": 0,
                 "rated": 0,
@@ -110,8 +119,9 @@ def dashboard(db: Session, user: User, project: Project, *, resamples: int = 100
         p["answered"] += a.status in ("answered", "rated")
         p["rated"] += a.status == "rated"
         if ans is not None:
-            original = it.original.get("answer_index")
-            baseline.setdefault(groups.get(u.id, "?"), []).append(ans.choice == original)
+            first = baseline.setdefault(groups.get(u.id, "ungrouped"), {})
+            if it.id not in first or ans.submitted_at < first[it.id][0]:
+                first[it.id] = (ans.submitted_at, ans.choice == it.original.get("answer_index"))
         if r is not None:
             for c in rubric.criteria:
                 flags[c.key] += c.flags(r.scores[c.key])
@@ -134,8 +144,5 @@ def dashboard(db: Session, user: User, project: Project, *, resamples: int = 100
         "flags": dict(flags),
         "agreement": agree,
         "gate": {"passes": ok, "failing": failing},
-        "baseline": {
-            g: {"n": len(v), "correct": sum(v), "accuracy": sum(v) / len(v) if v else None}
-            for g, v in sorted(baseline.items())
-        },
+        "baseline": {g: _accuracy([ok for _, ok in v.values()]) for g, v in sorted(baseline.items())},
     }
