@@ -96,6 +96,15 @@ def test_page_forms_need_the_csrf_field(served: dict[str, Any]) -> None:
     assert r.status_code == 403
 
 
+def test_arbitration_form_refuses_a_bad_key_index(served: dict[str, Any]) -> None:
+    client, csrf = login(served["url"], "admin")  # admins arbitrate too, and reviewed nothing here
+    r = client.post(
+        "/items/1/arbitrate",
+        data={"csrf_token": csrf, "decision": "accept", "reason": "ok", "answer_index": "../1"},
+    )
+    assert r.status_code == 400 and "option index" in r.text
+
+
 def test_submissions_refuse_ask_model_without_a_model(served: dict[str, Any]) -> None:
     client, csrf = login(served["url"], "bob")
     r = client.post(

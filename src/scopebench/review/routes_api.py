@@ -22,7 +22,7 @@ from scopebench.review.accounts import (
 )
 from scopebench.review.app import COOKIE, Auth, auth, get_db, state
 from scopebench.review.db import ImageRow, ItemRow, ItemVersion, Project, Submission, User
-from scopebench.review.errors import Invalid, NotFound
+from scopebench.review.errors import Invalid, NotFound, Unauthenticated
 from scopebench.review.rubrics import load_rubric
 
 router = APIRouter(prefix="/api")
@@ -122,7 +122,7 @@ def login_user(request: Request, db: Session, username: str, password: str) -> t
     st.throttle(client, username)
     try:
         user = authenticate(db, username, password)
-    except Exception:
+    except Unauthenticated:
         st.failed(client, username)
         raise
     token, sess = start_session(db, user, st.ttl)

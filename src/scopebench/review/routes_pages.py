@@ -184,8 +184,11 @@ def arbitrate_submit(
     """Accept or reject (optionally correcting the key)."""
     view = workflow.arbitration_view(db, a.user, item_id)
     edit = None
-    if answer_index != "" and int(answer_index) != view["answer_index"]:
-        edit = {"answer_index": int(answer_index)}
+    if answer_index != "":
+        if not answer_index.isdigit():
+            raise Invalid(f"the corrected key must be an option index (got {answer_index!r})")
+        if int(answer_index) != view["answer_index"]:
+            edit = {"answer_index": int(answer_index)}
     workflow.arbitrate(db, a.user, item_id, decision, reason, edit)
     return go(f"/projects/{view['project_id']}/arbitration")
 
