@@ -3,10 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-EXTRAS ?= dev,hf,embed,ray,probe,browser
+EXTRAS ?= dev,hf,embed,ray,probe,browser,review
 STAMP := $(VENV)/.scopebench-installed
 
-.PHONY: venv demo test lint typecheck check browser clean
+.PHONY: venv demo test lint typecheck check browser postgres clean
 
 venv: $(STAMP)
 
@@ -22,13 +22,18 @@ $(STAMP): pyproject.toml Makefile
 demo: venv
 	$(VENV)/bin/scopebench demo
 
-test: venv browser
+test: venv browser postgres
 	$(PY) -m pytest -q
 
 # Chromium for the HTML-report browser tests: installed from Debian when we can, else those tests
 # skip with a stated reason.
 browser:
 	@bash .ci/install-chromium.sh || true
+
+# PostgreSQL for the review app's multi-user database test: from Debian when we can, else that test
+# skips with a stated reason.
+postgres:
+	@bash .ci/install-postgres.sh || true
 
 lint: venv
 	$(VENV)/bin/ruff check src tests bench

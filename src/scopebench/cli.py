@@ -35,7 +35,12 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
 # Feature areas that add their own subcommands (module with `add_subcommands(sub)`); a module
 # that is absent in this installation is simply not offered.
-_EXTENSION_MODULES = ("scopebench.cli_report", "scopebench.cli_probe", "scopebench.cli_tools")
+_EXTENSION_MODULES = (
+    "scopebench.cli_report",
+    "scopebench.cli_probe",
+    "scopebench.cli_tools",
+    "scopebench.cli_review",
+)
 
 
 def _parse_model_args(pairs: Sequence[str], flag: str = "--model-arg") -> dict[str, Any]:

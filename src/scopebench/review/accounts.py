@@ -1,0 +1,191 @@
+"""Accounts, sessions and project access: the authorisation rules every route goes through.
+
+Passwords are hashed with argon2id (argon2-cffi). A session is a random token in an HttpOnly
+cookie; the database keeps only its SHA-256, its CSRF token and its expiry. Roles: ``admin``
+(everything), ``senior`` (review, arbitrate, edit items, dashboard of their projects),
+``reviewer`` (review the items assigned to them).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import secrets
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from scopebench.review.db import Event, LoginSession, Member, Project, User, utcnow
+from scopebench.review.errors import Conflict, Forbidden, Invalid, NotFound, Unauthenticated
+
+__all__ = [
+    "ROLES",
+    "authenticate",
+    "create_user",
+    "end_session",
+    "log_event",
+    "member_of",
+    "require_project",
+    "require_role",
+    "session_user",
+    "start_session",
+]
+
+ROLES = ("admin", "senior", "reviewer")
+_HASHER = PasswordHasher()
+# Verified against when the username is unknown, so a login takes as long either way.
+_DUMMY_HASH = _HASHER.hash("scopebench-no-such-user")
+
+
+def log_event(
+    db: Session,
+    project_id: int,
+    kind: str,
+    payload: dict,
+    *,
+    user: User | None = None,
+    item_id: int | None = None,
+) -> None:
+    """Append one event to the audit log (committed with the caller's transaction)."""
+    db.add(
+        Event(
+            project_id=project_id,
+            item_id=item_id,
+            user_id=user.id if user else None,
+            kind=kind,
+            payload=payload,
+        )
+    )
+
+
+def create_user(db: Session, username: str, password: str, role: str) -> User:
+    """Create an account.
+
+    Raises:
+        Invalid: For an unknown role, an empty name or a password under 8 characters.
+        Conflict: When the username is taken.
+    """
+    username = username.strip()
+    if role not in ROLES:
+        raise Invalid(f"role must be one of {', '.join(ROLES)} (got {role!r})")
+    if not username or len(username) > 80:
+        raise Invalid("a username is 1 to 80 characters")
+    if len(password) < 8:
+        raise Invalid("a password has at least 8 characters")
+    if db.scalar(select(User).where(User.username == username)) is not None:
+        raise Conflict(f"user {username!r} exists already")
+    user = User(
+        username=username,
+        password_hash=_HASHER.hash(password),
+        role=role,
+        pseudonym=f"pending-{secrets.token_hex(8)}",
+    )
+    db.add(user)
+    db.flush()
+    # Exports name people by this stable pseudonym only.
+    user.pseudonym = f"expert-{user.id:03d}"
+    return user
+
+
+def authenticate(db: Session, username: str, password: str) -> User:
+    """The active user with these credentials.
+
+    Raises:
+        Unauthenticated: For a wrong username or password (one message for both).
+    """
+    user = db.scalar(select(User).where(User.username == username))
+    try:
+        _HASHER.verify(user.password_hash if user else _DUMMY_HASH, password)
+    except (VerificationError, InvalidHashError):
+        user = None
+    if user is None or not user.active:
+        raise Unauthenticated("wrong username or password")
+    return user
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def start_session(db: Session, user: User, ttl: dt.timedelta) -> tuple[str, LoginSession]:
+    """Open a session; returns the cookie token (shown once, stored only as a hash) and the row."""
+    token = secrets.token_urlsafe(32)
+    now = utcnow()
+    row = LoginSession(
+        id=_digest(token),
+        user_id=user.id,
+        csrf_token=secrets.token_urlsafe(32),
+        created_at=now,
+        expires_at=now + ttl,
+    )
+    db.add(row)
+    # Expired sessions are removed as new ones start, so the table stays small.
+    db.execute(delete(LoginSession).where(LoginSession.expires_at < now))
+    return token, row
+
+
+def session_user(db: Session, token: str | None) -> tuple[User, LoginSession]:
+    """The user and session of a cookie token.
+
+    Raises:
+        Unauthenticated: When the token is missing, unknown or expired.
+    """
+    if not token:
+        raise Unauthenticated("log in first (POST /api/login or the /login page)")
+    row = db.get(LoginSession, _digest(token))
+    if row is None or row.expires_at < utcnow():
+        raise Unauthenticated("your session has expired or is unknown; log in again")
+    user = db.get(User, row.user_id)
+    if user is None or not user.active:
+        raise Unauthenticated("this account is disabled; ask an admin")
+    return user, row
+
+
+def end_session(db: Session, token: str | None) -> None:
+    """Log out (delete the session)."""
+    if token:
+        db.execute(delete(LoginSession).where(LoginSession.id == _digest(token)))
+
+
+def require_role(user: User, *roles: str) -> None:
+    """Refuse unless the user has one of ``roles``.
+
+    Raises:
+        Forbidden: Otherwise.
+    """
+    if user.role not in roles:
+        raise Forbidden(f"this needs the role {' or '.join(roles)}; you are {user.role}")
+
+
+def member_of(db: Session, user: User, project_id: int) -> Member | None:
+    """The user's membership of the project, if any."""
+    return db.scalar(select(Member).where(Member.project_id == project_id, Member.user_id == user.id))
+
+
+def require_project(db: Session, user: User, project_id: int) -> Project:
+    """The project, if the user is an admin or a member.
+
+    Raises:
+        NotFound: Otherwise (the same answer as for a project that does not exist).
+    """
+    project = db.get(Project, project_id)
+    if project is None or (user.role != "admin" and member_of(db, user, project_id) is None):
+        raise NotFound(f"no project {project_id} that you are a member of")
+    return project
+
+
+def check_senior(user: User) -> None:
+    """Refuse unless the user is a senior or an admin.
+
+    Raises:
+        Forbidden: Otherwise.
+    """
+    if user.role not in ("senior", "admin"):
+        raise Forbidden("this needs a senior reviewer or an admin")
+
+
+def not_found(what: str) -> NotFound:
+    """The one answer for anything missing or invisible to this user."""
+    return NotFound(f"no {what} that you can see")

@@ -1,0 +1,241 @@
+"""The FastAPI application: sessions, CSRF, error pages, and the two route sets (pages and API).
+
+Both route sets call the same service functions (:mod:`.workflow`, :mod:`.projects`,
+:mod:`.stats`, :mod:`.submissions`), so a rule enforced for one is enforced for the other.
+Every route except the login page, the login call and the static files needs a session.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from sqlalchemy.orm import Session, sessionmaker
+
+from scopebench.review.accounts import session_user
+from scopebench.review.db import LoginSession, User, open_database
+from scopebench.review.errors import ReviewError, TooLarge, Unauthenticated
+from scopebench.review.store import ImageStore
+from scopebench.review.submissions import ModelAnswerer
+
+__all__ = ["COOKIE", "CSRF_HEADER", "AppSettings", "create_app"]
+
+COOKIE = "scopebench_session"
+LOGIN_CSRF_COOKIE = "scopebench_login_csrf"
+CSRF_HEADER = "X-CSRF-Token"
+_HERE = Path(__file__).parent
+_UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+@dataclass
+class AppSettings:
+    """Server settings (``scopebench review serve`` options).
+
+    Attributes:
+        db: Database path or URL.
+        store: Image store folder.
+        session_hours: Session lifetime.
+        max_upload_bytes: Largest accepted upload (and request body, plus form overhead).
+        max_pixels: Largest accepted image (width × height).
+        secure_cookies: Mark cookies Secure (serve behind HTTPS).
+        model: Model spec answering submissions in real time (``None``: off).
+        base_url: Server for ``openai:`` model specs.
+        login_attempts: Failed logins allowed per user and address per minute.
+    """
+
+    db: str
+    store: Path
+    session_hours: float = 8.0
+    max_upload_bytes: int = 10 * 2**20
+    max_pixels: int = 40_000_000
+    secure_cookies: bool = False
+    model: str | None = None
+    base_url: str | None = None
+    login_attempts: int = 5
+
+
+@dataclass
+class State:
+    """What the routes share."""
+
+    settings: AppSettings
+    sessions: sessionmaker[Any]
+    store: ImageStore
+    answerer: ModelAnswerer
+    templates: Jinja2Templates
+    failures: dict[tuple[str, str], deque[float]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def ttl(self) -> dt.timedelta:
+        """Session lifetime."""
+        return dt.timedelta(hours=self.settings.session_hours)
+
+    def throttle(self, client: str, username: str) -> None:
+        """Refuse a login after too many recent failures for this user from this address."""
+        now = time.monotonic()
+        with self.lock:
+            recent = self.failures.setdefault((client, username), deque())
+            while recent and now - recent[0] > 60:
+                recent.popleft()
+            if len(recent) >= self.settings.login_attempts:
+                raise ReviewError_TooMany()
+
+    def failed(self, client: str, username: str) -> None:
+        """Count one failed login."""
+        with self.lock:
+            self.failures.setdefault((client, username), deque()).append(time.monotonic())
+
+
+class ReviewError_TooMany(ReviewError):
+    """Too many failed logins in a minute."""
+
+    status = 429
+
+    def __init__(self) -> None:
+        super().__init__("too many failed logins; wait a minute and try again")
+
+
+def state(request: Request) -> State:
+    """The application state."""
+    st: State = request.app.state.review
+    return st
+
+
+def get_db(request: Request) -> Iterator[Session]:
+    """One database session per request: committed on success, rolled back on any error."""
+    db: Session = state(request).sessions()
+    try:
+        yield db
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
+    finally:
+        db.close()
+
+
+@dataclass
+class Auth:
+    """The logged-in user of a request and their session."""
+
+    user: User
+    session: LoginSession
+
+
+def _session_auth(request: Request, db: Session = Depends(get_db)) -> Auth:
+    """The session's user.
+
+    A sync dependency, so its queries run in the thread pool, never in the event loop, where
+    waiting on SQLite's write lock would stall every other request.
+    """
+    user, sess = session_user(db, request.cookies.get(COOKIE))
+    # End the read transaction now: on SQLite every transaction holds the write lock (BEGIN
+    # IMMEDIATE), and a route may work in its own sessions or wait on a model.
+    db.commit()
+    return Auth(user, sess)
+
+
+async def auth(request: Request, a: Auth = Depends(_session_auth)) -> Auth:
+    """The request's user; state-changing requests must also carry the session's CSRF token.
+
+    The token comes in the ``X-CSRF-Token`` header (API) or the ``csrf_token`` form field (pages).
+
+    Raises:
+        Unauthenticated: Without a valid session.
+        Forbidden: Without the CSRF token on a state-changing request.
+    """
+    from scopebench.review.errors import Forbidden
+
+    if request.method in _UNSAFE:
+        sent = request.headers.get(CSRF_HEADER)
+        if sent is None and request.headers.get("content-type", "").startswith(
+            ("application/x-www-form-urlencoded", "multipart/form-data")
+        ):
+            form = await request.form()
+            value = form.get("csrf_token")
+            sent = value if isinstance(value, str) else None
+        if not sent or not secrets.compare_digest(sent, a.session.csrf_token):
+            raise Forbidden(f"missing or wrong CSRF token: send the {CSRF_HEADER} header you got at login")
+    return a
+
+
+def _wants_html(request: Request) -> bool:
+    return not request.url.path.startswith("/api/") and request.url.path != "/openapi.json"
+
+
+def create_app(settings: AppSettings) -> FastAPI:
+    """Build the application (opening and upgrading the database)."""
+    from scopebench.review import routes_api, routes_pages
+
+    sessions = open_database(settings.db)
+    store = ImageStore(settings.store, max_bytes=settings.max_upload_bytes, max_pixels=settings.max_pixels)
+    templates = Jinja2Templates(directory=str(_HERE / "templates"))  # autoescape on for .html
+    shared = State(settings, sessions, store, ModelAnswerer(settings.model, settings.base_url), templates)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        shared.answerer.close()
+
+    # The OpenAPI schema is served to logged-in users only (routes_api), so no route is anonymous.
+    app = FastAPI(
+        title="scopebench review", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
+    app.state.review = shared
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next: Any) -> Response:
+        # Refuse oversized bodies before reading them (multipart overhead allowed on top).
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > settings.max_upload_bytes + 256 * 1024:
+            exc = TooLarge(
+                f"the request is {int(length):,} bytes; uploads are limited to "
+                f"{settings.max_upload_bytes:,} bytes"
+            )
+            return _error_response(request, exc)
+        response: Response = await call_next(request)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault(
+            "Content-Security-Policy",
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+            "frame-ancestors 'none'; form-action 'self'",
+        )
+        return response
+
+    @app.exception_handler(ReviewError)
+    async def review_error(request: Request, exc: ReviewError) -> Response:
+        return _error_response(request, exc)
+
+    app.mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static")
+    app.include_router(routes_api.router)
+    app.include_router(routes_api.openapi_router)
+    app.include_router(routes_pages.router)
+    return app
+
+
+def _error_response(request: Request, exc: ReviewError) -> Response:
+    if _wants_html(request):
+        if isinstance(exc, Unauthenticated) and request.method == "GET":
+            return RedirectResponse("/login", status_code=303)
+        st: State = request.app.state.review
+        return st.templates.TemplateResponse(
+            request,
+            "error.html",
+            {"message": str(exc), "status": exc.status, "user": None},
+            status_code=exc.status,
+        )
+    return JSONResponse({"detail": str(exc)}, status_code=exc.status)

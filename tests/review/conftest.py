@@ -1,0 +1,72 @@
+"""Fixtures of the review tests (skipped as a whole without the ``review`` extra)."""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+MISSING = [
+    m
+    for m in ("fastapi", "sqlalchemy", "alembic", "argon2", "krippendorff", "uvicorn")
+    if importlib.util.find_spec(m) is None
+]
+if MISSING:
+    pytest.skip(
+        f"the review extra is not installed ({', '.join(MISSING)}): pip install -e '.[review]'",
+        allow_module_level=True,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """A real uvicorn server on 127.0.0.1 in a background thread."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A project (see review_helpers.build_project) behind a live server."""
+    from review_helpers import build_project, write_bench
+
+    from scopebench.review.app import AppSettings, create_app
+
+    root = tmp_path_factory.mktemp("review")
+    data = write_bench(root / "bench")
+    db = str(root / "review.db")
+    info = build_project(db, root / "store", data)
+    app = create_app(AppSettings(db=db, store=root / "store", max_upload_bytes=200_000, max_pixels=1_000_000))
+    with Server(app) as server:
+        yield info | {"url": server.url, "root": root, "db": db, "data": data}
