@@ -295,19 +295,7 @@ def make_record(item: Item, response: Response, backend: Backend, *, box_repair:
 
     ``box_repair`` applies to detection items only (see :attr:`RunConfig.box_repair`).
     """
-    rec = Record(
-        item_id=item.id,
-        model=backend.spec,
-        status="ok",
-        task=item.task,
-        subset=item.subset,
-        split=item.split,
-        answer_index=item.answer_index,
-        response=response.text,
-        scores=response.scores,
-        extra=dict(response.extra),
-        kind=item.kind,
-    )
+    rec = _response_record(item, response, backend)
     if response.status != "ok":
         rec.status, rec.error = response.status, response.error or response.status
         return rec
@@ -766,20 +754,26 @@ def _guarded_record(item: Item, response: Response, backend: Backend, *, box_rep
     except Exception as exc:  # any bug in reading one reply is that item's error
         error = f"reading the reply failed: {type(exc).__name__}: {str(exc)[:500]}"
         log.warning("item %s: %s", item.id, error)
-        return Record(
-            item_id=item.id,
-            model=backend.spec,
-            status="error",
-            error=error,
-            task=item.task,
-            subset=item.subset,
-            split=item.split,
-            answer_index=item.answer_index,
-            response=response.text,
-            scores=response.scores,
-            extra=dict(response.extra),
-            kind=item.kind,
-        )
+        rec = _response_record(item, response, backend)
+        rec.status, rec.error = "error", error
+        return rec
+
+
+def _response_record(item: Item, response: Response, backend: Backend) -> Record:
+    """The ``ok`` record of ``response`` before any reading: the item's copies, reply and scores."""
+    return Record(
+        item_id=item.id,
+        model=backend.spec,
+        status="ok",
+        task=item.task,
+        subset=item.subset,
+        split=item.split,
+        answer_index=item.answer_index,
+        response=response.text,
+        scores=response.scores,
+        extra=dict(response.extra),
+        kind=item.kind,
+    )
 
 
 def _make_executor(config: RunConfig, backend: Backend, items: Sequence[Item]) -> Executor:
