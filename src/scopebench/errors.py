@@ -18,6 +18,7 @@ __all__ = [
     "ModelError",
     "ModelSpecError",
     "NoItemsError",
+    "PluginError",
     "RunAbortedError",
     "RunDirReadOnlyError",
     "RunInterruptedError",
@@ -99,6 +100,10 @@ class RunDirReadOnlyError(ScopebenchError):
 
 class StoreDamagedError(DataFormatError):
     """A run's ``records.sqlite`` is damaged; the message says how to salvage what is readable."""
+
+
+class PluginError(ScopebenchError):
+    """A third-party benchmark or backend (entry point or plugin file) could not be loaded."""
 
 
 def reason(exc: BaseException) -> str:
