@@ -26,6 +26,7 @@ __all__ = [
     "ScopebenchError",
     "StoreDamagedError",
     "UnsafePathError",
+    "UsageError",
     "reason",
 ]
 
@@ -104,6 +105,10 @@ class StoreDamagedError(DataFormatError):
 
 class PluginError(ScopebenchError):
     """A third-party benchmark or backend (entry point or plugin file) could not be loaded."""
+
+
+class UsageError(ScopebenchError, TypeError):
+    """The Python API was called with an option it has not (also a ``TypeError``, as Python's own)."""
 
 
 def reason(exc: BaseException) -> str:
