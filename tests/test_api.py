@@ -92,6 +92,7 @@ def test_evaluate_equals_the_cli_run(in_tmp: Path) -> None:
     cli_cfg = json.loads((in_tmp / "cli" / "run.json").read_text())
     for key in ("benchmark", "data_fingerprint", "limit", "seed", "model", "protocol", "parser_version"):
         assert api_cfg[key] == cli_cfg[key], key
+    assert "plugins" not in api_cfg and "plugins" not in cli_cfg  # built-ins: run.json as before
     # The CLI resumes the API's run (same identity, cached metrics: nothing new).
     again = subprocess.run(
         [sys.executable, "-m", "scopebench", "run", "--bench", "demo", "--model", "random", "--seed", "3",

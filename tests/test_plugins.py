@@ -8,6 +8,7 @@ that folder on ``PYTHONPATH``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -125,7 +126,13 @@ def test_doc_entry_points_run_end_to_end(site: Path, tmp_path: Path) -> None:
     # Answers cycle through 4 options; always the first: items 0 and 4 of 8.
     row = overall(tmp_path / "r1")
     assert (row["n"], row["correct"], row["accuracy"]) == (8, 2, 0.25)
-    assert json.loads((tmp_path / "r1" / "run.json").read_text())["benchmark"] == "mylab"
+    config = json.loads((tmp_path / "r1" / "run.json").read_text())
+    assert config["benchmark"] == "mylab"
+    # The run names the distribution behind its benchmark and model (reproducibility of numbers).
+    assert config["plugins"] == {
+        "benchmark": {"entry_point": "mylab_bench.loader:MyLabBenchmark", "distribution": "mylab-bench 0.1"},
+        "model": {"entry_point": "mylab_bench.backend:PickBackend", "distribution": "mylab-bench 0.1"},
+    }
     # The argument after the plugin scheme reaches the backend: option 1 of 12 → items 1, 5, 9.
     res = scopebench(
         site, tmp_path, "run", "--bench", "mylab", "--data", "12", "--model", "mylab-pick:1", "--out", "r2"
@@ -161,6 +168,11 @@ def test_doc_one_file_benchmark_runs(tmp_path: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     row = overall(tmp_path / "runs" / "mybench-frequent")
+    config = json.loads((tmp_path / "runs" / "mybench-frequent" / "run.json").read_text())
+    source = (tmp_path / "mybench.py").resolve()
+    assert config["plugins"] == {
+        "benchmark": {"file": str(source), "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}
+    }
     # The doc's numbers: 6 of 8 answers are the first option → 75.0% [40.9, 92.9] (Wilson).
     assert (row["n"], row["correct"], row["accuracy"]) == (8, 6, 0.75)
     assert (round(float(row["ci_low"]) * 100, 1), round(float(row["ci_high"]) * 100, 1)) == (40.9, 92.9)  # type: ignore[arg-type]

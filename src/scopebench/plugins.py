@@ -41,6 +41,7 @@ __all__ = [
     "PluginEntry",
     "clear_plugin_cache",
     "discover",
+    "file_provenance",
     "is_file_spec",
     "load_entry",
     "load_file_class",
@@ -178,6 +179,12 @@ def _import_file(path: Path) -> ModuleType:
             f"the plugin file {path} failed to import: {type(exc).__name__}: {reason(exc)}"
         ) from exc
     return module
+
+
+def file_provenance(spec: str) -> dict[str, str]:
+    """What a run records about a plugin file: its resolved path and the SHA-256 of its content."""
+    path = Path(spec.rpartition(":")[0]).expanduser().resolve()
+    return {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
 def load_file_class(spec: str, base: type, kind: str) -> Any:

@@ -16,12 +16,19 @@ from scopebench.plugins import (
     BENCHMARK_GROUP,
     PluginEntry,
     discover,
+    file_provenance,
     is_file_spec,
     load_entry,
     load_file_class,
 )
 
-__all__ = ["available_benchmarks", "benchmark_plugins", "get_benchmark", "register_benchmark"]
+__all__ = [
+    "available_benchmarks",
+    "benchmark_origin",
+    "benchmark_plugins",
+    "get_benchmark",
+    "register_benchmark",
+]
 
 # Built-in benchmarks and the module that defines each. Modules are imported only when the
 # benchmark is used, so `import scopebench` stays light (μ-Bench pulls in `datasets`).
@@ -64,6 +71,18 @@ def available_benchmarks() -> list[str]:
 
 def _entry_points() -> dict[str, PluginEntry]:
     return discover(BENCHMARK_GROUP, _BUILTIN, "benchmark")
+
+
+def benchmark_origin(name: str) -> dict[str, str] | None:
+    """Where a plugin benchmark comes from (for a run's provenance); ``None`` for the others."""
+    if is_file_spec(name):
+        return file_provenance(name)
+    entry = _entry_points().get(name) if name not in _BUILTIN else None
+    if entry is None or entry.problem or _REGISTRY.get(name) is None:
+        return None
+    if _REGISTRY[name].__module__ != entry.value.partition(":")[0]:
+        return None  # registered in code under this name (tests, notebooks), not by the plugin
+    return {"entry_point": entry.value, "distribution": entry.distribution}
 
 
 def benchmark_plugins() -> list[PluginEntry]:

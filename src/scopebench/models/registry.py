@@ -27,6 +27,7 @@ __all__ = [
     "load_model",
     "model_plugins",
     "register_scheme",
+    "scheme_origin",
     "split_spec",
 ]
 
@@ -69,6 +70,12 @@ def _entry_points() -> dict[str, PluginEntry]:
 def model_plugins() -> list[PluginEntry]:
     """Every ``scopebench.models`` entry point, usable or not (for listings)."""
     return list(_entry_points().values())
+
+
+def scheme_origin(spec: str) -> dict[str, str] | None:
+    """Where a plugin model scheme comes from (for a run's provenance); ``None`` for the others."""
+    entry = _plugin(resolve_preset(spec).partition(":")[0])
+    return None if entry is None else {"entry_point": entry.value, "distribution": entry.distribution}
 
 
 def _plugin(scheme: str) -> PluginEntry | None:
