@@ -10,12 +10,13 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 import scopebench
-from helpers import REPO
+from helpers import FIXTURES, REPO
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError, UsageError
 
 DOC = REPO / "docs" / "api.md"
@@ -162,7 +163,7 @@ def test_nan_is_nan_not_zero(in_tmp: Path) -> None:
     assert math.isnan(row.accuracy) and math.isnan(row.ci_low) and row.n == 0
 
 
-def test_evaluate_options_and_errors(in_tmp: Path) -> None:
+def test_evaluate_options_and_errors(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UsageError, match=r"no option batchsize; options: .*batch_size"):
         scopebench.evaluate("unit", "random", data="4", batchsize=2)
     with pytest.raises(TypeError):  # UsageError is a TypeError, as Python's own
@@ -173,6 +174,7 @@ def test_evaluate_options_and_errors(in_tmp: Path) -> None:
     with pytest.raises(ConfigMismatchError):
         scopebench.evaluate("unit", "random", data="10", out="r", seed=1)
     assert scopebench.evaluate("unit", "random", data="10", out="r", seed=1, fresh=True).config["seed"] == 1
+    monkeypatch.setattr(tempfile, "tempdir", str(in_tmp))
     tmp = scopebench.evaluate("unit", "random", data="3")  # out=None: a kept temporary folder
     assert tmp.run_dir.is_dir() and tmp.run_dir.name.startswith("scopebench-run-")
 
@@ -225,3 +227,20 @@ def test_public_names_and_light_import() -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     # `import scopebench` loads neither the API nor pandas; touching the API loads no heavy backend.
     assert out.stdout.strip() == "[] []"
+
+
+def test_owner_rows_are_typed_from_metrics_json(in_tmp: Path) -> None:
+    """PathMMU's owner table (fixture data) as OwnerRows, field for field from metrics.json."""
+    res = scopebench.evaluate("pathmmu", "frequent", data=FIXTURES / "pathmmu", out="pm", split=None)
+    rows = json.loads((in_tmp / "pm" / "metrics.json").read_text())["owner"]["rows"]
+    assert len(res.owner) == len(rows) > 0
+    for typed, raw in zip(res.owner, rows, strict=True):
+        assert (typed.split_or_group, typed.subset_or_task, typed.weighting) == (
+            raw["split_or_group"],
+            raw["subset_or_task"],
+            raw["weighting"],
+        )
+        assert (typed.n, typed.correct, typed.ci_method) == (raw["n"], raw["correct"], raw["ci_method"])
+        assert typed.accuracy == raw["accuracy"] or (math.isnan(typed.accuracy) and raw["accuracy"] is None)
+    owner = res.metrics_frame().query("section == 'owner'")
+    assert list(owner["subset_or_task"]) == [r["subset_or_task"] for r in rows]
