@@ -20,7 +20,7 @@ import dataclasses
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
 from scopebench.errors import UsageError
@@ -195,7 +195,11 @@ def load_run(path: str | Path) -> Results:
 
 
 def compare(
-    runs: Sequence[Results | str | Path], *, seed: int = 0, resamples: int = 1000, policy: str = "wrong"
+    runs: Sequence[Results | str | Path],
+    *,
+    seed: int = 0,
+    resamples: int = 1000,
+    policy: Literal["wrong", "exclude"] = "wrong",
 ) -> dict[str, Any]:
     """Leaderboard and paired tests of runs of one benchmark, as ``scopebench compare`` computes.
 
@@ -214,4 +218,4 @@ def compare(
     if policy not in ("wrong", "exclude"):
         raise UsageError(f"policy must be 'wrong' or 'exclude', not {policy!r}")
     dirs = [r.run_dir if isinstance(r, Results) else Path(r) for r in runs]
-    return compare_runs(dirs, seed=seed, resamples=resamples, policy=policy)  # type: ignore[arg-type]
+    return compare_runs(dirs, seed=seed, resamples=resamples, policy=policy)
