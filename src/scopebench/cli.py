@@ -89,13 +89,25 @@ def _present_modules(names: Sequence[str]) -> list[Any]:
 def cmd_benchmarks(args: argparse.Namespace) -> int:
     """List registered benchmarks, their splits/tasks and what data each needs."""
     from scopebench.benchmarks import available_benchmarks, get_benchmark
+    from scopebench.benchmarks.registry import benchmark_plugins
+    from scopebench.errors import PluginError
 
     table = Table(title="Registered benchmarks", show_lines=True)
     for col in ("name", "benchmark", "splits", "tasks", "data: what and where"):
         table.add_column(col, overflow="fold")
+    broken = set()
     for name in available_benchmarks():
-        b = get_benchmark(name)
+        try:
+            b = get_benchmark(name)
+        except PluginError as exc:  # a broken plugin is listed, not fatal to the listing
+            table.add_row(name, "unavailable", "", "", escape(str(exc)))
+            broken.add(name)
+            continue
         table.add_row(name, b.title, ", ".join(b.splits), ", ".join(b.tasks), b.data_help)
+    for entry in benchmark_plugins():
+        if entry.problem and entry.name not in broken:  # a clash: the built-in's row is above
+            label = f"{entry.name} ({entry.distribution})"
+            table.add_row(label, "unavailable", "", "", escape(entry.problem))
     console.print(table)
     return 0
 
@@ -349,7 +361,31 @@ def cmd_models(args: argparse.Namespace) -> int:
         + ", ".join(available_schemes())
         + ", or a local model folder. The revision a run used is recorded in its run.json."
     )
+    _print_model_plugins()
     return 0
+
+
+def _print_model_plugins() -> None:
+    """The ``scopebench.models`` entry points, each importable or unavailable with the reason."""
+    from scopebench.errors import PluginError
+    from scopebench.models.registry import backend_class, model_plugins
+
+    plugins = model_plugins()
+    if not plugins:
+        return
+    table = Table(title="Model schemes from installed plugins (entry points)")
+    for col in ("scheme", "distribution", "class", "status"):
+        table.add_column(col, overflow="fold")
+    for entry in plugins:
+        status = entry.problem
+        if status is None:
+            try:
+                backend_class(entry.name)
+            except PluginError as exc:
+                status = str(exc)
+        shown = "ok" if status is None else escape(f"unavailable: {status}")
+        table.add_row(entry.name, entry.distribution, entry.value, shown)
+    console.print(table)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

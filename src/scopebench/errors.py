@@ -18,6 +18,7 @@ __all__ = [
     "ModelError",
     "ModelSpecError",
     "NoItemsError",
+    "PluginError",
     "RunAbortedError",
     "RunDirReadOnlyError",
     "RunInterruptedError",
@@ -25,6 +26,7 @@ __all__ = [
     "ScopebenchError",
     "StoreDamagedError",
     "UnsafePathError",
+    "UsageError",
     "reason",
 ]
 
@@ -99,6 +101,14 @@ class RunDirReadOnlyError(ScopebenchError):
 
 class StoreDamagedError(DataFormatError):
     """A run's ``records.sqlite`` is damaged; the message says how to salvage what is readable."""
+
+
+class PluginError(ScopebenchError):
+    """A third-party benchmark or backend (entry point or plugin file) could not be loaded."""
+
+
+class UsageError(ScopebenchError, TypeError):
+    """The Python API was called with an option it has not (also a ``TypeError``, as Python's own)."""
 
 
 def reason(exc: BaseException) -> str:

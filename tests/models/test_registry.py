@@ -93,8 +93,9 @@ def test_replay_identity_hashes_the_file(tmp_path: Path) -> None:
 def test_import_scopebench_is_light() -> None:
     code = (
         "import sys, scopebench, scopebench.cli, scopebench.models, scopebench.engine;"
-        "import scopebench.benchmarks, scopebench.scoring;"
-        "heavy = [m for m in ('torch', 'transformers', 'ray', 'vllm', 'open_clip') if m in sys.modules];"
+        "import scopebench.benchmarks, scopebench.scoring, scopebench.api, scopebench.results, scopebench.plugins;"
+        "scopebench.evaluate, scopebench.load_run, scopebench.Results;"
+        "heavy = [m for m in ('torch', 'transformers', 'ray', 'vllm', 'open_clip', 'fastapi') if m in sys.modules];"
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

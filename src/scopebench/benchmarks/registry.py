@@ -1,4 +1,9 @@
-"""Benchmark registry: names → loader classes, imported lazily."""
+"""Benchmark registry: names → loader classes, imported lazily.
+
+Besides the built-ins, a benchmark comes from a ``scopebench.benchmarks`` entry point of an
+installed distribution, or from one file (``path/to/mybench.py:MyBenchmark``); see
+:mod:`scopebench.plugins` and docs/extending.md.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,24 @@ import importlib
 from collections.abc import Callable
 
 from scopebench.benchmarks.base import Benchmark
-from scopebench.errors import BenchmarkNotFoundError
+from scopebench.errors import BenchmarkNotFoundError, PluginError
+from scopebench.plugins import (
+    BENCHMARK_GROUP,
+    PluginEntry,
+    discover,
+    file_provenance,
+    is_file_spec,
+    load_entry,
+    load_file_class,
+)
 
-__all__ = ["available_benchmarks", "get_benchmark", "register_benchmark"]
+__all__ = [
+    "available_benchmarks",
+    "benchmark_origin",
+    "benchmark_plugins",
+    "get_benchmark",
+    "register_benchmark",
+]
 
 # Built-in benchmarks and the module that defines each. Modules are imported only when the
 # benchmark is used, so `import scopebench` stays light (μ-Bench pulls in `datasets`).
@@ -24,9 +44,19 @@ _REGISTRY: dict[str, type[Benchmark]] = {}
 
 
 def register_benchmark(name: str) -> Callable[[type[Benchmark]], type[Benchmark]]:
-    """Class decorator registering a :class:`Benchmark` under ``name``."""
+    """Class decorator registering a :class:`Benchmark` under ``name``.
+
+    Raises:
+        PluginError: When ``name`` is a built-in benchmark's and ``cls`` is not that built-in (a
+            plugin must not silently replace a benchmark whose numbers get published).
+    """
 
     def deco(cls: type[Benchmark]) -> type[Benchmark]:
+        if name in _BUILTIN and cls.__module__ != _BUILTIN[name]:
+            raise PluginError(
+                f"{cls.__module__}.{cls.__qualname__} registers the benchmark name {name!r}, which "
+                "is a built-in benchmark's; register it under another name"
+            )
         cls.name = name
         _REGISTRY[name] = cls
         return cls
@@ -35,18 +65,53 @@ def register_benchmark(name: str) -> Callable[[type[Benchmark]], type[Benchmark]
 
 
 def available_benchmarks() -> list[str]:
-    """Names of every known benchmark (built-in and registered)."""
-    return sorted(set(_BUILTIN) | set(_REGISTRY))
+    """Names of every known benchmark (built-in, registered and from entry points)."""
+    return sorted(set(_BUILTIN) | set(_REGISTRY) | set(_entry_points()))
+
+
+def _entry_points() -> dict[str, PluginEntry]:
+    return discover(BENCHMARK_GROUP, _BUILTIN, "benchmark")
+
+
+def benchmark_origin(name: str) -> dict[str, str] | None:
+    """Where a plugin benchmark comes from (for a run's provenance); ``None`` for the others."""
+    if is_file_spec(name):
+        return file_provenance(name)
+    entry = _entry_points().get(name) if name not in _BUILTIN else None
+    if entry is None or entry.problem or _REGISTRY.get(name) is None:
+        return None
+    if _REGISTRY[name].__module__ != entry.value.partition(":")[0]:
+        return None  # registered in code under this name (tests, notebooks), not by the plugin
+    return {"entry_point": entry.value, "distribution": entry.distribution}
+
+
+def benchmark_plugins() -> list[PluginEntry]:
+    """Every ``scopebench.benchmarks`` entry point, usable or not (for listings)."""
+    return list(_entry_points().values())
 
 
 def get_benchmark(name: str) -> Benchmark:
     """Instantiate the benchmark registered as ``name``.
 
+    Args:
+        name: A registered or entry-point name, or ``path/to/file.py:ClassName`` (a
+            :class:`Benchmark` subclass defined in that file).
+
     Raises:
         BenchmarkNotFoundError: For an unknown name; the message lists the known ones.
+        PluginError: When a plugin's module fails to import or names no :class:`Benchmark`.
     """
+    if is_file_spec(name):
+        cls: type[Benchmark] = load_file_class(name, Benchmark, "benchmark")
+        if not hasattr(cls, "name"):  # not decorated: name it after its file
+            cls.name = name.rpartition(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
+        return cls()
     if name not in _REGISTRY and name in _BUILTIN:
         importlib.import_module(_BUILTIN[name])
+    if name not in _REGISTRY and name in _entry_points():
+        plugin: type[Benchmark] = load_entry(_entry_points()[name], Benchmark, "benchmark")
+        plugin.name = name
+        _REGISTRY[name] = plugin
     if name not in _REGISTRY:
         raise BenchmarkNotFoundError(
             f"unknown benchmark {name!r}; known benchmarks: {', '.join(available_benchmarks())} "

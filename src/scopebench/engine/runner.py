@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
+from scopebench.benchmarks.registry import benchmark_origin
 from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
 from scopebench.engine.judging import (
@@ -44,6 +45,7 @@ from scopebench.errors import (
 )
 from scopebench.items import Item, Record
 from scopebench.models import Backend, ModelOptions, Response, load_model, split_spec
+from scopebench.models.registry import scheme_origin
 from scopebench.parsing import PARSER_VERSION, parse_choice
 from scopebench.parsing.boxes import BOX_PARSER_VERSION, parse_boxes
 from scopebench.protocols import PROTOCOL_VERSION, detection_class, resolve_protocol
@@ -428,7 +430,18 @@ def _provenance(
         # record without a trace (``scopebench validate`` lists the same problems).
         "unusable_records": [str(p) for p in loaded.problems if p.severity == "error"],
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **_plugin_provenance(config),
     }
+
+
+def _plugin_provenance(config: RunConfig) -> dict[str, Any]:
+    """``{"plugins": …}`` naming the distribution or file of a plugin benchmark or model, if any.
+
+    Absent for built-ins, so run.json of runs without plugins is unchanged.
+    """
+    origins = {"benchmark": benchmark_origin(config.benchmark), "model": scheme_origin(config.model)}
+    used = {k: v for k, v in origins.items() if v is not None}
+    return {"plugins": used} if used else {}
 
 
 def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:

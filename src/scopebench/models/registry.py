@@ -3,6 +3,10 @@
 A spec is ``scheme:argument`` (``clip:openai/clip-vit-base-patch32``, ``replay:answers.jsonl``) or a
 bare name (``random``, ``frequent``). Each scheme maps to ``module:Class``; the module is imported
 only when used, so `import scopebench` never imports torch, transformers, ray or vllm.
+
+A scheme may also come from a ``scopebench.models`` entry point of an installed distribution
+(:mod:`scopebench.plugins`); its argument is optional (``mylab`` or ``mylab:ARG``) and the backend
+decides what it means.
 """
 
 from __future__ import annotations
@@ -14,9 +18,18 @@ from pathlib import Path
 
 from scopebench.errors import ModelSpecError
 from scopebench.models.base import Backend, ModelOptions
-from scopebench.models.presets import resolve_preset
+from scopebench.models.presets import PRESETS, resolve_preset
+from scopebench.plugins import MODEL_GROUP, PluginEntry, discover, load_entry
 
-__all__ = ["available_schemes", "backend_class", "load_model", "register_scheme", "split_spec"]
+__all__ = [
+    "available_schemes",
+    "backend_class",
+    "load_model",
+    "model_plugins",
+    "register_scheme",
+    "scheme_origin",
+    "split_spec",
+]
 
 _SCHEMES: dict[str, str] = {
     "random": "scopebench.models.baselines:RandomBackend",
@@ -45,8 +58,43 @@ def register_scheme(scheme: str, target: str, *, bare: bool = False) -> None:
 
 
 def available_schemes() -> list[str]:
-    """Every known scheme, for help texts and error messages."""
-    return sorted(_SCHEMES)
+    """Every known scheme (built-in, registered and from entry points), for help texts and errors."""
+    return sorted(set(_SCHEMES) | {n for n, e in _entry_points().items() if e.problem is None})
+
+
+def _entry_points() -> dict[str, PluginEntry]:
+    # Presets are names too: a plugin scheme called like one would never be reached.
+    return discover(MODEL_GROUP, set(_SCHEMES) | set(PRESETS), "model scheme")
+
+
+def model_plugins() -> list[PluginEntry]:
+    """Every ``scopebench.models`` entry point, usable or not (for listings)."""
+    return list(_entry_points().values())
+
+
+def scheme_origin(spec: str) -> dict[str, str] | None:
+    """Where a plugin model scheme comes from (for a run's provenance); ``None`` for the others."""
+    entry = _plugin(resolve_preset(spec).partition(":")[0])
+    return None if entry is None else {"entry_point": entry.value, "distribution": entry.distribution}
+
+
+def _plugin(scheme: str) -> PluginEntry | None:
+    """The usable entry point of ``scheme``, when it is no built-in or registered scheme."""
+    if scheme in _SCHEMES:
+        return None
+    entry = _entry_points().get(scheme)
+    return entry if entry is not None and entry.problem is None else None
+
+
+def _class(scheme: str) -> type[Backend]:
+    """Import the backend class of a known ``scheme``."""
+    entry = _plugin(scheme)
+    if entry is not None:
+        plugin: type[Backend] = load_entry(entry, Backend, "model scheme")
+        return plugin
+    module_name, _, cls_name = _SCHEMES[scheme].partition(":")
+    cls: type[Backend] = getattr(importlib.import_module(module_name), cls_name)
+    return cls
 
 
 def _scheme_for_directory(path: Path) -> str:
@@ -89,12 +137,16 @@ def split_spec(spec: str) -> tuple[str, str]:
     """
     spec = resolve_preset(spec)
     scheme, sep, arg = spec.partition(":")
+    if _plugin(scheme) is not None:
+        return scheme, arg  # a plugin's argument is the plugin's business
     if scheme not in _SCHEMES and Path(spec).expanduser().is_dir():
         folder = Path(spec).expanduser()
         return _scheme_for_directory(folder), str(folder)
     if scheme not in _SCHEMES:
+        clash = _entry_points().get(scheme)
         raise ModelSpecError(
-            f"unknown model spec {spec!r}; use one of: "
+            (f"{clash.problem}. " if clash is not None and clash.problem else "")
+            + f"unknown model spec {spec!r}; use one of: "
             + ", ".join(s if s in _BARE else f"{s}:…" for s in available_schemes())
             + ", or a preset name (`scopebench models` lists them)"
         )
@@ -117,11 +169,10 @@ def backend_class(spec: str) -> type[Backend]:
     Raises:
         ModelSpecError: For an unknown or malformed spec.
         MissingDependencyError: When the backend's optional extra is not installed.
+        PluginError: When an entry-point backend fails to import.
     """
     scheme, _ = split_spec(spec)
-    module_name, _, cls_name = _SCHEMES[scheme].partition(":")
-    cls: type[Backend] = getattr(importlib.import_module(module_name), cls_name)
-    return cls
+    return _class(scheme)
 
 
 def load_model(spec: str, options: ModelOptions | None = None) -> Backend:
@@ -130,14 +181,13 @@ def load_model(spec: str, options: ModelOptions | None = None) -> Backend:
     Raises:
         ModelSpecError: For an unknown or malformed spec.
         MissingDependencyError: When the backend's optional extra is not installed.
+        PluginError: When an entry-point backend fails to import.
     """
     spec = resolve_preset(spec)
     scheme, arg = split_spec(spec)
-    if scheme not in _BARE:
+    if scheme not in _BARE and (arg or _plugin(scheme) is None):
         spec = f"{scheme}:{arg}"  # a bare local folder resolved to its family; ~ expanded
-    module_name, _, cls_name = _SCHEMES[scheme].partition(":")
-    module = importlib.import_module(module_name)
-    cls = getattr(module, cls_name)
+    cls = _class(scheme)
     options = options or ModelOptions()
     accepted = cls.model_args
     unknown = sorted(set(options.extra) - accepted) if accepted is not None else []
