@@ -198,7 +198,9 @@ def _write_problems_json(path: Path, loaded: LoadedBenchmark, problems: Sequence
 
 
 def _print_metrics(metrics: dict[str, Any], title: str) -> None:
-    console.print(render_metrics_table(metrics, title=title))
+    # crop=False: in a log or pipe (120 columns) a wide table (judge columns) must not lose its
+    # right-hand columns; rich crops every line at the console width otherwise.
+    console.print(render_metrics_table(metrics, title=title), crop=False)
 
 
 def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:

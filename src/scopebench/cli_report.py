@@ -192,7 +192,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             # A read-only run (an archive, a colleague's folder) is reported, never written to.
             metrics = _metrics_only(run, args)
             console.print(
-                render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})")
+                render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})"),
+                crop=False,  # never cut off the right-hand (judge) columns, as in cli._print_metrics
             )
             console.print(f"{run} is read-only: no report files were written; pass --out DIR to write them")
             continue
@@ -205,7 +206,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             run, seed=args.seed, resamples=args.resamples, policy=args.policy, out_dir=out
         )
         console.print(
-            render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})")
+            render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})"),
+            crop=False,
         )
         if args.published:
             head, body = published_rows(metrics)

@@ -221,7 +221,8 @@ _HEAD = ["section", "group", "n", "accuracy", "95% CI", "unparsed", "errors", "n
 # With a judge: how many of the row's answers are the judge's, and the accuracy without them.
 _JUDGE_HEAD = ["judge", "judge-free"]
 # Never cut: these stay whole; the others wrap at spaces (a value may take two lines, never "…").
-_KEEP_WHOLE = {"section", "n"}
+# Never wrapped: an interval split over two lines ("[34.2," / "66.8]") is easy to misread.
+_KEEP_WHOLE = {"section", "n", "accuracy", "95% CI", "judge-free"}
 
 
 def rows_to_markdown(
