@@ -172,6 +172,26 @@ def _metrics_only(run: str, args: argparse.Namespace) -> dict[str, Any]:
     return metrics
 
 
+def _incomplete_note(run: str) -> str | None:
+    """A warning when ``run`` holds results for fewer items than it set out to answer.
+
+    An interrupted run (Ctrl-C, SIGTERM, a crash) or one still running has its items in the store
+    but not all their records; its numbers are then those of a subset, which a table alone hides.
+    """
+    from scopebench.engine.rundir import STORE_FILE
+    from scopebench.engine.store import RunStore
+
+    with RunStore(Path(run) / STORE_FILE, readonly=True) as store:
+        n_items, done = len(store.items()), len(store.done_ids())
+    if done >= n_items:
+        return None
+    return (
+        f"warning: {run} holds results for {done} of its {n_items} items: the run is incomplete "
+        "(interrupted, or still running), so these numbers cover only those items. Run the same "
+        "`scopebench run` command again to finish it."
+    )
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run folder>`` if given).
 
@@ -196,6 +216,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                 crop=False,  # never cut off the right-hand (judge) columns, as in cli._print_metrics
             )
             console.print(f"{run} is read-only: no report files were written; pass --out DIR to write them")
+            if note := _incomplete_note(run):
+                console.print(note)
             continue
         if args.out:
             out = Path(args.out) / folder
@@ -217,6 +239,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                 (out / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")
                 (out / "published.csv").write_text(_csv(head, body), encoding="utf-8")
         console.print(f"report files of {run} written to {out}/")
+        if note := _incomplete_note(run):
+            console.print(note)
     if args.html:
         from scopebench.report.html import write_html_report
 
