@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scopebench.engine import rundir
+from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
@@ -107,6 +108,33 @@ def _check_runs(runs: Sequence[str], *, one_benchmark: bool) -> None:
             f"runs are of different benchmarks ({detail}); nothing was written — "
             "compare or put in one HTML report the runs of one benchmark at a time"
         )
+
+
+_FileFunc = Callable[[argparse.Namespace], int]
+
+
+def _file_errors_as_messages(func: _FileFunc) -> _FileFunc:
+    """``func``, with a path it cannot create or open reported as one message, not a traceback.
+
+    ``--out``/``--html`` in a read-only or missing place (or under a plain file) is a user error.
+    """
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except (
+            PermissionError,
+            NotADirectoryError,
+            IsADirectoryError,
+            FileNotFoundError,
+            FileExistsError,
+        ) as exc:
+            raise RunDirReadOnlyError(
+                f"cannot write or open {exc.filename or '?'} ({exc.strerror or exc}): give --out / --html "
+                "a place you can write to, and runs you can read"
+            ) from exc
+
+    return run
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -284,4 +312,4 @@ def add_subcommands(sub: Any) -> None:
             p.add_argument(
                 "--html", metavar="FILE", help="also write one self-contained HTML report of all RUNs"
             )
-        p.set_defaults(func=func)
+        p.set_defaults(func=_file_errors_as_messages(func))

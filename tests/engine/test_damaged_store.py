@@ -277,3 +277,18 @@ def test_export_to_a_place_that_cannot_be_written_is_one_message(
     assert main(["export", str(finished), "--salvage", str(blocker / "new")]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"cannot write {blocker / 'new'}" in err
+
+
+def test_report_and_compare_outputs_that_cannot_be_written_are_one_message(
+    finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    for argv in (
+        ["report", str(finished), "--out", str(blocker / "rep")],
+        ["report", str(finished), "--out", str(tmp_path / "rep"), "--html", str(blocker / "r.html")],
+        ["compare", str(finished), str(finished), "--out", str(blocker / "cmp")],
+    ):
+        assert main(["-q", *argv]) == 2, argv
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"cannot write or open {blocker}" in err, (argv, err)
