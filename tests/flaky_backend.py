@@ -4,7 +4,8 @@ It fails on the item ids listed in ``$SCOPEBENCH_FLAKY_FAIL`` (comma-separated) 
 other item with option 0, tagging the stored response with ``$SCOPEBENCH_FLAKY_TAG``. Neither
 variable is part of the run's identity, so two invocations on one run directory can behave
 differently (a server outage, then recovery) and a test can tell from each stored response which
-invocation produced it.
+invocation produced it. Items listed in ``$SCOPEBENCH_FLAKY_UNPARSED`` get a tagged reply that
+commits to no option (stored as ``unparsed``).
 """
 
 from __future__ import annotations
@@ -25,10 +26,13 @@ class FlakyBackend(Backend):
 
     def predict(self, items: Sequence[Item]) -> list[Response]:
         fail = set(filter(None, os.environ.get("SCOPEBENCH_FLAKY_FAIL", "").split(",")))
+        unparsed = set(filter(None, os.environ.get("SCOPEBENCH_FLAKY_UNPARSED", "").split(",")))
         tag = os.environ.get("SCOPEBENCH_FLAKY_TAG", "")
         return [
             Response(it.id, status="error", error="server unavailable")
             if it.id in fail
+            else Response(it.id, text=f"no idea in invocation {tag}")
+            if it.id in unparsed
             else Response(it.id, choice=0, text=f"answered in invocation {tag}")
             for it in items
         ]

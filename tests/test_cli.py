@@ -208,13 +208,18 @@ def _stored(run: Path) -> dict[str, tuple[str, str | None]]:
 
 
 def test_retry_errors_redoes_exactly_the_failed_items(
-    tmp_path: Path, flaky: Callable[[str, str], None]
+    tmp_path: Path, flaky: Callable[[str, str], None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = tmp_path / "run"
     argv = ["-q", "run", "--bench", "unit", "--data", "12", "--model", "flaky", "--out", str(run)]
     flaky("unit/001,unit/004,unit/010", "1")
+    # An unparsed reply is an answer, not a failure: --retry-errors must keep it (asking again
+    # re-rolls a sampled model's answer and drops a judge's verdict).
+    monkeypatch.setenv("SCOPEBENCH_FLAKY_UNPARSED", "unit/007")
     assert main(argv) == 0
+    monkeypatch.delenv("SCOPEBENCH_FLAKY_UNPARSED")
     first = _stored(run)
+    assert first["unit/007"] == ("unparsed", "no idea in invocation 1")
     assert sorted(k for k, (status, _) in first.items() if status == "error") == [
         "unit/001",
         "unit/004",
@@ -228,9 +233,11 @@ def test_retry_errors_redoes_exactly_the_failed_items(
     redone = {k for k in second if second[k] != first[k]}
     assert redone == {"unit/001", "unit/004", "unit/010"}
     assert all(second[k] == ("ok", "answered in invocation 2") for k in redone)
-    assert all(second[k] == (first[k][0], "answered in invocation 1") for k in second if k not in redone)
+    assert all(second[k] == first[k] for k in second if k not in redone)
+    assert second["unit/007"] == ("unparsed", "no idea in invocation 1")
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["overall"]["n"] == 12 and metrics["overall"]["errors"] == 0
+    assert metrics["overall"]["unparsed"] == 1
 
 
 def test_fresh_discards_stored_results_and_recomputes(

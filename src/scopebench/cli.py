@@ -215,7 +215,9 @@ def _write_problems_json(path: Path, loaded: LoadedBenchmark, problems: Sequence
 
 
 def _print_metrics(metrics: dict[str, Any], title: str) -> None:
-    console.print(render_metrics_table(metrics, title=title))
+    # crop=False: in a log or pipe (120 columns) a wide table (judge columns) must not lose its
+    # right-hand columns; rich crops every line at the console width otherwise.
+    console.print(render_metrics_table(metrics, title=title), crop=False)
 
 
 def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
@@ -397,7 +399,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run)
     if args.salvage:
-        return _salvage(run_dir, Path(args.salvage))
+        try:
+            return _salvage(run_dir, Path(args.salvage))
+        except OSError as exc:  # only the new folder is written; the damaged run is only read
+            raise RunDirReadOnlyError(
+                f"cannot write {args.salvage} ({exc.strerror or exc}): give --salvage a new folder "
+                "in a place you can write to"
+            ) from exc
     if not (run_dir / STORE_FILE).is_file():
         raise DataNotFoundError(
             f"{run_dir} holds no {STORE_FILE}; give a run directory written by `scopebench run`"
@@ -409,7 +417,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         )
     # Read-only: exporting never writes into the run's folder unless asked to (the default --out).
     with RunStore(run_dir / STORE_FILE, readonly=True, check=True) as store:
-        path = store.export_parquet(out) if args.format == "parquet" else store.export_jsonl(out)
+        try:
+            path = store.export_parquet(out) if args.format == "parquet" else store.export_jsonl(out)
+        except OSError as exc:
+            raise RunDirReadOnlyError(
+                f"cannot write {out} ({exc.strerror or exc}): give --out a file in a place you can write to"
+            ) from exc
         n = store.count()
     console.print(f"{n} records written to {path}")
     return 0

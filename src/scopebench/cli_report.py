@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scopebench.engine import rundir
+from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
@@ -109,6 +110,33 @@ def _check_runs(runs: Sequence[str], *, one_benchmark: bool) -> None:
         )
 
 
+_FileFunc = Callable[[argparse.Namespace], int]
+
+
+def _file_errors_as_messages(func: _FileFunc) -> _FileFunc:
+    """``func``, with a path it cannot create or open reported as one message, not a traceback.
+
+    ``--out``/``--html`` in a read-only or missing place (or under a plain file) is a user error.
+    """
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except (
+            PermissionError,
+            NotADirectoryError,
+            IsADirectoryError,
+            FileNotFoundError,
+            FileExistsError,
+        ) as exc:
+            raise RunDirReadOnlyError(
+                f"cannot write or open {exc.filename or '?'} ({exc.strerror or exc}): give --out / --html "
+                "a place you can write to, and runs you can read"
+            ) from exc
+
+    return run
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
     _check_runs(args.runs, one_benchmark=True)
@@ -172,6 +200,26 @@ def _metrics_only(run: str, args: argparse.Namespace) -> dict[str, Any]:
     return metrics
 
 
+def _incomplete_note(run: str) -> str | None:
+    """A warning when ``run`` holds results for fewer items than it set out to answer.
+
+    An interrupted run (Ctrl-C, SIGTERM, a crash) or one still running has its items in the store
+    but not all their records; its numbers are then those of a subset, which a table alone hides.
+    """
+    from scopebench.engine.rundir import STORE_FILE
+    from scopebench.engine.store import RunStore
+
+    with RunStore(Path(run) / STORE_FILE, readonly=True) as store:
+        n_items, done = len(store.items()), len(store.done_ids())
+    if done >= n_items:
+        return None
+    return (
+        f"warning: {run} holds results for {done} of its {n_items} items: the run is incomplete "
+        "(interrupted, or still running), so these numbers cover only those items. Run the same "
+        "`scopebench run` command again to finish it."
+    )
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run folder>`` if given).
 
@@ -192,9 +240,12 @@ def cmd_report(args: argparse.Namespace) -> int:
             # A read-only run (an archive, a colleague's folder) is reported, never written to.
             metrics = _metrics_only(run, args)
             console.print(
-                render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})")
+                render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})"),
+                crop=False,  # never cut off the right-hand (judge) columns, as in cli._print_metrics
             )
             console.print(f"{run} is read-only: no report files were written; pass --out DIR to write them")
+            if note := _incomplete_note(run):
+                console.print(note)
             continue
         if args.out:
             out = Path(args.out) / folder
@@ -205,7 +256,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             run, seed=args.seed, resamples=args.resamples, policy=args.policy, out_dir=out
         )
         console.print(
-            render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})")
+            render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})"),
+            crop=False,
         )
         if args.published:
             head, body = published_rows(metrics)
@@ -215,6 +267,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                 (out / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")
                 (out / "published.csv").write_text(_csv(head, body), encoding="utf-8")
         console.print(f"report files of {run} written to {out}/")
+        if note := _incomplete_note(run):
+            console.print(note)
     if args.html:
         from scopebench.report.html import write_html_report
 
@@ -258,4 +312,4 @@ def add_subcommands(sub: Any) -> None:
             p.add_argument(
                 "--html", metavar="FILE", help="also write one self-contained HTML report of all RUNs"
             )
-        p.set_defaults(func=func)
+        p.set_defaults(func=_file_errors_as_messages(func))

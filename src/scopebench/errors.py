@@ -96,7 +96,7 @@ class RunLockedError(ScopebenchError):
 
 
 class RunDirReadOnlyError(ScopebenchError):
-    """A run directory cannot be written (a run needs write access; reading one does not)."""
+    """A run directory, or a file a command must write, cannot be written (reading a run needs none)."""
 
 
 class StoreDamagedError(DataFormatError):

@@ -262,3 +262,33 @@ def test_fresh_replaces_a_damaged_store_even_without_run_json(finished: Path) ->
     (finished / "notes.png").write_bytes(b"mine")  # not known to be a run's file: kept
     assert run_benchmark(_cfg(), finished, fresh=True).n_new == N
     assert (finished / "notes.png").read_bytes() == b"mine"
+
+
+def test_export_to_a_place_that_cannot_be_written_is_one_message(
+    finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A destination under a plain file cannot be created, for root too (as a read-only or
+    # missing mount would for a user): one message naming the place, exit 2, no OSError traceback.
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    assert main(["export", str(finished), "--format", "jsonl", "--out", str(blocker / "x.jsonl")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"cannot write {blocker / 'x.jsonl'}" in err and "Traceback" not in err
+    assert main(["export", str(finished), "--salvage", str(blocker / "new")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"cannot write {blocker / 'new'}" in err
+
+
+def test_report_and_compare_outputs_that_cannot_be_written_are_one_message(
+    finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    for argv in (
+        ["report", str(finished), "--out", str(blocker / "rep")],
+        ["report", str(finished), "--out", str(tmp_path / "rep"), "--html", str(blocker / "r.html")],
+        ["compare", str(finished), str(finished), "--out", str(blocker / "cmp")],
+    ):
+        assert main(["-q", *argv]) == 2, argv
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"cannot write or open {blocker}" in err, (argv, err)

@@ -365,6 +365,10 @@ def test_cli_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main([*base, "--judge", f"replay:{jdg}", "--judge-arg", "batch_size=4"]) == 0
     out = capsys.readouterr().out
     assert "judge" in out and "judge-free" in out
+    # The judge-free column is printed, not cropped at the 120 columns of a log or pipe: the
+    # overall row ends in the judge-free accuracy (1 of 2 without the judge).
+    [row] = [line for line in out.splitlines() if line.startswith("│ overall ")]
+    assert row.rstrip().endswith(" 50.0% │") and "[34.2, 100.0]" in row, row
     m = json.loads((tmp_path / "r" / "metrics.json").read_text())
     assert (m["overall"]["correct"], m["overall"]["n_judge"]) == (2, 1)
     assert m["overall"]["judge_free_accuracy"] == pytest.approx(0.5)

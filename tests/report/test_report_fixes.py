@@ -203,3 +203,26 @@ def test_plot_labels_are_short_and_titles_fit():
     fig = heatmap_figure(["task=NP"], [spec, "random"], [[0.5, 0.25]], "accuracy")
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["clip:abc123", "random"]
     plt.close(fig)
+
+
+def test_report_warns_when_the_run_is_incomplete(tmp_path, capsys):
+    """An interrupted run's table covers a subset of its items; the report must say so."""
+    import sqlite3
+
+    data = Path(__file__).parents[1] / "fixtures" / "local" / "items.jsonl"
+    run = tmp_path / "run"
+    assert main(["run", "--bench", "local", "--data", str(data), "--model", "random", "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(run), "--out", str(tmp_path / "full")]) == 0
+    assert "incomplete" not in capsys.readouterr().out
+    # As if stopped after all but two items: their records are gone, their items are not.
+    con = sqlite3.connect(run / "records.sqlite")
+    (n_items,) = con.execute("SELECT COUNT(*) FROM items").fetchone()
+    with con:
+        con.execute(
+            "DELETE FROM records WHERE item_id IN (SELECT item_id FROM records ORDER BY item_id LIMIT 2)"
+        )
+    con.close()
+    assert main(["report", str(run), "--out", str(tmp_path / "part")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"holds results for {n_items - 2} of its {n_items} items: the run is incomplete" in out

@@ -75,6 +75,14 @@ def test_write_run_outputs(tmp_path):
     text = console.export_text()
     # 6 of 10: Wilson [31.3, 83.2], printed as bounds (was "60.0% ±…").
     assert "60.0%" in text and "[31.3, 83.2]" in text and "±" not in text and "task=NP" in text
+    # The caption says how to read the interval column; rich must not take "[low, high]" for
+    # markup and drop it (it printed "95% CI as : wilson …").
+    assert "95% CI as [low, high]: wilson" in " ".join(text.split())
+    # A task name from the data is shown as written, brackets included.
+    bracketed = {**metrics, "by_task": [{**metrics["by_task"][0], "group": "task=[red] stain"}]}
+    console = Console(width=200, record=True)
+    console.print(render_metrics_table(bracketed))
+    assert "task=[red] stain" in console.export_text()
 
 
 def test_published_rows():

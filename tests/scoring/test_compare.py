@@ -109,3 +109,14 @@ def test_compare_run_with_itself_warns(tmp_path):
     assert any(
         "a-2 is the same run directory as a" in w and "compared with itself" in w for w in res["warnings"]
     )
+
+
+def test_compare_warns_when_box_repair_differs(tmp_path):
+    # The same replies score up to 0.16 higher with --box-repair (issue 12 §3): a comparison of a
+    # repaired and an unrepaired run is not like for like, and must say so.
+    runs = [make_run(tmp_path, n, [True, False] * 3) for n in ("plain", "repaired")]
+    for run, repair in zip(runs, (False, True), strict=True):
+        cfg = json.loads((run / "run.json").read_text())
+        (run / "run.json").write_text(json.dumps({**cfg, "box_repair": repair, "box_parser_version": 2}))
+    res = compare_runs(runs, seed=0, resamples=50)
+    assert res["warnings"] == ["runs differ in box_repair: plain=False, repaired=True"]

@@ -142,18 +142,24 @@ def test_owner_basic_degenerate_and_empty():
     assert math.isnan(iv.low) and raw is None
 
 
-def test_owner_basic_one_item_task_is_a_constant():
+@pytest.mark.parametrize("const", [0.0, 1.0])
+def test_owner_basic_one_item_task_is_a_constant(const):
     # scipy cannot resample a one-observation sample; the task still counts in the macro-average.
-    iv, _ = owner_macro_basic_ci([[1.0, 0.0, 1.0, 1.0], [0.0]], seed=1, resamples=500)
-    assert iv.low <= (0.75 + 0.0) / 2 <= iv.high
+    # A correct one-item task (1.0) matters: with 0.0 only, leaving the constant out of the
+    # statistic gave the same interval and passed.
+    iv, raw = owner_macro_basic_ci([[1.0, 0.0, 1.0, 1.0], [const]], seed=1, resamples=500)
+    assert iv.low <= (0.75 + const) / 2 <= iv.high
     # The same as scipy on the resampled task alone, with the constant task in the statistic.
     res = stats.bootstrap(
         (np.array([1.0, 0.0, 1.0, 1.0]),),
-        lambda x, axis=-1: (np.mean(x, axis=axis) + 0.0) / 2,
+        lambda x, axis=-1: (np.mean(x, axis=axis) + const) / 2,
         n_resamples=500,
         method="basic",
         vectorized=True,
         batch=OWNER_BATCH,
         rng=np.random.default_rng(1),
     )
-    assert (iv.low, iv.high) == pytest.approx((res.confidence_interval.low, res.confidence_interval.high))
+    # The owner's bounds as scipy computes them (kept unclipped where they leave [0, 1]).
+    owner = raw if raw is not None else (iv.low, iv.high)
+    assert owner == pytest.approx((res.confidence_interval.low, res.confidence_interval.high))
+    assert (iv.low, iv.high) == pytest.approx((max(0.0, owner[0]), min(1.0, owner[1])))

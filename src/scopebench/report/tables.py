@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 __all__ = [
@@ -220,7 +221,8 @@ _HEAD = ["section", "group", "n", "accuracy", "95% CI", "unparsed", "errors", "n
 # With a judge: how many of the row's answers are the judge's, and the accuracy without them.
 _JUDGE_HEAD = ["judge", "judge-free"]
 # Never cut: these stay whole; the others wrap at spaces (a value may take two lines, never "…").
-_KEEP_WHOLE = {"section", "n"}
+# Never wrapped: an interval split over two lines ("[34.2," / "66.8]") is easy to misread.
+_KEEP_WHOLE = {"section", "n", "accuracy", "95% CI", "judge-free"}
 
 
 def rows_to_markdown(
@@ -294,7 +296,9 @@ def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -
     """
     title = f"{title or metrics.get('benchmark', '')} — policy {metrics.get('policy', '')}"
     judge = judge_used(metrics)
-    table = Table(title=title, caption=interval_note(metrics) + ("\n" + judge_note(metrics) if judge else ""))
+    # Escaped: rich reads "[low, high]" (and any "[…]" in a model or judge spec) as markup and drops it.
+    caption = interval_note(metrics) + ("\n" + judge_note(metrics) if judge else "")
+    table = Table(title=escape(title), caption=escape(caption))
     for h in _head(judge):
         # Numbers and section names never shrink to "…": a long group name wraps instead.
         if h == "group":
@@ -314,7 +318,7 @@ def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -
     if len(metrics.get("by_split", [])) <= 1:
         rows = [r for r in rows if r["section"] != "split"]
     for cells in _display(rows, judge):
-        table.add_row(*cells)
+        table.add_row(*(escape(str(c)) for c in cells))  # group names come from the data
     return table
 
 
