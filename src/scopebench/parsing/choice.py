@@ -131,11 +131,12 @@ from scopebench.parsing._text import (
     tokenize,
     verdict_gap,
 )
+from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
 
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-2"
+PARSER_VERSION = "choice-3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +178,7 @@ _PHRASE = re.compile(
     (?![\w>])
     ["']?[ \t]*                       # a JSON key: {{"answer": "C"}}
     (?P<conn>
-        (?:is|are|would\s+be|should\s+be|will\s+be|must\s+be|seems\s+to\s+be|appears\s+to\s+be)\b
+        (?:is|are|would\s+be|should\s+be|will\s+be|must\s+be|ha(?:s|ve)\s+to\s+be|seems\s+to\s+be|appears\s+to\s+be)\b
         [ \t]*[:\-]?
       | [:=]|->|=>|→|-(?!\w)
     )?
@@ -187,10 +188,11 @@ _PHRASE = re.compile(
 # "B is the correct answer" / "(B) is correct." — an upper-case or bracketed label first. The
 # lookahead keeps "A is correct in stating…" (a remark about one option) out.
 _VERDICT = (
-    r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+(?i:the\s+|my\s+|our\s+)?(?:"
-    r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable|final)"
-    r"(?:\s+(?i:answer|option|choice|one))?"
-    r"|(?i:answer|one))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
+    r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+"
+    r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?(?:"
+    r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable|plausible|strongest|final)"
+    r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
+    r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches))"
     r"(?:\s+(?i:to\s+me|here|overall))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
@@ -212,6 +214,13 @@ _HEDGE = re.compile(
     (?:
         I(?:'d|\s+would|\s+will|'ll)?\s+(?:say|guess|answer)
       | I\s+(?:believe|think|guess|suspect|feel)(?:\s+that)?
+      | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?\s+(?:towards?|for)
+          |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
+      | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
+      | (?:gonna|going\s+to)\s+(?:go\s+with|say)
+      | (?:it|this|that)\s+(?:looks|seems)\s+like
+      | (?:should|must)\s+be
+      | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
       | (?:my|our)\s+(?:choice|pick|selection|guess|vote)(?:\s+(?:is|would\s+be))?
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
       | (?:my|our)\s+(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
@@ -242,8 +251,11 @@ _VERDICT_TEXT = re.compile(
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
 _PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection)\s*:"
-    r"|(?:therefore|thus|hence|so)(?![\w'])[ \t]*[,:]?"
-    r"|going\s+with|(?:based\s+on|given|considering|in\s+conclusion|in\s+summary|overall)[^.;:\n]{0,80},)"
+    r"|choice[ \t]*:(?=[ \t]*\S)"
+    r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought)(?![\w'])[ \t]*[,:]?"
+    r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
+    r"|(?:all|everything)(?:\s+things)?\s+considered|putting\s+(?:this|it|these|everything)\s+together"
+    r"|to\s+summari[sz]e|in\s+short|ultimately)[^.;:\n]{0,80}[,:])"
     r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→",
     re.I,
 )
@@ -252,7 +264,9 @@ _PREFIX = re.compile(
 # "选项C正确" (option C is correct): the label first.
 _CHINESE_REVERSE = re.compile(r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?!\w)")
 _CHINESE = re.compile(
-    r"(?:正确|最终|最佳)?答案(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?|(?:我|故|应|所以|因此)选(?:择)?(?:是)?"
+    r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
+    r"|(?<![不别])选(?:择)?(?:是)?(?!项)"  # "选A", "应该选C"; never "不选A" or "选项"
+    r"|不是[^,;.\n]{1,8}[,;]\s*(?:而)?是"  # "不是D，是A": denied, then affirmed
 )
 
 # Self-correction markers: after one, the model's later answer replaces its earlier one.
@@ -357,11 +371,19 @@ def parse_choice(
     if not text.strip():
         return ParseResult(None, "none", "empty response")
     ctx = _Ctx(tuple(option_tokens(c) for c in choices), labels)
-    for rule in (_answer_markers, _bare_label, _first_line_rule, _leading_label, _option_text):
+    for rule in (_answer_markers, _bare_label, _first_line_rule, _leading_label):
         result = rule(text, ctx)
         if result is not None:
             return result
-    return ParseResult(None, "none", "no option committed to")
+    # Check marks are dropped by ``clean``; a walk-through reads them from its own copy.
+    marked = clean(response.translate(MARKS)) if HAS_MARK.search(response) else text
+    walked = walk_choice(marked, ctx.options, labels)
+    if walked is not None:
+        return ParseResult(walked[0], "walk_through", walked[1])
+    referred = former_latter(text, ctx.options, labels)
+    if referred is not None:
+        return ParseResult(referred[0], "former_latter", referred[1])
+    return _option_text(text, ctx) or ParseResult(None, "none", "no option committed to")
 
 
 # --- rule 1: answer tags and phrases ----------------------------------------------------------
