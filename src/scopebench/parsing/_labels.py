@@ -33,6 +33,12 @@ _CONNECTIVES = frozenset(
     {"because", "since", "as", "is", "are", "which", "and", "or", "but", "given", "due", "hence", "here"}
 )
 _WORD = re.compile(r"[^\W\d_]+")
+# A hedge closing the sentence after a label ("D I think.", "C to me.", "B on this one."): the
+# label still ends its clause, as before punctuation.
+_TAIL = re.compile(
+    r"(?:to\s+me|for\s+me|(?:on|for)\s+this(?:\s+one)?|I\s+(?:think|believe|guess|suppose|reckon))[ \t]*(?:[.!;]|$)",
+    re.I | re.M,
+)
 
 # Words joining labels into a list: "A and C", "A, C", "B or D", "A/C".
 _JOINER = re.compile(r"[ \t]*(?:,[ \t]*(?:and|or)\b|and/or\b|and\b|or\b|[,;/&+])[ \t]*", re.I)
@@ -105,6 +111,8 @@ def _kind_after(text: str, end: int) -> LabelKind | None:
     if ch == "'" and nxt.isalpha():
         return None
     if ch in "([<\"'":
+        return "punct"
+    if j > end and _TAIL.match(text, j):
         return "punct"
     if j > end:
         word = _WORD.match(text, j)

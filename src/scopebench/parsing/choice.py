@@ -218,7 +218,7 @@ _HEDGE = re.compile(
           |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
       | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
       | (?:gonna|going\s+to)\s+(?:go\s+with|say)
-      | (?:it|this|that)\s+(?:looks|seems)\s+like
+      | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
       | (?:should|must)\s+be
       | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
       | (?:my|our)\s+(?:choice|pick|selection|guess|vote)(?:\s+(?:is|would\s+be))?
@@ -254,7 +254,7 @@ _PREFIX = re.compile(
     r"|choice[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought)(?![\w'])[ \t]*[,:]?"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
-    r"|(?:all|everything)(?:\s+things)?\s+considered|putting\s+(?:this|it|these|everything)\s+together"
+    r"|(?:all|everything)(?:\s+things)?\s+considered|putting\s+(?:\w+\s+){0,4}together"
     r"|to\s+summari[sz]e|in\s+short|ultimately)[^.;:\n]{0,80}[,:])"
     r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→",
     re.I,
@@ -575,11 +575,12 @@ def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> Parse
     "The answer is D. Wait — … so the answer is C": the commitments after the last marker that
     has commitments on both sides replace all earlier ones; if those name several, none wins.
     """
-    markers = [m for m in _CORRECTION.finditer(text) if commits[0].pos < m.start() < commits[-1].pos]
+    # A marker may itself be the phrase of the later answer ("Actually, C."), so ``<=``.
+    markers = [m for m in _CORRECTION.finditer(text) if commits[0].pos < m.start() <= commits[-1].pos]
     if not markers:
         return None
     marker = markers[-1]
-    later = [c for c in commits if c.pos > marker.start()]
+    later = [c for c in commits if c.pos >= marker.start()]
     named = _distinct(later, ctx)
     if len(named) != 1 or not ctx.in_range(named[0]):
         return None
