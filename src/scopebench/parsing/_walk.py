@@ -125,6 +125,7 @@ _FOR_IT = re.compile(
 _AGAINST = frozenset(
     {"not", "no", "unlikely", "less", "excluded", "incorrect", "wrong", "ruled", "against", "isn", "doesn", "neither"}
 )
+_ALONE = re.compile(r"[ \t]*(?:[,.!;]|$|(?:because|since|as|given)\b)", re.I | re.M)
 #: How far back a "former/latter" looks for the two options it refers to.
 _REF_SPAN = 600
 
@@ -171,7 +172,9 @@ def former_latter(
     word = ref.group(1).lower()
     chosen = named[0] if word == "former" else named[1]
     label = label_for(chosen, style)
-    if _FOR_IT.search(sentence) is None or any(t.value in _AGAINST for t in tokenize(sentence)):
+    # "X or Y? The former, given …": the reference opening its sentence is itself the answer.
+    alone = not text[sentence_start : ref.start()].strip() and _ALONE.match(text, ref.end()) is not None
+    if (_FOR_IT.search(sentence) is None and not alone) or any(t.value in _AGAINST for t in tokenize(sentence)):
         return None, f"'the {word}' refers to option {label} but does not choose it"
     return chosen, f"'the {word}' refers to option {label}, the {word} of two named"
 

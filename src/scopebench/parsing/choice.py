@@ -190,7 +190,7 @@ _PHRASE = re.compile(
 _VERDICT = (
     r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+"
     r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?(?:"
-    r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable|plausible|strongest|final)"
+    r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable|plausible|strongest|defensible|reasonable|final)"
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
     r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches))"
@@ -214,16 +214,18 @@ _HEDGE = re.compile(
     (?:
         I(?:'d|\s+would|\s+will|'ll)?\s+(?:say|guess|answer)
       | I\s+(?:believe|think|guess|suspect|feel)(?:\s+that)?
-      | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?\s+(?:towards?|for)
+      | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?(?:\s+(?:towards?|for))?
           |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
       | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
       | (?:gonna|going\s+to)\s+(?:go\s+with|say)
       | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
       | (?:should|must)\s+be
       | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
-      | (?:my|our)\s+(?:choice|pick|selection|guess|vote)(?:\s+(?:is|would\s+be))?
+      | (?:my|our)\s+(?:choice|pick|selection|guess|vote)(?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
-      | (?:my|our)\s+(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
+      | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
+      | (?:my|our)\s+money\s+(?:is|would\s+be)\s+on
+      | I(?:'d|\s+would)?\s+put\s+my\s+money\s+on
       | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?\s*[,;]?\s*but(?:\s+rather)?
     )
     (?![\w'])[ \t]*[:\-]?
@@ -242,6 +244,7 @@ _VERDICT_TEXT = re.compile(
       | (?:most|best)\s+consistent\s+with
       | (?:favou?rs?|points?\s+(?:to|towards?)|supports?\s+a\s+diagnosis\s+of)
       | (?:best|most\s+accurately)\s+(?:described|classified|characterized|identified)\s+as
+      | (?:best|most\s+likely)\s+(?:explained|represented|accounted\s+for)\s+by
       | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
     )
     (?![\w'])
@@ -250,13 +253,15 @@ _VERDICT_TEXT = re.compile(
 )
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
 _PREFIX = re.compile(
-    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection)\s*:"
+    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans)\s*:"
     r"|choice[ \t]*:(?=[ \t]*\S)"
-    r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought)(?![\w'])[ \t]*[,:]?"
+    r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought|tentatively|provisionally)"
+    r"(?![\w'])[ \t]*[,:]?"
+    r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
     r"|(?:all|everything)(?:\s+things)?\s+considered|putting\s+(?:\w+\s+){0,4}together"
     r"|to\s+summari[sz]e|in\s+short|ultimately)[^.;:\n]{0,80}[,:])"
-    r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→",
+    r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→|\u27a1\ufe0f?",
     re.I,
 )
 # Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
@@ -265,6 +270,7 @@ _PREFIX = re.compile(
 _CHINESE_REVERSE = re.compile(r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?!\w)")
 _CHINESE = re.compile(
     r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
+    r"|答\s*:"  # "答：A" (answer:)
     r"|(?<![不别])选(?:择)?(?:是)?(?!项)"  # "选A", "应该选C"; never "不选A" or "选项"
     r"|不是[^,;.\n]{1,8}[,;]\s*(?:而)?是"  # "不是D，是A": denied, then affirmed
 )
@@ -297,6 +303,14 @@ _ARTICLES = frozenset({"a", "an", "the"})
 # An answer after a phrase runs to the end of its clause.
 _CLAUSE_END = re.compile(r"\n|[.;!?](?=\s|$)|[,(]")
 _REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
+# A hedge after a whole-response label ("3, probably.", "B, I'd say."): still that label.
+_BARE_TAIL = re.compile(
+    r"[ \t]*,?[ \t]*(?:probably|likely|most\s+likely|I(?:'d|\s+would)\s+say|I\s+(?:think|believe|guess|suppose))"
+    r"(?![\w'])",
+    re.I,
+)
+# A label followed by "?" asks ("C? A? I'm unsure."), it does not answer.
+_ASKS = re.compile(r"[ \t.)\]'\"]*\?")
 _BULLET = re.compile(r"[ \t]*(?:[-*•+][ \t]+)?")
 _INLINE_LETTERS = re.compile(
     r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
@@ -610,7 +624,11 @@ def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
     if read is None or not (read.strong or read.kind == "connective"):
         return None
     items = read_label_list(body, read, ctx.style)
-    if not _REST_OK.match(body, items[-1].end):
+    end = items[-1].end
+    if _ASKS.match(body, end):
+        return None
+    tail = _BARE_TAIL.match(body, end)
+    if not _REST_OK.match(body, tail.end() if tail is not None else end):
         return None
     return _decide([_Commit(tuple(r.label for r in items))], "bare_label", "whole response", ctx)
 
@@ -628,7 +646,7 @@ def _first_line_label(text: str, ctx: _Ctx) -> LabelRead | None:
     body = text.lstrip()
     line, _, rest = body.partition("\n")
     read = read_label(line, 0, ctx.style)
-    if read is None:
+    if read is None or _ASKS.match(line, read.end):
         return None
     if read.kind == "connective":
         if not _reason_follows(line, read):
@@ -671,7 +689,7 @@ def _first_line_rule(text: str, ctx: _Ctx) -> ParseResult | None:
 def _leading_label(text: str, ctx: _Ctx) -> ParseResult | None:
     body = text.lstrip()
     read = read_label(body, 0, ctx.style)
-    if read is None or read.kind not in _leading_kinds(ctx):
+    if read is None or read.kind not in _leading_kinds(ctx) or _ASKS.match(body, read.end):
         return None
     if _enumerates(body, ctx) or _option_starts_at_label(body, read, ctx):
         return None
