@@ -168,7 +168,8 @@ _PHRASE = re.compile(
         (?:{_QUALIFIER}\s+)*answers?
         (?:\s+to\s+(?:the|this)\s+question)?
         (?:\s+(?:choice|option|letter))?
-      | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|most\s+likely|most\s+appropriate|appropriate)
+      | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
+        |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
         \s+(?:options?|choices?)
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
           (?:choose|select|pick|go\s+with)
@@ -193,7 +194,8 @@ _VERDICT = (
     r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable|plausible|strongest|defensible|reasonable|final)"
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
     r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
-    r"|(?i:best|most\s+closely)\s+(?i:fits|matches))"
+    r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
+    r"|(?i:does))"
     r"(?:\s+(?i:to\s+me|here|overall))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
@@ -202,8 +204,10 @@ _REVERSE_LETTERS = re.compile(
     + _VERDICT
 )
 _REVERSE_NUMBERS = re.compile(
-    r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\])"
-    + _VERDICT
+    r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
+    # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
+    r"|(?:^|(?<=[.!?:][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s))(?P<d>\d{1,2}))" + _VERDICT,
+    re.M,
 )
 
 # Hedged or first-person commitments ("I would say D", "I believe it's D", "It is probably B", "My
@@ -217,6 +221,11 @@ _HEDGE = re.compile(
       | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?(?:\s+(?:towards?|for))?
           |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
       | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
+      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|meant)
+      | let(?:'s|\s+us)\s+go\s+with
+      | (?:my\s+)?(?:instinct|gut)\s+says
+      | I(?:'m|\s+am)\s+(?:(?:fairly|pretty|quite|very|reasonably|fully)\s+)?(?:sure|confident|certain)
+        (?:\s+(?:that\s+)?(?:it's|it\s+is))?
       | (?:gonna|going\s+to)\s+(?:go\s+with|say)
       | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
       | (?:should|must)\s+be
@@ -245,6 +254,7 @@ _VERDICT_TEXT = re.compile(
       | (?:favou?rs?|points?\s+(?:to|towards?)|supports?\s+a\s+diagnosis\s+of)
       | (?:best|most\s+accurately)\s+(?:described|classified|characterized|identified)\s+as
       | (?:best|most\s+likely)\s+(?:explained|represented|accounted\s+for)\s+by
+      | (?:aligns?|corresponds?|agrees?)\s+(?:most\s+closely|best)\s+with
       | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
     )
     (?![\w'])
@@ -253,9 +263,11 @@ _VERDICT_TEXT = re.compile(
 )
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
 _PREFIX = re.compile(
-    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans)\s*:"
-    r"|choice[ \t]*:(?=[ \t]*\S)"
-    r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought|tentatively|provisionally)"
+    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+match"
+    r"|(?:pick|choose|select)\s+one)\s*:"
+    r"|(?:choice|option)[ \t]*:(?=[ \t]*\S)"
+    r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought|tentatively"
+    r"|provisionally|presumably)"
     r"(?![\w'])[ \t]*[,:]?"
     r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
@@ -267,7 +279,7 @@ _PREFIX = re.compile(
 # Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
 # word characters and the English word-boundary guards would reject them.
 # "选项C正确" (option C is correct): the label first.
-_CHINESE_REVERSE = re.compile(r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?!\w)")
+_CHINESE_REVERSE = re.compile(r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?:的)?(?!\w)")
 _CHINESE = re.compile(
     r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
     r"|答\s*:"  # "答：A" (answer:)
@@ -282,6 +294,22 @@ _CORRECTION = re.compile(
     r"|re-?considering|等等|更正)(?!\w)",
     re.I,
 )
+# Markers that switch between two answers but never withdraw one: "sorry" or "no," after the
+# last answer is politeness or a remark ("Sorry for the confusion"), not a withdrawal.
+_SWITCH = re.compile(
+    r"(?<!\w)(?:sorry|I\s+meant|no(?=\s*,))(?!\w)",
+    re.I,
+)
+# A label that is a whole sentence of its own, perhaps after an interjection ("D... no, A.",
+# "Perhaps 4? Yes, 4.", "No, not C. D."), ending its line, after another sentence on that line:
+# an answer. Never after a comma alone ("It is B, C." is a list), never a line of its own (a list
+# of labels, or the first line, which rules 2-3 read).
+_LONE_START = (
+    r"(?:(?<=[^\s][.!?;][ \t])|(?<=\.\.\.))[ \t]*"
+    r"(?:(?i:no|yes|so|ok|okay|hmm|then|thus|hence|actually|wait|rather|instead)[ \t]*[,.]?[ \t]+)*"
+)
+_LONE_LETTERS = re.compile(_LONE_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!]*[ \t]*$", re.M)
+_LONE_NUMBERS = re.compile(_LONE_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!]*[ \t]*$", re.M)
 # Words of indecision: with them, option text alone (the weakest rule) commits to nothing.
 _UNDECIDED = re.compile(
     r"(?<!\w)(?:both|either|not\s+(?:entirely\s+)?sure|unsure|uncertain|can(?:'t|not)\s+(?:tell|decide|say)"
@@ -295,7 +323,8 @@ _WINDOW = 240
 
 # Hedges and quantifiers allowed between an answer phrase and its label.
 _FILLER = re.compile(
-    r"(?:(?:most\s+likely|likely|probably|definitely|clearly|therefore|thus|hence|indeed|then|"
+    r"(?:(?:most\s+likely|quite\s+likely|likely|probably|presumably|leaning|tentatively|definitely|clearly|"
+    r"therefore|thus|hence|indeed|then|"
     r"actually|either|both|simply|just|certainly|surely|still)\b[\s,]*)+",
     re.I,
 )
@@ -311,6 +340,8 @@ _BARE_TAIL = re.compile(
 )
 # A label followed by "?" asks ("C? A? I'm unsure."), it does not answer.
 _ASKS = re.compile(r"[ \t.)\]'\"]*\?")
+# A bare label ending the reply after a separator (", B." / " 2."): see _ends_with_other_label.
+_TRAILING_LABEL = re.compile(r"[\s,:;]\(?(?P<lab>[A-Z]|\d{1,2})\)?[ \t]*[.!]*\s*\Z")
 _BULLET = re.compile(r"[ \t]*(?:[-*•+][ \t]+)?")
 _INLINE_LETTERS = re.compile(
     r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
@@ -410,10 +441,17 @@ def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
         if c is not None:
             tags.append(_Commit(c.labels, c.conflict, m.start(), "answer_tag"))
     phrases = _phrase_commits(text, ctx)
-    if not tags and not phrases:
+    lone = _lone_commits(text, ctx)
+    if not tags and not phrases and not lone:
         return None
     first = _first_line_label(text, ctx)
     lead = [] if first is None else [_Commit((first.label,), pos=0, method="leading_label")]
+    if first is None and (lone or _CORRECTION.search(text) or _SWITCH.search(text)):
+        # "C. Actually, B.": the opening label is an answer the later one may replace.
+        opening = _leading_label(text, ctx)
+        if opening is not None and opening.index is not None:
+            lead = [_Commit((label_for(opening.index, ctx.style),), pos=0, method="leading_label")]
+    phrases = [*phrases, *lone]
     method, what = ("answer_tag", "answer tag") if tags else ("answer_phrase", "answer phrase")
     commits = sorted([*lead, *tags, *phrases], key=lambda c: c.pos)
     return _decide(commits, method, what, ctx, text)
@@ -450,8 +488,19 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     for m in reverse.finditer(text):
         if clauses.not_asserted(m.start()):
             continue
-        raw = m["a"] or m["b"] or m["c"]
+        raw = m["a"] or m["b"] or m["c"] or m.groupdict().get("d")
         found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
+    return found
+
+
+def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
+    """Labels that are whole sentences of their own at a line's end (see :data:`_LONE_LETTERS`)."""
+    found: list[_Commit] = []
+    clauses = ClauseIndex(text)
+    for m in (_LONE_LETTERS if ctx.style == "letters" else _LONE_NUMBERS).finditer(text):
+        raw = m["a"] or m["b"]
+        if not clauses.not_asserted(m.start()):
+            found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     return found
 
 
@@ -590,10 +639,11 @@ def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> Parse
     has commitments on both sides replace all earlier ones; if those name several, none wins.
     """
     # A marker may itself be the phrase of the later answer ("Actually, C."), so ``<=``.
-    markers = [m for m in _CORRECTION.finditer(text) if commits[0].pos < m.start() <= commits[-1].pos]
+    found = [*_CORRECTION.finditer(text), *_SWITCH.finditer(text)]
+    markers = [m for m in found if commits[0].pos < m.start() <= commits[-1].pos]
     if not markers:
         return None
-    marker = markers[-1]
+    marker = max(markers, key=lambda m: m.start())
     later = [c for c in commits if c.pos >= marker.start()]
     named = _distinct(later, ctx)
     if len(named) != 1 or not ctx.in_range(named[0]):
@@ -616,8 +666,9 @@ def _out_of_range(label: str, ctx: _Ctx) -> str:
 
 def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
     body = text.strip()
-    pos = 0
-    filler = _FILLER.match(body)
+    bullet = _BULLET.match(body)
+    pos = bullet.end() if bullet is not None else 0
+    filler = _FILLER.match(body, pos)
     if filler is not None:
         pos = filler.end()
     read = read_label(body, pos, ctx.style)
@@ -680,6 +731,9 @@ def _first_line_rule(text: str, ctx: _Ctx) -> ParseResult | None:
     read = _first_line_label(text, ctx)
     if read is None or not ctx.in_range(read.label):
         return None
+    other = _ends_with_other_label(text, read.label, ctx)
+    if other is not None:
+        return ParseResult(None, "leading_label", other)
     return _decide([_Commit((read.label,), method="leading_label")], "leading_label", "", ctx)
 
 
@@ -698,12 +752,30 @@ def _leading_label(text: str, ctx: _Ctx) -> ParseResult | None:
     if not ctx.in_range(read.label):
         # "I. Observations" or "F) …" with four options: no answer here; option text may still tell.
         return _option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
-    conflict = _contradiction(body, read, ctx)
+    conflict = _contradiction(body, read, ctx) or _ends_with_other_label(body, read.label, ctx)
     if conflict is not None:
         return ParseResult(None, "leading_label", conflict)
     return ParseResult(
         label_index(read.label, ctx.style), "leading_label", f"response starts with label {read.label}"
     )
+
+
+def _ends_with_other_label(text: str, label: str, ctx: _Ctx) -> str | None:
+    """Why an opening label is not the answer when the reply ends on another bare label.
+
+    "C. On reflection, B.": the reply changes its mind without a marker the rules know, so
+    neither label is taken.
+    """
+    m = _TRAILING_LABEL.search(text, max(0, len(text) - 12))
+    if m is None:
+        return None
+    raw = m["lab"]
+    if raw.isdigit() != (ctx.style == "numbers"):
+        return None
+    last = raw.upper() if ctx.style == "letters" else str(int(raw))
+    if last == label:
+        return None
+    return f"starts with label {label} but ends with {last}"
 
 
 def _leading_kinds(ctx: _Ctx) -> frozenset[str]:
