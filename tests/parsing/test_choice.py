@@ -502,8 +502,8 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         "A. Thinking again, D.",
         FOUR,
         None,
-        "leading_label",
-        "the reply ends on another label with no known marker: neither is taken",
+        "answer_phrase",
+        "the opening label joins the closing one; no known marker between them: neither is taken",
     ),
     (
         "labels-asked-are-not-leading",

@@ -112,7 +112,7 @@ _LABEL_PAIR = {
         r"(?:(?i:options?|choices?)\s+)?\(?(?P<y>[A-Z])\)?(?![\w'])"
     ),
     "numbers": re.compile(
-        r"(?<![\w'])(?:(?i:options?|choices?|between)\s+)\(?(?P<x>\d{1,2})\)?\s*(?:,|(?i:and|or|vs\.?|versus))\s*"
+        r"(?:(?<![\w'])(?:(?i:options?|choices?|between)\s+)|^|(?<=[.!?;][ \t]))\(?(?P<x>\d{1,2})\)?\s*(?:,|(?i:and|or|vs\.?|versus))\s*"
         r"(?:(?i:options?|choices?)\s+)?\(?(?P<y>\d{1,2})\)?(?![\w'])"
     ),
 }

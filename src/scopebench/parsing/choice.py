@@ -206,7 +206,7 @@ _REVERSE_LETTERS = re.compile(
 _REVERSE_NUMBERS = re.compile(
     r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
     # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
-    r"|(?:^|(?<=[.!?:][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s))(?P<d>\d{1,2}))" + _VERDICT,
+    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s))(?P<d>\d{1,2}))" + _VERDICT,
     re.M,
 )
 
@@ -217,7 +217,7 @@ _HEDGE = re.compile(
     (?<![\w'])
     (?:
         I(?:'d|\s+would|\s+will|'ll)?\s+(?:say|guess|answer)
-      | I\s+(?:believe|think|guess|suspect|feel)(?:\s+that)?
+      | I\s+(?:believe|think|guess|suspect|feel|reckon)(?:\s+that)?
       | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?(?:\s+(?:towards?|for))?
           |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
       | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
@@ -267,7 +267,7 @@ _PREFIX = re.compile(
     r"|(?:pick|choose|select)\s+one)\s*:"
     r"|(?:choice|option)[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought|tentatively"
-    r"|provisionally|presumably)"
+    r"|provisionally|presumably|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
     r"(?![\w'])[ \t]*[,:]?"
     r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
@@ -276,6 +276,18 @@ _PREFIX = re.compile(
     r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→|\u27a1\ufe0f?",
     re.I,
 )
+# A short introductory clause, then a label ending the sentence ("After careful consideration,
+# E.", "If I had to pick one, 1."): the label is the answer. Not after a negated, conditional or
+# contrasting clause ("If it were A, B.", "Unless …, C."), nor after a label ("It is B, C.").
+_INTRO = re.compile(
+    r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
+    r"(?!(?i:if|unless|whether|when)\b(?!\s+(?i:I\s+(?:had|have)\s+to|forced\s+to)))"
+    r"(?![^.;:!?\n,]*(?<!\w)(?i:not|no|never|unless|whether|were)(?!\w))"
+    r"(?P<intro>[^.;:!?\n,]{3,80}),[ \t]*"
+    r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]+[ \t]*)?(?:$|\n|(?<=[.!])[ \t]*\S))",
+    re.M,
+)
+_LABEL_WORD = re.compile(r"(?<![\w'])(?:[B-HJ-Z]|\d{1,2})(?![\w'])")
 # Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
 # word characters and the English word-boundary guards would reject them.
 # "选项C正确" (option C is correct): the label first.
@@ -323,7 +335,7 @@ _WINDOW = 240
 
 # Hedges and quantifiers allowed between an answer phrase and its label.
 _FILLER = re.compile(
-    r"(?:(?:most\s+likely|quite\s+likely|likely|probably|presumably|leaning|tentatively|definitely|clearly|"
+    r"(?:(?:most\s+likely|quite\s+likely|likely|most\s+probably|probably|presumably|leaning|tentatively|definitely|clearly|"
     r"therefore|thus|hence|indeed|then|"
     r"actually|either|both|simply|just|certainly|surely|still)\b[\s,]*)+",
     re.I,
@@ -448,7 +460,7 @@ def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
     lead = [] if first is None else [_Commit((first.label,), pos=0, method="leading_label")]
     if first is None and (lone or _CORRECTION.search(text) or _SWITCH.search(text)):
         # "C. Actually, B.": the opening label is an answer the later one may replace.
-        opening = _leading_label(text, ctx)
+        opening = _leading_label(text, ctx, ending=False)
         if opening is not None and opening.index is not None:
             lead = [_Commit((label_for(opening.index, ctx.style),), pos=0, method="leading_label")]
     phrases = [*phrases, *lone]
@@ -462,13 +474,16 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     found: list[_Commit] = []
     clauses = ClauseIndex(text)
 
-    def add(start: int, end: int, *, loose: bool, strict_case: bool = False, single: bool = False) -> None:
+    def add(
+        start: int, end: int, *, loose: bool, strict_case: bool = False, single: bool = False, at_end: bool = False
+    ) -> None:
         if clauses.not_asserted(start):
             return
         commit = _read_answer(text[end : end + _WINDOW], ctx, loose=loose, strict_case=strict_case)
         # After a hedge or terse prefix, a list ("Thus A, B and C are excluded") is no answer.
         if commit is not None and not (single and len(commit.labels) > 1):
-            found.append(_Commit(commit.labels, commit.conflict, start))
+            # A prefix may hold a correction marker ("No wait, C."): its answer comes after it.
+            found.append(_Commit(commit.labels, commit.conflict, end if at_end else start))
 
     for m in _PHRASE.finditer(text):
         add(m.start(), m.end(), loose=m["conn"] is not None or m["choose"] is not None)
@@ -477,7 +492,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     for m in _HEDGE.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True, single=True)
     for m in _PREFIX.finditer(text):
-        add(m.start(), m.end(), loose=False, strict_case=True, single=True)
+        add(m.start(), m.end(), loose=False, strict_case=True, single=True, at_end=True)
     for m in _CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
     for m in _CHINESE_REVERSE.finditer(text):
@@ -494,13 +509,22 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
 
 
 def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
-    """Labels that are whole sentences of their own at a line's end (see :data:`_LONE_LETTERS`)."""
+    """Labels standing alone at a sentence's end: :data:`_LONE_LETTERS`, :data:`_INTRO`.
+
+    These weak forms also bring in an opening label (rule 4), so "A. Thinking again, D." names
+    two options rather than silently D.
+    """
     found: list[_Commit] = []
     clauses = ClauseIndex(text)
     for m in (_LONE_LETTERS if ctx.style == "letters" else _LONE_NUMBERS).finditer(text):
         raw = m["a"] or m["b"]
         if not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
+    for m in _INTRO.finditer(text):
+        if _LABEL_WORD.search(m["intro"]) is None:
+            c = _read_answer(text[m.end() : m.end() + _WINDOW], ctx, loose=False, strict_case=True)
+            if c is not None and len(c.labels) == 1:
+                found.append(_Commit(c.labels, c.conflict, m.end()))
     return found
 
 
@@ -740,7 +764,8 @@ def _first_line_rule(text: str, ctx: _Ctx) -> ParseResult | None:
 # --- rule 4: the response starts with a label ----------------------------------------------------
 
 
-def _leading_label(text: str, ctx: _Ctx) -> ParseResult | None:
+def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult | None:
+    """Rule 4; ``ending=False`` skips the check that the reply does not end on another label."""
     body = text.lstrip()
     read = read_label(body, 0, ctx.style)
     if read is None or read.kind not in _leading_kinds(ctx) or _ASKS.match(body, read.end):
@@ -752,7 +777,7 @@ def _leading_label(text: str, ctx: _Ctx) -> ParseResult | None:
     if not ctx.in_range(read.label):
         # "I. Observations" or "F) …" with four options: no answer here; option text may still tell.
         return _option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
-    conflict = _contradiction(body, read, ctx) or _ends_with_other_label(body, read.label, ctx)
+    conflict = _contradiction(body, read, ctx) or (ending and _ends_with_other_label(body, read.label, ctx)) or None
     if conflict is not None:
         return ParseResult(None, "leading_label", conflict)
     return ParseResult(
