@@ -37,7 +37,7 @@ HAS_MARK = re.compile("[\u2713\u2714\u2611\u2705\u2717\u2718\u274c\u274e]")
 
 # Where one option's part of a walk starts: at a line start (after a bullet) or after a sentence
 # end, a label written as "(C)", "C)", "C." or "C:" (optionally "Option C:"), then a space.
-_START = r"(?:^|(?<=[.;:!?]\s))[ \t]*(?:[-*\u2022+][ \t]+)?(?:(?i:option|choice)[ \t]+)?"
+_START = r"(?:^|(?<=[.;:!?-]\s))[ \t]*(?:[-*\u2022+][ \t]+)?(?:(?i:option|choice)[ \t]+)?"
 _SEG_LETTERS = re.compile(_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-Z])[.):])(?=[ \t])", re.M)
 _SEG_NUMBERS = re.compile(_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2})[.):])(?=[ \t])", re.M)
 _POSITIVE = frozenset(

@@ -174,7 +174,7 @@ _PHRASE = re.compile(
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
           (?:choose|select|pick|go\s+with)
         | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
-        | (?:change|changing|switch|switching)\s+(?:my\s+)?answer\s+to)
+        | (?:change|changing|switch|switching)\s+(?:(?:my\s+)?answer|it|that)\s+to)
     )
     (?![\w>])
     ["']?[ \t]*                       # a JSON key: {{"answer": "C"}}
@@ -287,6 +287,22 @@ _INTRO = re.compile(
     r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]+[ \t]*)?(?:$|\n|(?<=[.!])[ \t]*\S))",
     re.M,
 )
+# A short sentence (at most eight words) ending in a label, where the word before the label is a
+# verb or particle of choosing, not a noun ("I suppose D.", "I'd probably go with C.", "This
+# appears to be D."; never "The signal is in panel C." or "It is vitamin D."). No negation,
+# condition, alternative or mere possibility ("could", "might") in it, and no other label.
+_SHORT = re.compile(
+    r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
+    r"(?![^.!?\n]*(?<![\w'])(?i:not|no|never|if|unless|whether|without|cannot|either|neither|or|nor|could|might"
+    r"|may|also)(?![\w']))"
+    r"(?![^.!?\n]*n't)"
+    r"(?P<lead>(?:[\w']+[ \t]+){0,7}?)"
+    r"(?i:say|guess|guessing|suppose|be|(?:go|going|goes)\s+with|(?:go|going|opt|opting|vote|voting)\s+for"
+    r"|toward|towards|choose|choosing|pick|picking|select|selecting"
+    r"|probably|presumably|likely|think|believe|reckon)[ \t]+"
+    r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
+    re.M,
+)
 _LABEL_WORD = re.compile(r"(?<![\w'])(?:[B-HJ-Z]|\d{1,2})(?![\w'])")
 # Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
 # word characters and the English word-boundary guards would reject them.
@@ -295,6 +311,7 @@ _CHINESE_REVERSE = re.compile(r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s
 _CHINESE = re.compile(
     r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
     r"|答\s*:"  # "答：A" (answer:)
+    r"|正确的是|我(?:认为|觉得)(?:应该)?是"  # "正确的是B" (the correct one is), "我认为是C" (I think it is)
     r"|(?<![不别])选(?:择)?(?:是)?(?!项)"  # "选A", "应该选C"; never "不选A" or "选项"
     r"|不是[^,;.\n]{1,8}[,;]\s*(?:而)?是"  # "不是D，是A": denied, then affirmed
 )
@@ -520,8 +537,8 @@ def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         raw = m["a"] or m["b"]
         if not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
-    for m in _INTRO.finditer(text):
-        if _LABEL_WORD.search(m["intro"]) is None:
+    for m in (*_INTRO.finditer(text), *_SHORT.finditer(text)):
+        if _LABEL_WORD.search(m.group(1)) is None:
             c = _read_answer(text[m.end() : m.end() + _WINDOW], ctx, loose=False, strict_case=True)
             if c is not None and len(c.labels) == 1:
                 found.append(_Commit(c.labels, c.conflict, m.end()))
