@@ -522,6 +522,22 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         "'sorry' only switches between two answers, it never withdraws one",
     ),
     (
+        "changed-to-unread-label-is-none",
+        "Answer: D\nActually, on closer inspection: (B) maybe",
+        FOUR,
+        None,
+        "answer_phrase",
+        "a marker then a label the rules cannot read: the earlier answer is not kept",
+    ),
+    (
+        "prefix-before-walk-item-is-no-answer",
+        "Per option: A: no. B: no. C: yes. D: no.",
+        FOUR,
+        2,
+        "walk_through",
+        "'option:' followed by 'A:' is the first item of a walk, not an answer",
+    ),
+    (
         "option-text-A-band-beats-label-A",
         "The answer is A band.",
         SARC_SWAPPED,

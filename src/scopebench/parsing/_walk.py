@@ -172,8 +172,10 @@ def former_latter(
     word = ref.group(1).lower()
     chosen = named[0] if word == "former" else named[1]
     label = label_for(chosen, style)
-    # "X or Y? The former, given …": the reference opening its sentence is itself the answer.
-    alone = not text[sentence_start : ref.start()].strip() and _ALONE.match(text, ref.end()) is not None
+    # "X or Y? The former, given …" / "C or D: the former.": the reference opening its sentence
+    # (or following a colon) is itself the answer.
+    before = text[sentence_start : ref.start()].strip()
+    alone = (not before or before.endswith(":")) and _ALONE.match(text, ref.end()) is not None
     if (_FOR_IT.search(sentence) is None and not alone) or any(t.value in _AGAINST for t in tokenize(sentence)):
         return None, f"'the {word}' refers to option {label} but does not choose it"
     return chosen, f"'the {word}' refers to option {label}, the {word} of two named"

@@ -170,7 +170,7 @@ _PHRASE = re.compile(
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
         |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
-        \s+(?:options?|choices?)
+        \s+(?:options?|choices?|response)
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
           (?:choose|select|pick|go\s+with)
         | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
@@ -230,7 +230,7 @@ _HEDGE = re.compile(
       | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
       | (?:should|must)\s+be
       | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
-      | (?:my|our)\s+(?:choice|pick|selection|guess|vote)(?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
+      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet)(?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
       | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
       | (?:my|our)\s+money\s+(?:is|would\s+be)\s+on
@@ -298,15 +298,20 @@ _SHORT = re.compile(
     r"(?![^.!?\n]*n't)"
     r"(?P<lead>(?:[\w']+[ \t]+){0,7}?)"
     r"(?i:say|guess|guessing|suppose|be|(?:go|going|goes)\s+with|(?:go|going|opt|opting|vote|voting)\s+for"
-    r"|toward|towards|choose|choosing|pick|picking|select|selecting"
+    r"|toward|towards|lean\s+to|choose|choosing|pick|picking|select|selecting|wager|thinking|take"
     r"|probably|presumably|likely|think|believe|reckon)[ \t]+"
     r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
     re.M,
 )
+# A label-like token anywhere (for _changed_unread): never "A"/"I" before a word.
+_LABEL_LETTER = re.compile(r"(?<![\w'])(?:\([A-Za-z]\)|[B-HJ-Z]|A(?=[ \t]*(?:[.!)]|$)))(?![\w'])", re.M)
+_LABEL_NUMBER = re.compile(r"(?<![\w'.])\(?\d{1,2}\)?(?![\w']|[.,]\d)")
 _LABEL_WORD = re.compile(r"(?<![\w'])(?:[B-HJ-Z]|\d{1,2})(?![\w'])")
 # Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
 # word characters and the English word-boundary guards would reject them.
 # "选项C正确" (option C is correct): the label first.
+# "选择A项" (choose item A).
+_CHINESE_ITEM = re.compile(r"选(?:择)?(?:第)?(?P<c>[A-Za-z]|\d{1,2})项")
 _CHINESE_REVERSE = re.compile(r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?:的)?(?!\w)")
 _CHINESE = re.compile(
     r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
@@ -326,7 +331,7 @@ _CORRECTION = re.compile(
 # Markers that switch between two answers but never withdraw one: "sorry" or "no," after the
 # last answer is politeness or a remark ("Sorry for the confusion"), not a withdrawal.
 _SWITCH = re.compile(
-    r"(?<!\w)(?:sorry|I\s+meant|no(?=\s*,))(?!\w)",
+    r"(?<!\w)(?:sorry|I\s+meant|no(?=\s*,)|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look))(?!\w)",
     re.I,
 )
 # A label that is a whole sentence of its own, perhaps after an interjection ("D... no, A.",
@@ -371,6 +376,7 @@ _BARE_TAIL = re.compile(
 _ASKS = re.compile(r"[ \t.)\]'\"]*\?")
 # A bare label ending the reply after a separator (", B." / " 2."): see _ends_with_other_label.
 _TRAILING_LABEL = re.compile(r"[\s,:;]\(?(?P<lab>[A-Z]|\d{1,2})\)?[ \t]*[.!]*\s*\Z")
+_DENIED_BEFORE = re.compile(r"(?<![\w'])(?i:not|no|than)[ \t]*\(?\Z")
 _BULLET = re.compile(r"[ \t]*(?:[-*•+][ \t]+)?")
 _INLINE_LETTERS = re.compile(
     r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
@@ -512,7 +518,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         add(m.start(), m.end(), loose=False, strict_case=True, single=True, at_end=True)
     for m in _CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
-    for m in _CHINESE_REVERSE.finditer(text):
+    for m in (*_CHINESE_REVERSE.finditer(text), *_CHINESE_ITEM.finditer(text)):
         raw = m["c"]
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
@@ -564,7 +570,9 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
     if strict_case and read is not None and read.lower and read.kind not in _EXPLICIT:
         read = None
     if strict_case and read is not None and read.kind == "connective" and not _reason_follows(body, read):
-        read = None  # "I think B is wrong", "So B is excluded": a remark about B, not a choice
+        read = None
+    if strict_case and read is not None and body[read.end :].lstrip(" \t").startswith(":"):
+        read = None  # "Per option: A: no. B: …": a walk item, not an answer  # "I think B is wrong", "So B is excluded": a remark about B, not a choice
     if read is not None and not _option_starts_at(body, read, ctx) and _accepts(read, ctx, loose=loose):
         items = read_label_list(body, read, ctx.style)
         if body[items[-1].end :].lstrip(" \t.)]'\"").startswith("?"):
@@ -644,6 +652,9 @@ def _decide(commits: Sequence[_Commit], method: str, what: str, ctx: _Ctx, text:
     withdrawn = _withdrawal(text, commits[-1].pos)
     if withdrawn is not None:
         return ParseResult(None, method, f"answer withdrawn after {withdrawn.group()!r} with no new one")
+    changed = _changed_unread(text, commits[-1].pos, ctx)
+    if changed is not None:
+        return ParseResult(None, method, changed)
     if len(named) > 1:
         corrected = _after_correction(commits, ctx, text)
         if corrected is not None:
@@ -670,6 +681,23 @@ def _withdrawal(text: str, last: int) -> re.Match[str] | None:
     for m in _CORRECTION.finditer(text, end.end()):
         if m.group().casefold() != "actually" or _NO_AFTER.match(text, m.end()):
             return m
+    return None
+
+
+def _changed_unread(text: str, last: int, ctx: _Ctx) -> str | None:
+    """Why the answer stands changed when a marker after it is followed by a label not read.
+
+    "Answer: D. Actually, on closer inspection: E": the later label is in no form the rules
+    read, but keeping D would report the answer the model took back.
+    """
+    end = _SENTENCE_END.search(text, last)
+    if end is None:
+        return None
+    label = _LABEL_LETTER if ctx.style == "letters" else _LABEL_NUMBER
+    for m in (*_CORRECTION.finditer(text, end.end()), *_SWITCH.finditer(text, end.end())):
+        later = label.search(text, m.end())
+        if later is not None:
+            return f"answer changed after {m.group()!r} to {later.group().strip('()')!r}, not read"
     return None
 
 
@@ -812,8 +840,8 @@ def _ends_with_other_label(text: str, label: str, ctx: _Ctx) -> str | None:
     if m is None:
         return None
     raw = m["lab"]
-    if raw.isdigit() != (ctx.style == "numbers"):
-        return None
+    if raw.isdigit() != (ctx.style == "numbers") or _DENIED_BEFORE.search(text, 0, m.start() + 1):
+        return None  # "D, not B.": the closing label is denied, not chosen
     last = raw.upper() if ctx.style == "letters" else str(int(raw))
     if last == label:
         return None
