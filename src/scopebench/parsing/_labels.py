@@ -19,7 +19,7 @@ LabelKind = Literal["bracketed", "closed", "keyword", "punct", "end", "connectiv
 #: Kinds that make any letter, lower-case or not, a label.
 STRONG_KINDS: frozenset[str] = frozenset({"bracketed", "closed", "keyword", "punct", "end"})
 
-_KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)\s*)"
+_KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)(?:\s+|(?=[(\[])|(?=\d)))"
 _OPEN = r"(?:(?P<open>[(\[{'\"])\s*)"
 _CLOSE = r"(?:\s*(?P<close>[)\]}'\"]))"
 _LETTER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>[A-Za-z])(?!\w){_CLOSE}?", re.I)
