@@ -36,7 +36,8 @@ _WORD = re.compile(r"[^\W\d_]+")
 # A hedge closing the sentence after a label ("D I think.", "C to me.", "B on this one."): the
 # label still ends its clause, as before punctuation.
 _TAIL = re.compile(
-    r"(?:here|to\s+me|for\s+me|most\s+likely|probably|(?:on|for)\s+this(?:\s+one)?|I\s+(?:think|believe|guess|suppose|reckon))[ \t]*(?:[.!;]|$)",
+    r"(?:here|to\s+me|for\s+me|most\s+likely|probably|(?:on|for)\s+this(?:\s+one)?"
+    r"|I\s+(?:think|believe|guess|suppose|reckon))[ \t]*(?:[.!;]|$)",
     re.I | re.M,
 )
 

@@ -91,7 +91,7 @@ def walk_choice(text: str, options: Sequence[tuple[str, ...]], style: LabelStyle
 
 
 def _verdict(words: list[str], idx: int, options: Sequence[tuple[str, ...]]) -> str | None:
-    """"yes", "no" or None (unclear) for one option's part of a walk-through."""
+    """The verdict ("yes", "no" or None when unclear) on one option's part of a walk-through."""
     own = options[idx]
     if tuple(words[: len(own)]) == own:
         words = words[len(own) :]  # the option's own text may hold "no"/"true" ("No change")
@@ -112,7 +112,8 @@ _LABEL_PAIR = {
         r"(?:(?i:options?|choices?)\s+)?\(?(?P<y>[A-Z])\)?(?![\w'])"
     ),
     "numbers": re.compile(
-        r"(?:(?<![\w'])(?:(?i:options?|choices?|between)\s+)|^|(?<=[.!?;][ \t]))\(?(?P<x>\d{1,2})\)?\s*(?:,|(?i:and|or|vs\.?|versus))\s*"
+        r"(?:(?<![\w'])(?:(?i:options?|choices?|between)\s+)|^|(?<=[.!?;][ \t]))"
+        r"\(?(?P<x>\d{1,2})\)?\s*(?:,|(?i:and|or|vs\.?|versus))\s*"
         r"(?:(?i:options?|choices?)\s+)?\(?(?P<y>\d{1,2})\)?(?![\w'])"
     ),
 }
@@ -123,7 +124,20 @@ _FOR_IT = re.compile(
     re.I,
 )
 _AGAINST = frozenset(
-    {"not", "no", "unlikely", "less", "excluded", "incorrect", "wrong", "ruled", "against", "isn", "doesn", "neither"}
+    {
+        "not",
+        "no",
+        "unlikely",
+        "less",
+        "excluded",
+        "incorrect",
+        "wrong",
+        "ruled",
+        "against",
+        "isn",
+        "doesn",
+        "neither",
+    }
 )
 _ALONE = re.compile(r"[ \t]*(?:[,.!;]|$|(?:because|since|as|given)\b)", re.I | re.M)
 #: How far back a "former/latter" looks for the two options it refers to.
@@ -176,7 +190,9 @@ def former_latter(
     # (or following a colon) is itself the answer.
     before = text[sentence_start : ref.start()].strip()
     alone = (not before or before.endswith(":")) and _ALONE.match(text, ref.end()) is not None
-    if (_FOR_IT.search(sentence) is None and not alone) or any(t.value in _AGAINST for t in tokenize(sentence)):
+    if (_FOR_IT.search(sentence) is None and not alone) or any(
+        t.value in _AGAINST for t in tokenize(sentence)
+    ):
         return None, f"'the {word}' refers to option {label} but does not choose it"
     return chosen, f"'the {word}' refers to option {label}, the {word} of two named"
 

@@ -230,7 +230,8 @@ _HEDGE = re.compile(
       | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
       | (?:should|must)\s+be
       | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
-      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet)(?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
+      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet)
+        (?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
       | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
       | (?:my|our)\s+money\s+(?:is|would\s+be)\s+on
@@ -312,7 +313,9 @@ _LABEL_WORD = re.compile(r"(?<![\w'])(?:[B-HJ-Z]|\d{1,2})(?![\w'])")
 # "选项C正确" (option C is correct): the label first.
 # "选择A项" (choose item A).
 _CHINESE_ITEM = re.compile(r"选(?:择)?(?:第)?(?P<c>[A-Za-z]|\d{1,2})项")
-_CHINESE_REVERSE = re.compile(r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?:的)?(?!\w)")
+_CHINESE_REVERSE = re.compile(
+    r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?:的)?(?!\w)"
+)
 _CHINESE = re.compile(
     r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
     r"|答\s*:"  # "答：A" (answer:)
@@ -340,7 +343,7 @@ _SWITCH = re.compile(
 # of labels, or the first line, which rules 2-3 read).
 _LONE_START = (
     r"(?:(?<=[^\s][.!?;][ \t])|(?<=\.\.\.))[ \t]*"
-    r"(?:(?i:no|yes|so|ok|okay|hmm|then|thus|hence|actually|wait|rather|instead)[ \t]*[,.]?[ \t]+)*"
+    r"(?:(?i:no|yes|so|ok|okay|hmm|then|thus|hence|actually|wait|rather|instead)[ \t]*[,.]?[ \t]+){0,3}"
 )
 _LONE_LETTERS = re.compile(_LONE_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!]*[ \t]*$", re.M)
 _LONE_NUMBERS = re.compile(_LONE_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!]*[ \t]*$", re.M)
@@ -368,7 +371,8 @@ _CLAUSE_END = re.compile(r"\n|[.;!?](?=\s|$)|[,(]")
 _REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
 # A hedge after a whole-response label ("3, probably.", "B, I'd say."): still that label.
 _BARE_TAIL = re.compile(
-    r"[ \t]*,?[ \t]*(?:probably|likely|most\s+likely|I(?:'d|\s+would)\s+say|I\s+(?:think|believe|guess|suppose))"
+    r"[ \t]*,?[ \t]*(?:probably|likely|most\s+likely|I(?:'d|\s+would)\s+say"
+    r"|I\s+(?:think|believe|guess|suppose))"
     r"(?![\w'])",
     re.I,
 )
@@ -498,7 +502,13 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     clauses = ClauseIndex(text)
 
     def add(
-        start: int, end: int, *, loose: bool, strict_case: bool = False, single: bool = False, at_end: bool = False
+        start: int,
+        end: int,
+        *,
+        loose: bool,
+        strict_case: bool = False,
+        single: bool = False,
+        at_end: bool = False,
     ) -> None:
         if clauses.not_asserted(start):
             return
@@ -519,14 +529,14 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     for m in _CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
     for m in (*_CHINESE_REVERSE.finditer(text), *_CHINESE_ITEM.finditer(text)):
-        raw = m["c"]
+        raw = str(m["c"])
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
     for m in reverse.finditer(text):
         if clauses.not_asserted(m.start()):
             continue
-        raw = m["a"] or m["b"] or m["c"] or m.groupdict().get("d")
+        raw = str(m["a"] or m["b"] or m["c"] or m.groupdict().get("d"))
         found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     return found
 
@@ -570,9 +580,9 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
     if strict_case and read is not None and read.lower and read.kind not in _EXPLICIT:
         read = None
     if strict_case and read is not None and read.kind == "connective" and not _reason_follows(body, read):
-        read = None
+        read = None  # "I think B is wrong", "So B is excluded": a remark about B, not a choice
     if strict_case and read is not None and body[read.end :].lstrip(" \t").startswith(":"):
-        read = None  # "Per option: A: no. B: …": a walk item, not an answer  # "I think B is wrong", "So B is excluded": a remark about B, not a choice
+        read = None  # "Per option: A: no. B: …": a walk item, not an answer
     if read is not None and not _option_starts_at(body, read, ctx) and _accepts(read, ctx, loose=loose):
         items = read_label_list(body, read, ctx.style)
         if body[items[-1].end :].lstrip(" \t.)]'\"").startswith("?"):
@@ -694,11 +704,17 @@ def _changed_unread(text: str, last: int, ctx: _Ctx) -> str | None:
     if end is None:
         return None
     label = _LABEL_LETTER if ctx.style == "letters" else _LABEL_NUMBER
-    for m in (*_CORRECTION.finditer(text, end.end()), *_SWITCH.finditer(text, end.end())):
-        later = label.search(text, m.end())
-        if later is not None:
-            return f"answer changed after {m.group()!r} to {later.group().strip('()')!r}, not read"
-    return None
+    # Only the first marker needs a look: a label after a later one is also after the first.
+    found = [
+        m for m in (_CORRECTION.search(text, end.end()), _SWITCH.search(text, end.end())) if m is not None
+    ]
+    if not found:
+        return None
+    marker = min(found, key=lambda m: m.start())
+    later = label.search(text, marker.end())
+    if later is None:
+        return None
+    return f"answer changed after {marker.group()!r} to {later.group().strip('()')!r}, not read"
 
 
 def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> ParseResult | None:
@@ -822,7 +838,9 @@ def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult 
     if not ctx.in_range(read.label):
         # "I. Observations" or "F) …" with four options: no answer here; option text may still tell.
         return _option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
-    conflict = _contradiction(body, read, ctx) or (ending and _ends_with_other_label(body, read.label, ctx)) or None
+    conflict = (
+        _contradiction(body, read, ctx) or (ending and _ends_with_other_label(body, read.label, ctx)) or None
+    )
     if conflict is not None:
         return ParseResult(None, "leading_label", conflict)
     return ParseResult(
