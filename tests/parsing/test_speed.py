@@ -30,6 +30,14 @@ SHAPES = {
     "chinese": "答案是（A）",
     "corrections": "The answer is A. Wait, the answer is B. ",
     "option-words": "rosette formation spindle cells ",
+    # choice-3 rules: short hedge sentences, intros, lone labels, walks, references, markers
+    "short-hedge-loop": "I suppose D. I would say ",
+    "intro-loop": "After careful thought, C. Having weighed it all, ",
+    "lone-label-loop": "no. no, A. yes, ",
+    "inline-walk": "A: no. B: yes. ",
+    "former-loop": "Necrosis or spindle cells? The former. ",
+    "marker-loop": "The answer is A. Wait, actually, on closer inspection ",
+    "sentence-without-end": "I would say that the cells are ",
 }
 
 

@@ -19,7 +19,7 @@ LabelKind = Literal["bracketed", "closed", "keyword", "punct", "end", "connectiv
 #: Kinds that make any letter, lower-case or not, a label.
 STRONG_KINDS: frozenset[str] = frozenset({"bracketed", "closed", "keyword", "punct", "end"})
 
-_KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)\s*)"
+_KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)(?:\s+|(?=[(\[])|(?=\d)))"
 _OPEN = r"(?:(?P<open>[(\[{'\"])\s*)"
 _CLOSE = r"(?:\s*(?P<close>[)\]}'\"]))"
 _LETTER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>[A-Za-z])(?!\w){_CLOSE}?", re.I)
@@ -33,6 +33,13 @@ _CONNECTIVES = frozenset(
     {"because", "since", "as", "is", "are", "which", "and", "or", "but", "given", "due", "hence", "here"}
 )
 _WORD = re.compile(r"[^\W\d_]+")
+# A hedge closing the sentence after a label ("D I think.", "C to me.", "B on this one."): the
+# label still ends its clause, as before punctuation.
+_TAIL = re.compile(
+    r"(?:here|to\s+me|for\s+me|most\s+likely|probably|(?:on|for)\s+this(?:\s+one)?"
+    r"|I\s+(?:think|believe|guess|suppose|reckon))[ \t]*(?:[.!;]|$)",
+    re.I | re.M,
+)
 
 # Words joining labels into a list: "A and C", "A, C", "B or D", "A/C".
 _JOINER = re.compile(r"[ \t]*(?:,[ \t]*(?:and|or)\b|and/or\b|and\b|or\b|[,;/&+])[ \t]*", re.I)
@@ -105,6 +112,8 @@ def _kind_after(text: str, end: int) -> LabelKind | None:
     if ch == "'" and nxt.isalpha():
         return None
     if ch in "([<\"'":
+        return "punct"
+    if j > end and _TAIL.match(text, j):
         return "punct"
     if j > end:
         word = _WORD.match(text, j)

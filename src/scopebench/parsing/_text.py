@@ -229,7 +229,8 @@ _RELATIVES = frozenset({"which", "who"})
 #: "rule out X" / "ruling out X": a verb and particle, two tokens.
 _RULE_VERBS = frozenset({"rule", "rules", "ruled", "ruling"})
 # Clause boundaries: punctuation in the gap between two tokens, or a contrasting conjunction.
-_CLAUSE_GAP = re.compile(r"[.;:!?,\n]")
+# A spaced dash ("Not D - the answer is C") separates clauses too.
+_CLAUSE_GAP = re.compile(r"[.;:!?,\n]|\s-\s")
 _SENTENCE_GAP = re.compile(r"[.;!?\n]")
 _CLAUSE_WORDS = frozenset({"but", "however", "whereas", "while", "although", "though", "yet", "instead"})
 #: Tokens after a mention that are looked at for a ruling-out word.

@@ -26,12 +26,18 @@ The rules, in order; the first that commits decides:
      my final answer";
    - hedged or terse (an explicit label only, never option text or a lower-case letter): "I would
      say D", "I'd say B", "I believe it's D", "It is probably B", "My choice: C", "My best guess
-     would be B", "not A but C", "Final: C", "Correct: C", "Pick: C", "Therefore: A", "So C.", "Going with
-     C", "Based on …, C.", "=> D";
+     would be B", "I'm leaning toward C", "I'd opt for B", "Should be B.", "not A but C", "Final:
+     C", "Result: (B)", "Pick: C", "Therefore: A", "So C.", "Going with C", "Taking … into
+     account, C.", "=> D";
+   - weak forms (choice-3; they bring a rule-4 opening label in with them): a label that is a
+     sentence of its own after another sentence ("C... no, D."), an introductory clause then a
+     label ending the sentence ("After careful consideration, E."), a short sentence ending in a
+     label after a verb of choosing ("I suppose D.", "I'd probably go with A.");
    - verdicts by option text: "The most likely diagnosis is X", "most consistent with X", "best
      classified as X", "Diagnosis: X", "Conclusion: X", "favors X", "points to X" — unless a
      ruling-out word follows ("… suggests X is unlikely");
-   - Chinese: "答案是（D）", "正确答案：C", "故选B", "我选择C", "选项C正确" (with "。" read as ".").
+   - Chinese: "答案是（D）", "正确答案：C", "故选B", "选C", "我选择C", "选项C正确", "不是A，而是C"
+     (with "。" read as ".").
 
    A phrase inside a negated or conditional clause commits to nothing ("I don't think B is the
    correct answer", "If it is A, …", "The answer is not A"). What follows a phrase must be a
@@ -45,7 +51,8 @@ The rules, in order; the first that commits decides:
    ones disagree too, the result is none ("several options named: B, D"). A correction marker
    in a sentence after the last commitment, with no answer after it, withdraws it ("This is A.
    Actually no, I'm not sure." → none; a plain "Actually," is emphasis, only "actually no"
-   counts). A label followed by "?" asks and commits to nothing ("Is the answer C?"). "The answer
+   counts); a marker after the last answer followed by a label no rule reads makes it none. A
+   label followed by "?" asks and commits to nothing ("Is the answer C?", "B?"). "The answer
    is A or B" names two. A lone out-of-range ``X`` next to in-range answers is ignored, since it is the
    placeholder of an echoed instruction ('answer in the format "The answer is (X)"').
 2. **Whole-response label** (``"bare_label"``): the response is only a label, in any usual form
@@ -61,7 +68,11 @@ The rules, in order; the first that commits decides:
    line starts (or several "(X)" / "Option X" mentions), which is a walk through the options and
    not an answer, or starts a list ("A, B and C are incorrect"). With numbers only bracketed
    forms count ("(3) text", "3) text"), since "1." is how lists start.
-5. **Option text** (``"option_text"``): the text of exactly one option occurs in the response, on
+5. **Walk-through** (``"walk_through"``): every option walked once ("A: no. B: yes. C: no. D:
+   no.", check marks), exactly one marked as fitting and all others as not (``_walk.py``).
+6. **"The former"/"the latter"** (``"former_latter"``): resolved only between exactly two options
+   named in order just before, when the reference's sentence chooses it; ruled out → none.
+7. **Option text** (``"option_text"``): the text of exactly one option occurs in the response, on
    word boundaries, insensitive to case, spacing and punctuation, a trailing plural "s"/"es"
    tolerated, *and not ruled out*. A mention is ruled out when, in its clause, a ruling-out word
    precedes it ("not", "no evidence of", "without", "rather than", "more likely than", "rules
@@ -74,9 +85,9 @@ The rules, in order; the first that commits decides:
    one wins; two distinct options named → none; only ruled-out options → none ("options named
    only to be ruled out: D"); words of indecision ("both", "either", "not sure", "can't tell")
    → none. "None of the above" is an ordinary option.
-6. Otherwise none: ``method="none"``, reason "no option committed to".
+8. Otherwise none: ``method="none"``, reason "no option committed to".
 
-"The former"/"the latter" are not resolved (none), and "could be X or Y" commits to nothing.
+"Could be X or Y" commits to nothing. docs/parser.md has every rule with examples and figures.
 
 Guards that apply throughout:
 
@@ -117,6 +128,46 @@ from scopebench.parsing._labels import (
     read_label,
     read_label_list,
 )
+from scopebench.parsing._patterns import (
+    _ARTICLES,
+    _ASKS,
+    _BARE_TAIL,
+    _BOXED,
+    _BULLET,
+    _CHINESE,
+    _CHINESE_ITEM,
+    _CHINESE_REVERSE,
+    _CLAUSE_END,
+    _CORRECTION,
+    _DENIED_BEFORE,
+    _EXPLICIT,
+    _FILLER,
+    _HEDGE,
+    _INLINE_LETTERS,
+    _INLINE_NUMBERS,
+    _INTRO,
+    _LABEL_LETTER,
+    _LABEL_NUMBER,
+    _LABEL_WORD,
+    _LONE_LETTERS,
+    _LONE_NUMBERS,
+    _NO_AFTER,
+    _PHRASE,
+    _PLACEHOLDER,
+    _PREFIX,
+    _REASON_WORDS,
+    _REST_OK,
+    _REVERSE_LETTERS,
+    _REVERSE_NUMBERS,
+    _SENTENCE_END,
+    _SHORT,
+    _SWITCH,
+    _TAG,
+    _TRAILING_LABEL,
+    _UNDECIDED,
+    _VERDICT_TEXT,
+    _WINDOW,
+)
 from scopebench.parsing._text import (
     ClauseIndex,
     clause_starts,
@@ -131,11 +182,12 @@ from scopebench.parsing._text import (
     tokenize,
     verdict_gap,
 )
+from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
 
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-2"
+PARSER_VERSION = "choice-3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,154 +197,14 @@ class ParseResult:
     Attributes:
         index: 0-based option index, or ``None`` when the response commits to no single option.
         method: The rule that decided: ``"answer_tag"``, ``"answer_phrase"``, ``"bare_label"``,
-            ``"leading_label"``, ``"option_text"`` or ``"none"``.
+            ``"leading_label"``, ``"walk_through"``, ``"former_latter"``, ``"option_text"`` or
+            ``"none"``.
         reason: Human-readable account, in particular why nothing was chosen.
     """
 
     index: int | None
     method: str
     reason: str
-
-
-# --- patterns -------------------------------------------------------------------------------
-
-_TAG = re.compile(r"<\s*answer\s*>(?P<body>.*?)(?:<\s*/\s*answer\s*>|(?=<)|\Z)", re.I | re.S)
-_BOXED = re.compile(r"\\boxed\s*\{(?P<body>[^{}]*)\}")
-
-_QUALIFIER = r"(?:the|my|our|final|correct|best|right|true|most\s+likely|likely|only)"
-_PHRASE = re.compile(
-    rf"""
-    (?<![\w<>/])                       # not inside a word or an <ANSWER> tag name
-    (?:
-        (?:{_QUALIFIER}\s+)*answers?
-        (?:\s+to\s+(?:the|this)\s+question)?
-        (?:\s+(?:choice|option|letter))?
-      | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|most\s+likely|most\s+appropriate|appropriate)
-        \s+(?:options?|choices?)
-      | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
-          (?:choose|select|pick|go\s+with)
-        | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
-        | (?:change|changing|switch|switching)\s+(?:my\s+)?answer\s+to)
-    )
-    (?![\w>])
-    ["']?[ \t]*                       # a JSON key: {{"answer": "C"}}
-    (?P<conn>
-        (?:is|are|would\s+be|should\s+be|will\s+be|must\s+be|seems\s+to\s+be|appears\s+to\s+be)\b
-        [ \t]*[:\-]?
-      | [:=]|->|=>|→|-(?!\w)
-    )?
-    """,
-    re.I | re.X,
-)
-# "B is the correct answer" / "(B) is correct." — an upper-case or bracketed label first. The
-# lookahead keeps "A is correct in stating…" (a remark about one option) out.
-_VERDICT = (
-    r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+(?i:the\s+|my\s+|our\s+)?(?:"
-    r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable|final)"
-    r"(?:\s+(?i:answer|option|choice|one))?"
-    r"|(?i:answer|one))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
-    r"|(?i:best|most\s+closely)\s+(?i:fits|matches))"
-    r"(?:\s+(?i:to\s+me|here|overall))?"
-    r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
-)
-_REVERSE_LETTERS = re.compile(
-    r"(?<![\w'])(?:(?i:options?|choices?)\s*)?(?:\((?P<a>[A-Za-z])\)|\[(?P<b>[A-Za-z])\]|(?P<c>[A-Z]))"
-    + _VERDICT
-)
-_REVERSE_NUMBERS = re.compile(
-    r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\])"
-    + _VERDICT
-)
-
-# Hedged or first-person commitments ("I would say D", "I believe it's D", "It is probably B", "My
-# choice: C"): only an explicit label may follow, never option text or a bare lower-case letter.
-_HEDGE = re.compile(
-    r"""
-    (?<![\w'])
-    (?:
-        I(?:'d|\s+would|\s+will|'ll)?\s+(?:say|guess|answer)
-      | I\s+(?:believe|think|guess|suspect|feel)(?:\s+that)?
-      | (?:my|our)\s+(?:choice|pick|selection|guess|vote)(?:\s+(?:is|would\s+be))?
-      | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
-      | (?:my|our)\s+(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
-      | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?\s*[,;]?\s*but(?:\s+rather)?
-    )
-    (?![\w'])[ \t]*[:\-]?
-    """,
-    re.I | re.X,
-)
-# Verdicts that name an option by its text ("The most likely diagnosis is squamous cell carcinoma",
-# "most consistent with necrosis", "Diagnosis: necrosis").
-_VERDICT_TEXT = re.compile(
-    r"""
-    (?<![\w'])
-    (?:
-        (?:the\s+)?(?:most\s+(?:likely|probable|plausible|appropriate|consistent|accurate)|best|final|likely
-          |probable|correct)
-        \s+(?:[a-z]+\s+){0,3}?(?:is|would\s+be)
-      | (?:most|best)\s+consistent\s+with
-      | (?:favou?rs?|points?\s+(?:to|towards?)|supports?\s+a\s+diagnosis\s+of)
-      | (?:best|most\s+accurately)\s+(?:described|classified|characterized|identified)\s+as
-      | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
-    )
-    (?![\w'])
-    """,
-    re.I | re.X,
-)
-# Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
-_PREFIX = re.compile(
-    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection)\s*:"
-    r"|(?:therefore|thus|hence|so)(?![\w'])[ \t]*[,:]?"
-    r"|going\s+with|(?:based\s+on|given|considering|in\s+conclusion|in\s+summary|overall)[^.;:\n]{0,80},)"
-    r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→",
-    re.I,
-)
-# Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
-# word characters and the English word-boundary guards would reject them.
-# "选项C正确" (option C is correct): the label first.
-_CHINESE_REVERSE = re.compile(r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?!\w)")
-_CHINESE = re.compile(
-    r"(?:正确|最终|最佳)?答案(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?|(?:我|故|应|所以|因此)选(?:择)?(?:是)?"
-)
-
-# Self-correction markers: after one, the model's later answer replaces its earlier one.
-_CORRECTION = re.compile(
-    r"(?<!\w)(?:wait|actually|on\s+second\s+thought|correction|scratch\s+that|I\s+made\s+(?:a|an)\s+"
-    r"(?:mistake|error)|I\s+was\s+wrong|let\s+me\s+(?:re-?consider|re-?check|re-?evaluate|re-?examine|correct)"
-    r"|re-?considering|等等|更正)(?!\w)",
-    re.I,
-)
-# Words of indecision: with them, option text alone (the weakest rule) commits to nothing.
-_UNDECIDED = re.compile(
-    r"(?<!\w)(?:both|either|not\s+(?:entirely\s+)?sure|unsure|uncertain|can(?:'t|not)\s+(?:tell|decide|say)"
-    r"|hard\s+to\s+(?:say|tell)|torn\s+between)(?!\w)",
-    re.I,
-)
-_SENTENCE_END = re.compile(r"[.!?\n]")
-_NO_AFTER = re.compile(r",?\s*no\b", re.I)
-#: How far after an answer phrase its answer is looked for: bounded, so parsing stays linear.
-_WINDOW = 240
-
-# Hedges and quantifiers allowed between an answer phrase and its label.
-_FILLER = re.compile(
-    r"(?:(?:most\s+likely|likely|probably|definitely|clearly|therefore|thus|hence|indeed|then|"
-    r"actually|either|both|simply|just|certainly|surely|still)\b[\s,]*)+",
-    re.I,
-)
-_ARTICLES = frozenset({"a", "an", "the"})
-# An answer after a phrase runs to the end of its clause.
-_CLAUSE_END = re.compile(r"\n|[.;!?](?=\s|$)|[,(]")
-_REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
-_BULLET = re.compile(r"[ \t]*(?:[-*•+][ \t]+)?")
-_INLINE_LETTERS = re.compile(
-    r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
-)
-_INLINE_NUMBERS = re.compile(r"(?<!\S)\((\d{1,2})\)|(?<!\S)(\d{1,2})\)|\b(?i:option|choice)\s*\(?(\d{1,2})\b")
-# A label that is an echoed format placeholder ("The answer is (X)"), ignored next to real ones.
-_PLACEHOLDER = "X"
-# Words after a label on the first line that make it an answer with its reason ("B because …").
-_EXPLICIT = frozenset({"bracketed", "closed", "keyword"})
-_REASON_WORDS = frozenset({"because", "since", "as", "given", "due"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,11 +269,19 @@ def parse_choice(
     if not text.strip():
         return ParseResult(None, "none", "empty response")
     ctx = _Ctx(tuple(option_tokens(c) for c in choices), labels)
-    for rule in (_answer_markers, _bare_label, _first_line_rule, _leading_label, _option_text):
+    for rule in (_answer_markers, _bare_label, _first_line_rule, _leading_label):
         result = rule(text, ctx)
         if result is not None:
             return result
-    return ParseResult(None, "none", "no option committed to")
+    # Check marks are dropped by ``clean``; a walk-through reads them from its own copy.
+    marked = clean(response.translate(MARKS)) if HAS_MARK.search(response) else text
+    walked = walk_choice(marked, ctx.options, labels)
+    if walked is not None:
+        return ParseResult(walked[0], "walk_through", walked[1])
+    referred = former_latter(text, ctx.options, labels)
+    if referred is not None:
+        return ParseResult(referred[0], "former_latter", referred[1])
+    return _option_text(text, ctx) or ParseResult(None, "none", "no option committed to")
 
 
 # --- rule 1: answer tags and phrases ----------------------------------------------------------
@@ -374,10 +294,17 @@ def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
         if c is not None:
             tags.append(_Commit(c.labels, c.conflict, m.start(), "answer_tag"))
     phrases = _phrase_commits(text, ctx)
-    if not tags and not phrases:
+    lone = _lone_commits(text, ctx)
+    if not tags and not phrases and not lone:
         return None
     first = _first_line_label(text, ctx)
     lead = [] if first is None else [_Commit((first.label,), pos=0, method="leading_label")]
+    if first is None and (lone or _CORRECTION.search(text) or _SWITCH.search(text)):
+        # "C. Actually, B.": the opening label is an answer the later one may replace.
+        opening = _leading_label(text, ctx, ending=False)
+        if opening is not None and opening.index is not None:
+            lead = [_Commit((label_for(opening.index, ctx.style),), pos=0, method="leading_label")]
+    phrases = [*phrases, *lone]
     method, what = ("answer_tag", "answer tag") if tags else ("answer_phrase", "answer phrase")
     commits = sorted([*lead, *tags, *phrases], key=lambda c: c.pos)
     return _decide(commits, method, what, ctx, text)
@@ -388,13 +315,22 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     found: list[_Commit] = []
     clauses = ClauseIndex(text)
 
-    def add(start: int, end: int, *, loose: bool, strict_case: bool = False, single: bool = False) -> None:
+    def add(
+        start: int,
+        end: int,
+        *,
+        loose: bool,
+        strict_case: bool = False,
+        single: bool = False,
+        at_end: bool = False,
+    ) -> None:
         if clauses.not_asserted(start):
             return
         commit = _read_answer(text[end : end + _WINDOW], ctx, loose=loose, strict_case=strict_case)
         # After a hedge or terse prefix, a list ("Thus A, B and C are excluded") is no answer.
         if commit is not None and not (single and len(commit.labels) > 1):
-            found.append(_Commit(commit.labels, commit.conflict, start))
+            # A prefix may hold a correction marker ("No wait, C."): its answer comes after it.
+            found.append(_Commit(commit.labels, commit.conflict, end if at_end else start))
 
     for m in _PHRASE.finditer(text):
         add(m.start(), m.end(), loose=m["conn"] is not None or m["choose"] is not None)
@@ -403,19 +339,39 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     for m in _HEDGE.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True, single=True)
     for m in _PREFIX.finditer(text):
-        add(m.start(), m.end(), loose=False, strict_case=True, single=True)
+        add(m.start(), m.end(), loose=False, strict_case=True, single=True, at_end=True)
     for m in _CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
-    for m in _CHINESE_REVERSE.finditer(text):
-        raw = m["c"]
+    for m in (*_CHINESE_REVERSE.finditer(text), *_CHINESE_ITEM.finditer(text)):
+        raw = str(m["c"])
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
     for m in reverse.finditer(text):
         if clauses.not_asserted(m.start()):
             continue
-        raw = m["a"] or m["b"] or m["c"]
+        raw = str(m["a"] or m["b"] or m["c"] or m.groupdict().get("d"))
         found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
+    return found
+
+
+def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
+    """Labels standing alone at a sentence's end: :data:`_LONE_LETTERS`, :data:`_INTRO`.
+
+    These weak forms also bring in an opening label (rule 4), so "A. Thinking again, D." names
+    two options rather than silently D.
+    """
+    found: list[_Commit] = []
+    clauses = ClauseIndex(text)
+    for m in (_LONE_LETTERS if ctx.style == "letters" else _LONE_NUMBERS).finditer(text):
+        raw = m["a"] or m["b"]
+        if not clauses.not_asserted(m.start()):
+            found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
+    for m in (*_INTRO.finditer(text), *_SHORT.finditer(text)):
+        if _LABEL_WORD.search(m.group(1)) is None:
+            c = _read_answer(text[m.end() : m.end() + _WINDOW], ctx, loose=False, strict_case=True)
+            if c is not None and len(c.labels) == 1:
+                found.append(_Commit(c.labels, c.conflict, m.end()))
     return found
 
 
@@ -439,6 +395,8 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
         read = None
     if strict_case and read is not None and read.kind == "connective" and not _reason_follows(body, read):
         read = None  # "I think B is wrong", "So B is excluded": a remark about B, not a choice
+    if strict_case and read is not None and body[read.end :].lstrip(" \t").startswith(":"):
+        read = None  # "Per option: A: no. B: …": a walk item, not an answer
     if read is not None and not _option_starts_at(body, read, ctx) and _accepts(read, ctx, loose=loose):
         items = read_label_list(body, read, ctx.style)
         if body[items[-1].end :].lstrip(" \t.)]'\"").startswith("?"):
@@ -518,6 +476,9 @@ def _decide(commits: Sequence[_Commit], method: str, what: str, ctx: _Ctx, text:
     withdrawn = _withdrawal(text, commits[-1].pos)
     if withdrawn is not None:
         return ParseResult(None, method, f"answer withdrawn after {withdrawn.group()!r} with no new one")
+    changed = _changed_unread(text, commits[-1].pos, ctx)
+    if changed is not None:
+        return ParseResult(None, method, changed)
     if len(named) > 1:
         corrected = _after_correction(commits, ctx, text)
         if corrected is not None:
@@ -547,17 +508,42 @@ def _withdrawal(text: str, last: int) -> re.Match[str] | None:
     return None
 
 
+def _changed_unread(text: str, last: int, ctx: _Ctx) -> str | None:
+    """Why the answer stands changed when a marker after it is followed by a label not read.
+
+    "Answer: D. Actually, on closer inspection: E": the later label is in no form the rules
+    read, but keeping D would report the answer the model took back.
+    """
+    end = _SENTENCE_END.search(text, last)
+    if end is None:
+        return None
+    label = _LABEL_LETTER if ctx.style == "letters" else _LABEL_NUMBER
+    # Only the first marker needs a look: a label after a later one is also after the first.
+    found = [
+        m for m in (_CORRECTION.search(text, end.end()), _SWITCH.search(text, end.end())) if m is not None
+    ]
+    if not found:
+        return None
+    marker = min(found, key=lambda m: m.start())
+    later = label.search(text, marker.end())
+    if later is None:
+        return None
+    return f"answer changed after {marker.group()!r} to {later.group().strip('()')!r}, not read"
+
+
 def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> ParseResult | None:
     """The answer given after the last self-correction marker, when that answer is single.
 
     "The answer is D. Wait — … so the answer is C": the commitments after the last marker that
     has commitments on both sides replace all earlier ones; if those name several, none wins.
     """
-    markers = [m for m in _CORRECTION.finditer(text) if commits[0].pos < m.start() < commits[-1].pos]
+    # A marker may itself be the phrase of the later answer ("Actually, C."), so ``<=``.
+    found = [*_CORRECTION.finditer(text), *_SWITCH.finditer(text)]
+    markers = [m for m in found if commits[0].pos < m.start() <= commits[-1].pos]
     if not markers:
         return None
-    marker = markers[-1]
-    later = [c for c in commits if c.pos > marker.start()]
+    marker = max(markers, key=lambda m: m.start())
+    later = [c for c in commits if c.pos >= marker.start()]
     named = _distinct(later, ctx)
     if len(named) != 1 or not ctx.in_range(named[0]):
         return None
@@ -579,15 +565,20 @@ def _out_of_range(label: str, ctx: _Ctx) -> str:
 
 def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
     body = text.strip()
-    pos = 0
-    filler = _FILLER.match(body)
+    bullet = _BULLET.match(body)
+    pos = bullet.end() if bullet is not None else 0
+    filler = _FILLER.match(body, pos)
     if filler is not None:
         pos = filler.end()
     read = read_label(body, pos, ctx.style)
     if read is None or not (read.strong or read.kind == "connective"):
         return None
     items = read_label_list(body, read, ctx.style)
-    if not _REST_OK.match(body, items[-1].end):
+    end = items[-1].end
+    if _ASKS.match(body, end):
+        return None
+    tail = _BARE_TAIL.match(body, end)
+    if not _REST_OK.match(body, tail.end() if tail is not None else end):
         return None
     return _decide([_Commit(tuple(r.label for r in items))], "bare_label", "whole response", ctx)
 
@@ -605,7 +596,7 @@ def _first_line_label(text: str, ctx: _Ctx) -> LabelRead | None:
     body = text.lstrip()
     line, _, rest = body.partition("\n")
     read = read_label(line, 0, ctx.style)
-    if read is None:
+    if read is None or _ASKS.match(line, read.end):
         return None
     if read.kind == "connective":
         if not _reason_follows(line, read):
@@ -639,16 +630,20 @@ def _first_line_rule(text: str, ctx: _Ctx) -> ParseResult | None:
     read = _first_line_label(text, ctx)
     if read is None or not ctx.in_range(read.label):
         return None
+    other = _ends_with_other_label(text, read.label, ctx)
+    if other is not None:
+        return ParseResult(None, "leading_label", other)
     return _decide([_Commit((read.label,), method="leading_label")], "leading_label", "", ctx)
 
 
 # --- rule 4: the response starts with a label ----------------------------------------------------
 
 
-def _leading_label(text: str, ctx: _Ctx) -> ParseResult | None:
+def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult | None:
+    """Rule 4; ``ending=False`` skips the check that the reply does not end on another label."""
     body = text.lstrip()
     read = read_label(body, 0, ctx.style)
-    if read is None or read.kind not in _leading_kinds(ctx):
+    if read is None or read.kind not in _leading_kinds(ctx) or _ASKS.match(body, read.end):
         return None
     if _enumerates(body, ctx) or _option_starts_at_label(body, read, ctx):
         return None
@@ -657,12 +652,32 @@ def _leading_label(text: str, ctx: _Ctx) -> ParseResult | None:
     if not ctx.in_range(read.label):
         # "I. Observations" or "F) …" with four options: no answer here; option text may still tell.
         return _option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
-    conflict = _contradiction(body, read, ctx)
+    conflict = (
+        _contradiction(body, read, ctx) or (ending and _ends_with_other_label(body, read.label, ctx)) or None
+    )
     if conflict is not None:
         return ParseResult(None, "leading_label", conflict)
     return ParseResult(
         label_index(read.label, ctx.style), "leading_label", f"response starts with label {read.label}"
     )
+
+
+def _ends_with_other_label(text: str, label: str, ctx: _Ctx) -> str | None:
+    """Why an opening label is not the answer when the reply ends on another bare label.
+
+    "C. On reflection, B.": the reply changes its mind without a marker the rules know, so
+    neither label is taken.
+    """
+    m = _TRAILING_LABEL.search(text, max(0, len(text) - 12))
+    if m is None:
+        return None
+    raw = m["lab"]
+    if raw.isdigit() != (ctx.style == "numbers") or _DENIED_BEFORE.search(text, 0, m.start() + 1):
+        return None  # "D, not B.": the closing label is denied, not chosen
+    last = raw.upper() if ctx.style == "letters" else str(int(raw))
+    if last == label:
+        return None
+    return f"starts with label {label} but ends with {last}"
 
 
 def _leading_kinds(ctx: _Ctx) -> frozenset[str]:

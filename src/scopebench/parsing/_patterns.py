@@ -1,0 +1,244 @@
+"""The regular expressions of :mod:`scopebench.parsing.choice` (answer phrases, hedges, markers).
+
+Kept apart so the rules in ``choice.py`` read as code; each pattern's comment says what it
+matches and why. All are bounded or anchored so parsing stays linear in the reply's length.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TAG = re.compile(r"<\s*answer\s*>(?P<body>.*?)(?:<\s*/\s*answer\s*>|(?=<)|\Z)", re.I | re.S)
+_BOXED = re.compile(r"\\boxed\s*\{(?P<body>[^{}]*)\}")
+
+_QUALIFIER = r"(?:the|my|our|final|correct|best|right|true|most\s+likely|likely|only)"
+_PHRASE = re.compile(
+    rf"""
+    (?<![\w<>/])                       # not inside a word or an <ANSWER> tag name
+    (?:
+        (?:{_QUALIFIER}\s+)*answers?
+        (?:\s+to\s+(?:the|this)\s+question)?
+        (?:\s+(?:choice|option|letter))?
+      | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
+        |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
+        \s+(?:options?|choices?|response)
+      | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
+          (?:choose|select|pick|go\s+with)
+        | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
+        | (?:change|changing|switch|switching)\s+(?:(?:my\s+)?answer|it|that)\s+to)
+    )
+    (?![\w>])
+    ["']?[ \t]*                       # a JSON key: {{"answer": "C"}}
+    (?P<conn>
+        (?:is|are|would\s+be|should\s+be|will\s+be|must\s+be|ha(?:s|ve)\s+to\s+be|seems\s+to\s+be|appears\s+to\s+be)\b
+        [ \t]*[:\-]?
+      | [:=]|->|=>|→|-(?!\w)
+    )?
+    """,
+    re.I | re.X,
+)
+# "B is the correct answer" / "(B) is correct." — an upper-case or bracketed label first. The
+# lookahead keeps "A is correct in stating…" (a remark about one option) out.
+_VERDICT = (
+    r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+"
+    r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?(?:"
+    r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable|plausible|strongest|defensible|reasonable|final)"
+    r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
+    r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
+    r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
+    r"|(?i:does))"
+    r"(?:\s+(?i:to\s+me|here|overall))?"
+    r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
+)
+_REVERSE_LETTERS = re.compile(
+    r"(?<![\w'])(?:(?i:options?|choices?)\s*)?(?:\((?P<a>[A-Za-z])\)|\[(?P<b>[A-Za-z])\]|(?P<c>[A-Z]))"
+    + _VERDICT
+)
+_REVERSE_NUMBERS = re.compile(
+    r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
+    # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
+    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s))(?P<d>\d{1,2}))" + _VERDICT,
+    re.M,
+)
+
+# Hedged or first-person commitments ("I would say D", "I believe it's D", "It is probably B", "My
+# choice: C"): only an explicit label may follow, never option text or a bare lower-case letter.
+_HEDGE = re.compile(
+    r"""
+    (?<![\w'])
+    (?:
+        I(?:'d|\s+would|\s+will|'ll)?\s+(?:say|guess|answer)
+      | I\s+(?:believe|think|guess|suspect|feel|reckon)(?:\s+that)?
+      | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?(?:\s+(?:towards?|for))?
+          |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
+      | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
+      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|meant)
+      | let(?:'s|\s+us)\s+go\s+with
+      | (?:my\s+)?(?:instinct|gut)\s+says
+      | I(?:'m|\s+am)\s+(?:(?:fairly|pretty|quite|very|reasonably|fully)\s+)?(?:sure|confident|certain)
+        (?:\s+(?:that\s+)?(?:it's|it\s+is))?
+      | (?:gonna|going\s+to)\s+(?:go\s+with|say)
+      | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
+      | (?:should|must)\s+be
+      | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
+      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet)
+        (?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
+      | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
+      | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
+      | (?:my|our)\s+money\s+(?:is|would\s+be)\s+on
+      | I(?:'d|\s+would)?\s+put\s+my\s+money\s+on
+      | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?\s*[,;]?\s*but(?:\s+rather)?
+    )
+    (?![\w'])[ \t]*[:\-]?
+    """,
+    re.I | re.X,
+)
+# Verdicts that name an option by its text ("The most likely diagnosis is squamous cell carcinoma",
+# "most consistent with necrosis", "Diagnosis: necrosis").
+_VERDICT_TEXT = re.compile(
+    r"""
+    (?<![\w'])
+    (?:
+        (?:the\s+)?(?:most\s+(?:likely|probable|plausible|appropriate|consistent|accurate)|best|final|likely
+          |probable|correct)
+        \s+(?:[a-z]+\s+){0,3}?(?:is|would\s+be)
+      | (?:most|best)\s+consistent\s+with
+      | (?:favou?rs?|points?\s+(?:to|towards?)|supports?\s+a\s+diagnosis\s+of)
+      | (?:best|most\s+accurately)\s+(?:described|classified|characterized|identified)\s+as
+      | (?:best|most\s+likely)\s+(?:explained|represented|accounted\s+for)\s+by
+      | (?:aligns?|corresponds?|agrees?)\s+(?:most\s+closely|best)\s+with
+      | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
+    )
+    (?![\w'])
+    """,
+    re.I | re.X,
+)
+# Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
+_PREFIX = re.compile(
+    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+match"
+    r"|(?:pick|choose|select)\s+one)\s*:"
+    r"|(?:choice|option)[ \t]*:(?=[ \t]*\S)"
+    r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought|tentatively"
+    r"|provisionally|presumably|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
+    r"(?![\w'])[ \t]*[,:]?"
+    r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
+    r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
+    r"|(?:all|everything)(?:\s+things)?\s+considered|putting\s+(?:\w+\s+){0,4}together"
+    r"|to\s+summari[sz]e|in\s+short|ultimately)[^.;:\n]{0,80}[,:])"
+    r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→|\u27a1\ufe0f?",
+    re.I,
+)
+# A short introductory clause, then a label ending the sentence ("After careful consideration,
+# E.", "If I had to pick one, 1."): the label is the answer. Not after a negated, conditional or
+# contrasting clause ("If it were A, B.", "Unless …, C."), nor after a label ("It is B, C.").
+_INTRO = re.compile(
+    r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
+    r"(?!(?i:if|unless|whether|when)\b(?!\s+(?i:I\s+(?:had|have)\s+to|forced\s+to)))"
+    r"(?![^.;:!?\n,]*(?<!\w)(?i:not|no|never|unless|whether|were)(?!\w))"
+    r"(?P<intro>[^.;:!?\n,]{3,80}),[ \t]*"
+    r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]+[ \t]*)?(?:$|\n|(?<=[.!])[ \t]*\S))",
+    re.M,
+)
+# A short sentence (at most eight words) ending in a label, where the word before the label is a
+# verb or particle of choosing, not a noun ("I suppose D.", "I'd probably go with C.", "This
+# appears to be D."; never "The signal is in panel C." or "It is vitamin D."). No negation,
+# condition, alternative or mere possibility ("could", "might") in it, and no other label.
+_SHORT = re.compile(
+    r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
+    r"(?![^.!?\n]*(?<![\w'])(?i:not|no|never|if|unless|whether|without|cannot|either|neither|or|nor|could|might"
+    r"|may|also)(?![\w']))"
+    r"(?![^.!?\n]*n't)"
+    r"(?P<lead>(?:[\w']+[ \t]+){0,7}?)"
+    r"(?i:say|guess|guessing|suppose|be|(?:go|going|goes)\s+with|(?:go|going|opt|opting|vote|voting)\s+for"
+    r"|toward|towards|lean\s+to|choose|choosing|pick|picking|select|selecting|wager|thinking|take"
+    r"|probably|presumably|likely|think|believe|reckon)[ \t]+"
+    r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
+    re.M,
+)
+# A label-like token anywhere (for _changed_unread): never "A"/"I" before a word.
+_LABEL_LETTER = re.compile(r"(?<![\w'])(?:\([A-Za-z]\)|[B-HJ-Z]|A(?=[ \t]*(?:[.!)]|$)))(?![\w'])", re.M)
+_LABEL_NUMBER = re.compile(r"(?<![\w'.])\(?\d{1,2}\)?(?![\w']|[.,]\d)")
+_LABEL_WORD = re.compile(r"(?<![\w'])(?:[B-HJ-Z]|\d{1,2})(?![\w'])")
+# Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
+# word characters and the English word-boundary guards would reject them.
+# "选项C正确" (option C is correct): the label first.
+# "选择A项" (choose item A).
+_CHINESE_ITEM = re.compile(r"选(?:择)?(?:第)?(?P<c>[A-Za-z]|\d{1,2})项")
+_CHINESE_REVERSE = re.compile(
+    r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?:的)?(?!\w)"
+)
+_CHINESE = re.compile(
+    r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
+    r"|答\s*:"  # "答：A" (answer:)
+    r"|正确的是|我(?:认为|觉得)(?:应该)?是"  # "正确的是B" (the correct one is), "我认为是C" (I think it is)
+    r"|(?<![不别])选(?:择)?(?:是)?(?!项)"  # "选A", "应该选C"; never "不选A" or "选项"
+    r"|不是[^,;.\n]{1,8}[,;]\s*(?:而)?是"  # "不是D，是A": denied, then affirmed
+)
+
+# Self-correction markers: after one, the model's later answer replaces its earlier one.
+_CORRECTION = re.compile(
+    r"(?<!\w)(?:wait|actually|on\s+second\s+thought|correction|scratch\s+that|I\s+made\s+(?:a|an)\s+"
+    r"(?:mistake|error)|I\s+was\s+wrong|let\s+me\s+(?:re-?consider|re-?check|re-?evaluate|re-?examine|correct)"
+    r"|re-?considering|等等|更正)(?!\w)",
+    re.I,
+)
+# Markers that switch between two answers but never withdraw one: "sorry" or "no," after the
+# last answer is politeness or a remark ("Sorry for the confusion"), not a withdrawal.
+_SWITCH = re.compile(
+    r"(?<!\w)(?:sorry|I\s+meant|no(?=\s*,)|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look))(?!\w)",
+    re.I,
+)
+# A label that is a whole sentence of its own, perhaps after an interjection ("D... no, A.",
+# "Perhaps 4? Yes, 4.", "No, not C. D."), ending its line, after another sentence on that line:
+# an answer. Never after a comma alone ("It is B, C." is a list), never a line of its own (a list
+# of labels, or the first line, which rules 2-3 read).
+_LONE_START = (
+    r"(?:(?<=[^\s][.!?;][ \t])|(?<=\.\.\.))[ \t]*"
+    r"(?:(?i:no|yes|so|ok|okay|hmm|then|thus|hence|actually|wait|rather|instead)[ \t]*[,.]?[ \t]+){0,3}"
+)
+_LONE_LETTERS = re.compile(_LONE_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!]*[ \t]*$", re.M)
+_LONE_NUMBERS = re.compile(_LONE_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!]*[ \t]*$", re.M)
+# Words of indecision: with them, option text alone (the weakest rule) commits to nothing.
+_UNDECIDED = re.compile(
+    r"(?<!\w)(?:both|either|not\s+(?:entirely\s+)?sure|unsure|uncertain|can(?:'t|not)\s+(?:tell|decide|say)"
+    r"|hard\s+to\s+(?:say|tell)|torn\s+between)(?!\w)",
+    re.I,
+)
+_SENTENCE_END = re.compile(r"[.!?\n]")
+_NO_AFTER = re.compile(r",?\s*no\b", re.I)
+#: How far after an answer phrase its answer is looked for: bounded, so parsing stays linear.
+_WINDOW = 240
+
+# Hedges and quantifiers allowed between an answer phrase and its label.
+_FILLER = re.compile(
+    r"(?:(?:most\s+likely|quite\s+likely|likely|most\s+probably|probably|presumably|leaning|tentatively|definitely|clearly|"
+    r"therefore|thus|hence|indeed|then|"
+    r"actually|either|both|simply|just|certainly|surely|still)\b[\s,]*)+",
+    re.I,
+)
+_ARTICLES = frozenset({"a", "an", "the"})
+# An answer after a phrase runs to the end of its clause.
+_CLAUSE_END = re.compile(r"\n|[.;!?](?=\s|$)|[,(]")
+_REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
+# A hedge after a whole-response label ("3, probably.", "B, I'd say."): still that label.
+_BARE_TAIL = re.compile(
+    r"[ \t]*,?[ \t]*(?:probably|likely|most\s+likely|I(?:'d|\s+would)\s+say"
+    r"|I\s+(?:think|believe|guess|suppose))"
+    r"(?![\w'])",
+    re.I,
+)
+# A label followed by "?" asks ("C? A? I'm unsure."), it does not answer.
+_ASKS = re.compile(r"[ \t.)\]'\"]*\?")
+# A bare label ending the reply after a separator (", B." / " 2."): see _ends_with_other_label.
+_TRAILING_LABEL = re.compile(r"[\s,:;]\(?(?P<lab>[A-Z]|\d{1,2})\)?[ \t]*[.!]*\s*\Z")
+_DENIED_BEFORE = re.compile(r"(?<![\w'])(?i:not|no|than)[ \t]*\(?\Z")
+_BULLET = re.compile(r"[ \t]*(?:[-*•+][ \t]+)?")
+_INLINE_LETTERS = re.compile(
+    r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
+)
+_INLINE_NUMBERS = re.compile(r"(?<!\S)\((\d{1,2})\)|(?<!\S)(\d{1,2})\)|\b(?i:option|choice)\s*\(?(\d{1,2})\b")
+# A label that is an echoed format placeholder ("The answer is (X)"), ignored next to real ones.
+_PLACEHOLDER = "X"
+# Words after a label on the first line that make it an answer with its reason ("B because …").
+_EXPLICIT = frozenset({"bracketed", "closed", "keyword"})
+_REASON_WORDS = frozenset({"because", "since", "as", "given", "due"})
