@@ -40,7 +40,7 @@ def _show(results: list[Any]) -> int:
         errors = [p for p in r.problems if p.severity == "error"]
         warnings = len(r.problems) - len(errors)
         for p in errors[:_SHOWN]:
-            console.print(f"  [red]{p}[/red]", markup=True, highlight=False)
+            console.print(f"  {p}", style="red", markup=False, highlight=False)
         if len(errors) > _SHOWN:
             console.print(f"  … {len(errors) - _SHOWN} more errors")
         if r.problems:
