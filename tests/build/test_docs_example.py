@@ -38,11 +38,17 @@ def test_docs_example_builds_and_evaluates(tmp_path: Path, monkeypatch: pytest.M
         assert argv[0] == "scopebench"
         assert main(argv[1:]) == 0, argv
 
-    summary = {s: json.loads((tmp_path / "build" / s / "build.json").read_text()) for s in ("ingest", "questions", "split", "export")}
+    summary = {
+        s: json.loads((tmp_path / "build" / s / "build.json").read_text())
+        for s in ("ingest", "questions", "split", "export")
+    }
     # The demo's contour-labelled cells plus 2 × 4 scikit-image crops.
     demo_rows = (tmp_path / "demo_cells.csv").read_text().splitlines()[1:]
     assert summary["ingest"]["items_in"] == len(demo_rows) + 8
-    assert summary["ingest"]["kept"] + sum(summary["ingest"]["dropped"].values()) == summary["ingest"]["items_in"]
+    assert (
+        summary["ingest"]["kept"] + sum(summary["ingest"]["dropped"].values())
+        == summary["ingest"]["items_in"]
+    )
     assert summary["split"]["stats"]["images"]["test_tiny"] == 4
     assert summary["split"]["stats"]["leaks"] == 0
     # Every local item is one question of one kept image; the run scored all of them.

@@ -35,7 +35,9 @@ def _decode_png(data: bytes) -> tuple[dict[str, int], bytes]:
     ("shape", "dtype", "colour"),
     [((5, 7), np.uint8, 0), ((5, 7), np.uint16, 0), ((5, 7, 3), np.uint16, 2), ((5, 7, 4), np.uint8, 6)],
 )
-def test_png_is_lossless_for_8_and_16_bit_grey_rgb_rgba(shape: tuple[int, ...], dtype: type, colour: int) -> None:
+def test_png_is_lossless_for_8_and_16_bit_grey_rgb_rgba(
+    shape: tuple[int, ...], dtype: type, colour: int
+) -> None:
     arr = np.random.default_rng(0).integers(0, np.iinfo(dtype).max, shape, dtype=dtype)
     head, raw = _decode_png(encode_png(arr))
     assert head == {"w": 7, "h": 5, "depth": 8 * np.dtype(dtype).itemsize, "colour": colour}
@@ -69,7 +71,7 @@ def test_dhash_of_gradients_and_hamming() -> None:
     falling = np.tile(np.linspace(255, 0, 90), (80, 1)).astype(np.uint8)
     assert dhash(falling) == "ffffffffffffffff"  # every left pixel brighter than its right neighbour
     assert dhash(falling[:, ::-1].copy()) == "0000000000000000"
-    assert dhash((falling.astype(np.uint16) * 257)) == "ffffffffffffffff"  # 16-bit scaled, same hash
+    assert dhash(falling.astype(np.uint16) * 257) == "ffffffffffffffff"  # 16-bit scaled, same hash
     assert hamming("ff", "0f") == 4
 
 
@@ -80,7 +82,11 @@ def test_tiff_16_bit_and_channels_first_are_recorded(tmp_path: Path) -> None:
     assert std.pixels.shape == (6, 5, 3) and std.pixels.dtype == np.uint16
     assert np.array_equal(std.pixels[..., 0], arr[0]) and np.array_equal(std.pixels[..., 1], arr[1])
     assert not std.pixels[..., 2].any()
-    assert "channels-first" in std.conversion and "all-zero blue" in std.conversion and "16-bit" in std.conversion
+    assert (
+        "channels-first" in std.conversion
+        and "all-zero blue" in std.conversion
+        and "16-bit" in std.conversion
+    )
 
 
 @pytest.mark.parametrize(
@@ -97,7 +103,9 @@ def test_unstorable_pixels_are_refused(tmp_path: Path, arr: np.ndarray, needle: 
 
 
 def test_truncated_png_is_an_image_load_error(tmp_path: Path) -> None:
-    Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(tmp_path / "a.png")
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(
+        tmp_path / "a.png"
+    )
     data = (tmp_path / "a.png").read_bytes()
     (tmp_path / "t.png").write_bytes(data[: len(data) // 2])
     with pytest.raises(ImageLoadError, match=r"t\.png"):

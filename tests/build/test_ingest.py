@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import make_sources
+from build_helpers import make_sources
 
 from scopebench.benchmarks.registry import get_benchmark
 from scopebench.build import ingest

@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import make_sources
+from build_helpers import make_sources
 
 import scopebench.build.standardise as standardise
 from scopebench.build import run_build
@@ -57,7 +57,10 @@ def test_cli_build_run_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert "build summary" in out
     assert "missing_image: 1" in out and "unknown_vocabulary: 1" in out
-    assert "src_a row 2 field modality: modality 'light microscpy' is unknown; did you mean 'light microscopy'?" in out.replace("\n", " ")
+    assert (
+        "src_a row 2 field modality: modality 'light microscpy' is unknown; did you mean 'light microscopy'?"
+        in out.replace("\n", " ")
+    )
 
 
 def test_cli_errors_are_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

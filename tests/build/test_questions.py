@@ -26,14 +26,21 @@ def _questions(folder: Path) -> list[tuple[dict, str, dict]]:
 def test_chi_square_matches_hand_computation() -> None:
     # counts [2, 2, 1, 1]: expected 1.5 each; (0.25 * 4) / 1.5
     assert position_balance([2, 2, 1, 1])["chi2"] == pytest.approx(2 / 3)
-    assert position_balance([3, 3, 3])["chi2"] == 0.0 and position_balance([3, 3, 3])["p"] == pytest.approx(1.0)
+    assert position_balance([3, 3, 3])["chi2"] == 0.0 and position_balance([3, 3, 3])["p"] == pytest.approx(
+        1.0
+    )
 
 
 def test_every_question_is_well_formed_and_hard(built: dict) -> None:
     tax = load_taxonomy()
     qs = _questions(built["root"] / "questions")
     assert Counter(t for _, t, _ in qs) == {
-        "modality": 6, "submodality": 3, "domain": 6, "subdomain": 3, "stain": 6, "classification": 3,
+        "modality": 6,
+        "submodality": 3,
+        "domain": 6,
+        "subdomain": 3,
+        "stain": 6,
+        "classification": 3,
     }  # src_b has one class (no classification) and no submodality/subdomain values
     for row, task, q in qs:
         options, answer = q["options"], int(q["answer_idx"])
@@ -87,7 +94,23 @@ def test_bad_config() -> None:
 
 def test_ubench_run_evaluates_the_questions(built: dict, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    assert main(["-q", "run", "--bench", "ubench", "--data", str(built["root"] / "questions"), "--model", "random", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "run",
+                "--bench",
+                "ubench",
+                "--data",
+                str(built["root"] / "questions"),
+                "--model",
+                "random",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     import json
 
     metrics = json.loads((out / "metrics.json").read_text())

@@ -12,11 +12,18 @@ from scopebench.errors import DataFormatError
 
 
 def _row(iid: str, source: str, group: str | None = None) -> dict:
-    return {"image_id": iid, "dataset": source, "dup_group": group or iid, "questions": {"modality": {"x": 1}}}
+    return {
+        "image_id": iid,
+        "dataset": source,
+        "dup_group": group or iid,
+        "questions": {"modality": {"x": 1}},
+    }
 
 
 def test_groups_stay_together_and_shares_follow_fractions() -> None:
-    rows = [_row(f"a{i}", "A") for i in range(40)] + [_row(f"b{i}", "B", "b0" if i < 5 else None) for i in range(20)]
+    rows = [_row(f"a{i}", "A") for i in range(40)] + [
+        _row(f"b{i}", "B", "b0" if i < 5 else None) for i in range(20)
+    ]
     cfg = SplitConfig(seed=1, fractions={"train": 0.75, "test": 0.25})
     where = assign_splits(rows, cfg)
     assert len({where[f"b{i}"] for i in range(5)}) == 1  # one near-duplicate group, one split
@@ -37,9 +44,17 @@ def test_bad_fractions() -> None:
 
 def test_split_and_export_then_local_run(built: dict, tmp_path: Path) -> None:
     root = built["root"]
-    r = split(root / "questions", tmp_path / "split", SplitConfig(seed=0, fractions={"train": 0.5, "test": 0.5}, tiny=2))
+    r = split(
+        root / "questions",
+        tmp_path / "split",
+        SplitConfig(seed=0, fractions={"train": 0.5, "test": 0.5}, tiny=2),
+    )
     st = r.stats
-    assert st["leaks"] == 0 and st["images"]["train"] + st["images"]["test"] == 6 and st["images"]["test_tiny"] == 2
+    assert (
+        st["leaks"] == 0
+        and st["images"]["train"] + st["images"]["test"] == 6
+        and st["images"]["test_tiny"] == 2
+    )
     assert sum(st["questions"][s] for s in ("train", "test")) == 27
     from datasets import load_from_disk
 
@@ -50,15 +65,36 @@ def test_split_and_export_then_local_run(built: dict, tmp_path: Path) -> None:
     assert not groups["train"] & groups["test"]
 
     e = export(tmp_path / "split", tmp_path / "export")
-    assert e.stats == {"local_items": 27, "test_tiny_items": sum(1 for _ in (tmp_path / "export/local/test_tiny.jsonl").open())}
+    assert e.stats == {
+        "local_items": 27,
+        "test_tiny_items": sum(1 for _ in (tmp_path / "export/local/test_tiny.jsonl").open()),
+    }
     items = [json.loads(x) for x in (tmp_path / "export/local/data.jsonl").read_text().splitlines()]
     assert len({i["id"] for i in items}) == 27
     assert all((tmp_path / "export/local" / i["image"]).is_file() for i in items)
     assert {i["split"] for i in items} == {"train", "test"}
     first = items[0]
-    assert first["choices"][first["answer"]] == (first["label_name"] if first["task"] == "classification" else first[first["task"]])
+    assert first["choices"][first["answer"]] == (
+        first["label_name"] if first["task"] == "classification" else first[first["task"]]
+    )
     out = tmp_path / "run"
-    assert main(["-q", "run", "--bench", "local", "--data", str(tmp_path / "export/local"), "--model", "frequent", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "run",
+                "--bench",
+                "local",
+                "--data",
+                str(tmp_path / "export/local"),
+                "--model",
+                "frequent",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["overall"]["n"] == 27 and metrics["overall"]["errors"] == 0
     assert (tmp_path / "export/hf/README.md").read_text().count("| src_a |") >= 2

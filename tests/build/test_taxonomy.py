@@ -15,7 +15,13 @@ def test_shipped_tree_shape_and_ids() -> None:
     assert conf is not None and conf.parent == "fluorescence microscopy"
     assert "light sheet microscopy" in tax.siblings("submodality", "confocal microscopy")
     assert "brightfield microscopy" not in tax.siblings("submodality", "confocal microscopy")
-    assert tax.siblings("stain", "DAPI") == ["Hoechst", "GFP", "MitoTracker", "phalloidin", "immunofluorescence"]
+    assert tax.siblings("stain", "DAPI") == [
+        "Hoechst",
+        "GFP",
+        "MitoTracker",
+        "phalloidin",
+        "immunofluorescence",
+    ]
     # Only ids we are sure of are filled in.
     ids = {c.name: c.ontology_id for t in tax.concepts.values() for c in t.values() if c.ontology_id}
     assert ids == {"brightfield microscopy": "FBbi:00000243", "fluorescence microscopy": "FBbi:00000246"}
@@ -49,5 +55,5 @@ def test_bad_user_files(tmp_path: Path) -> None:
     with pytest.raises(DataNotFoundError):
         load_taxonomy(tmp_path / "none.yaml")
     (tmp_path / "t.yaml").write_text("stain:\n  light microscopy: H&E\n")
-    with pytest.raises(DataFormatError, match="stain.light microscopy must be a list"):
+    with pytest.raises(DataFormatError, match=r"stain\.light microscopy must be a list"):
         load_taxonomy(tmp_path / "t.yaml")
