@@ -10,7 +10,7 @@ from build_helpers import make_sources
 from scopebench.benchmarks.registry import get_benchmark
 from scopebench.build import ingest
 from scopebench.build.images import image_id, pixel_md5, read_image
-from scopebench.errors import DataFormatError
+from scopebench.errors import DataFormatError, NoItemsError
 
 
 def _rows(folder: Path) -> list[dict]:
@@ -105,3 +105,39 @@ def test_bad_manifest_lists_violations(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError) as exc:
         ingest(tmp_path / "m.yaml", tmp_path / "out")
     assert "sources.0.name" in str(exc.value) and "sources.0.metadata" in str(exc.value)
+
+
+def test_nothing_kept_is_an_error_with_the_problems(tmp_path: Path) -> None:
+    (tmp_path / "im").mkdir()
+    (tmp_path / "m.csv").write_text("image,modality,domain\nnope.png,light microscopy,pathology\n")
+    (tmp_path / "m.yaml").write_text("sources:\n  - name: s\n    images: im\n    metadata: m.csv\n")
+    with pytest.raises(NoItemsError, match=r"(?s)missing_licence 1.*s row 0 field license"):
+        ingest(tmp_path / "m.yaml", tmp_path / "out")
+    assert len((tmp_path / "out" / "problems.jsonl").read_text().splitlines()) == 1
+
+
+def test_parquet_table_with_renamed_columns(tmp_path: Path) -> None:
+    import numpy as np
+    import pandas as pd
+    from PIL import Image
+
+    (tmp_path / "im").mkdir()
+    falling = np.tile(np.linspace(255, 0, 16), (16, 1)).astype(np.uint8)
+    for name, img in (("a.png", falling), ("b.png", falling[:, ::-1])):  # dHashes 64 bits apart
+        Image.fromarray(np.ascontiguousarray(img)).save(tmp_path / "im" / name)
+    frame = pd.DataFrame(
+        [{"file": "a.png", "mod": "light microscopy", "domain": "pathology", "pmid": 123},
+         {"file": "b.png", "mod": "electron microscopy", "domain": "pathology", "pmid": None}]
+    )  # fmt: skip
+    frame.to_parquet(tmp_path / "m.parquet")  # pmid becomes a float column with a null
+    (tmp_path / "m.yaml").write_text(
+        "sources:\n  - name: s\n    images: im\n    metadata: m.parquet\n    licence: CC0-1.0\n"
+        "    columns: {file: image, mod: modality}\n"
+    )
+    r = ingest(tmp_path / "m.yaml", tmp_path / "out")
+    assert r.kept == 2 and not r.problems
+    rows = sorted(_rows(tmp_path / "out"), key=lambda x: x["source_path"])
+    assert [(x["modality"], x["pmid"], x["label"]) for x in rows] == [
+        ("light microscopy", "123", -1),
+        ("electron microscopy", None, -1),
+    ]

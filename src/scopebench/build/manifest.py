@@ -207,7 +207,10 @@ class Record(BaseModel):
     @field_validator("pmid", mode="before")
     @classmethod
     def _pmid(cls, value: Any) -> Any:
-        # μ-Bench stores pmid as a string; a number read from JSON/Parquet becomes text, not a float.
+        # μ-Bench stores pmid as a string; a number read from JSON/Parquet becomes its digits (a
+        # Parquet integer column with nulls arrives as floats: 123.0 → "123").
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @model_validator(mode="after")

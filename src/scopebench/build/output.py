@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from scopebench.build.report import StepResult, write_problems
 from scopebench.build.schema import BUILD_COLUMNS, UBENCH_COLUMNS, features
-from scopebench.errors import DataFormatError
+from scopebench.errors import DataFormatError, NoItemsError
 
 if TYPE_CHECKING:
     from scopebench.build.manifest import Manifest
@@ -81,7 +81,10 @@ def _save(
 ) -> None:
     dd = DatasetDict(
         {
+            # from_list cannot type an empty list; an empty dict of columns keeps the features.
             name: Dataset.from_list([{c: r.get(c) for c in feats} for r in rows], features=feats)
+            if rows
+            else Dataset.from_dict({c: [] for c in feats}, features=feats)
             for name, rows in splits.items()
         }
     )
@@ -111,7 +114,8 @@ def read_rows(folder: Path) -> tuple[dict[str, list[dict[str, Any]]], list[str]]
     names = list(label.names) if isinstance(label, ClassLabel) else []
     out = {}
     for name, ds in dd.items():
-        out[name] = list(ds.cast_column("image", Image(decode=False)))
+        # cast_column fails on an empty dataset (datasets concatenates zero tables).
+        out[name] = list(ds.cast_column("image", Image(decode=False))) if len(ds) else []
     return out, names
 
 
@@ -234,8 +238,21 @@ def write_dataset(
     result: StepResult,
     inputs: Mapping[str, str],
 ) -> None:
-    """Write the ingest output: one ``test`` split of every kept image, with its card."""
+    """Write the ingest output: one ``test`` split of every kept image, with its card.
+
+    Raises:
+        NoItemsError: When no image passed the checks (``problems.jsonl`` is still written).
+    """
     prepare_out(out)
+    if not images:
+        # datasets cannot load a saved dataset of zero rows back, so an empty build stops here.
+        write_summary(out, result)
+        first = "\n".join(f"  {p}" for p in result.problems[:5])
+        raise NoItemsError(
+            f"no image of {result.items_in} passed the checks (kept out: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(result.dropped.items()))
+            + f"); the first problems:\n{first}\nevery one is in {out / 'problems.jsonl'}"
+        )
     labels = sorted({str(i.record["label_name"]) for i in images if i.record.get("label_name")})
     rows = []
     for img in images:
