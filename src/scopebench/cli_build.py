@@ -97,14 +97,14 @@ def cmd_split(args: argparse.Namespace) -> int:
     from scopebench.build.splits import SplitConfig, split
 
     cfg = SplitConfig(seed=args.seed, fractions=_fractions(args.fractions), tiny=args.tiny)
-    return _show([split(args.data, args.out, cfg)])
+    return _show([split(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Export the local format and an HF dataset."""
     from scopebench.build.exporting import export
 
-    return _show([export(args.data, args.out)])
+    return _show([export(args.data, args.out, progress=not getattr(args, "quiet", False))])
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -50,13 +50,15 @@ def local_items(row: dict[str, Any]) -> list[dict[str, Any]]:
     return items
 
 
-def export(data: str | Path, out: str | Path) -> StepResult:
+def export(data: str | Path, out: str | Path, *, progress: bool = False) -> StepResult:
     """Export a split (or questions) output to ``out/local`` and ``out/hf``.
 
     Returns:
-        Questions in (``items_in``) and items written; images without questions are counted as
+        Images in (``items_in``) and images written; images without questions are counted as
         dropped (``no_questions``) and kept in the HF dataset.
     """
+    from tqdm import tqdm
+
     from scopebench.build.output import prepare_out
 
     data, out = Path(data), Path(out)
@@ -67,18 +69,18 @@ def export(data: str | Path, out: str | Path) -> StepResult:
     result = StepResult(STEP, out=str(out))
     main: list[dict[str, Any]] = []
     tiny: list[dict[str, Any]] = []
-    for name, rows in splits.items():
-        for r in rows:
-            items = local_items(r)
-            if name == "test_tiny":
-                tiny += [{**i, "split": "test"} for i in items]
-                continue
-            result.items_in += 1
-            if not items:
-                result.dropped["no_questions"] += 1
-                continue
-            (local / "images" / f"{r['image_id']}.png").write_bytes(r["image"]["bytes"])
-            main += items
+    todo = [(name, r) for name, rows in splits.items() for r in rows]
+    for name, r in tqdm(todo, desc="export", unit="img", disable=not progress):
+        items = local_items(r)
+        if name == "test_tiny":
+            tiny += [{**i, "split": "test"} for i in items]
+            continue
+        result.items_in += 1
+        if not items:
+            result.dropped["no_questions"] += 1
+            continue
+        (local / "images" / f"{r['image_id']}.png").write_bytes(r["image"]["bytes"])
+        main += items
     result.kept = result.items_in - sum(result.dropped.values())
     for path, items in ((local / "data.jsonl"), main), ((local / "test_tiny.jsonl"), tiny):
         if items or path.name == "data.jsonl":

@@ -187,8 +187,8 @@ def run_build(
             lambda _s, d: ingest(cfg.path(cfg.manifest), d, cache_dir=cache, progress=progress),
         ),
         ("questions", [qcfg.__dict__, tax_hash], lambda s, d: make_questions(s, d, qcfg, progress=progress)),
-        ("split", scfg.__dict__, lambda s, d: split(s, d, scfg)),
-        ("export", None, lambda s, d: export(s, d)),
+        ("split", scfg.__dict__, lambda s, d: split(s, d, scfg, progress=progress)),
+        ("export", None, lambda s, d: export(s, d, progress=progress)),
     ]
     outcome = BuildOutcome(out=out)
     key = ""

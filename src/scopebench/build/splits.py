@@ -114,7 +114,9 @@ def _tiny(test: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]]
     return picked
 
 
-def split(data: str | Path, out: str | Path, config: SplitConfig | None = None) -> StepResult:
+def split(
+    data: str | Path, out: str | Path, config: SplitConfig | None = None, *, progress: bool = False
+) -> StepResult:
     """Split a questions (or ingest) output into the configured splits plus ``test_tiny``.
 
     Returns:
@@ -128,7 +130,9 @@ def split(data: str | Path, out: str | Path, config: SplitConfig | None = None) 
     result = StepResult(STEP, items_in=len(rows), kept=len(rows), out=str(out))
     where = assign_splits(rows, cfg)
     splits: dict[str, list[dict[str, Any]]] = {name: [] for name in cfg.fractions}
-    for r in rows:
+    from tqdm import tqdm
+
+    for r in tqdm(rows, desc="split", unit="img", disable=not progress):
         r["split"] = where[r["image_id"]]
         splits[r["split"]].append(r)
     tiny = [{**r, "split": "test_tiny"} for r in _tiny(splits.get("test", []), cfg.tiny, cfg.seed)]
