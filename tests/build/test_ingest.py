@@ -126,8 +126,8 @@ def test_parquet_table_with_renamed_columns(tmp_path: Path) -> None:
     for name, img in (("a.png", falling), ("b.png", falling[:, ::-1])):  # dHashes 64 bits apart
         Image.fromarray(np.ascontiguousarray(img)).save(tmp_path / "im" / name)
     frame = pd.DataFrame(
-        [{"file": "a.png", "mod": "light microscopy", "domain": "pathology", "pmid": 123},
-         {"file": "b.png", "mod": "electron microscopy", "domain": "pathology", "pmid": None}]
+        [{"file": "a.png", "mod": "light microscopy", "domain": "pathology", "pmid": 123, "notes": "x"},
+         {"file": "b.png", "mod": "electron microscopy", "domain": "pathology", "pmid": None, "notes": "y"}]
     )  # fmt: skip
     frame.to_parquet(tmp_path / "m.parquet")  # pmid becomes a float column with a null
     (tmp_path / "m.yaml").write_text(
@@ -135,7 +135,10 @@ def test_parquet_table_with_renamed_columns(tmp_path: Path) -> None:
         "    columns: {file: image, mod: modality}\n"
     )
     r = ingest(tmp_path / "m.yaml", tmp_path / "out")
-    assert r.kept == 2 and not r.problems
+    assert r.kept == 2
+    assert [(p.source, p.field, p.kind, p.severity) for p in r.problems] == [
+        ("s", "notes", "ignored_column", "warning")
+    ]
     rows = sorted(_rows(tmp_path / "out"), key=lambda x: x["source_path"])
     assert [(x["modality"], x["pmid"], x["label"]) for x in rows] == [
         ("light microscopy", "123", -1),

@@ -118,7 +118,12 @@ def _hash_inputs(cfg: BuildConfig) -> str:
         if folder.is_dir():
             files += sorted(p for p in folder.rglob("*") if p.is_file())
     for f in files:
-        h.update(f"{f}\0{sha256_file(f) if f.is_file() else 'missing'}\0".encode())
+        # Paths relative to build.yaml, so moving the whole project keeps the cache valid.
+        try:
+            name = f.resolve().relative_to(cfg.root.resolve()).as_posix()
+        except ValueError:
+            name = str(f.resolve())
+        h.update(f"{name}\0{sha256_file(f) if f.is_file() else 'missing'}\0".encode())
     return h.hexdigest()
 
 

@@ -166,6 +166,28 @@ def _one_row(
     return IngestedImage(source.name, i, data, png, info), []
 
 
+def _report_ignored_columns(source: Source, rows: list[dict[str, Any]], result: StepResult) -> None:
+    """One warning per source naming the table columns the μ-Bench schema has no place for."""
+    from scopebench.build.schema import BUILD_COLUMNS, UBENCH_COLUMNS
+
+    known = {*UBENCH_COLUMNS, *BUILD_COLUMNS, *Record.model_fields, "licence"}
+    columns = {source.columns.get(k, k) for row in rows for k in row}
+    ignored = sorted(columns - known)
+    if ignored:
+        result.problems.append(
+            BuildProblem(
+                STEP,
+                source.name,
+                "-",
+                ", ".join(ignored),
+                "ignored_column",
+                f"columns not in the μ-Bench schema are not carried into the dataset: {', '.join(ignored)} "
+                "(rename them with `columns:` in the manifest if they hold one of ours)",
+                severity="warning",
+            )
+        )
+
+
 def find_near_duplicates(hashes: list[str], max_bits: int) -> list[int]:
     """Group indices whose dHashes are within ``max_bits`` (transitively): each index's group root.
 
@@ -267,6 +289,8 @@ def ingest(
     result = StepResult(STEP, out=str(out))
     tables = [(s, read_table(man.path(s.metadata))) for s in man.sources]
     result.items_in = sum(len(rows) for _, rows in tables)
+    for source, rows in tables:
+        _report_ignored_columns(source, rows, result)
     images: list[IngestedImage] = []
     with tqdm(total=result.items_in, desc="ingest", unit="img", disable=not progress) as bar:
         for source, rows in tables:
