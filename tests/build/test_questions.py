@@ -115,3 +115,16 @@ def test_ubench_run_evaluates_the_questions(built: dict, tmp_path: Path) -> None
 
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["overall"]["n"] == 27 and metrics["overall"]["errors"] == 0
+
+
+def test_hard_runs_short_and_easy_fills_in(built: dict, tmp_path: Path) -> None:
+    # hematopathology has 4 sibling subdomains; 6 options need 5 distractors, so one comes from
+    # across the tree, and build.json counts those questions.
+    r = make_questions(
+        built["root"] / "ingest", tmp_path / "q", QuestionConfig(options=6, tasks=("subdomain",))
+    )
+    assert r.stats["filled"] == {"subdomain": 3}
+    siblings = set(load_taxonomy().siblings("subdomain", "hematopathology"))
+    for _, _, q in _questions(tmp_path / "q"):
+        assert len(q["options"]) == 6
+        assert set(q["options"]) - siblings - {"hematopathology"} and len(set(q["options"]) & siblings) == 4

@@ -6,7 +6,8 @@ For each image and task (μ-Bench's coarse ``modality``, ``submodality``, ``doma
 * the answer is the image's own value (``label_name`` for classification);
 * distractors are *hard* (sibling concepts: same parent in the tree, stains of the same modality,
   the other classes of the same source) or *easy* (concepts across the tree: another parent), the
-  other kind filling in when one runs short (the question's ``tags`` say so);
+  other kind filling in when one runs short (``build.json`` counts those questions per task
+  under ``filled``);
 * options are distinct (case-insensitively), with the answer exactly once;
 * correct positions are balanced per task: for the ``n`` questions of a task with ``k`` options the
   positions are ``0, 1, …, k-1, 0, 1, …`` (each letter ``⌊n/k⌋`` or ``⌈n/k⌉`` times), shuffled by the
@@ -135,10 +136,7 @@ def position_balance(counts: list[int]) -> dict[str, float]:
     return {"chi2": float(res.statistic), "p": float(res.pvalue)}
 
 
-def _entry(
-    qid: str, task: str, text: str, options: list[str], answer: int, tags: list[str]
-) -> dict[str, Any]:
-    del tags  # kept in the build's own question log; μ-Bench's tags column is untyped
+def _entry(qid: str, task: str, text: str, options: list[str], answer: int) -> dict[str, Any]:
     return {"id": qid, "name": task, "question": text, "answer_idx": str(answer), "options": options}
 
 
@@ -169,8 +167,9 @@ def make_questions(
         if r.get("label_name") and r["label_name"] not in classes[r["dataset"]]:
             classes[r["dataset"]].append(r["label_name"])
     # Draw the options of every question, then give each task its balanced answer positions.
-    drafts: dict[str, list[tuple[dict[str, Any], str, list[str], list[str]]]] = defaultdict(list)
+    drafts: dict[str, list[tuple[dict[str, Any], str, list[str]]]] = defaultdict(list)
     skipped: Counter[str] = Counter()
+    filled_in: Counter[str] = Counter()
     for r in tqdm(rows, desc="questions", unit="img", disable=not progress):
         r["questions"], r["captions"] = {}, {}
         for task in cfg.tasks:
@@ -197,14 +196,12 @@ def make_questions(
                     )
                 )
                 continue
-            tags = [cfg.difficulty] + (
-                ["filled_" + ("easy" if cfg.difficulty == "hard" else "hard")] if filled else []
-            )
-            drafts[task].append((r, value, distractors, tags))
+            filled_in[task] += int(filled)
+            drafts[task].append((r, value, distractors))
     letters: dict[str, dict[str, list[int]]] = {}
     for task, items in drafts.items():
         by_k: dict[int, list[int]] = defaultdict(list)
-        for idx, (_, _, d, _) in enumerate(items):
+        for idx, (_, _, d) in enumerate(items):
             by_k[len(d) + 1].append(idx)
         counts: dict[str, list[int]] = {}
         for k, idxs in sorted(by_k.items()):
@@ -221,6 +218,7 @@ def make_questions(
         "taxonomy_sha256": tax.fingerprint(),
         "questions": {t: len(v) for t, v in sorted(drafts.items())},
         "skipped": dict(sorted(skipped.items())),
+        "filled": dict(sorted(filled_in.items())),
         "answer_positions": {
             t: {k: {"counts": c, **position_balance(c)} for k, c in per.items()} for t, per in letters.items()
         },
@@ -230,14 +228,14 @@ def make_questions(
 
 
 def _place(
-    draft: tuple[dict[str, Any], str, list[str], list[str]],
+    draft: tuple[dict[str, Any], str, list[str]],
     task: str,
     pos: int,
     cfg: QuestionConfig,
     tax: Taxonomy,
 ) -> None:
     """Put the answer at ``pos`` among the distractors and write the question and caption entries."""
-    row, value, distractors, tags = draft
+    row, value, distractors = draft
     options = [*distractors[:pos], value, *distractors[pos:]]
     if cfg.none_of_the_above:
         options.append(NONE_OF_THE_ABOVE)
@@ -246,10 +244,10 @@ def _place(
         uuid.UUID(bytes=hashlib.sha256(f"{cfg.seed}\0{row['image_id']}\0{task}".encode()).digest()[:16])
     )
     text = tax.templates.get("questions", {}).get(task, f"What is the {task} of this image?")
-    row["questions"][task] = _entry(qid, task, text, options, pos, tags)
+    row["questions"][task] = _entry(qid, task, text, options, pos)
     cap = tax.templates.get("captions", {}).get(task, "A micrograph of {class}.")
     sentences = [o if o == NONE_OF_THE_ABOVE else cap.replace("{class}", o) for o in options]
-    row["captions"][f"{task}_0"] = _entry(qid, task, cap, sentences, pos, tags)
+    row["captions"][f"{task}_0"] = _entry(qid, task, cap, sentences, pos)
 
 
 def _write(
