@@ -128,3 +128,14 @@ def test_hard_runs_short_and_easy_fills_in(built: dict, tmp_path: Path) -> None:
     for _, _, q in _questions(tmp_path / "q"):
         assert len(q["options"]) == 6
         assert set(q["options"]) - siblings - {"hematopathology"} and len(set(q["options"]) & siblings) == 4
+
+
+def test_card_reports_positions_and_coverage(built: dict) -> None:
+    card = (built["root"] / "questions" / "README.md").read_text()
+    s = built["questions"].stats["answer_positions"]["domain"]["4"]
+    assert f"| domain (4 options) | 6 | {s['counts']} | {s['chi2']:.3f} |" in card
+    assert (
+        "| modality × domain | modality | submodality | domain | subdomain | stain | classification |" in card
+    )
+    assert "| light microscopy × pathology | 3 | 3 | 3 | 3 | 3 | 3 |" in card
+    assert "| fluorescence microscopy × cell biology | 3 | 0 | 3 | 0 | 3 | 0 |" in card

@@ -273,6 +273,7 @@ def _write(
             row = f"| {task} ({k} options) | {sum(s['counts'])} | {s['counts']} "
             extra.append(row + f"| {s['chi2']:.3f} | {s['p']:.3f} |")
     extra += ["", f"Seed {result.stats['seed']}; {sum(q.values())} questions.", ""]
+    extra += _coverage(splits)
     write_card(
         out,
         title=f"{data.name} questions",
@@ -283,3 +284,21 @@ def _write(
         inputs={"ingest build.json": str(data / "build.json")},
         extra=extra,
     )
+
+
+def _coverage(splits: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Questions per taxonomy cell (modality × domain) and task, as a Markdown table."""
+    cells: Counter[tuple[str, str]] = Counter()
+    tasks: set[str] = set()
+    for rows in splits.values():
+        for r in rows:
+            for task, q in (r.get("questions") or {}).items():
+                if q:
+                    cells[(f"{r.get('modality')} × {r.get('domain')}", task)] += 1
+                    tasks.add(task)
+    order = [t for t in QUESTION_TASKS if t in tasks]
+    lines = ["## Coverage (questions per modality × domain and task)", ""]
+    lines += ["| modality × domain | " + " | ".join(order) + " |", "|---|" + "---:|" * len(order)]
+    for cell in sorted({c for c, _ in cells}):
+        lines.append(f"| {cell} | " + " | ".join(str(cells[(cell, t)]) for t in order) + " |")
+    return [*lines, ""]
