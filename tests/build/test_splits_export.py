@@ -40,6 +40,8 @@ def test_bad_fractions() -> None:
         SplitConfig(fractions={"train": 0.5, "test": 0.6})
     with pytest.raises(DataFormatError, match="tiny"):
         SplitConfig(fractions={"test_tiny": 1.0})
+    with pytest.raises(DataFormatError, match="drawn from the test split"):
+        SplitConfig(fractions={"train": 1.0}, tiny=3)
 
 
 def test_split_and_export_then_local_run(built: dict, tmp_path: Path) -> None:

@@ -58,6 +58,10 @@ class SplitConfig:
             raise DataFormatError("test_tiny is drawn from test; set `tiny: N` instead of a fraction")
         if self.tiny < 0:
             raise DataFormatError("tiny must be 0 or more images")
+        if self.tiny and not self.fractions.get("test"):
+            raise DataFormatError(
+                "test_tiny is drawn from the test split: give `test` a share, or set tiny to 0"
+            )
 
 
 def _rng(seed: int, key: str) -> np.random.Generator:
