@@ -40,6 +40,7 @@ _EXTENSION_MODULES = (
     "scopebench.cli_probe",
     "scopebench.cli_tools",
     "scopebench.cli_review",
+    "scopebench.cli_build",
 )
 
 

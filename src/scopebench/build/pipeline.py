@@ -1,0 +1,212 @@
+"""``build run build.yaml``: every step in order, each skipped when its inputs have not changed.
+
+A step's cache key is the SHA-256 of (scopebench version, step name, the step's configuration, the
+previous step's key); ingest's key covers the manifest, the taxonomy file and the bytes of every
+metadata table and every file in the sources' image folders. A step whose output folder holds the
+same key is reused as it is; a changed step reruns, and so does every step after it (its key
+changes with its predecessor's). Ingest also keeps converted images keyed by file content
+(``OUT/.cache/images``), so a re-run after fixing one row converts no image twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from scopebench.build.output import MARKER
+from scopebench.build.questions import QuestionConfig
+from scopebench.build.report import StepResult, read_problems
+from scopebench.build.splits import SplitConfig
+from scopebench.errors import DataFormatError, DataNotFoundError
+
+__all__ = ["BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
+
+STEPS = ("ingest", "questions", "split", "export")
+
+
+class _Questions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    options: int = 4
+    difficulty: str = "hard"
+    none_of_the_above: bool = False
+    tasks: list[str] | None = None
+
+
+class _Split(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fractions: dict[str, float] = Field(default_factory=lambda: {"test": 1.0})
+    tiny: int = 0
+
+
+class BuildConfig(BaseModel):
+    """A ``build.yaml``: the manifest, the output folder, the seed and each step's settings.
+
+    Attributes:
+        manifest: The ingest manifest (relative to build.yaml).
+        out: Output folder; each step writes ``OUT/<step>`` (relative to build.yaml).
+        seed: Seed of every step.
+        taxonomy: A user taxonomy YAML used by the questions step (the manifest's own ``taxonomy``
+            is used by ingest).
+        questions: Options, difficulty, "none of the above", tasks.
+        split: Fractions per split and the ``test_tiny`` size.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    manifest: str
+    out: str = "build"
+    seed: int = 0
+    taxonomy: str | None = None
+    questions: _Questions = Field(default_factory=_Questions)
+    split: _Split = Field(default_factory=_Split)
+    root: Path = Path(".")
+
+    def path(self, rel: str) -> Path:
+        """``rel`` resolved against build.yaml's folder."""
+        p = Path(rel).expanduser()
+        return p if p.is_absolute() else self.root / p
+
+
+@dataclass
+class BuildOutcome:
+    """What :func:`run_build` did: one result per step, in order."""
+
+    steps: list[StepResult] = field(default_factory=list)
+    out: Path = Path(".")
+
+
+def load_build_config(path: str | Path) -> BuildConfig:
+    """Read and validate ``build.yaml``.
+
+    Raises:
+        DataNotFoundError: When it does not exist.
+        DataFormatError: When it is not a valid build configuration (every violation listed).
+    """
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataNotFoundError(f"build configuration not found: {p}")
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        return BuildConfig.model_validate({**(raw or {}), "root": p.parent})
+    except yaml.YAMLError as exc:
+        raise DataFormatError(f"{p} is not valid YAML: {exc}") from exc
+    except ValidationError as exc:
+        lines = [f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        raise DataFormatError(f"{p} is not a valid build configuration:\n" + "\n".join(lines)) from exc
+
+
+def _hash_inputs(cfg: BuildConfig) -> str:
+    """SHA-256 over the manifest, its taxonomy, metadata tables and every image file's bytes."""
+    from scopebench.build.manifest import load_manifest
+    from scopebench.build.standardise import sha256_file
+
+    man = load_manifest(cfg.path(cfg.manifest))
+    h = hashlib.sha256()
+    files = [cfg.path(cfg.manifest)]
+    if man.taxonomy:
+        files.append(man.path(man.taxonomy))
+    for s in man.sources:
+        files.append(man.path(s.metadata))
+        folder = man.path(s.images)
+        if folder.is_dir():
+            files += sorted(p for p in folder.rglob("*") if p.is_file())
+    for f in files:
+        # Paths relative to build.yaml, so moving the whole project keeps the cache valid.
+        try:
+            name = f.resolve().relative_to(cfg.root.resolve()).as_posix()
+        except ValueError:
+            name = str(f.resolve())
+        h.update(f"{name}\0{sha256_file(f) if f.is_file() else 'missing'}\0".encode())
+    return h.hexdigest()
+
+
+def _key(*parts: Any) -> str:
+    from scopebench import __version__
+
+    return hashlib.sha256(json.dumps([__version__, *parts], sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _cached(folder: Path, key: str) -> StepResult | None:
+    summary = folder / MARKER
+    if not summary.is_file():
+        return None
+    raw = json.loads(summary.read_text(encoding="utf-8"))
+    if raw.get("cache_key") != key:
+        return None
+    return StepResult.from_json(raw, read_problems(folder / "problems.jsonl"))
+
+
+def _stamp(folder: Path, key: str) -> None:
+    summary = folder / MARKER
+    raw = json.loads(summary.read_text(encoding="utf-8"))
+    raw["cache_key"] = key
+    summary.write_text(json.dumps(raw, indent=2), encoding="utf-8")
+
+
+def run_build(
+    config: str | Path, *, progress: bool = False, on_step: Callable[[StepResult], None] | None = None
+) -> BuildOutcome:
+    """Run ingest → questions → split → export as ``build.yaml`` says, reusing unchanged steps.
+
+    Args:
+        config: The ``build.yaml`` file.
+        progress: Show a progress bar per step.
+        on_step: Called with each step's result as it finishes.
+
+    Returns:
+        Each step's result (``cached`` says which were reused).
+    """
+    from scopebench.build.exporting import export
+    from scopebench.build.questions import make_questions
+    from scopebench.build.splits import split
+    from scopebench.build.standardise import ingest
+
+    cfg = load_build_config(config)
+    out = cfg.path(cfg.out)
+    qcfg = QuestionConfig(
+        seed=cfg.seed,
+        options=cfg.questions.options,
+        difficulty=cfg.questions.difficulty,  # type: ignore[arg-type]  # QuestionConfig checks it
+        none_of_the_above=cfg.questions.none_of_the_above,
+        tasks=tuple(cfg.questions.tasks) if cfg.questions.tasks else QuestionConfig().tasks,
+        taxonomy=str(cfg.path(cfg.taxonomy)) if cfg.taxonomy else None,
+    )
+    scfg = SplitConfig(seed=cfg.seed, fractions=cfg.split.fractions, tiny=cfg.split.tiny)
+    tax_hash = None
+    if qcfg.taxonomy:
+        if not Path(qcfg.taxonomy).is_file():
+            raise DataNotFoundError(f"taxonomy file not found: {qcfg.taxonomy} (from {config})")
+        tax_hash = hashlib.sha256(Path(qcfg.taxonomy).read_bytes()).hexdigest()
+    cache = out / ".cache" / "images"
+    plan: list[tuple[str, Any, Callable[[Path, Path], StepResult]]] = [
+        (
+            "ingest",
+            _hash_inputs(cfg),
+            lambda _s, d: ingest(cfg.path(cfg.manifest), d, cache_dir=cache, progress=progress),
+        ),
+        ("questions", [qcfg.__dict__, tax_hash], lambda s, d: make_questions(s, d, qcfg, progress=progress)),
+        ("split", scfg.__dict__, lambda s, d: split(s, d, scfg, progress=progress)),
+        ("export", None, lambda s, d: export(s, d, progress=progress)),
+    ]
+    outcome = BuildOutcome(out=out)
+    key = ""
+    previous = out
+    for name, settings, fn in plan:
+        key = _key(name, settings, key)
+        folder = out / name
+        result = _cached(folder, key)
+        if result is None:
+            result = fn(previous, folder)
+            _stamp(folder, key)
+        outcome.steps.append(result)
+        if on_step is not None:
+            on_step(result)
+        previous = folder
+    return outcome
