@@ -7,7 +7,10 @@ import http.client
 import io
 import json
 import re
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -240,23 +243,39 @@ def test_item_html_is_escaped(served: dict[str, Any]) -> None:
     assert "default-src 'self'" in client.get("/").headers["content-security-policy"]
 
 
-def test_concurrent_submissions_lose_nothing(served: dict[str, Any]) -> None:
-    """4 threads × 50 requests: 4 reviewers' answers and ratings plus reads, all committed."""
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def load_site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The load test's server: the module's SQLite one, or a fresh project on a throwaway PostgreSQL."""
+    if request.param == "sqlite":
+        yield request.getfixturevalue("served")
+        return
+    from review_helpers import build_project, write_bench
+
+    from conftest import Server
+    from scopebench.review.app import AppSettings, create_app
+
+    url = request.getfixturevalue("postgres")
+    info = build_project(url, tmp_path / "store", write_bench(tmp_path / "bench"))
+    with Server(create_app(AppSettings(db=url, store=tmp_path / "store"))) as server:
+        yield info | {"url": server.url}
+
+
+def test_concurrent_submissions_lose_nothing(load_site: dict[str, Any]) -> None:
+    """4 threads × 50 requests on 127.0.0.1: 4 reviewers answer and rate the same 4 items together
+    (plus reads); every request succeeds, every answer and rating is stored, and each item is
+    decided exactly once, by its first 2 ratings (the item lock of the last rating)."""
     from sqlalchemy import select
 
     from scopebench.review.accounts import create_user
-    from scopebench.review.db import Answer, Rating, User
+    from scopebench.review.db import Answer, Assignment, Event, ItemRow, Project, Rating, User
     from scopebench.review.projects import add_member
 
+    served = load_site
     names = [f"load{k}" for k in range(4)]
     with served["sessions"]() as db, db.begin():
-        from scopebench.review.db import Project
-
         project = db.get(Project, served["project_id"])
         for n in names:
             add_member(db, project, create_user(db, n, PASSWORD, "reviewer"), "load")
-        from scopebench.review.db import Assignment, ItemRow
-
         items = db.scalars(select(ItemRow).where(ItemRow.project_id == project.id)).all()
         for n in names:
             uid = db.scalar(select(User.id).where(User.username == n))
@@ -265,14 +284,18 @@ def test_concurrent_submissions_lose_nothing(served: dict[str, Any]) -> None:
 
     good = {"scientific_validity": 4, "task_alignment": 4, "visual_reasoning_necessity": 4}
     verdicts = {"problem": "valid", "answer": "valid", "rationale": "valid"}
+    barrier = threading.Barrier(len(names), timeout=60)
 
     def work(name: str) -> int:
         client, csrf = login(served["url"], name)
         h = {"X-CSRF-Token": csrf}
         ok = 0
-        queue = client.get(f"/api/projects/{served['project_id']}/queue").json()
+        reply = client.get(f"/api/projects/{served['project_id']}/queue")
+        assert reply.status_code == 200, reply.text
+        queue = reply.json()
         requests = 1
-        for q in queue:
+        barrier.wait()  # all four start on the same item at once
+        for q in sorted(queue, key=lambda q: q["key"]):
             aid = q["assignment_id"]
             ok += client.get(f"/api/assignments/{aid}").status_code == 200
             ok += (
@@ -299,8 +322,15 @@ def test_concurrent_submissions_lose_nothing(served: dict[str, Any]) -> None:
     assert results == [49] * 4  # every request but the login succeeded
     with served["sessions"]() as db:
         ids = db.scalars(select(User.id).where(User.username.in_(names))).all()
-        from scopebench.review.db import Assignment
-
         n_answers = len(db.scalars(select(Answer).join(Assignment).where(Assignment.user_id.in_(ids))).all())
         n_ratings = len(db.scalars(select(Rating).join(Assignment).where(Assignment.user_id.in_(ids))).all())
+        decided = db.execute(
+            select(Event.item_id, Event.payload).where(
+                Event.project_id == served["project_id"],
+                Event.kind.in_(["item_accepted", "item_rejected", "routed_to_senior"]),
+            )
+        ).all()
+        item_ids = db.scalars(select(ItemRow.id).where(ItemRow.project_id == served["project_id"])).all()
     assert (n_answers, n_ratings) == (16, 16)
+    assert sorted(i for i, _ in decided) == sorted(item_ids)  # each item decided once, none twice
+    assert all(len(d["decisions"]) == 2 for _, d in decided)

@@ -115,7 +115,13 @@ def state(request: Request) -> State:
 
 
 def get_db(request: Request) -> Iterator[Session]:
-    """One database session per request: committed on success, rolled back on any error."""
+    """One database session per request: committed on success, rolled back on any error.
+
+    Routes take it as ``DB`` (``Depends(get_db, scope="function")``) so the commit happens *before* the
+    response is sent: with the default scope FastAPI commits after the reply, so a client could
+    read a 200 for a write that was not yet (or never) committed, and on PostgreSQL its next
+    request (the first after login, the rating after the answer) did not see it.
+    """
     db: Session = state(request).sessions()
     try:
         yield db
@@ -127,6 +133,10 @@ def get_db(request: Request) -> Iterator[Session]:
         db.close()
 
 
+# The request's database session, committed before the response is sent (see get_db).
+DB = Depends(get_db, scope="function")
+
+
 @dataclass
 class Auth:
     """The logged-in user of a request and their session."""
@@ -135,7 +145,7 @@ class Auth:
     session: LoginSession
 
 
-def _session_auth(request: Request, db: Session = Depends(get_db)) -> Auth:
+def _session_auth(request: Request, db: Session = DB) -> Auth:
     """The session's user.
 
     A sync dependency, so its queries run in the thread pool, never in the event loop, where
