@@ -104,9 +104,34 @@ def cmd_init(args: argparse.Namespace) -> int:
         f"project {args.name!r}: {n} items from {args.bench}, rubric {rubric.name}, "
         f"{args.reviewers} reviewers per item; images in {_store(args)}"
     )
-    for p in problems:
-        console.print(f"[yellow]note:[/yellow] {p}", markup=True, highlight=False)
+    _print_problems(problems, n)
     return 0
+
+
+def _print_problems(problems: list[str], n_items: int, shown: int = 10) -> None:
+    """The init problems: a count of missing images first, then the first ``shown`` notes.
+
+    All of them are kept in the project's ``project_created`` event (exported in events.jsonl), so
+    a benchmark whose images are all missing prints one clear line, not a screen of notes.
+    """
+    missing = sum(1 for p in problems if p.startswith("image "))
+    if missing:
+        console.print(
+            f"[yellow]warning:[/yellow] {missing} image(s) could not be copied into the store "
+            f"(project of {n_items} items); reviewers see a warning on those items. "
+            "Check --data (the images folder) and init again if that is not intended.",
+            markup=True,
+            highlight=False,
+        )
+    for p in problems[:shown]:
+        console.print(f"[yellow]note:[/yellow] {p}", markup=True, highlight=False)
+    if len(problems) > shown:
+        console.print(
+            f"[yellow]note:[/yellow] … and {len(problems) - shown} more (all in the project's "
+            "project_created event, exported in events.jsonl)",
+            markup=True,
+            highlight=False,
+        )
 
 
 def _items_q(project_id: int) -> Any:

@@ -99,6 +99,34 @@ def test_page_forms_need_the_csrf_field(served: dict[str, Any]) -> None:
     assert r.status_code == 403
 
 
+def test_a_refused_login_shows_the_form_again(served: dict[str, Any]) -> None:
+    """Wrong credentials on the login page: the form again, the reason above it, the name kept."""
+    client = httpx.Client(base_url=served["url"], timeout=30)
+    page = client.get("/login").text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert token is not None
+    r = client.post("/login", data={"username": "eve", "password": "wrong one!", "csrf_token": token[1]})
+    assert r.status_code == 401
+    assert 'id="login-error"' in r.text and "wrong username or password" in r.text
+    assert 'id="username" autocomplete="username" value="eve"' in r.text and 'id="login"' in r.text
+    retry = re.search(r'name="csrf_token" value="([^"]+)"', r.text)
+    assert retry is not None and retry[1] != token[1]  # a fresh token, matching the new cookie
+    r = client.post("/login", data={"username": "eve", "password": PASSWORD, "csrf_token": retry[1]})
+    assert r.status_code == 303 and r.headers["location"] == "/"
+
+
+def test_the_error_page_links_back_to_the_form(served: dict[str, Any]) -> None:
+    """A refused rating form: the error page links back to the item (same-site referer only)."""
+    client, csrf = login(served["url"], "eve")  # no assignment: the form answers 404 either way
+    came_from = served["url"] + "/assignments/1"
+    r = client.post("/assignments/1/rating", data={"csrf_token": csrf}, headers={"referer": came_from})
+    assert r.status_code == 404 and '<a href="/assignments/1" id="error-back">' in r.text
+    r = client.post(
+        "/assignments/1/rating", data={"csrf_token": csrf}, headers={"referer": "https://evil.example/x"}
+    )
+    assert r.status_code == 404 and "error-back" not in r.text
+
+
 def test_arbitration_form_refuses_a_bad_key_index(served: dict[str, Any]) -> None:
     client, csrf = login(served["url"], "admin")  # admins arbitrate too, and reviewed nothing here
     r = client.post(
@@ -208,6 +236,7 @@ def test_uploads_are_checked(served: dict[str, Any]) -> None:
         url, data=form, files={"image": ("cell.txt", b"not an image at all", "text/plain")}, headers=h
     )
     assert r.status_code == 400 and "not an image" in r.json()["detail"]
+    assert "BytesIO" not in r.json()["detail"]  # not Pillow's message about its in-memory buffer
     r = client.post(
         url, data=form, files={"image": ("big.png", b"\x89PNG" + b"0" * 300_000, "image/png")}, headers=h
     )

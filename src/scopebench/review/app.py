@@ -245,7 +245,21 @@ def _error_response(request: Request, exc: ReviewError) -> Response:
         return st.templates.TemplateResponse(
             request,
             "error.html",
-            {"message": str(exc), "status": exc.status, "user": None},
+            {"message": str(exc), "status": exc.status, "user": None, "back": _same_site_referer(request)},
             status_code=exc.status,
         )
     return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+
+
+def _same_site_referer(request: Request) -> str | None:
+    """The path of the page a failed form came from (same host only), for the error page's back link.
+
+    A refused form (a rating with a criterion missing, an upload too large) otherwise leaves the
+    reviewer on an error page with no way back to the item but the browser's history.
+    """
+    ref = request.headers.get("referer", "")
+    base = str(request.base_url)
+    if not ref.startswith(base):
+        return None
+    path = "/" + ref[len(base) :]
+    return path if path != request.url.path or request.method != "GET" else None

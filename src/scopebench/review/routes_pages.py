@@ -13,7 +13,7 @@ from scopebench.review import stats, workflow
 from scopebench.review.accounts import end_session, require_project
 from scopebench.review.app import COOKIE, DB, LOGIN_CSRF_COOKIE, Auth, auth, state
 from scopebench.review.db import Submission
-from scopebench.review.errors import Forbidden, Invalid
+from scopebench.review.errors import Invalid, ReviewError
 from scopebench.review.routes_api import login_user, set_session_cookie, submit_sync, visible_projects
 from scopebench.review.rubrics import Rubric
 
@@ -32,11 +32,13 @@ def go(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
 
 
-@router.get("/login")
-def login_page(request: Request) -> HTMLResponse:
-    """The login form (with a double-submit CSRF token, since there is no session yet)."""
+def _login_form(
+    request: Request, error: str | None = None, username: str = "", status: int = 200
+) -> HTMLResponse:
+    """The login form with a fresh double-submit CSRF token (there is no session yet)."""
     token = secrets.token_urlsafe(24)
-    resp = render(request, "login.html", None, login_csrf=token, error=None)
+    resp = render(request, "login.html", None, login_csrf=token, error=error, username=username)
+    resp.status_code = status
     resp.set_cookie(
         LOGIN_CSRF_COOKIE,
         token,
@@ -48,6 +50,12 @@ def login_page(request: Request) -> HTMLResponse:
     return resp
 
 
+@router.get("/login")
+def login_page(request: Request) -> HTMLResponse:
+    """The login form."""
+    return _login_form(request)
+
+
 @router.post("/login")
 def login_submit(
     request: Request,
@@ -56,11 +64,19 @@ def login_submit(
     csrf_token: str = Form(""),
     db: Session = DB,
 ) -> Response:
-    """Check the form's CSRF token and the credentials; then go to the projects."""
+    """Check the form's CSRF token and the credentials; then go to the projects.
+
+    A refused login shows the form again with the reason (wrong credentials, too many tries, an
+    expired form) and the username kept, rather than an error page the reviewer must navigate back
+    from.
+    """
     cookie = request.cookies.get(LOGIN_CSRF_COOKIE, "")
     if not cookie or not secrets.compare_digest(cookie, csrf_token):
-        raise Forbidden("the login form expired; reload the login page")
-    _user, token, _csrf = login_user(request, db, username, password)
+        return _login_form(request, "the login form expired; log in again", username, 403)
+    try:
+        _user, token, _csrf = login_user(request, db, username, password)
+    except ReviewError as exc:  # wrong credentials (401), too many tries (429)
+        return _login_form(request, str(exc), username, exc.status)
     resp = go("/")
     set_session_cookie(resp, request, token)
     resp.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")

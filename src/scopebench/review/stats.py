@@ -37,9 +37,11 @@ BUILTIN_VARIABLES = ("answer", "decision")
 
 
 def alpha_key(rubric_key: str) -> str:
-    """The agreement variable of a rubric item: its key, or ``rubric:<key>`` for ``answer`` and
-    ``decision``, which name the first answers and the decisions (HLE's verdict ``answer`` once
-    overwrote the reviewers' chosen options, so κ and α of the answers were the verdicts')."""
+    """The agreement variable of a rubric item: its key, or ``rubric:<key>`` for a built-in name.
+
+    ``answer`` and ``decision`` name the first answers and the decisions (HLE's verdict ``answer``
+    once overwrote the reviewers' chosen options, so κ and α of the answers were the verdicts').
+    """
     return f"rubric:{rubric_key}" if rubric_key in BUILTIN_VARIABLES else rubric_key
 
 

@@ -64,6 +64,9 @@ def blind_view(item: ItemRow) -> dict[str, Any]:
         "context": item.context,
         "task": item.task,
         "images": list(item.image_shas),
+        # Images the benchmark names but init could not copy (a missing file): the page warns,
+        # so nobody answers an image question believing it has no image.
+        "missing_images": max(0, len(item.original.get("images") or []) - len(item.image_shas)),
     }
 
 
