@@ -239,8 +239,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             log_event(db, project.id, "export_forced", {"failing": summary["gate"]["failing"]})
     console.print(
         f"{summary['accepted']} accepted, {summary['rejected']} rejected, {summary['pending']} pending "
-        f"→ {args.out}/ (data.jsonl, hf/, decisions.jsonl, pending.jsonl, events.jsonl, "
-        "agreement.json, summary.json, submissions.jsonl)"
+        f"→ {args.out.rstrip('/')}/ (data.jsonl, {'' if args.no_hf else 'hf/, '}decisions.jsonl, "
+        "pending.jsonl, events.jsonl, agreement.json, summary.json, submissions.jsonl)"
     )
     if summary["gate"]["forced"]:
         console.print(
@@ -254,8 +254,14 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     from scopebench.review.outputs import write_baseline
     from scopebench.scoring import compute_metrics
 
+    from sqlalchemy import select
+
+    from scopebench.review.db import Member
+
     with _session(args) as db:
-        runs = write_baseline(db, _project(db, args.project), Path(args.out), seed=args.seed)
+        project = _project(db, args.project)
+        runs = write_baseline(db, project, Path(args.out), seed=args.seed)
+        groups = set(db.scalars(select(Member.group).where(Member.project_id == project.id)).all())
     from scopebench.engine.rundir import METRICS_FILE, load_run
 
     for group, run_dir in runs.items():
@@ -267,6 +273,8 @@ def cmd_baseline(args: argparse.Namespace) -> int:
             f"human:{group} → {run_dir} ({len(run.records) - missing} answered, {missing} not yet"
             + ("; `scopebench report --policy exclude` leaves those out)" if missing else ")")
         )
+    for group in sorted(groups - set(runs)):  # said, not silently absent
+        console.print(f"[yellow]note:[/yellow] group {group!r}: no member has answered yet; no run written")
     return 0
 
 

@@ -328,3 +328,25 @@ def test_missing_images_are_one_warning_and_shown_on_the_item(
         "local/q4": 0,  # q4 has no image at all: nothing is missing
     }
     assert views["local/q2"]["images"] == []
+
+
+def test_baseline_names_the_groups_without_answers(
+    cli_project: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only ann (group a) has answered: a's run is written and group b is named, not silently absent."""
+    from sqlalchemy import select
+
+    from scopebench.review import workflow
+    from scopebench.review.db import Assignment, User, open_database
+
+    with open_database(cli_project["db"])() as db, db.begin():
+        ann = db.scalar(select(User).where(User.username == "ann"))
+        slot = db.scalar(select(Assignment.id).where(Assignment.user_id == ann.id))
+        workflow.open_assignment(db, ann, slot)
+        workflow.answer(db, ann, slot, 0, 3)
+    out = tmp_path / "human"
+    capsys.readouterr()
+    assert main(["review", "baseline", "--db", cli_project["db"], "--project", "p", "--out", str(out)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert sorted(p.name for p in out.iterdir()) == ["a"]
+    assert "human:a" in printed and "group 'b': no member has answered yet; no run written" in printed
