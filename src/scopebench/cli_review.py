@@ -251,12 +251,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     """Write the experts' first answers as run directories, one per reviewer group."""
-    from scopebench.review.outputs import write_baseline
-    from scopebench.scoring import compute_metrics
-
     from sqlalchemy import select
 
     from scopebench.review.db import Member
+    from scopebench.review.outputs import write_baseline
+    from scopebench.scoring import compute_metrics
 
     with _session(args) as db:
         project = _project(db, args.project)
