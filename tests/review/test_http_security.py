@@ -27,10 +27,10 @@ def login(url: str, username: str) -> tuple[httpx.Client, str]:
 
 
 def _routes(served: dict[str, Any]) -> list[tuple[str, str]]:
-    from scopebench.review import routes_api, routes_pages
+    from scopebench.review import routes_admin, routes_api, routes_pages
 
     out = []
-    for router in (routes_api.router, routes_api.openapi_router, routes_pages.router):
+    for router in (routes_api.router, routes_api.openapi_router, routes_pages.router, routes_admin.router):
         for route in router.routes:
             for method in sorted(route.methods):  # type: ignore[attr-defined]
                 path = re.sub(r"\{[^}]+\}", "1", route.path)  # type: ignore[attr-defined]
@@ -125,6 +125,42 @@ def test_the_error_page_links_back_to_the_form(served: dict[str, Any]) -> None:
         "/assignments/1/rating", data={"csrf_token": csrf}, headers={"referer": "https://evil.example/x"}
     )
     assert r.status_code == 404 and "error-back" not in r.text
+
+
+def test_admin_pages_create_users_add_members_and_assign(served: dict[str, Any]) -> None:
+    """The admin pages: admins only, CSRF on every form, names escaped, the service's messages."""
+    from sqlalchemy import select
+
+    from scopebench.review.db import Member, User
+
+    pid = served["project_id"]
+    bob, _ = login(served["url"], "bob")
+    assert bob.get("/admin").status_code == 403  # a reviewer
+    admin, csrf = login(served["url"], "admin")
+    page = admin.get("/admin")
+    assert page.status_code == 200 and 'id="new-user"' in page.text and f'id="project-{pid}"' in page.text
+    new = {"username": "<i>zed</i>", "password": PASSWORD, "role": "reviewer"}
+    assert admin.post("/admin/users", data=new).status_code == 403  # no CSRF field
+    r = admin.post("/admin/users", data=new | {"csrf_token": csrf})
+    assert r.status_code == 303 and r.headers["location"] == "/admin#users"
+    r = admin.post("/admin/users", data=new | {"csrf_token": csrf, "username": "yan", "password": "short"})
+    assert r.status_code == 400 and "at least 8 characters" in r.text
+    r = admin.post(
+        f"/admin/projects/{pid}/members", data={"username": "<i>zed</i>", "group": "g2", "csrf_token": csrf}
+    )
+    assert r.status_code == 303
+    r = admin.post(
+        f"/admin/projects/{pid}/members", data={"username": "nobody", "group": "g2", "csrf_token": csrf}
+    )
+    assert r.status_code == 404 and "create the account first" in r.text
+    assert admin.post(f"/admin/projects/{pid}/assign", data={"csrf_token": csrf}).status_code == 303
+    page = admin.get("/admin").text
+    assert "<i>zed</i>" not in page and "&lt;i&gt;zed&lt;/i&gt;" in page  # escaped, in accounts and members
+    assert page.count("&lt;i&gt;zed&lt;/i&gt;") == 2
+    with served["sessions"]() as db:
+        zed = db.scalar(select(User).where(User.username == "<i>zed</i>"))
+        group = db.scalar(select(Member.group).where(Member.user_id == zed.id, Member.project_id == pid))
+    assert zed.role == "reviewer" and group == "g2"
 
 
 def test_arbitration_form_refuses_a_bad_key_index(served: dict[str, Any]) -> None:

@@ -188,7 +188,7 @@ def _wants_html(request: Request) -> bool:
 
 def create_app(settings: AppSettings) -> FastAPI:
     """Build the application (opening and upgrading the database)."""
-    from scopebench.review import routes_api, routes_pages
+    from scopebench.review import routes_admin, routes_api, routes_pages
 
     sessions = open_database(settings.db)
     store = ImageStore(settings.store, max_bytes=settings.max_upload_bytes, max_pixels=settings.max_pixels)
@@ -234,6 +234,7 @@ def create_app(settings: AppSettings) -> FastAPI:
     app.include_router(routes_api.router)
     app.include_router(routes_api.openapi_router)
     app.include_router(routes_pages.router)
+    app.include_router(routes_admin.router)
     return app
 
 
