@@ -104,9 +104,34 @@ def cmd_init(args: argparse.Namespace) -> int:
         f"project {args.name!r}: {n} items from {args.bench}, rubric {rubric.name}, "
         f"{args.reviewers} reviewers per item; images in {_store(args)}"
     )
-    for p in problems:
-        console.print(f"[yellow]note:[/yellow] {p}", markup=True, highlight=False)
+    _print_problems(problems, n)
     return 0
+
+
+def _print_problems(problems: list[str], n_items: int, shown: int = 10) -> None:
+    """The init problems: a count of missing images first, then the first ``shown`` notes.
+
+    All of them are kept in the project's ``project_created`` event (exported in events.jsonl), so
+    a benchmark whose images are all missing prints one clear line, not a screen of notes.
+    """
+    missing = sum(1 for p in problems if p.startswith("image "))
+    if missing:
+        console.print(
+            f"[yellow]warning:[/yellow] {missing} image(s) could not be copied into the store "
+            f"(project of {n_items} items); reviewers see a warning on those items. "
+            "Check --data (the images folder) and init again if that is not intended.",
+            markup=True,
+            highlight=False,
+        )
+    for p in problems[:shown]:
+        console.print(f"[yellow]note:[/yellow] {p}", markup=True, highlight=False)
+    if len(problems) > shown:
+        console.print(
+            f"[yellow]note:[/yellow] … and {len(problems) - shown} more (all in the project's "
+            "project_created event, exported in events.jsonl)",
+            markup=True,
+            highlight=False,
+        )
 
 
 def _items_q(project_id: int) -> Any:
@@ -214,8 +239,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             log_event(db, project.id, "export_forced", {"failing": summary["gate"]["failing"]})
     console.print(
         f"{summary['accepted']} accepted, {summary['rejected']} rejected, {summary['pending']} pending "
-        f"→ {args.out}/ (data.jsonl, hf/, decisions.jsonl, pending.jsonl, events.jsonl, "
-        "agreement.json, summary.json, submissions.jsonl)"
+        f"→ {args.out.rstrip('/')}/ (data.jsonl, {'' if args.no_hf else 'hf/, '}decisions.jsonl, "
+        "pending.jsonl, events.jsonl, agreement.json, summary.json, submissions.jsonl)"
     )
     if summary["gate"]["forced"]:
         console.print(
@@ -226,11 +251,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     """Write the experts' first answers as run directories, one per reviewer group."""
+    from sqlalchemy import select
+
+    from scopebench.review.db import Member
     from scopebench.review.outputs import write_baseline
     from scopebench.scoring import compute_metrics
 
     with _session(args) as db:
-        runs = write_baseline(db, _project(db, args.project), Path(args.out), seed=args.seed)
+        project = _project(db, args.project)
+        runs = write_baseline(db, project, Path(args.out), seed=args.seed)
+        groups = set(db.scalars(select(Member.group).where(Member.project_id == project.id)).all())
     from scopebench.engine.rundir import METRICS_FILE, load_run
 
     for group, run_dir in runs.items():
@@ -242,6 +272,8 @@ def cmd_baseline(args: argparse.Namespace) -> int:
             f"human:{group} → {run_dir} ({len(run.records) - missing} answered, {missing} not yet"
             + ("; `scopebench report --policy exclude` leaves those out)" if missing else ")")
         )
+    for group in sorted(groups - set(runs)):  # said, not silently absent
+        console.print(f"[yellow]note:[/yellow] group {group!r}: no member has answered yet; no run written")
     return 0
 
 

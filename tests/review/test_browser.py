@@ -1,20 +1,24 @@
-"""The review app in a real headless Chromium (Playwright): two reviewers answer and rate an item,
-they disagree, a senior arbitrates; the decision and the answers are then checked in the database.
+"""The review app in a real headless Chromium (Playwright), the whole story of issue 15: two
+reviewers answer and rate an item, they disagree, a senior arbitrates; then `scopebench review
+export` and `review baseline` run on the same database and their rows and run records are checked
+value by value against what was clicked.
 Skipped with the reason when Chromium or Playwright is missing (see tests/report/test_html_browser.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from review_helpers import PASSWORD, build_project, write_bench
+from review_helpers import KEYS, PASSWORD, build_project, write_bench
 from sqlalchemy import select
 
 CHROMIUM = Path("/usr/bin/chromium")
+VERDICTS = ("problem", "answer", "rationale")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 pytestmark = [
@@ -37,7 +41,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     db = str(root / "r.db")
     info = build_project(db, root / "store", write_bench(root / "bench"))
     with Server(create_app(AppSettings(db=db, store=root / "store"))) as server:
-        yield info | {"url": server.url}
+        yield info | {"url": server.url, "db": db, "root": root}
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +136,106 @@ def test_two_reviewers_disagree_and_a_senior_arbitrates(site: dict[str, Any], br
         and arb.reason == "the image does not support the key"
     )
     assert answers == [0, 1] and all(s > 0 for s in seconds)
+
+    _check_export_and_baseline(site, key)
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _check_export_and_baseline(site: dict[str, Any], key: str) -> None:
+    """The CLI's export and baseline after the browser flow, value by value."""
+    from scopebench.cli import main
+    from scopebench.engine.rundir import load_run
+
+    out, runs, db = site["root"] / "export", site["root"] / "human", site["db"]
+    assert main(["review", "export", "--db", db, "--project", "demo", "--out", str(out), "--no-hf"]) == 0
+    assert main(["review", "baseline", "--db", db, "--project", "demo", "--out", str(runs)]) == 0
+    truth = KEYS[key]  # the key the item was loaded with
+    routed = [
+        "reviewers disagree (drop ×1, keep ×1)",
+        "flagged: problem=invalid",
+        "flagged: scientific_validity=2",
+    ]
+    assert _jsonl(out / "data.jsonl") == []  # nothing accepted
+    (row,) = _jsonl(out / "decisions.jsonl")
+    assert row["id"] == key.removeprefix("local/")
+    # senior = expert-002, ann = expert-003, bob = expert-004 (pseudonyms follow account order)
+    assert row["reasons"] == ["senior expert-002: the image does not support the key", *routed]
+    review = row["review"]
+    assert review["status"] == "rejected" and review["routed_reasons"] == routed
+    arb = review["arbitration"]
+    assert (arb["by"], arb["decision"], arb["reason"]) == (
+        "expert-002",
+        "reject",
+        "the image does not support the key",
+    )
+    got = {
+        r["reviewer"]: (
+            r["group"],
+            r["answer"],
+            r["correct_vs_loaded_key"],
+            r["confidence"],
+            r["answered_version"],
+            r["scores"],
+            r["verdicts"],
+            r["decision"],
+            r["reasons"],
+        )
+        for r in review["reviews"]
+    }
+    good = {"scientific_validity": 4, "task_alignment": 4, "visual_reasoning_necessity": 5}
+    assert got == {
+        "expert-003": ("a", 0, truth == 0, 4, 1, good, dict.fromkeys(VERDICTS, "valid"), "keep", []),
+        "expert-004": (
+            "b",
+            1,
+            truth == 1,
+            4,
+            1,
+            good | {"scientific_validity": 2},
+            {"problem": "invalid", "answer": "valid", "rationale": "valid"},
+            "drop",
+            ["scientific_validity=2", "problem=invalid"],
+        ),
+    }
+    assert all(r["seconds"] > 0 for r in review["reviews"])
+    assert "ann" not in (out / "decisions.jsonl").read_text()  # pseudonyms only
+    pending = _jsonl(out / "pending.jsonl")
+    assert sorted(p["id"] for p in pending) == sorted(k.removeprefix("local/") for k in KEYS if k != key)
+    kinds = [e["event"] for e in _jsonl(out / "events.jsonl") if e["item"] == key]
+    assert [k for k in kinds if k != "assigned"] == [
+        "question_opened",
+        "answered",
+        "rated",
+        "question_opened",
+        "answered",
+        "rated",
+        "routed_to_senior",
+        "arbitrated",
+    ]
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["accepted"], summary["rejected"], summary["pending"]) == (0, 1, 3)
+
+    for group, reviewer, choice in (("a", "expert-003", 0), ("b", "expert-004", 1)):
+        run = load_run(runs / group)
+        assert run.model == f"human:{group}" and run.benchmark == "local"
+        recs = {r.item_id: r for r in run.records}
+        assert sorted(recs) == sorted(KEYS)  # one record per project item
+        rec = recs[key]
+        assert (rec.status, rec.choice, rec.correct, rec.answer_index) == (
+            "ok",
+            choice,
+            choice == truth,
+            truth,
+        )
+        assert rec.extra["reviewer"] == reviewer and rec.extra["confidence"] == 4
+        assert rec.extra["item_status"] == "rejected" and rec.extra["item_routed_reasons"] == routed
+        assert rec.extra["rating_decision"] == ("keep" if group == "a" else "drop")
+        assert rec.extra["correct_vs_final_key"] is (choice == truth) and rec.extra["seconds"] > 0
+        others = [r for k, r in recs.items() if k != key]
+        assert [r.status for r in others] == ["missing_response"] * 3
+        overall = json.loads((runs / group / "metrics.json").read_text())["overall"]
+        # 4 items, 1 answered, the 3 unanswered counted wrong (the default policy).
+        assert (overall["n"], overall["correct"], overall["missing_response"]) == (4, int(choice == truth), 3)

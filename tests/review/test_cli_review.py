@@ -301,3 +301,52 @@ def test_labelstudio_round_trip(cli_project: dict[str, Any], tmp_path: Path) -> 
         assert (ans.choice, ans.confidence, ans.seconds, ans.source) == (1, 2, 12.5, "labelstudio")
         assert rating.decision == "drop" and rating.reasons == ["key_wrong=yes"]
         assert item.status == "rejected"  # the only reviewer flagged it
+
+
+def test_missing_images_are_one_warning_and_shown_on_the_item(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A benchmark whose image is missing: init says so in one line, the item page warns the reviewer."""
+    from sqlalchemy import select
+
+    from scopebench.review.db import ItemRow, open_database
+    from scopebench.review.workflow import blind_view
+
+    data = write_bench(tmp_path / "bench")
+    (tmp_path / "bench" / "images" / "blue.png").unlink()  # q2's image
+    db = str(tmp_path / "r.db")
+    args = ["review", "init", "--db", db, "--name", "p", "--bench", "local", "--data", str(data)]
+    assert main([*args, "--rubric", "hle"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert "warning: 1 image(s) could not be copied into the store (project of 4 items)" in out
+    with open_database(db)() as s:
+        views = {it.key: blind_view(it) for it in s.scalars(select(ItemRow)).all()}
+    assert {k: v["missing_images"] for k, v in views.items()} == {
+        "local/q1": 0,
+        "local/q2": 1,
+        "local/q3": 0,
+        "local/q4": 0,  # q4 has no image at all: nothing is missing
+    }
+    assert views["local/q2"]["images"] == []
+
+
+def test_baseline_names_the_groups_without_answers(
+    cli_project: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only ann (group a) has answered: a's run is written and group b is named, not silently absent."""
+    from sqlalchemy import select
+
+    from scopebench.review import workflow
+    from scopebench.review.db import Assignment, User, open_database
+
+    with open_database(cli_project["db"])() as db, db.begin():
+        ann = db.scalar(select(User).where(User.username == "ann"))
+        slot = db.scalar(select(Assignment.id).where(Assignment.user_id == ann.id))
+        workflow.open_assignment(db, ann, slot)
+        workflow.answer(db, ann, slot, 0, 3)
+    out = tmp_path / "human"
+    capsys.readouterr()
+    assert main(["review", "baseline", "--db", cli_project["db"], "--project", "p", "--out", str(out)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert sorted(p.name for p in out.iterdir()) == ["a"]
+    assert "human:a" in printed and "group 'b': no member has answered yet; no run written" in printed

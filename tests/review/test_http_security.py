@@ -7,7 +7,10 @@ import http.client
 import io
 import json
 import re
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,10 +27,10 @@ def login(url: str, username: str) -> tuple[httpx.Client, str]:
 
 
 def _routes(served: dict[str, Any]) -> list[tuple[str, str]]:
-    from scopebench.review import routes_api, routes_pages
+    from scopebench.review import routes_admin, routes_api, routes_pages
 
     out = []
-    for router in (routes_api.router, routes_api.openapi_router, routes_pages.router):
+    for router in (routes_api.router, routes_api.openapi_router, routes_pages.router, routes_admin.router):
         for route in router.routes:
             for method in sorted(route.methods):  # type: ignore[attr-defined]
                 path = re.sub(r"\{[^}]+\}", "1", route.path)  # type: ignore[attr-defined]
@@ -94,6 +97,70 @@ def test_page_forms_need_the_csrf_field(served: dict[str, Any]) -> None:
         served["url"] + "/login", data={"username": "bob", "password": PASSWORD, "csrf_token": "x"}
     )
     assert r.status_code == 403
+
+
+def test_a_refused_login_shows_the_form_again(served: dict[str, Any]) -> None:
+    """Wrong credentials on the login page: the form again, the reason above it, the name kept."""
+    client = httpx.Client(base_url=served["url"], timeout=30)
+    page = client.get("/login").text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert token is not None
+    r = client.post("/login", data={"username": "eve", "password": "wrong one!", "csrf_token": token[1]})
+    assert r.status_code == 401
+    assert 'id="login-error"' in r.text and "wrong username or password" in r.text
+    assert 'id="username" autocomplete="username" value="eve"' in r.text and 'id="login"' in r.text
+    retry = re.search(r'name="csrf_token" value="([^"]+)"', r.text)
+    assert retry is not None and retry[1] != token[1]  # a fresh token, matching the new cookie
+    r = client.post("/login", data={"username": "eve", "password": PASSWORD, "csrf_token": retry[1]})
+    assert r.status_code == 303 and r.headers["location"] == "/"
+
+
+def test_the_error_page_links_back_to_the_form(served: dict[str, Any]) -> None:
+    """A refused rating form: the error page links back to the item (same-site referer only)."""
+    client, csrf = login(served["url"], "eve")  # no assignment: the form answers 404 either way
+    came_from = served["url"] + "/assignments/1"
+    r = client.post("/assignments/1/rating", data={"csrf_token": csrf}, headers={"referer": came_from})
+    assert r.status_code == 404 and '<a href="/assignments/1" id="error-back">' in r.text
+    r = client.post(
+        "/assignments/1/rating", data={"csrf_token": csrf}, headers={"referer": "https://evil.example/x"}
+    )
+    assert r.status_code == 404 and "error-back" not in r.text
+
+
+def test_admin_pages_create_users_add_members_and_assign(served: dict[str, Any]) -> None:
+    """The admin pages: admins only, CSRF on every form, names escaped, the service's messages."""
+    from sqlalchemy import select
+
+    from scopebench.review.db import Member, User
+
+    pid = served["project_id"]
+    bob, _ = login(served["url"], "bob")
+    assert bob.get("/admin").status_code == 403  # a reviewer
+    admin, csrf = login(served["url"], "admin")
+    page = admin.get("/admin")
+    assert page.status_code == 200 and 'id="new-user"' in page.text and f'id="project-{pid}"' in page.text
+    new = {"username": "<i>zed</i>", "password": PASSWORD, "role": "reviewer"}
+    assert admin.post("/admin/users", data=new).status_code == 403  # no CSRF field
+    r = admin.post("/admin/users", data=new | {"csrf_token": csrf})
+    assert r.status_code == 303 and r.headers["location"] == "/admin#users"
+    r = admin.post("/admin/users", data=new | {"csrf_token": csrf, "username": "yan", "password": "short"})
+    assert r.status_code == 400 and "at least 8 characters" in r.text
+    r = admin.post(
+        f"/admin/projects/{pid}/members", data={"username": "<i>zed</i>", "group": "g2", "csrf_token": csrf}
+    )
+    assert r.status_code == 303
+    r = admin.post(
+        f"/admin/projects/{pid}/members", data={"username": "nobody", "group": "g2", "csrf_token": csrf}
+    )
+    assert r.status_code == 404 and "create the account first" in r.text
+    assert admin.post(f"/admin/projects/{pid}/assign", data={"csrf_token": csrf}).status_code == 303
+    page = admin.get("/admin").text
+    assert "<i>zed</i>" not in page and "&lt;i&gt;zed&lt;/i&gt;" in page  # escaped, in accounts and members
+    assert page.count("&lt;i&gt;zed&lt;/i&gt;") == 2
+    with served["sessions"]() as db:
+        zed = db.scalar(select(User).where(User.username == "<i>zed</i>"))
+        group = db.scalar(select(Member.group).where(Member.user_id == zed.id, Member.project_id == pid))
+    assert zed.role == "reviewer" and group == "g2"
 
 
 def test_arbitration_form_refuses_a_bad_key_index(served: dict[str, Any]) -> None:
@@ -205,6 +272,7 @@ def test_uploads_are_checked(served: dict[str, Any]) -> None:
         url, data=form, files={"image": ("cell.txt", b"not an image at all", "text/plain")}, headers=h
     )
     assert r.status_code == 400 and "not an image" in r.json()["detail"]
+    assert "BytesIO" not in r.json()["detail"]  # not Pillow's message about its in-memory buffer
     r = client.post(
         url, data=form, files={"image": ("big.png", b"\x89PNG" + b"0" * 300_000, "image/png")}, headers=h
     )
@@ -240,23 +308,39 @@ def test_item_html_is_escaped(served: dict[str, Any]) -> None:
     assert "default-src 'self'" in client.get("/").headers["content-security-policy"]
 
 
-def test_concurrent_submissions_lose_nothing(served: dict[str, Any]) -> None:
-    """4 threads × 50 requests: 4 reviewers' answers and ratings plus reads, all committed."""
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def load_site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The load test's server: the module's SQLite one, or a fresh project on a throwaway PostgreSQL."""
+    if request.param == "sqlite":
+        yield request.getfixturevalue("served")
+        return
+    from review_helpers import build_project, write_bench
+
+    from conftest import Server
+    from scopebench.review.app import AppSettings, create_app
+
+    url = request.getfixturevalue("postgres")
+    info = build_project(url, tmp_path / "store", write_bench(tmp_path / "bench"))
+    with Server(create_app(AppSettings(db=url, store=tmp_path / "store"))) as server:
+        yield info | {"url": server.url}
+
+
+def test_concurrent_submissions_lose_nothing(load_site: dict[str, Any]) -> None:
+    """4 threads × 50 requests on 127.0.0.1: 4 reviewers answer and rate the same 4 items together
+    (plus reads); every request succeeds, every answer and rating is stored, and each item is
+    decided exactly once, by its first 2 ratings (the item lock of the last rating)."""
     from sqlalchemy import select
 
     from scopebench.review.accounts import create_user
-    from scopebench.review.db import Answer, Rating, User
+    from scopebench.review.db import Answer, Assignment, Event, ItemRow, Project, Rating, User
     from scopebench.review.projects import add_member
 
+    served = load_site
     names = [f"load{k}" for k in range(4)]
     with served["sessions"]() as db, db.begin():
-        from scopebench.review.db import Project
-
         project = db.get(Project, served["project_id"])
         for n in names:
             add_member(db, project, create_user(db, n, PASSWORD, "reviewer"), "load")
-        from scopebench.review.db import Assignment, ItemRow
-
         items = db.scalars(select(ItemRow).where(ItemRow.project_id == project.id)).all()
         for n in names:
             uid = db.scalar(select(User.id).where(User.username == n))
@@ -265,14 +349,18 @@ def test_concurrent_submissions_lose_nothing(served: dict[str, Any]) -> None:
 
     good = {"scientific_validity": 4, "task_alignment": 4, "visual_reasoning_necessity": 4}
     verdicts = {"problem": "valid", "answer": "valid", "rationale": "valid"}
+    barrier = threading.Barrier(len(names), timeout=60)
 
     def work(name: str) -> int:
         client, csrf = login(served["url"], name)
         h = {"X-CSRF-Token": csrf}
         ok = 0
-        queue = client.get(f"/api/projects/{served['project_id']}/queue").json()
+        reply = client.get(f"/api/projects/{served['project_id']}/queue")
+        assert reply.status_code == 200, reply.text
+        queue = reply.json()
         requests = 1
-        for q in queue:
+        barrier.wait()  # all four start on the same item at once
+        for q in sorted(queue, key=lambda q: q["key"]):
             aid = q["assignment_id"]
             ok += client.get(f"/api/assignments/{aid}").status_code == 200
             ok += (
@@ -299,8 +387,15 @@ def test_concurrent_submissions_lose_nothing(served: dict[str, Any]) -> None:
     assert results == [49] * 4  # every request but the login succeeded
     with served["sessions"]() as db:
         ids = db.scalars(select(User.id).where(User.username.in_(names))).all()
-        from scopebench.review.db import Assignment
-
         n_answers = len(db.scalars(select(Answer).join(Assignment).where(Assignment.user_id.in_(ids))).all())
         n_ratings = len(db.scalars(select(Rating).join(Assignment).where(Assignment.user_id.in_(ids))).all())
+        decided = db.execute(
+            select(Event.item_id, Event.payload).where(
+                Event.project_id == served["project_id"],
+                Event.kind.in_(["item_accepted", "item_rejected", "routed_to_senior"]),
+            )
+        ).all()
+        item_ids = db.scalars(select(ItemRow.id).where(ItemRow.project_id == served["project_id"])).all()
     assert (n_answers, n_ratings) == (16, 16)
+    assert sorted(i for i, _ in decided) == sorted(item_ids)  # each item decided once, none twice
+    assert all(len(d["decisions"]) == 2 for _, d in decided)

@@ -201,6 +201,15 @@ def _check_dashboard(sessions: Any, project: dict[str, Any]) -> None:
     # pe = 2/4·2/4 (keep) + 1/4·2/4 (drop) = 3/8, κ = (1/2 − 3/8) / (1 − 3/8) = 0.2.
     assert kappa["decision"]["value"] == pytest.approx(0.2)
     assert d["agreement"]["alpha"]["scientific_validity"]["level"] == "ordinal"
+    # α of the first answers, units (A,A) (B,C) (A,C) (A,B): coincidences o_AA = 2, and one each
+    # way for B–C, A–C, A–B; n_A = 4, n_B = n_C = 2, n = 8. D_o = 6/8, D_e = 2·(4·2 + 4·2 + 2·2)/(8·7)
+    # = 40/56, α = 1 − 0.75/(40/56) = −0.05. The HLE verdict also named "answer" is a separate
+    # variable, "rubric:answer" (it overwrote the choices before: α was 0.0, the verdicts' α).
+    alpha = d["agreement"]["alpha"]
+    assert alpha["answer"]["value"] == pytest.approx(-0.05) and alpha["answer"]["n_items"] == 4
+    # The verdict: ann valid ×3 + uncertain, bob valid ×4: n_valid = 7, n_uncertain = 1,
+    # D_o = 2/8, D_e = 2·7·1/56 = 0.25, α = 0.
+    assert alpha["rubric:answer"]["value"] == pytest.approx(0.0) and "rubric:decision" not in alpha
 
 
 def _project(db: Any, item: ItemRow) -> Any:

@@ -115,7 +115,13 @@ def state(request: Request) -> State:
 
 
 def get_db(request: Request) -> Iterator[Session]:
-    """One database session per request: committed on success, rolled back on any error."""
+    """One database session per request: committed on success, rolled back on any error.
+
+    Routes take it as ``DB`` (``Depends(get_db, scope="function")``) so the commit happens *before* the
+    response is sent: with the default scope FastAPI commits after the reply, so a client could
+    read a 200 for a write that was not yet (or never) committed, and on PostgreSQL its next
+    request (the first after login, the rating after the answer) did not see it.
+    """
     db: Session = state(request).sessions()
     try:
         yield db
@@ -127,6 +133,10 @@ def get_db(request: Request) -> Iterator[Session]:
         db.close()
 
 
+# The request's database session, committed before the response is sent (see get_db).
+DB = Depends(get_db, scope="function")
+
+
 @dataclass
 class Auth:
     """The logged-in user of a request and their session."""
@@ -135,7 +145,7 @@ class Auth:
     session: LoginSession
 
 
-def _session_auth(request: Request, db: Session = Depends(get_db)) -> Auth:
+def _session_auth(request: Request, db: Session = DB) -> Auth:
     """The session's user.
 
     A sync dependency, so its queries run in the thread pool, never in the event loop, where
@@ -178,7 +188,7 @@ def _wants_html(request: Request) -> bool:
 
 def create_app(settings: AppSettings) -> FastAPI:
     """Build the application (opening and upgrading the database)."""
-    from scopebench.review import routes_api, routes_pages
+    from scopebench.review import routes_admin, routes_api, routes_pages
 
     sessions = open_database(settings.db)
     store = ImageStore(settings.store, max_bytes=settings.max_upload_bytes, max_pixels=settings.max_pixels)
@@ -224,6 +234,7 @@ def create_app(settings: AppSettings) -> FastAPI:
     app.include_router(routes_api.router)
     app.include_router(routes_api.openapi_router)
     app.include_router(routes_pages.router)
+    app.include_router(routes_admin.router)
     return app
 
 
@@ -235,7 +246,21 @@ def _error_response(request: Request, exc: ReviewError) -> Response:
         return st.templates.TemplateResponse(
             request,
             "error.html",
-            {"message": str(exc), "status": exc.status, "user": None},
+            {"message": str(exc), "status": exc.status, "user": None, "back": _same_site_referer(request)},
             status_code=exc.status,
         )
     return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+
+
+def _same_site_referer(request: Request) -> str | None:
+    """The path of the page a failed form came from (same host only), for the error page's back link.
+
+    A refused form (a rating with a criterion missing, an upload too large) otherwise leaves the
+    reviewer on an error page with no way back to the item but the browser's history.
+    """
+    ref = request.headers.get("referer", "")
+    base = str(request.base_url)
+    if not ref.startswith(base):
+        return None
+    path = "/" + ref[len(base) :]
+    return path if path != request.url.path or request.method != "GET" else None

@@ -20,7 +20,7 @@ from scopebench.review.accounts import (
     require_role,
     start_session,
 )
-from scopebench.review.app import COOKIE, Auth, auth, get_db, state
+from scopebench.review.app import COOKIE, DB, Auth, auth, state
 from scopebench.review.db import ImageRow, ItemRow, ItemVersion, Project, Submission, User
 from scopebench.review.errors import Invalid, NotFound, Unauthenticated
 from scopebench.review.rubrics import load_rubric
@@ -134,7 +134,7 @@ def _me(user: User) -> dict[str, Any]:
 
 
 @router.post("/login")
-def api_login(body: LoginBody, request: Request, db: Session = Depends(get_db)) -> JSONResponse:
+def api_login(body: LoginBody, request: Request, db: Session = DB) -> JSONResponse:
     """Log in; sets the session cookie and returns the CSRF token for later state-changing calls."""
     user, token, csrf = login_user(request, db, body.username, body.password)
     resp = JSONResponse({"user": _me(user), "csrf_token": csrf})
@@ -143,7 +143,7 @@ def api_login(body: LoginBody, request: Request, db: Session = Depends(get_db)) 
 
 
 @router.post("/logout")
-def api_logout(request: Request, a: Auth = Depends(auth), db: Session = Depends(get_db)) -> JSONResponse:
+def api_logout(request: Request, a: Auth = Depends(auth), db: Session = DB) -> JSONResponse:
     """End the session."""
     end_session(db, request.cookies.get(COOKIE))
     resp = JSONResponse({"ok": True})
@@ -158,14 +158,14 @@ def api_me(a: Auth = Depends(auth)) -> dict[str, Any]:
 
 
 @router.post("/users")
-def api_create_user(body: UserBody, a: Auth = Depends(auth), db: Session = Depends(get_db)) -> dict[str, Any]:
+def api_create_user(body: UserBody, a: Auth = Depends(auth), db: Session = DB) -> dict[str, Any]:
     """Create an account (admin)."""
     require_role(a.user, "admin")
     return _me(create_user(db, body.username, body.password, body.role))
 
 
 @router.get("/projects")
-def api_projects(a: Auth = Depends(auth), db: Session = Depends(get_db)) -> list[dict[str, Any]]:
+def api_projects(a: Auth = Depends(auth), db: Session = DB) -> list[dict[str, Any]]:
     """Projects the user can see (all for an admin; their memberships otherwise)."""
     return [project_dict(p) for p in visible_projects(db, a.user)]
 
@@ -199,7 +199,7 @@ def api_create_project(
     body: ProjectBody,
     request: Request,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> dict[str, Any]:
     """Load a benchmark from the server's disk into a new project (admin); same as ``review init``."""
     require_role(a.user, "admin")
@@ -224,7 +224,7 @@ def api_add_member(
     project_id: int,
     body: MemberBody,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> dict[str, Any]:
     """Add a user to a project in a reviewer group (admin)."""
     require_role(a.user, "admin")
@@ -237,22 +237,20 @@ def api_add_member(
 
 
 @router.post("/projects/{project_id}/assign")
-def api_assign(project_id: int, a: Auth = Depends(auth), db: Session = Depends(get_db)) -> dict[str, Any]:
+def api_assign(project_id: int, a: Auth = Depends(auth), db: Session = DB) -> dict[str, Any]:
     """Fill open reviewer slots, balanced across reviewers (admin)."""
     require_role(a.user, "admin")
     return {"new_assignments": proj.assign(db, require_project(db, a.user, project_id), actor=a.user)}
 
 
 @router.get("/projects/{project_id}/queue")
-def api_queue(
-    project_id: int, a: Auth = Depends(auth), db: Session = Depends(get_db)
-) -> list[dict[str, Any]]:
+def api_queue(project_id: int, a: Auth = Depends(auth), db: Session = DB) -> list[dict[str, Any]]:
     """The user's own assignments with their status."""
     return workflow.my_queue(db, a.user, require_project(db, a.user, project_id))
 
 
 @router.get("/assignments/{assignment_id}")
-def api_open(assignment_id: int, a: Auth = Depends(auth), db: Session = Depends(get_db)) -> dict[str, Any]:
+def api_open(assignment_id: int, a: Auth = Depends(auth), db: Session = DB) -> dict[str, Any]:
     """The question (no key before the answer); the first call starts the clock."""
     return workflow.open_assignment(db, a.user, assignment_id)
 
@@ -262,7 +260,7 @@ def api_answer(
     assignment_id: int,
     body: AnswerBody,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> dict[str, Any]:
     """Store the first answer and confidence; the reply adds the key."""
     return workflow.answer(db, a.user, assignment_id, body.choice, body.confidence, source="api")
@@ -273,7 +271,7 @@ def api_rate(
     assignment_id: int,
     body: RatingBody,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> dict[str, Any]:
     """Rate the item on the rubric (after answering)."""
     return workflow.rate(db, a.user, assignment_id, body.scores, body.verdicts, body.comment, source="api")
@@ -283,16 +281,14 @@ def api_rate(
 def api_arbitration_queue(
     project_id: int,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> list[dict[str, Any]]:
     """Items waiting for a senior (seniors and admins)."""
     return workflow.arbitration_queue(db, a.user, require_project(db, a.user, project_id))
 
 
 @router.get("/items/{item_id}/arbitration")
-def api_arbitration_view(
-    item_id: int, a: Auth = Depends(auth), db: Session = Depends(get_db)
-) -> dict[str, Any]:
+def api_arbitration_view(item_id: int, a: Auth = Depends(auth), db: Session = DB) -> dict[str, Any]:
     """The item with its anonymised reviews (seniors and admins who did not review it)."""
     return workflow.arbitration_view(db, a.user, item_id)
 
@@ -302,24 +298,20 @@ def api_arbitrate(
     item_id: int,
     body: ArbitrationBody,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> dict[str, Any]:
     """Accept or reject an item in arbitration, with the reason (and an optional correction)."""
     return workflow.arbitrate(db, a.user, item_id, body.decision, body.reason, body.edit)
 
 
 @router.post("/items/{item_id}/edit")
-def api_edit(
-    item_id: int, body: EditBody, a: Auth = Depends(auth), db: Session = Depends(get_db)
-) -> dict[str, Any]:
+def api_edit(item_id: int, body: EditBody, a: Auth = Depends(auth), db: Session = DB) -> dict[str, Any]:
     """Version a correction of the item's text (seniors and admins)."""
     return workflow.edit_item(db, a.user, item_id, body.changes, reason=body.reason)
 
 
 @router.get("/items/{item_id}/versions")
-def api_versions(
-    item_id: int, a: Auth = Depends(auth), db: Session = Depends(get_db)
-) -> list[dict[str, Any]]:
+def api_versions(item_id: int, a: Auth = Depends(auth), db: Session = DB) -> list[dict[str, Any]]:
     """Every version of an item: who, when, why (seniors and admins)."""
     from scopebench.review.accounts import check_senior
 
@@ -347,7 +339,7 @@ def api_dashboard(
     project_id: int,
     resamples: int = 1000,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> dict[str, Any]:
     """Progress, agreement (κ, α with bootstrap intervals), flags and the baseline so far."""
     if not 10 <= resamples <= 10000:
@@ -361,7 +353,7 @@ def api_image(
     image_id: str,
     request: Request,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> FileResponse:
     """An image of the project by its id (SHA-256); paths are refused."""
     project = require_project(db, a.user, project_id)
@@ -449,9 +441,7 @@ def submit_sync(
 
 
 @router.get("/projects/{project_id}/submissions")
-def api_submissions(
-    project_id: int, a: Auth = Depends(auth), db: Session = Depends(get_db)
-) -> list[dict[str, Any]]:
+def api_submissions(project_id: int, a: Auth = Depends(auth), db: Session = DB) -> list[dict[str, Any]]:
     """The user's own submissions (all of them for an admin)."""
     project = require_project(db, a.user, project_id)
     q = (
@@ -471,7 +461,7 @@ def api_feedback(
     submission_id: int,
     body: FeedbackBody,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> dict[str, Any]:
     """Judge the model's answer to your submission."""
     sub = submissions.give_feedback(db, a.user, submission_id, body.verdict, body.feedback)

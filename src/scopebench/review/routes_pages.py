@@ -11,9 +11,9 @@ from sqlalchemy.orm import Session
 
 from scopebench.review import stats, workflow
 from scopebench.review.accounts import end_session, require_project
-from scopebench.review.app import COOKIE, LOGIN_CSRF_COOKIE, Auth, auth, get_db, state
+from scopebench.review.app import COOKIE, DB, LOGIN_CSRF_COOKIE, Auth, auth, state
 from scopebench.review.db import Submission
-from scopebench.review.errors import Forbidden, Invalid
+from scopebench.review.errors import Invalid, ReviewError
 from scopebench.review.routes_api import login_user, set_session_cookie, submit_sync, visible_projects
 from scopebench.review.rubrics import Rubric
 
@@ -32,11 +32,13 @@ def go(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
 
 
-@router.get("/login")
-def login_page(request: Request) -> HTMLResponse:
-    """The login form (with a double-submit CSRF token, since there is no session yet)."""
+def _login_form(
+    request: Request, error: str | None = None, username: str = "", status: int = 200
+) -> HTMLResponse:
+    """The login form with a fresh double-submit CSRF token (there is no session yet)."""
     token = secrets.token_urlsafe(24)
-    resp = render(request, "login.html", None, login_csrf=token, error=None)
+    resp = render(request, "login.html", None, login_csrf=token, error=error, username=username)
+    resp.status_code = status
     resp.set_cookie(
         LOGIN_CSRF_COOKIE,
         token,
@@ -48,19 +50,33 @@ def login_page(request: Request) -> HTMLResponse:
     return resp
 
 
+@router.get("/login")
+def login_page(request: Request) -> HTMLResponse:
+    """The login form."""
+    return _login_form(request)
+
+
 @router.post("/login")
 def login_submit(
     request: Request,
     username: str = Form(...),
     password: str = Form(...),
     csrf_token: str = Form(""),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> Response:
-    """Check the form's CSRF token and the credentials; then go to the projects."""
+    """Check the form's CSRF token and the credentials; then go to the projects.
+
+    A refused login shows the form again with the reason (wrong credentials, too many tries, an
+    expired form) and the username kept, rather than an error page the reviewer must navigate back
+    from.
+    """
     cookie = request.cookies.get(LOGIN_CSRF_COOKIE, "")
     if not cookie or not secrets.compare_digest(cookie, csrf_token):
-        raise Forbidden("the login form expired; reload the login page")
-    _user, token, _csrf = login_user(request, db, username, password)
+        return _login_form(request, "the login form expired; log in again", username, 403)
+    try:
+        _user, token, _csrf = login_user(request, db, username, password)
+    except ReviewError as exc:  # wrong credentials (401), too many tries (429)
+        return _login_form(request, str(exc), username, exc.status)
     resp = go("/")
     set_session_cookie(resp, request, token)
     resp.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")
@@ -68,7 +84,7 @@ def login_submit(
 
 
 @router.post("/logout")
-def logout(request: Request, a: Auth = Depends(auth), db: Session = Depends(get_db)) -> Response:
+def logout(request: Request, a: Auth = Depends(auth), db: Session = DB) -> Response:
     """End the session."""
     end_session(db, request.cookies.get(COOKIE))
     resp = go("/login")
@@ -77,7 +93,7 @@ def logout(request: Request, a: Auth = Depends(auth), db: Session = Depends(get_
 
 
 @router.get("/")
-def home(request: Request, a: Auth = Depends(auth), db: Session = Depends(get_db)) -> HTMLResponse:
+def home(request: Request, a: Auth = Depends(auth), db: Session = DB) -> HTMLResponse:
     """The user's projects."""
     return render(request, "projects.html", a, projects=visible_projects(db, a.user))
 
@@ -87,7 +103,7 @@ def project_page(
     project_id: int,
     request: Request,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> HTMLResponse:
     """The user's queue in a project, and links to arbitration and the dashboard for seniors."""
     project = require_project(db, a.user, project_id)
@@ -99,7 +115,7 @@ def assignment_page(
     assignment_id: int,
     request: Request,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> HTMLResponse:
     """Answer first (no key); once answered, the key, the reviewer's answer and the rubric form."""
     view = workflow.open_assignment(db, a.user, assignment_id)
@@ -113,7 +129,7 @@ def answer_submit(
     choice: str = Form(""),
     confidence: str = Form(""),
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> Response:
     """Store the first answer, then show the key and the rubric."""
     if choice == "" or confidence == "":
@@ -147,7 +163,7 @@ def arbitration_list(
     project_id: int,
     request: Request,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> HTMLResponse:
     """Items waiting for a senior."""
     project = require_project(db, a.user, project_id)
@@ -165,7 +181,7 @@ def arbitrate_page(
     item_id: int,
     request: Request,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> HTMLResponse:
     """One item with its anonymised reviews and the decision form."""
     view = workflow.arbitration_view(db, a.user, item_id)
@@ -179,7 +195,7 @@ def arbitrate_submit(
     reason: str = Form(""),
     answer_index: str = Form(""),
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> Response:
     """Accept or reject (optionally correcting the key)."""
     view = workflow.arbitration_view(db, a.user, item_id)
@@ -198,7 +214,7 @@ def dashboard_page(
     project_id: int,
     request: Request,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> HTMLResponse:
     """Progress, agreement, flags and the baseline so far."""
     project = require_project(db, a.user, project_id)
@@ -212,7 +228,7 @@ def submit_page(
     project_id: int,
     request: Request,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> HTMLResponse:
     """The upload form."""
     project = require_project(db, a.user, project_id)
@@ -254,7 +270,7 @@ def submission_page(
     submission_id: int,
     request: Request,
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> HTMLResponse:
     """A submission with the model's answer and the feedback form."""
     sub = db.get(Submission, submission_id)
@@ -272,7 +288,7 @@ def feedback_submit(
     verdict: str = Form(...),
     feedback: str = Form(""),
     a: Auth = Depends(auth),
-    db: Session = Depends(get_db),
+    db: Session = DB,
 ) -> Response:
     """Store the expert's feedback on the model's answer."""
     from scopebench.review.submissions import give_feedback

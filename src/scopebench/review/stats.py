@@ -33,14 +33,26 @@ def review_rows(
     return [(it, a, ans, r, u) for it, a, ans, r, u in db.execute(q).all()]
 
 
+BUILTIN_VARIABLES = ("answer", "decision")
+
+
+def alpha_key(rubric_key: str) -> str:
+    """The agreement variable of a rubric item: its key, or ``rubric:<key>`` for a built-in name.
+
+    ``answer`` and ``decision`` name the first answers and the decisions (HLE's verdict ``answer``
+    once overwrote the reviewers' chosen options, so κ and α of the answers were the verdicts').
+    """
+    return f"rubric:{rubric_key}" if rubric_key in BUILTIN_VARIABLES else rubric_key
+
+
 def agreement(db: Session, project: Project, *, resamples: int = 1000) -> dict[str, Any]:
     """κ per reviewer pair and α per variable (answer, decision, each rubric item), seeded by the project."""
     rubric = Rubric.from_dict(project.rubric)
     variables = {"answer": "nominal", "decision": "nominal"}
     for c in rubric.criteria:
-        variables[c.key] = "ordinal" if c.type == "scale" else "nominal"
+        variables[alpha_key(c.key)] = "ordinal" if c.type == "scale" else "nominal"
     for v in rubric.verdicts:
-        variables[v] = "nominal"
+        variables[alpha_key(v)] = "nominal"
     flat = []
     for it, _a, ans, r, u in review_rows(db, project):
         if ans is None:
@@ -48,7 +60,7 @@ def agreement(db: Session, project: Project, *, resamples: int = 1000) -> dict[s
         d: dict[str, Any] = {"item": it.id, "rater": u.pseudonym, "answer": ans.choice}
         if r is not None:
             d["decision"] = r.decision
-            d |= dict(r.scores) | dict(r.verdicts)
+            d |= {alpha_key(k): x for k, x in (dict(r.scores) | dict(r.verdicts)).items()}
         flat.append(d)
     return project_agreement(flat, variables, seed=project.seed, resamples=resamples)
 
@@ -64,7 +76,7 @@ def gate(project: Project, agree: dict[str, Any]) -> tuple[bool, list[str]]:
     rubric = Rubric.from_dict(project.rubric)
     failing = []
     for key in rubric.keys():  # noqa: SIM118 - Rubric.keys() is a list, not a dict view
-        a = agree["alpha"].get(key, {})
+        a = agree["alpha"].get(alpha_key(key), {})
         if a.get("value") is None:
             if a.get("n_items", 0) < 2:
                 failing.append(f"{key}: α undefined (fewer than 2 items rated twice)")

@@ -13,7 +13,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from scopebench.review.errors import Invalid, NotFound, TooLarge
 
@@ -82,6 +82,12 @@ class ImageStore:
             raise
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
             raise TooLarge(f"{what} exceeds the decompression-bomb limit: {exc}") from exc
+        except UnidentifiedImageError as exc:
+            # Pillow's own message names the in-memory buffer ("<_io.BytesIO object at 0x…>"):
+            # noise to a reviewer, so it is left out.
+            raise Invalid(
+                f"{what} is not an image (PNG, JPEG, TIFF, GIF, WebP or BMP expected); choose an image file"
+            ) from exc
         except (OSError, ValueError, SyntaxError) as exc:
             raise Invalid(
                 f"{what} is not an image Pillow can read (PNG, JPEG, TIFF, GIF, WebP, BMP): {exc}"

@@ -64,6 +64,9 @@ def blind_view(item: ItemRow) -> dict[str, Any]:
         "context": item.context,
         "task": item.task,
         "images": list(item.image_shas),
+        # Images the benchmark names but init could not copy (a missing file): the page warns,
+        # so nobody answers an image question believing it has no image.
+        "missing_images": max(0, len(item.original.get("images") or []) - len(item.image_shas)),
     }
 
 
@@ -281,8 +284,17 @@ def reviews_of(db: Session, item: ItemRow) -> list[tuple[Assignment, Answer | No
 def _maybe_complete(db: Session, project: Project, item: ItemRow) -> None:
     """Decide the item once ``n_reviewers`` ratings are in: unanimous keep/drop, else a senior."""
     # Lock the item (PostgreSQL; SQLite serialises writers already) so two last ratings arriving
-    # together cannot both see the item as incomplete.
-    db.execute(select(ItemRow.id).where(ItemRow.id == item.id).with_for_update())
+    # together cannot both see the item as incomplete. FOR NO KEY UPDATE (key_share), not FOR
+    # UPDATE: this transaction's "rated" event already holds a KEY SHARE lock on the item through
+    # its foreign key, as does a concurrent rater's, and FOR UPDATE waiting on each other's KEY
+    # SHARE deadlocked. populate_existing reloads the status another rater may have just committed,
+    # so an item is decided once, never again by a later rating.
+    item = db.scalars(
+        select(ItemRow)
+        .where(ItemRow.id == item.id)
+        .with_for_update(key_share=True)
+        .execution_options(populate_existing=True)
+    ).one()
     ratings = [r for _, _, r, _ in reviews_of(db, item) if r is not None]
     if item.status != "open" or len(ratings) < project.n_reviewers:
         return
