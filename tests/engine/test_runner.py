@@ -27,28 +27,34 @@ def _cfg(model: str = "random", n: int = 10, **kw: object) -> RunConfig:
 
 
 def test_frequent_baseline_hand_computed(tmp_path: Path) -> None:
-    # Answers cycle 0,1,2,3,0,1,2,3,0,1: "option 0" and "option 1" are correct 3 times each, 2 and 3
-    # twice. Leave-one-out: an item answered 0 sees counts [2, 3, 2, 2] and picks option 1; every
-    # other item sees option 0 at 3, tied with option 1 or ahead of it, and picks option 0 (lowest
-    # index wins ties). So the baseline, which may not see an item's own label, gets nothing right.
+    # Answers cycle 0,1,2,3,0,1,2,3,0,1 and tasks alternate t1, t2: t1 holds items 0,2,4,6,8 with
+    # letters A,C,A,C,A (counts [3, 0, 2, 0]) and t2 items 1,3,5,7,9 with B,D,B,D,B ([0, 3, 0, 2]).
+    # No val split: each task's letters are counted on its own items, so t1 answers A (3 of 5 ✓)
+    # and t2 answers B (3 of 5 ✓): 6 of 10.
     res = run_benchmark(_cfg("frequent"), tmp_path / "run")
     assert res.metrics["overall"]["n"] == 10
-    assert res.metrics["overall"]["correct"] == 0
+    assert res.metrics["overall"]["correct"] == 6
     run = load_run(tmp_path / "run")
-    assert [r.choice for r in run.records] == [1, 0, 0, 0, 1, 0, 0, 0, 1, 0]
-    assert run.records[0].extra["answer_counts"] == [2, 3, 2, 2]
+    assert [r.choice for r in run.records] == [0, 1] * 5
+    assert run.records[0].extra["letter_counts"] == [3, 0, 2, 0]
+    assert run.records[1].extra["letter_counts"] == [0, 3, 0, 2]
 
 
-def test_frequent_baseline_never_sees_the_items_own_label(tmp_path: Path) -> None:
-    # Free-text answers, each correct once: counting an item's own label would score 100%.
+def test_frequent_text_loo_variant_never_sees_the_items_own_label(tmp_path: Path) -> None:
+    # The labelled variant `frequent-text-loo` (the old default): free-text answers, each correct
+    # once, so counting an item's own label would score 100%.
     rows = [{"id": f"q{i}", "question": f"Q{i}?", "choices": [f"t{i}", "shared", f"u{i}"], "answer": 0}
             for i in range(6)] + [{"id": "s", "question": "S?", "choices": ["x", "shared"], "answer": 1}]  # fmt: skip
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    res = run_benchmark(RunConfig(benchmark="local", data=str(data), model="frequent"), tmp_path / "run")
+    cfg = RunConfig(benchmark="local", data=str(data), model="frequent-text-loo")
+    res = run_benchmark(cfg, tmp_path / "run")
     # "shared" is correct once (item s): the six q-items pick it (count 1) and are wrong; item s sees
     # "shared" at 0 after leaving itself out, picks "x" (lowest index), and is wrong too.
     assert res.metrics["overall"]["correct"] == 0
+    # The papers' frequent choice counts letters instead: A is correct 6 times, B once → 6 of 7.
+    freq = run_benchmark(RunConfig(benchmark="local", data=str(data), model="frequent"), tmp_path / "freq")
+    assert freq.metrics["overall"]["correct"] == 6
 
 
 def test_random_is_seeded_and_batch_independent(tmp_path: Path) -> None:

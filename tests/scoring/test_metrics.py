@@ -1,13 +1,17 @@
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from scopebench.benchmarks.registry import get_benchmark
 from scopebench.items import Record
 from scopebench.scoring.accuracy import accuracy_row
 from scopebench.scoring.aggregate import owner_aggregation
 from scopebench.scoring.bootstrap import bootstrap_ci, stratified_macro_ci
 from scopebench.scoring.metrics import compute_metrics
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def rec(i, correct, task="t", subset=None, split="test", status="ok", kind="mcq", extra=None):
@@ -142,7 +146,70 @@ def test_pathmmu_instance_weighted_per_split():
         ("test_tiny", "overall", pytest.approx(2 / 3)),
         ("test", "Atlas", 1.0),
         ("test", "overall", 1.0),
+        # ALL = test ∪ test_tiny: only Atlas has both splits; overall pools all four records.
+        ("ALL", "Atlas", 1.0),
+        ("ALL", "overall", 0.75),
     ]
+
+
+def test_pathmmu_all_pools_test_and_test_tiny_per_subset_and_overall():
+    # Two subsets with both splits (and a val split, which ALL leaves out), hand-counted:
+    #   SocialPath  test_tiny 1/2, test 2/3  → ALL 3/5
+    #   EduContent  test_tiny 1/1, test 0/2  → ALL 1/3
+    #   overall     test_tiny 2/3, test 2/5  → ALL 4/8
+    outcomes = {
+        ("SocialPath", "test_tiny"): [True, False],
+        ("SocialPath", "test"): [True, True, False],
+        ("EduContent", "test_tiny"): [True],
+        ("EduContent", "test"): [False, False],
+        ("SocialPath", "val"): [True, True, True, True],
+    }
+    recs, k = [], 0
+    for (subset, split), oks in outcomes.items():
+        for ok in oks:
+            recs.append(rec(k, ok, task=subset, subset=subset, split=split))
+            k += 1
+    own = owner_aggregation(recs, benchmark="pathmmu", seed=0, resamples=200)
+    assert own is not None
+    rows = {(r["split_or_group"], r["subset_or_task"]): r for r in own["rows"]}
+    got = {key: (r["n"], r["correct"]) for key, r in rows.items()}
+    assert got[("ALL", "SocialPath")] == (5, 3)
+    assert got[("ALL", "EduContent")] == (3, 1)
+    assert got[("ALL", "overall")] == (8, 4)
+    assert rows[("ALL", "overall")]["accuracy"] == 0.5
+    # Tiny rows are unchanged by the pooling; ALL n = n_test + n_tiny.
+    assert got[("test_tiny", "SocialPath")] == (2, 1) and got[("test_tiny", "overall")] == (3, 2)
+    assert got[("test", "overall")] == (5, 2)
+    for subset in ("SocialPath", "EduContent", "overall"):
+        assert got[("ALL", subset)][0] == got[("test", subset)][0] + got[("test_tiny", subset)][0]
+    # Paper order: Tiny, test, ALL (subsets in the paper's order, then overall), then val.
+    order = [key for key in rows if key[0] != "val"]
+    assert order[-3:] == [("ALL", "SocialPath"), ("ALL", "EduContent"), ("ALL", "overall")]
+    assert list(rows)[-1] == ("val", "overall")
+    assert rows[("ALL", "overall")]["pooled_splits"] == ["test_tiny", "test"]
+    assert "ALL pools test and test_tiny" in own["description"]
+
+
+def test_pathmmu_all_needs_both_splits():
+    only_tiny = [rec(0, True, task="PubMed", subset="PubMed", split="test_tiny")]
+    own = owner_aggregation(only_tiny, benchmark="pathmmu", seed=0)
+    assert own is not None and all(r["split_or_group"] != "ALL" for r in own["rows"])
+
+
+def test_pathmmu_all_on_the_released_socialpath_mapping_is_1855():
+    # data/socialpath_mapping.json (PathMMU-Benchmark/PathMMU): 1,620 test + 235 test_tiny records;
+    # the paper's SocialPath ALL column counts 1,855.
+    lb = get_benchmark("pathmmu").load(FIXTURES / "pathmmu" / "socialpath_mapping.json")
+    recs = [
+        Record(it.id, "m", "ok", choice=0, correct=it.answer_index == 0, task=it.task, subset=it.subset,
+               split=it.split, answer_index=it.answer_index)
+        for it in lb.items
+    ]  # fmt: skip
+    own = owner_aggregation(recs, benchmark="pathmmu", seed=0, resamples=50)
+    assert own is not None
+    n = {(r["split_or_group"], r["subset_or_task"]): r["n"] for r in own["rows"]}
+    assert n[("test_tiny", "SocialPath")] == 235 and n[("test", "SocialPath")] == 1620
+    assert n[("ALL", "SocialPath")] == n[("ALL", "overall")] == 1855
 
 
 def test_spur_and_microvqa_tasks():

@@ -7,7 +7,8 @@ Data layout (the official ``data.json`` that ``eval/utils/data_utils.py`` reads)
 
 Each record has ``No``, ``img``, ``question``, ``options`` (``"A) text"``…), ``answer`` (``"D) text"``
 or, in a few records, a bare ``"D"``) and ``explanation``, plus source-specific keys (``tw_id``,
-``img_position``, ``ref_web``, ``source_img``…), all kept in :attr:`Item.metadata`.
+``img_position``, ``ref_web``, ``source_img``…), all kept in :attr:`Item.metadata`, with the answer
+and options as written (``answer_raw``, ``options_raw``).
 
 A per-subset file in the layout ``{"val": [...], "test": [...], "test_tiny": [...]}`` is accepted
 too when its name says which subset it holds (``socialpath_mapping.json``, as published in the
@@ -249,6 +250,8 @@ def _build_item(
         return None
     metadata = {k: v for k, v in rec.items() if k not in _CORE_KEYS}
     metadata["answer_raw"] = rec["answer"]
+    # As written ("A) text"): the owner protocol renders them the way the official code does.
+    metadata["options_raw"] = list(raw_options)
     return Item(
         id=item_id,
         benchmark="pathmmu",

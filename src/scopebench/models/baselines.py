@@ -1,4 +1,4 @@
-"""Baselines that need no model: seeded random choice and PathMMU's frequent choice."""
+"""Baselines that need no model: seeded random choice and the papers' frequent choice."""
 
 from __future__ import annotations
 
@@ -13,7 +13,13 @@ from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
 from scopebench.models.registry import split_spec
 
-__all__ = ["FrequentBackend", "RandomBackend", "normalise_option"]
+__all__ = [
+    "REFERENCE_SPLITS",
+    "FrequentBackend",
+    "FrequentTextLOOBackend",
+    "RandomBackend",
+    "normalise_option",
+]
 
 
 def normalise_option(text: str) -> str:
@@ -55,19 +61,105 @@ class RandomBackend(Backend):
         return {**super().identity(), "seed": self.options.seed}
 
 
-class FrequentBackend(Backend):
-    """PathMMU's "Frequent Choice" baseline.
+#: Splits that serve as the frequent-choice reference set when a run holds them (MMMU counts
+#: answer letters on its validation set and applies them to every split).
+REFERENCE_SPLITS: tuple[str, ...] = ("val", "validation")
 
-    How it is computed: over all items of the evaluated split (every item the run sees, as given
-    to :meth:`prepare`), count how often each option text (compared case- and space-insensitively)
-    is the correct answer. For each item, pick the option whose text is most often correct among
-    the *other* items — leave-one-out, so an item's own label never votes for itself (counting it
-    would make every answer whose text is unique in the split a certain hit: 100% on data with
-    free-text answers). Ties are broken by the lowest option index, so the result is
-    deterministic; an item none of whose options is correct elsewhere gets its first option.
-    Leave-one-out majority is biased low on perfectly balanced tasks (6 + 6 answers of a binary
-    task: each item sees its own class at 5 against 6 and scores 0%), which is the honest price of
-    never reading the label; the reports show it beside the random baseline.
+
+def _seeded_order(seed: int, key: str, n: int) -> list[int]:
+    """A permutation of ``range(n)`` fixed by ``seed`` and ``key`` (the tie-break order)."""
+    digest = hashlib.sha256(f"{seed}:frequent:{key}".encode()).digest()
+    return [int(i) for i in np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(n)]
+
+
+class FrequentBackend(Backend):
+    """MMMU's "Frequent Choice" baseline, which PathMMU reports as its "Frequent Choice" row.
+
+    Definition (MMMU, Yue et al. 2024, §4.1): "selects the most frequent option within each
+    specific subject of the validation set, based on its frequency of occurrence in that subject".
+    Here a subject is an item's ``task`` (PathMMU: its subset), and an option is an answer
+    *position* (letter A, B, …), the only thing MMMU's questions share:
+
+    1. For each task, the reference items are those of the validation split (``val`` or
+       ``validation``) when the run holds any for that task; otherwise every evaluated item of
+       that task (in-sample — the letter frequencies then include the items' own answers, which is
+       what makes the score read as "the best constant letter", at or a little above chance).
+    2. Count how often each letter is the correct answer among the reference items.
+    3. Every item of the task gets the most frequent letter; an item with fewer options than that
+       letter's position gets the most frequent letter it has. Ties between letters are broken by
+       a permutation seeded by the run seed and the task, so the result is deterministic and the
+       seed is recorded (:meth:`identity`).
+
+    :attr:`reference` says, per task, which split the letters were counted on and on how many
+    items; each response's ``extra`` carries its task's letter counts.
+    """
+
+    mode = "baseline"
+    needs_images = False
+
+    def __init__(self, spec: str, options: ModelOptions) -> None:
+        split_spec(spec)
+        super().__init__(spec, options)
+        self.letter_counts: dict[str, list[int]] = {}
+        self.ranking: dict[str, list[int]] = {}
+        self.reference: dict[str, dict[str, Any]] = {}
+
+    def prepare(self, items: Sequence[Item]) -> None:
+        """Count correct answer letters per task on the reference items (see the class doc)."""
+        by_task: dict[str, list[Item]] = {}
+        for it in items:
+            if it.answer_index is not None and it.choices:
+                by_task.setdefault(it.task, []).append(it)
+        self.letter_counts, self.ranking, self.reference = {}, {}, {}
+        for task, task_items in sorted(by_task.items()):
+            ref = [it for it in task_items if it.split in REFERENCE_SPLITS]
+            where = sorted({it.split for it in ref}) if ref else ["evaluated items (in-sample)"]
+            ref = ref or task_items
+            width = max(len(it.choices) for it in task_items)
+            counts = [0] * width
+            for it in ref:
+                if it.answer_index is not None and it.answer_index < width:
+                    counts[it.answer_index] += 1
+            order = _seeded_order(self.options.seed, task, width)
+            self.letter_counts[task] = counts
+            self.ranking[task] = sorted(range(width), key=lambda i: (-counts[i], order[i]))
+            self.reference[task] = {"split": ", ".join(where), "n": len(ref), "letter_counts": counts}
+
+    def predict(self, items: Sequence[Item]) -> list[Response]:
+        """Answer every item with its task's most frequent letter (that the item has)."""
+        out = []
+        for it in items:
+            if not it.choices:
+                out.append(Response(it.id, status="error", error="item has no options to choose from"))
+                continue
+            ranking = self.ranking.get(it.task)
+            if ranking is None:
+                # An item prepare() never saw (no answer key): no letter frequencies to follow.
+                out.append(
+                    Response(it.id, status="error", error=f"no frequent-choice counts for task {it.task!r}")
+                )
+                continue
+            best = next((i for i in ranking if i < len(it.choices)), 0)
+            # Counts are not probabilities, so they go to `extra`, not `scores` (calibration
+            # metrics read `scores`).
+            out.append(Response(it.id, choice=best, extra={"letter_counts": self.letter_counts[it.task]}))
+        return out
+
+    def identity(self) -> dict[str, Any]:
+        """Spec, mode and seed (the seed breaks ties between equally frequent letters)."""
+        return {**super().identity(), "seed": self.options.seed}
+
+
+class FrequentTextLOOBackend(Backend):
+    """Variant ``frequent-text-loo``: the most frequent correct answer *text*, leave-one-out.
+
+    Not the papers' baseline (that is :class:`FrequentBackend`); a text-shortcut probe: over all
+    evaluated items, count how often each option text (case- and space-insensitive) is the correct
+    answer, and pick for each item the option whose text is most often correct among the *other*
+    items (leave-one-out, so an item's own label never votes for itself). Ties: lowest index; an
+    item none of whose options is correct elsewhere gets its first option. Leave-one-out majority
+    is biased low on balanced tasks (6 + 6 answers of a binary task score 0%), so it reads far
+    below chance on data without repeated answer texts.
     """
 
     mode = "baseline"
@@ -87,7 +179,7 @@ class FrequentBackend(Backend):
         )
 
     def predict(self, items: Sequence[Item]) -> list[Response]:
-        """Pick the option whose text is most often correct in the evaluated split."""
+        """Pick the option whose text is most often correct among the other evaluated items."""
         out = []
         for it in items:
             if not it.choices:
@@ -98,7 +190,5 @@ class FrequentBackend(Backend):
                 counts[it.answer_index] -= 1  # leave this item's own answer out
             # max() returns the first maximal element: the lowest index wins ties.
             best = max(range(len(counts)), key=lambda i: counts[i])
-            # Counts are not probabilities, so they go to `extra`, not `scores` (calibration
-            # metrics read `scores`).
             out.append(Response(it.id, choice=best, extra={"answer_counts": counts}))
         return out

@@ -21,6 +21,7 @@ __all__ = ["available_schemes", "load_model", "register_scheme", "split_spec"]
 _SCHEMES: dict[str, str] = {
     "random": "scopebench.models.baselines:RandomBackend",
     "frequent": "scopebench.models.baselines:FrequentBackend",
+    "frequent-text-loo": "scopebench.models.baselines:FrequentTextLOOBackend",
     "replay": "scopebench.models.replay:ReplayBackend",
     "clip": "scopebench.models.contrastive:HFContrastiveBackend",
     "nsp": "scopebench.models.nsp:NSPBackend",
@@ -33,7 +34,7 @@ _SCHEMES: dict[str, str] = {
 # Schemes whose argument is a hub id or a local folder (a path-like argument must exist).
 _LOCAL_OR_HUB = {"clip", "hf", "nsp", "vllm"}
 # Schemes whose argument is required (``replay:PATH``) vs bare names (``random``).
-_BARE = {"random", "frequent"}
+_BARE = {"random", "frequent", "frequent-text-loo"}
 
 
 def register_scheme(scheme: str, target: str, *, bare: bool = False) -> None:

@@ -3,11 +3,13 @@
 Two families:
 
 * ``default`` — one unified prompt for every benchmark, so models are compared on equal terms;
-* ``owner`` — each benchmark's own published prompt (see ``docs/protocols.md``), resolved to
-  ``ubench-owner``, ``pathmmu-owner``, ``spur-owner`` or ``microvqa-owner``.
+* ``owner`` — each benchmark's own published prompt, byte for byte as its code builds it (see
+  ``docs/models.md``, Protocols), resolved to ``ubench-owner``, ``pathmmu-owner``, ``spur-owner``
+  or ``microvqa-owner``.
 
-Every record stores the protocol name and :data:`PROTOCOL_VERSION`, so a changed template is a
-changed configuration.
+The resolved protocol name is recorded per item (``extra.protocol``) and in ``run.json``;
+:data:`PROTOCOL_VERSION` names the template revision (2: owner prompts made byte-exact). It is not
+part of the resume check, so finish or ``--fresh`` an owner-protocol run started before a revision.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ __all__ = [
     "Prompt",
     "caption_texts",
     "detection_class",
+    "pathmmu_option_text",
     "render_detection_prompt",
     "render_prompt",
     "resolve_protocol",
 ]
 
-PROTOCOL_VERSION = "1"
+PROTOCOL_VERSION = "2"  # 2: owner prompts byte for byte as the owners' code
 
 Labels = Literal["letters", "numbers"]
 
@@ -73,19 +76,48 @@ def _default(item: Item) -> tuple[str, str | None, Labels]:
 
 
 def _ubench_owner(item: Item) -> tuple[str, str | None, Labels]:
-    # μ-Bench paper Fig. 19 / eVLLM code: "A) option" lines after the question.
+    # Byte for byte as Ale9806/eVLLM src/evlm/inference/generative_inference.py builds it:
+    # prompt + "\n" + "Question:" + question + "\n" + "\n".join(options), each option prefixed
+    # "A) " by add_alphabet (src/evlm/inference/utils.py). No space after "Question:" and no
+    # trailing newline (the paper's Fig. 19 shows one; the code has none).
     opts = "\n".join(f"{letter(i)}) {c}" for i, c in enumerate(item.choices))
     return (
-        f"Answer with a single letter, no extra details.\nQuestion: {item.question}\n{opts}\n",
+        f"Answer with a single letter, no extra details.\nQuestion:{item.question}\n{opts}",
         None,
         "letters",
     )
 
 
+def pathmmu_option_text(raw: str) -> str:
+    """An option's text as PathMMU's ``construct_prompt`` renders it: ``raw.split(")")[1].strip()``.
+
+    The official code (PathMMU-Benchmark/PathMMU ``eval/utils/data_utils.py``) keeps only what lies
+    between the label's ")" and the option's *second* ")": ``"A) Carcinoma (invasive) type"``
+    becomes ``"Carcinoma (invasive"``. The owner protocol reproduces that cut. An option with no
+    ")" at all, which the official code cannot render (it skips the question), is kept whole.
+    """
+    parts = raw.split(")")
+    return parts[1].strip() if len(parts) > 1 else raw.strip()
+
+
+def _pathmmu_raw_options(item: Item) -> list[str]:
+    # The loader keeps the options as written in data.json ("A) text"); items from elsewhere get
+    # the "A) " label the released data always carries.
+    raw = item.metadata.get("options_raw")
+    if isinstance(raw, list) and len(raw) == len(item.choices) and all(isinstance(o, str) for o in raw):
+        return list(raw)
+    return [f"{letter(i)}) {c}" for i, c in enumerate(item.choices)]
+
+
 def _pathmmu_owner(item: Item) -> tuple[str, str | None, Labels]:
-    # PathMMU eval configs, LLaVA-1.5 template.
-    opts = "\n".join(f"({letter(i)}) {c}" for i, c in enumerate(item.choices))
-    text = f"{item.question}\n\n{opts}\n\nAnswer with the option's letter from the given choices directly."
+    # PathMMU eval/configs/llava1.5.yaml: multi_choice_example_format is the single-quoted YAML
+    # scalar '{}\n\n{}\n\nAnswer with…' whose blank lines fold to one "\n" each, i.e.
+    # "{}\n{}\nAnswer with the option's letter from the given choices directly."; construct_prompt
+    # fills it with the question and "(A) text\n" per option (every option line ends in "\n").
+    opts = "".join(
+        f"({letter(i)}) {pathmmu_option_text(o)}\n" for i, o in enumerate(_pathmmu_raw_options(item))
+    )
+    text = f"{item.question}\n{opts}\nAnswer with the option's letter from the given choices directly."
     return text, None, "letters"
 
 
@@ -108,12 +140,14 @@ def _spur_owner(item: Item) -> tuple[str, str | None, Labels]:
 
 
 def _microvqa_owner(item: Item) -> tuple[str, str | None, Labels]:
-    # jmhb0/microvqa eval: MMLU-Pro style, options numbered from 1, "The answer is (X)".
-    opts = "\n".join(f"  ({i + 1}): {c}" for i, c in enumerate(item.choices))
+    # jmhb0/microvqa eval/eval.py PROMPT_TEMPLATE (MMLU-Pro style), byte for byte: the template
+    # ends "{{CHOICES}}\n" and every choice line "  (n): text\n" ends in a newline, so the prompt
+    # ends in two newlines. The question goes in as is (no context block).
+    opts = "".join(f"  ({i + 1}): {c}\n" for i, c in enumerate(item.choices))
     text = (
         "The following is a multiple choice question (with answers). \n"
         'Think step by step and then output the answer in the format of "The answer is (X)" at the end.'
-        f"\n\n{_context(item)}{item.question}\n\nOptions:\n{opts}"
+        f"\n\n{item.question}\n\nOptions:\n{opts}\n"
     )
     return text, None, "numbers"
 

@@ -5,7 +5,9 @@
   all items and on the pathology-only view (item metadata ``domain == "pathology"``); the 95% CI is
   a stratified bootstrap (resample within each task, then macro-average).
 * ``pathmmu`` — instance-weighted accuracy per subset and ``overall`` for each split (``test_tiny``,
-  ``test``, then any other split present).
+  ``test``, then any other split present), plus the paper's ``ALL`` rows: ``test`` and ``test_tiny``
+  pooled (the released data keeps them disjoint; the paper's ALL columns count both, e.g.
+  SocialPath 1,620 + 235 = 1,855, as ``eval/print_results.py`` of PathMMU-Benchmark/PathMMU does).
 * ``spur`` — accuracy per task NP, MP, IL, TA, HI, Qual, Quant and instance-weighted ``overall``.
 * ``microvqa`` — accuracy per task 1, 2, 3 and instance-weighted ``overall``.
 
@@ -23,7 +25,7 @@ from scopebench.items import Record
 from scopebench.scoring.accuracy import Policy, accuracy_row
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, stratified_macro_ci
 
-__all__ = ["COARSE_TASKS", "FINE_TASKS", "MICROVQA_TASKS", "SPUR_TASKS", "owner_aggregation"]
+__all__ = ["COARSE_TASKS", "FINE_TASKS", "MICROVQA_TASKS", "PATHMMU_ALL", "SPUR_TASKS", "owner_aggregation"]
 
 COARSE_TASKS: tuple[str, ...] = ("modality", "submodality", "domain", "subdomain", "stain")
 FINE_TASKS: tuple[str, ...] = ("classification",)
@@ -130,16 +132,41 @@ def _per_task(
     return rows
 
 
+#: The owner-row group of PathMMU's pooled ``test`` + ``test_tiny`` rows (the paper's "ALL").
+PATHMMU_ALL = "ALL"
+_PATHMMU_POOLED = ("test_tiny", "test")
+
+
 def _pathmmu(records: Sequence[Record], policy: Policy, seed: int, resamples: int) -> list[dict[str, Any]]:
     order = ("PubMed", "SocialPath", "EduContent", "Atlas", "PathCLS")
     regrouped = [Record(**{**r.to_dict(), "task": r.subset or r.task}) for r in records]
-    return _per_task(regrouped, order, policy, seed, resamples)
+    rows = _per_task(regrouped, order, policy, seed, resamples)
+    # The paper's ALL = test ∪ test_tiny, per subset and overall; only where both splits are
+    # present (with one of them, "ALL" would silently be Tiny or the rest of the test set).
+    pooled = [r for r in regrouped if r.split in _PATHMMU_POOLED]
+    splits_of: dict[str, set[str]] = defaultdict(set)
+    for r in pooled:
+        splits_of[r.task].add(r.split)
+    if {s for ss in splits_of.values() for s in ss} != set(_PATHMMU_POOLED):
+        return rows
+    both = [t for t in order if len(splits_of.get(t, ())) == 2]
+    both += sorted(t for t, ss in splits_of.items() if len(ss) == 2 and t not in order)
+    all_rows = [
+        _row(PATHMMU_ALL, t, [r for r in pooled if r.task == t], policy, seed, resamples) for t in both
+    ]
+    all_rows.append(_row(PATHMMU_ALL, "overall", pooled, policy, seed, resamples))
+    for row in all_rows:
+        row["pooled_splits"] = list(_PATHMMU_POOLED)
+    # Beside Tiny and test, before any other split (val).
+    at = max(i for i, row in enumerate(rows) if row["split_or_group"] in _PATHMMU_POOLED) + 1
+    return rows[:at] + all_rows + rows[at:]
 
 
 _DESCRIPTIONS = {
     "ubench": "μ-Bench: macro-average over tasks (coarse, fine, cognition; all items and pathology only); "
     "CI by stratified bootstrap within tasks",
-    "pathmmu": "PathMMU: instance-weighted accuracy per subset and overall, per split",
+    "pathmmu": "PathMMU: instance-weighted accuracy per subset and overall, per split; ALL pools test and "
+    "test_tiny (the paper's ALL columns)",
     "spur": "SPUR: accuracy per task (NP, MP, IL, TA, HI, Qual, Quant) and instance-weighted overall",
     "microvqa": "MicroVQA: accuracy per task (1, 2, 3) and instance-weighted overall",
 }

@@ -7,8 +7,11 @@ computed here from the run's stored item summaries (options and answer), with th
 * ``random`` — uniform choice per item, seeded by the metrics seed and the item id
   (:class:`~scopebench.models.baselines.RandomBackend`); ``expected_accuracy`` is the exact
   chance level ``mean(1 / number of options)``;
-* ``frequent`` — PathMMU's frequent choice over the run's items
-  (:class:`~scopebench.models.baselines.FrequentBackend`).
+* ``frequent`` — the "Frequent Choice" row of PathMMU's Table 1, defined as MMMU's: per task
+  (PathMMU: subset), the answer letter most often correct on the validation split, or on the run's
+  own items of that task when the run holds no validation items; ties broken by a seeded
+  permutation (:class:`~scopebench.models.baselines.FrequentBackend`). ``reference`` says, per
+  task, which split the letters were counted on, on how many items, and the letter counts.
 
 Baselines always answer, so their rows have no unparsed answers or errors; an item without options
 or answer is left out of the baselines (and counted in ``n_skipped``).
@@ -48,24 +51,21 @@ def _item(summary: Mapping[str, Any]) -> Item | None:
     )
 
 
-def baseline_records(items: Sequence[Mapping[str, Any]], *, seed: int) -> dict[str, list[Record]]:
-    """The records the random and frequent-choice backends would produce on ``items``.
-
-    Args:
-        items: Item summaries (``RunStore.items()`` values); items without options are skipped.
-        seed: Seed of the random baseline.
-
-    Returns:
-        ``{"random": [...], "frequent": [...]}``, one ``ok`` record per usable item.
-    """
+def _baseline_runs(
+    items: Sequence[Mapping[str, Any]], *, seed: int
+) -> tuple[dict[str, list[Record]], dict[str, dict[str, Any]]]:
+    """Records of both baselines on ``items`` and the frequent baseline's reference per task."""
     from scopebench.models.base import ModelOptions
     from scopebench.models.baselines import FrequentBackend, RandomBackend
 
     usable = [it for it in (_item(s) for s in items) if it is not None]
     out: dict[str, list[Record]] = {}
+    reference: dict[str, dict[str, Any]] = {}
     for name, cls in (("random", RandomBackend), ("frequent", FrequentBackend)):
         backend = cls(name, ModelOptions(seed=seed))
         backend.prepare(usable)
+        if isinstance(backend, FrequentBackend):
+            reference = backend.reference
         recs = []
         for it, resp in zip(usable, backend.predict(usable), strict=True):
             recs.append(
@@ -82,7 +82,20 @@ def baseline_records(items: Sequence[Mapping[str, Any]], *, seed: int) -> dict[s
                 )
             )
         out[name] = recs
-    return out
+    return out, reference
+
+
+def baseline_records(items: Sequence[Mapping[str, Any]], *, seed: int) -> dict[str, list[Record]]:
+    """The records the random and frequent-choice backends would produce on ``items``.
+
+    Args:
+        items: Item summaries (``RunStore.items()`` values); items without options are skipped.
+        seed: Seed of the random baseline and of the frequent baseline's tie-breaks.
+
+    Returns:
+        ``{"random": [...], "frequent": [...]}``, one ``ok`` record per usable item.
+    """
+    return _baseline_runs(items, seed=seed)[0]
 
 
 def baseline_section(
@@ -103,14 +116,15 @@ def baseline_section(
         resamples: Bootstrap resamples.
 
     Returns:
-        ``{name: {"model", "seed", "n_skipped", "expected_accuracy", "overall", "by_task",
-        "owner"}}``; empty when the run stores no item summaries.
+        ``{name: {"model", "seed", "n_skipped", "overall", "by_task", "owner"}}`` plus
+        ``expected_accuracy`` (random) and ``reference`` (frequent: per task ``{"split", "n",
+        "letter_counts"}``); empty when the run stores no item summaries.
     """
     ids = [r.item_id for r in records if r.kind == "mcq"]
     summaries = [items[i] for i in ids if i in items]
     if not summaries:
         return {}
-    recs = baseline_records(summaries, seed=seed)
+    recs, reference = _baseline_runs(summaries, seed=seed)
     kw: dict[str, Any] = {"seed": seed, "resamples": resamples}
     out: dict[str, Any] = {}
     for name in BASELINES:
@@ -127,5 +141,7 @@ def baseline_section(
         if name == "random":
             n_opts = [len(items[r.item_id].get("choices") or ()) for r in rs]
             entry["expected_accuracy"] = sum(1 / k for k in n_opts) / len(n_opts) if n_opts else float("nan")
+        else:
+            entry["reference"] = reference
         out[name] = entry
     return out
