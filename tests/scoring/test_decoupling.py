@@ -44,3 +44,39 @@ def test_same_seed_same_ci() -> None:
     assert a[:2] == b[:2]
     assert a[2].n == 0
     assert [r.ci_low for r in a[:2]] != [r.ci_low for r in c[:2]]
+
+
+def test_items_without_figure_and_interval_settings() -> None:
+    import numpy as np
+    from scipy import stats
+
+    # F0 has an integer figure id 0 (still a figure); "r/x" and "r/y" have no figure_id and no
+    # item summary at all: each is its own figure in the no_perception_item group.
+    records = [
+        _r("s/a", "NP", True), _r("s/b", "IL", True),
+        _r("r/a", "Qual", True), _r("r/b", "Quant", False), _r("r/c", "Quant", True), _r("r/d", "Qual", True),
+        _r("r/x", "Quant", False), _r("r/y", "Qual", True),
+    ]  # fmt: skip
+    fig = {i: {"metadata": {"figure_id": 0}} for i in ("s/a", "s/b", "r/a", "r/b", "r/c", "r/d")}
+    fig["r/x"] = {"metadata": {}}
+    ok, bad, none = decoupling_table(records, fig, seed=5, resamples=300)
+    assert (ok.group, ok.n, ok.correct, ok.figures) == ("perception_correct", 4, 3, 1)
+    assert ok.accuracy == pytest.approx(0.75)
+    assert (bad.group, bad.n, bad.correct, bad.figures) == ("perception_wrong", 0, 0, 0)
+    assert bad.accuracy != bad.accuracy and bad.ci_low != bad.ci_low
+    assert (none.group, none.n, none.correct, none.figures) == ("no_perception_item", 2, 1, 2)
+    # Percentile bootstrap, 95%, the given resamples, seeded with seed + group position.
+    for row, k, vals in ((ok, 0, [1, 0, 1, 1]), (none, 2, [0, 1])):
+        ref = stats.bootstrap(
+            (np.array(vals, dtype=float),), np.mean, n_resamples=300, confidence_level=0.95,
+            method="percentile", random_state=np.random.default_rng(5 + k), vectorized=True,
+        )  # fmt: skip
+        assert (row.ci_low, row.ci_high) == (ref.confidence_interval.low, ref.confidence_interval.high)
+    assert ok.to_dict()["figures"] == 1 and set(ok.to_dict()) >= {"ci_low", "ci_high", "accuracy"}
+
+
+def test_all_wrong_group_has_degenerate_zero_interval() -> None:
+    records = [_r("s/1", "NP", False), _r("r/1", "Quant", False), _r("r/2", "Qual", False)]
+    fig = {r.item_id: {"metadata": {"figure_id": "F"}} for r in records}
+    bad = decoupling_table(records, fig)[1]
+    assert (bad.n, bad.correct, bad.accuracy, bad.ci_low, bad.ci_high) == (2, 0, 0.0, 0.0, 0.0)

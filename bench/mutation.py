@@ -1,0 +1,149 @@
+"""`make mutation`: run mutmut over the number-producing modules and print the score per module.
+
+Mutated (configuration in pyproject.toml, ``[tool.mutmut]``): ``scopebench/parsing/*``,
+``scopebench/scoring/*`` (but ``linear_probe.py``) and the engine's resume logic — all of
+``engine/store.py`` and the resume functions of ``engine/runner.py`` (:data:`RESUME_FUNCTIONS`;
+mutmut mutates the whole file, this script runs and counts only those functions' mutants).
+
+Usage (from the repository root, without PYTHONPATH: mutmut puts ``mutants/src`` first itself)::
+
+    python bench/mutation.py                      # run every selected mutant, then the summary
+    python bench/mutation.py --module scoring.compare --module engine.store   # a subset
+    python bench/mutation.py --summary            # only print the table of the last results
+
+The score is ``killed / (killed + survived + suspicious)`` — timeouts count as killed (the mutant
+made a test hang, i.e. changed behaviour); "no tests" mutants (code no selected test reaches) count
+as survivors, since nothing would catch a bug there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+#: Modules mutated and counted, as ``scopebench.<name>``.
+MODULES: tuple[str, ...] = (
+    "parsing._labels",
+    "parsing._text",
+    "parsing.boxes",
+    "parsing.choice",
+    "scoring.accuracy",
+    "scoring.aggregate",
+    "scoring.baselines",
+    "scoring.bootstrap",
+    "scoring.calibration",
+    "scoring.compare",
+    "scoring.decoupling",
+    "scoring.grit",
+    "scoring.metrics",
+    "engine.store",
+    "engine.runner",
+)
+
+#: The functions of engine/runner.py that decide what a re-run keeps, redoes or reuses.
+RESUME_FUNCTIONS: tuple[str, ...] = (
+    "_check_config",
+    "run_benchmark",
+    "_execute",
+    "_metrics_stamp",
+    "_cached_metrics",
+)
+
+# mutmut's own exit-code classes (mutmut/stats.py), folded into the four columns we report.
+_STATUS = {
+    "killed": "killed",
+    "caught by type check": "killed",
+    "timeout": "timeout",
+    "survived": "survived",
+    "no tests": "no tests",
+    "suspicious": "suspicious",
+    "segfault": "killed",
+}
+
+
+def _globs(module: str) -> list[str]:
+    if module == "engine.runner":
+        return [f"scopebench.engine.runner.x_{f}__mutmut_*" for f in RESUME_FUNCTIONS]
+    return [f"scopebench.{module}.*"]
+
+
+def _counted(module: str, key: str) -> bool:
+    if module != "engine.runner":
+        return True
+    func = key.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[-1]
+    return func.removeprefix("x_") in RESUME_FUNCTIONS
+
+
+def summarise(modules: list[str], root: Path) -> tuple[list[list[str]], Counter[str]]:
+    """Table rows (module, mutants, one column per outcome, score) and the overall counts."""
+    from mutmut.stats import status_by_exit_code
+
+    rows: list[list[str]] = []
+    overall: Counter[str] = Counter()
+    for module in modules:
+        meta = root / "mutants" / "src" / "scopebench" / (module.replace(".", "/") + ".py.meta")
+        if not meta.is_file():
+            rows.append([module, "not run", "", "", "", "", "", ""])
+            continue
+        codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+        counts: Counter[str] = Counter(
+            _STATUS.get(status_by_exit_code[code], "not checked")
+            for key, code in codes.items()
+            if _counted(module, key)
+        )
+        overall.update(counts)
+        rows.append([module, *_cells(counts)])
+    return rows, overall
+
+
+def _cells(c: Counter[str]) -> list[str]:
+    judged = c["killed"] + c["timeout"] + c["survived"] + c["no tests"] + c["suspicious"]
+    score = f"{100 * (c['killed'] + c['timeout']) / judged:.1f}%" if judged else "n/a"
+    total = sum(c.values())
+    cols = ["killed", "survived", "no tests", "timeout", "suspicious"]
+    unchecked = f" ({c['not checked']} not run)" if c["not checked"] else ""
+    return [f"{total}{unchecked}", *(str(c[k]) for k in cols), score]
+
+
+def _print_table(rows: list[list[str]], overall: Counter[str]) -> None:
+    head = ["module", "mutants", "killed", "survived", "no tests", "timeout", "suspicious", "score"]
+    rows = [*rows, ["overall", *_cells(overall)]]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run mutmut on the selected modules (unless ``--summary``) and print the score table."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--module", action="append", choices=MODULES, help="only this module (repeatable)")
+    ap.add_argument("--summary", action="store_true", help="only print the last results")
+    ap.add_argument("--mutmut", default=str(Path(sys.executable).with_name("mutmut")), help="mutmut binary")
+    ap.add_argument("--max-children", type=int, default=2, help="parallel mutants (default 2)")
+    args = ap.parse_args(argv)
+    root = Path(__file__).resolve().parent.parent
+    modules = list(args.module or MODULES)
+    if not args.summary:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # tests must import mutants/src
+        globs = [g for m in modules for g in _globs(m)]
+        cmd = ["nice", args.mutmut, "run", "--max-children", str(args.max_children), *globs]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=root, env=env, check=False)
+        print(f"\nmutmut run: exit {proc.returncode}, {time.perf_counter() - start:.0f} s wall")
+        if proc.returncode != 0:
+            return proc.returncode
+    rows, overall = summarise(modules, root)
+    _print_table(rows, overall)
+    print("\nSurvivors: `mutmut results`; one mutant's diff: `mutmut show NAME`.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
