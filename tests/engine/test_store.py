@@ -150,6 +150,7 @@ def test_exports_keep_unicode_and_empty_parquet(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.tmp"))
     empty = pq.read_table(tmp_path / "empty.parquet")
     assert empty.num_rows == 0 and empty.column_names == ["item_id"]
+    assert str(empty.schema.field("item_id").type) == "string"  # a typed column, not pyarrow's "null"
     row = pq.read_table(tmp_path / "r.parquet").to_pylist()[0]
     assert row["scores"] is None and json.loads(row["extra"]) == {"k": "é"} and '"é"' in row["extra"]
     assert row["response"] == "5 μm" and row["item_id"] == "x/μ"

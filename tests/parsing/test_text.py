@@ -51,8 +51,9 @@ def test_plurals_are_tolerated_only_for_words_of_three_letters_or_more() -> None
     assert not equals_option(("ones",), ("on",))
     assert not equals_option((), ())
     assert not equals_option(("cat", "dog"), ("cat",))
-    m = find_mentions(("big", "cats"), [("cat",), ("big", "cat"), ()])
-    assert m == [TextMatch(0, 1, 2, False, 3), TextMatch(1, 0, 2, False, 6)]
+    # An empty option (no tokens) matches nothing and does not stop the search.
+    m = find_mentions(("big", "cats"), [(), ("cat",), ("big", "cat")])
+    assert m == [TextMatch(1, 1, 2, False, 3), TextMatch(2, 0, 2, False, 6)]
     assert find_mentions(("cat",), [("cat",)]) == [TextMatch(0, 0, 1, True, 3)]
 
 
@@ -65,6 +66,10 @@ def test_longer_or_exact_matches_win_at_the_same_place() -> None:
     assert resolve([plural, exact]) == [exact]
     same = TextMatch(0, 0, 1, True, 5)
     assert resolve([same, TextMatch(0, 0, 2, True, 9)]) == [same, TextMatch(0, 0, 2, True, 9)]  # one option
+    # Two options with the same text tie: both stay (the parser then calls it ambiguous).
+    tie = [TextMatch(0, 0, 1, True, 4), TextMatch(1, 0, 1, True, 4)]
+    assert resolve(tie) == tie
+    assert named_options(("cell",), [("cell",), ("cell",)]) == [0, 1]
     apart = [TextMatch(0, 0, 1, True, 5), TextMatch(1, 2, 3, True, 5)]
     assert resolve(apart) == apart
 

@@ -80,3 +80,11 @@ def test_all_wrong_group_has_degenerate_zero_interval() -> None:
     fig = {r.item_id: {"metadata": {"figure_id": "F"}} for r in records}
     bad = decoupling_table(records, fig)[1]
     assert (bad.n, bad.correct, bad.accuracy, bad.ci_low, bad.ci_high) == (2, 0, 0.0, 0.0, 0.0)
+
+
+def test_default_seed_is_0() -> None:
+    records = [_r("s/1", "NP", True)] + [_r(f"r/{i}", "Quant", i % 3 == 0) for i in range(400)]
+    fig = {r.item_id: {"metadata": {"figure_id": "F"}} for r in records}
+    default = decoupling_table(records, fig)[0]
+    assert default == decoupling_table(records, fig, seed=0, resamples=1000)[0]
+    assert default != decoupling_table(records, fig, seed=1, resamples=1000)[0]  # the seed matters
