@@ -26,6 +26,7 @@ def _kind(text: str, style: str = "letters") -> str | None:
         ("C", "end"), ("C  ", "end"), ("C\n", "end"), ("C \r\n", "end"), ("C\tis", "connective"),
         ("C.elegans", None), ("e.g.", None), ("C-peptide", None), ("C5", None), ("C -x", None),
         ("A cell", "word"), ("A because", "connective"), ("I think", "word"), ("C 5", None),
+        ("Option C because", "keyword"), ("Option C cell", "word"), ("C X", "word"), ("C X yes", "word"), ("A b", "word"), ("C.x", None), ("C.X", None),
     ],
 )  # fmt: skip
 def test_label_kinds(text: str, kind: str | None) -> None:
@@ -44,6 +45,7 @@ def test_read_label_positions_case_and_numbers() -> None:
     assert read_label("I pick (b).", 7, "letters") == LabelRead("B", 7, 8, 10, "bracketed", True)
     assert read_label("Option C: yes", 0, "letters") == LabelRead("C", 0, 7, 8, "keyword", False)
     assert read_label("so C is it", 3, "letters") == LabelRead("C", 3, 3, 4, "connective", False)
+    assert read_label("so b) x", 3, "letters") == LabelRead("B", 3, 3, 5, "closed", True)
     assert read_label("(3)", 0, "numbers") == LabelRead("3", 0, 1, 3, "bracketed", False)
     assert read_label("03.", 0, "numbers") == LabelRead("3", 0, 0, 2, "punct", False)
     assert read_label("12", 0, "numbers") == LabelRead("12", 0, 0, 2, "end", False)
@@ -71,7 +73,7 @@ def test_label_lists() -> None:
     assert labels("(A) & C") == ["A", "C"] and labels("(A) + (C)") == ["A", "C"]
     assert labels("B or D because") == ["B", "D"]  # a connective after the second label is fine
     assert labels("A and a cell") == ["A"]  # "a cell": an article, not a label
-    assert labels("A andC") == ["A"]
+    assert labels("A andC") == ["A"] and labels("A and then") == ["A"]
     assert labels("1 and 3", "numbers") == ["1", "3"]
     got = read_label_list("A and C", LabelRead("A", 0, 0, 1, "end", False), "letters")
     assert [(x.start, x.end) for x in got] == [(0, 1), (6, 7)]

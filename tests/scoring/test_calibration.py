@@ -80,3 +80,13 @@ def test_section_counts_only_scorable_mcq_records():
     assert sec["ece"] == pytest.approx(1 / 2 * 0.25 + 1 / 2 * 0.2)
     assert [b["n"] for b in sec["bins"]][11] == 2
     assert calibration_section([recs[2], recs[3], recs[4]]) is None
+
+
+def test_probabilities_and_answers_must_pair_up():
+    from scopebench.scoring.calibration import reliability_bins
+
+    # One answer too many is a caller's bug: refused, never silently truncated.
+    with pytest.raises(ValueError):
+        reliability_bins([[0.5, 0.5]], [0, 1])
+    with pytest.raises(ValueError):
+        brier_score([[0.5, 0.5]], [0, 1])
