@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,6 +21,9 @@ from rich.table import Table
 from scopebench.display import configure_logging
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
 from scopebench.report import render_metrics_table, write_run_outputs
+
+if TYPE_CHECKING:
+    from scopebench.benchmarks.base import LoadedBenchmark, Problem
 
 __all__ = ["build_parser", "main"]
 
@@ -34,12 +37,12 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 _EXTENSION_MODULES = ("scopebench.cli_report", "scopebench.cli_probe", "scopebench.cli_tools")
 
 
-def _parse_model_args(pairs: Sequence[str]) -> dict[str, Any]:
+def _parse_model_args(pairs: Sequence[str], flag: str = "--model-arg") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise DataFormatError(f"--model-arg expects key=value, got {pair!r}")
+            raise DataFormatError(f"{flag} expects key=value, got {pair!r}")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -92,7 +95,10 @@ def cmd_benchmarks(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Load a benchmark, print counts and every problem found."""
+    """Load a benchmark, decode its images, print counts and every problem found.
+
+    Exit code: 1 when any error was found (with ``--strict``: any problem at all), else 0.
+    """
     from scopebench.benchmarks import get_benchmark
 
     loaded = get_benchmark(args.bench).load(args.data or "", split=args.split)
@@ -103,26 +109,91 @@ def cmd_validate(args: argparse.Namespace) -> int:
         table.add_row(split, subset, task, str(n))
     console.print(table)
     console.print(f"data fingerprint: {loaded.fingerprint}")
-    n_err = sum(p.severity == "error" for p in loaded.problems)
-    n_warn = len(loaded.problems) - n_err
-    if loaded.problems:
-        by_kind: dict[str, int] = {}
-        for p in loaded.problems:
-            by_kind[p.kind] = by_kind.get(p.kind, 0) + 1
-        console.print(
-            f"[bold]{len(loaded.problems)} problem(s)[/bold]: {n_err} error(s), {n_warn} warning(s) — "
-            + ", ".join(f"{k}: {v}" for k, v in sorted(by_kind.items()))
-        )
-        ordered = sorted(loaded.problems, key=lambda p: p.severity != "error")  # errors first, stable
-        shown = ordered if args.max_problems is None else ordered[: args.max_problems]
-        for p in shown:
-            # soft_wrap keeps each problem on one line, so the output can be grepped.
-            console.print(str(p), markup=False, highlight=False, soft_wrap=True)
-        if len(shown) < len(loaded.problems):
-            console.print(f"… {len(loaded.problems) - len(shown)} more (drop --max-problems to list all)")
+    problems = list(loaded.problems)
+    if args.no_images:
+        console.print("images: not decoded (--no-images); undecodable files are not looked for")
+    else:
+        problems += _check_images(loaded)
+    if args.json:
+        _write_problems_json(Path(args.json), loaded, problems)
+    n_err = sum(p.severity == "error" for p in problems)
+    n_warn = len(problems) - n_err
+    if problems:
+        _print_problems(problems, n_err, n_warn, max_per_kind=None if args.all else _PROBLEMS_PER_KIND,
+                        max_total=args.max_problems)  # fmt: skip
     else:
         console.print("no problems found")
-    return 1 if n_err and args.strict else 0
+    return 1 if n_err or (n_warn and args.strict) else 0
+
+
+#: Problems of one kind listed by ``validate`` unless ``--all`` (10k missing images would flood it).
+_PROBLEMS_PER_KIND = 20
+
+
+def _check_images(loaded: LoadedBenchmark) -> list[Problem]:
+    """Decode every distinct image of ``loaded`` with a progress bar; the problems found."""
+    from scopebench.benchmarks.validate import check_images, distinct_images
+    from scopebench.display import progress
+
+    with progress(len(distinct_images(loaded)), desc="decoding images", unit="image") as bar:
+        check = check_images(loaded, on_image=lambda: bar.update(1))
+    skipped = f", {check.n_skipped} missing file(s) not opened" if check.n_skipped else ""
+    console.print(
+        f"images: {check.n_checked} opened and decoded, {len(check.problems)} of them undecodable{skipped}"
+    )
+    return check.problems
+
+
+def _print_problems(
+    problems: Sequence[Problem], n_err: int, n_warn: int, *, max_per_kind: int | None, max_total: int | None
+) -> None:
+    """The summary line, then the problems (errors first), at most ``max_per_kind`` of each kind."""
+    by_kind: dict[str, int] = {}
+    for p in problems:
+        by_kind[p.kind] = by_kind.get(p.kind, 0) + 1
+    console.print(
+        f"[bold]{len(problems)} problem(s)[/bold]: {n_err} error(s), {n_warn} warning(s) — "
+        + ", ".join(f"{k}: {v}" for k, v in sorted(by_kind.items()))
+    )
+    ordered = sorted(problems, key=lambda p: p.severity != "error")  # errors first, stable
+    listed: dict[str, int] = {}
+    shown = 0
+    for p in ordered:
+        if max_total is not None and shown >= max_total:
+            break
+        if max_per_kind is not None and listed.get(p.kind, 0) >= max_per_kind:
+            continue
+        listed[p.kind] = listed.get(p.kind, 0) + 1
+        shown += 1
+        # soft_wrap keeps each problem on one line, so the output can be grepped.
+        console.print(str(p), markup=False, highlight=False, soft_wrap=True)
+    hidden = {k: n - listed.get(k, 0) for k, n in sorted(by_kind.items()) if n > listed.get(k, 0)}
+    if hidden:
+        console.print(
+            f"… and {sum(hidden.values())} more ("
+            + ", ".join(f"{k}: {n}" for k, n in hidden.items())
+            + "); --all lists every one, --json FILE writes every one to a file",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _write_problems_json(path: Path, loaded: LoadedBenchmark, problems: Sequence[Problem]) -> None:
+    """Every problem (and the counts) as JSON, for scripts and for lists too long to print."""
+    from dataclasses import asdict
+
+    report = {
+        "benchmark": loaded.name,
+        "data": loaded.data,
+        "n_items": len(loaded.items),
+        "fingerprint": loaded.fingerprint,
+        "n_errors": sum(p.severity == "error" for p in problems),
+        "n_warnings": sum(p.severity != "error" for p in problems),
+        "problems": [asdict(p) for p in problems],
+    }
+    path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    console.print(f"every problem written to {path}")
 
 
 def _print_metrics(metrics: dict[str, Any], title: str) -> None:
@@ -165,6 +236,9 @@ def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
         ray_address=args.ray_address,
         workers=args.workers,
         strategy=getattr(args, "strategy", None),
+        box_repair=getattr(args, "box_repair", False),
+        judge=getattr(args, "judge", None),
+        judge_args=_parse_model_args(getattr(args, "judge_arg", None) or [], "--judge-arg"),
     )
     return replace(config, **overrides) if overrides else config
 
@@ -181,6 +255,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         retry_errors=args.retry_errors,
         on_metrics=lambda d: _write_outputs(d, args.seed),
         metrics_key=f"report:seed={args.seed}",
+        rejudge=args.rejudge,
     )
     _print_metrics(result.metrics, f"{config.benchmark} — {config.model}")
     console.print(
@@ -381,8 +456,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("bench", help="benchmark name (see `scopebench benchmarks`)")
     p.add_argument("--data", help="data location (folder, file or dataset id)")
     p.add_argument("--split", help="only this split")
-    p.add_argument("--max-problems", type=int, help="list at most N problems (default: every one)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when any error-level problem is found")
+    p.add_argument("--max-problems", type=int, help="list at most N problems in all")
+    p.add_argument(
+        "--all", action="store_true", help=f"list every problem (default: {_PROBLEMS_PER_KIND} of each kind)"
+    )
+    p.add_argument("--json", metavar="FILE", help="also write every problem to FILE as JSON")
+    p.add_argument("--no-images", action="store_true", help="do not decode the images (faster)")
+    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too (errors always exit 1)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("run", help="evaluate a model on a benchmark (resumable)")
@@ -408,8 +488,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_engine_args(p)
     p.add_argument(
+        "--box-repair",
+        action="store_true",
+        help="detection: swap reversed box corners and clip boxes to the image before GRIT scoring "
+        "(off: boxes are scored as written, as the official metric does; recorded in run.json)",
+    )
+    p.add_argument(
         "--strategy",
         help="chain-of-thought strategy: direct, step-by-step, vot, ddcot, cantor (generative models)",
+    )
+    p.add_argument(
+        "--judge",
+        metavar="SPEC",
+        help="answer-extraction judge asked only about unparsed responses: a generative model "
+        "(openai:gpt-4o-mini, hf:…, vllm:…) or replay:FILE",
+    )
+    p.add_argument(
+        "--judge-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="judge option: device, base_url, batch_size, or a backend option (like --model-arg)",
+    )
+    p.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="drop the judge verdicts stored in --out and judge again (with no --judge: remove them)",
     )
     p.set_defaults(func=cmd_run)
 

@@ -17,6 +17,7 @@ __all__ = [
     "MissingDependencyError",
     "ModelError",
     "ModelSpecError",
+    "NoItemsError",
     "RunAbortedError",
     "RunInterruptedError",
     "ScopebenchError",
@@ -71,6 +72,10 @@ class MissingDependencyError(ScopebenchError):
 
 class ConfigMismatchError(ScopebenchError):
     """A run directory holds results made with a different configuration."""
+
+
+class NoItemsError(ScopebenchError):
+    """A run would evaluate no item (all excluded, filtered out, unusable or of another kind)."""
 
 
 class RunAbortedError(ScopebenchError):

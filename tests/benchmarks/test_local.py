@@ -305,9 +305,65 @@ def test_row_shape_problems(tmp_path: Path, write_jsonl: WriteJsonl) -> None:
 
 
 def test_duplicate_ids(tmp_path: Path, write_jsonl: WriteJsonl) -> None:
-    lb = load(write_jsonl(tmp_path / "b.jsonl", [row(id="x"), row(id="x", answer=1), row(id=7), row(id="7")]))
+    lb = load(
+        write_jsonl(tmp_path / "b.jsonl", [row(id="x"), row(id="x", answer=1), row(id="7"), row(id=" 7 ")])
+    )
     assert [(it.id, it.answer_index) for it in lb.items] == [("local/x", 0), ("local/7", 0)]
     assert errors(lb) == [("x (line 2)", "duplicate"), ("7 (line 4)", "duplicate")]
+
+
+def test_non_text_ids_are_refused_not_stringified(tmp_path: Path, write_jsonl: WriteJsonl) -> None:
+    """A number, boolean, null or empty id is a data problem naming the row and the value.
+
+    Before, 7 became "7" (and true became "True"), so an id 7 and an id "7" silently became one
+    item, and a null id silently got an automatic one.
+    """
+    rows = [row(id=7), row(id="7"), row(id=True), {**row(), "id": None}, row(id=""), row(id=7.5), row()]
+    lb = load(write_jsonl(tmp_path / "b.jsonl", rows))
+    assert [it.id for it in lb.items] == ["local/7", "local/b-6"]
+    assert errors(lb) == [(f"line {n}", "bad_id") for n in (1, 3, 4, 5, 6)]
+    messages = [p.message for p in lb.problems]
+    assert messages[0].startswith("id is 7, a number, not text") and "row skipped" in messages[0]
+    assert messages[1].startswith("id is true, a boolean")
+    assert messages[2].startswith("id is empty or null") and messages[3].startswith("id is empty or null")
+    assert all(p.file == str(tmp_path / "b.jsonl") for p in lb.problems)
+
+
+def test_parquet_integer_ids_are_refused_csv_ids_are_text(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {"id": [1, 2], "question": ["Q1", "Q2"], "choices": [["a", "b"]] * 2, "answer": [0, 1]}
+    )
+    frame.to_parquet(tmp_path / "d.parquet")
+    lb = load(tmp_path / "d.parquet")
+    assert lb.items == [] and errors(lb) == [("row 0", "bad_id"), ("row 1", "bad_id")]
+    # CSV has no types: "007" stays text; an empty id cell is refused, not replaced by a row number.
+    (tmp_path / "d.csv").write_text(
+        'id,question,choices,answer\n007,Q,"[""a"",""b""]",0\n,Q2,"[""a"",""b""]",1\n'
+    )
+    lb = load(tmp_path / "d.csv")
+    assert [it.id for it in lb.items] == ["local/007"] and errors(lb) == [("row 1", "bad_id")]
+
+
+def test_a_symlinked_data_folder_loads_like_the_real_one(tmp_path: Path, png: Any) -> None:
+    """The data folder (or the cache holding it) may itself be a symbolic link.
+
+    Before, image keys were taken relative to the *resolved* folder while the paths were not
+    resolved: "… is not in the subpath of …" crashed validate and run.
+    """
+    real = tmp_path / "real"
+    png(real / "images" / "cell.png")
+    (real / "data.jsonl").write_text(json.dumps(row(id="q1", image="images/cell.png")) + "\n")
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    via_link, direct = load(link), load(real)
+    assert via_link.problems == [] and [it.id for it in via_link.items] == ["local/q1"]
+    ref = via_link.items[0].images[0]
+    assert ref.key == "images/cell.png" == direct.items[0].images[0].key
+    assert ref.load().size == (16, 16)
+    assert via_link.fingerprint == direct.fingerprint
+    # Escaping the folder is still refused when the folder is reached through the link.
+    (real / "data.jsonl").write_text(json.dumps(row(id="q2", image="../real/images/cell.png")) + "\n")
+    assert errors(load(link)) == [("q2 (line 1)", "unsafe_path")]
 
 
 def test_path_escapes_are_refused(tmp_path: Path, write_jsonl: WriteJsonl, png: Any) -> None:

@@ -322,3 +322,21 @@ def test_strip_label(option: str, expected: str | None, out: tuple[str | None, s
 )
 def test_parse_answer_label(answer: str, parsed: ParsedAnswer) -> None:
     assert parse_answer_label(answer) == parsed
+
+
+def test_non_integer_no_is_refused_not_stringified(tmp_path: Path) -> None:
+    """Upstream numbers records with an int; a boolean, float or list "No" is a named data problem.
+
+    Before, str() made ids such as "pathmmu/PubMed/val/True" and ".../2.5" without a word.
+    """
+    records = [record(1, FOUR, "A) alpha"), record(2, FOUR, "A) alpha"), record(3, FOUR, "A) alpha")]
+    records += [record(4, FOUR, "A) alpha"), record(5, FOUR, "A) alpha")]
+    records[0]["No"], records[1]["No"], records[2]["No"], records[4]["No"] = True, 2.5, [3], "5"
+    lb = load(write_data(tmp_path, records))
+    assert sorted(by_id(lb)) == ["pathmmu/PubMed/val/4", "pathmmu/PubMed/val/5"]
+    bad = [(p.record, p.kind, p.message.split(",")[0]) for p in lb.problems if p.severity == "error"]
+    assert bad == [
+        ("PubMed/val[0]", "bad_id", "No is true"),
+        ("PubMed/val[1]", "bad_id", "No is 2.5"),
+        ("PubMed/val[2]", "bad_id", "No is [3]"),
+    ]

@@ -428,3 +428,18 @@ def test_figures_in_the_repos_oringin_images_folder(tmp_path: Path, png: Any) ->
     lb = load(tmp_path)
     assert [it.images[0].key for it in lb.items] == ["oringin_images/2010027917_6.png"]
     assert lb.items[0].problems == () and lb.items[0].images[0].exists()
+
+
+def test_non_text_question_index_is_refused_not_stringified(tmp_path: Path) -> None:
+    """A boolean, float or list QUESTION_INDEX is a named data problem (str() made "True", "1.5")."""
+    records: list[Any] = [rec("1_0_1"), rec("x"), rec("y"), rec("z"), rec("w")]
+    records[1]["QUESTION_INDEX"], records[2]["QUESTION_INDEX"] = True, 1.5
+    records[3]["QUESTION_INDEX"], records[4]["QUESTION_INDEX"] = ["1_0_2"], 7
+    lb = load(write(tmp_path, SINGLE, records))
+    assert [it.id for it in lb.items] == ["spur/single/1_0_1", "spur/single/7"]
+    bad = [(p.record, p.kind) for p in lb.problems if p.severity == "error"]
+    assert bad == [("record 1", "bad_id"), ("record 2", "bad_id"), ("record 3", "bad_id")]
+    assert (
+        "QUESTION_INDEX is true, which is not text"
+        in next(p for p in lb.problems if p.kind == "bad_id").message
+    )

@@ -91,3 +91,117 @@ def test_demo_detection_split_scores_easy_and_hard(tmp_path: Path) -> None:
     assert loc["class=nucleus"]["score"] == 0.0 == loc["split=hard"]["score"]
     assert loc["overall"]["score"] == pytest.approx(loc["class=cell"]["score"] / 2)
     assert loc["overall"]["n"] == len(items) == 4
+
+
+def _replay(tmp: Path, answers: dict[str, str]) -> str:
+    replay = tmp / "answers.jsonl"
+    replay.write_text("".join(json.dumps({"item_id": k, "response": v}) + "\n" for k, v in answers.items()))
+    return f"replay:{replay}"
+
+
+# Sloppy replies on the 200×100 image: d1's truth is (0,0)-(100,50).
+_SLOPPY = {
+    # Corners reversed: (100,50)-(0,0). As written: area 0 → GRIT 0. Swapped: a perfect box, 1.
+    "local/d1": '[{"x1": 100, "y1": 50, "x2": 0, "y2": 0}]',
+    # d2's truths: (0,0)-(100,50) and (100,50)-(200,100). The box (-100,-50)-(100,50) keeps its full
+    # 200×100 area: IoU 5000/20000 = 0.25 → 0.25 / (1 + 2 − 1) = 0.125. Clipped to (0,0)-(100,50):
+    # IoU 1 → 1 / 2 = 0.5.
+    "local/d2": "[-100, -50, 100, 50]",
+    "local/d3": "There is no cell.",
+    "local/m1": "B",
+}
+
+
+def test_sloppy_boxes_are_scored_as_written_by_default(tmp_path: Path) -> None:
+    data = _bench(tmp_path)
+    cfg = RunConfig(benchmark="local", data=str(data), model=_replay(tmp_path, _SLOPPY))
+    result = run_benchmark(cfg, tmp_path / "run")
+    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    d1, d2 = recs["local/d1"].extra, recs["local/d2"].extra
+    assert d1["grit"] == 0.0 and d1["boxes"] == [[100.0, 50.0, 0.0, 0.0]]
+    assert d2["grit"] == pytest.approx(0.125) and d2["boxes"] == [[-100.0, -50.0, 100.0, 50.0]]
+    assert d1["box_repair"] is False and d1["boxes_irregular"] == 1 and d1["boxes_repaired"] == 0
+    assert d1["box_parser_version"] == "boxes-2"
+    run_json = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+    assert run_json["box_repair"] is False and run_json["box_parser_version"] == "boxes-2"
+    loc = {r["group"]: r for r in result.metrics["localization"]}
+    # nucleus: (0 + 0.125) / 2; cell: the empty reply on an empty image, 1.
+    assert loc["class=nucleus"]["score"] == pytest.approx(0.0625)
+
+
+def test_box_repair_is_explicit_recorded_and_guards_resume(tmp_path: Path) -> None:
+    from scopebench.errors import ConfigMismatchError
+
+    data = _bench(tmp_path)
+    cfg = RunConfig(benchmark="local", data=str(data), model=_replay(tmp_path, _SLOPPY), box_repair=True)
+    run_benchmark(cfg, tmp_path / "run")
+    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    d1, d2 = recs["local/d1"].extra, recs["local/d2"].extra
+    assert d1["grit"] == pytest.approx(1.0) and d1["boxes"] == [[0.0, 0.0, 100.0, 50.0]]
+    assert d2["grit"] == pytest.approx(0.5) and d2["boxes"] == [[0.0, 0.0, 100.0, 50.0]]
+    assert d1["box_repair"] is True and d1["boxes_repaired"] == 1 == d2["boxes_repaired"]
+    run_json = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+    assert run_json["box_repair"] is True
+    # Resuming the repaired run without repair would mix two scorings: refused, saying why.
+    plain = RunConfig(benchmark="local", data=str(data), model=cfg.model)
+    with pytest.raises(ConfigMismatchError, match="box_repair"):
+        run_benchmark(plain, tmp_path / "run")
+
+
+def test_cli_box_repair_flag(tmp_path: Path) -> None:
+    from scopebench.cli import main
+
+    data = _bench(tmp_path)
+    model = _replay(tmp_path, _SLOPPY)
+    base = ["run", "--bench", "local", "--data", str(data), "--model", model, "-q"]
+    assert main([*base, "--out", str(tmp_path / "a"), "--box-repair"]) == 0
+    assert json.loads((tmp_path / "a" / "run.json").read_text(encoding="utf-8"))["box_repair"] is True
+    assert main([*base, "--out", str(tmp_path / "b")]) == 0
+    assert json.loads((tmp_path / "b" / "run.json").read_text(encoding="utf-8"))["box_repair"] is False
+    # The other setting on an existing run dir: refused with a message, non-zero exit.
+    assert main([*base, "--out", str(tmp_path / "a")]) != 0
+
+
+@pytest.mark.timeout(60)
+def test_pathological_replies_cannot_block_a_run(tmp_path: Path) -> None:
+    data = _bench(tmp_path)
+    answers = {
+        "local/d1": "[" * 100_000 + "]" * 100_000,  # raised RecursionError: the run died
+        "local/d2": '{"a": ' * 3_000 + "[0, 0, 100, 50]" + "}" * 3_000,
+        "local/d3": "<box>(" * 50_000,
+        "local/m1": "B",
+    }
+    cfg = RunConfig(benchmark="local", data=str(data), model=_replay(tmp_path, answers))
+    result = run_benchmark(cfg, tmp_path / "run")
+    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    assert {r.status for r in recs.values()} == {"ok"}
+    # No box where a truth exists: an empty prediction, 0. The box inside deep nesting is read.
+    assert recs["local/d1"].extra["grit"] == 0.0 and recs["local/d1"].extra["box_format"] == "none"
+    assert recs["local/d2"].extra["grit"] == pytest.approx(0.5)
+    # d3 has no truth, but the reply opened boxes it never finished: nothing read, none predicted → 1.
+    assert recs["local/d3"].extra["grit"] == 1.0 and recs["local/d3"].extra["boxes_dropped"] == 50_000
+    assert {r["group"] for r in result.metrics["localization"]} >= {"class=nucleus", "class=cell"}
+
+
+def test_missing_image_detection_item_counts_as_a_failed_detection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scopebench.models.replay import ReplayBackend
+
+    # An image model (hf:, openai:) is never asked about an item whose image is missing.
+    monkeypatch.setattr(ReplayBackend, "needs_images", True)
+    data = _bench(tmp_path)
+    rows = [json.loads(ln) for ln in data.read_text().splitlines()]
+    rows.append({"id": "d4", "question": "Detect nucleus", "image": "gone.png", "class_name": "nucleus",
+                 "boxes": [{"x1": 0, "y1": 0, "x2": 10, "y2": 10, "label": "nucleus"}]})  # fmt: skip
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    answers = {"local/d1": "<box>(0,0),(500,500)</box>", "local/d2": "[]", "local/d3": "", "local/m1": "B"}
+    cfg = RunConfig(benchmark="local", data=str(data), model=_replay(tmp_path, answers))
+    result = run_benchmark(cfg, tmp_path / "run")
+    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    assert recs["local/d4"].status == "missing_image" and recs["local/d4"].kind == "detection"
+    loc = {r["group"]: r for r in result.metrics["localization"]}
+    # nucleus: d1 = 1, d2 = 0 (nothing predicted, 2 truths), d4 = 0 (no reply) → 1/3.
+    # Dropping d4 (as a record of kind "mcq") gave 1/2.
+    assert loc["class=nucleus"]["score"] == pytest.approx(1 / 3) and loc["class=nucleus"]["n"] == 3
+    assert result.metrics["overall"]["n"] == 1  # the one multiple-choice item, not d4

@@ -72,6 +72,14 @@ def test_replay_file_errors(tmp_path: Path) -> None:
     shape.write_text('{"id": "a", "answer": "A"}\n')
     with pytest.raises(DataFormatError, match="expected"):
         read_replay_file(shape)
+    # A non-text item_id is refused, not str()'d into an id that names no item.
+    for value in ("7", "null", "true", '""'):
+        number = tmp_path / "number.jsonl"
+        number.write_text('{"item_id": "a", "response": "A"}\n{"item_id": ' + value + ', "response": "B"}\n')
+        with pytest.raises(
+            DataFormatError, match=f"line 2: item_id must be the item's id as text.*got {value}"
+        ):
+            read_replay_file(number)
 
 
 def test_replay_identity_hashes_the_file(tmp_path: Path) -> None:

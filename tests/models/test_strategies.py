@@ -135,3 +135,40 @@ def test_replies_beyond_the_strategys_steps_are_counted_and_warned_once(
     assert (
         "unused_replies" not in {r.item_id: r for r in load_run(tmp_path / "run3").records}["local/q1"].extra
     )
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        # ddcot has 3 steps: q2's 2-reply transcript and q3's empty one cannot be answered either.
+        ("ddcot", "4 of 6 items have no response"),
+        ("direct", "3 of 6 items have no response"),  # q2 is answered from its first reply
+        (None, "3 of 6 items have no response"),  # no strategy: a transcript's last reply
+    ],
+)
+def test_the_missing_response_warning_counts_exactly_the_records_written(
+    strategy: str | None, expected: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The replay's "N of M items have no response" is exactly the missing_response records.
+
+    Before, items with an empty transcript, or (under a strategy) fewer replies than steps, were
+    recorded as missing_response without being counted: "2 of 6" above 4 such records.
+    """
+    rows = [{"id": f"q{i}", "question": f"Q{i}?", "choices": ["a", "b", "c"], "answer": 0} for i in range(6)]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    lines = [
+        {"item_id": "local/q0", "responses": ["subs", "answers", "The answer is A"]},
+        {"item_id": "local/q1", "responses": ["subs", "answers", "The answer is B"]},
+        {"item_id": "local/q2", "responses": ["subs", "The answer is A"]},  # short for ddcot
+        {"item_id": "local/q3", "responses": []},  # no reply at all
+    ]  # q4, q5: no line
+    replay = tmp_path / "t.jsonl"
+    replay.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    cfg = RunConfig(benchmark="local", data=str(data), model=f"replay:{replay}", strategy=strategy)
+    with caplog.at_level("WARNING", logger="scopebench.models"):
+        run_benchmark(cfg, tmp_path / "run")
+    (warning,) = [r.getMessage() for r in caplog.records if "have no response" in r.getMessage()]
+    assert warning.startswith(expected)
+    n_missing = sum(r.status == "missing_response" for r in load_run(tmp_path / "run").records)
+    assert n_missing == int(expected.split()[0])

@@ -48,7 +48,8 @@ def test_paligemma_loc_tokens_y_first_on_1024_grid() -> None:
             '```json\n[{"bbox_2d": [1, 2, 3, 4], "label": "cell"}, {"bbox_2d": [5, 6, 7, 8]}]\n```',
             [(1.0, 2.0, 3.0, 4.0), (5.0, 6.0, 7.0, 8.0)],
         ),
-        ('Found: {"x1": 30, "y1": 40, "x2": 10, "y2": 20} and {"x1": 1', [(10.0, 20.0, 30.0, 40.0)]),
+        # Truncated JSON: the complete object is read as written (corners reversed), the rest dropped.
+        ('Found: {"x1": 30, "y1": 40, "x2": 10, "y2": 20} and {"x1": 1', [(30.0, 40.0, 10.0, 20.0)]),
     ],
 )
 def test_json_boxes(text: str, expected: list[tuple[float, ...]]) -> None:
@@ -62,6 +63,108 @@ def test_no_boxes() -> None:
     assert parse_boxes(None, 10, 10).format == "none"
 
 
-def test_boxes_are_clipped_to_the_image() -> None:
+# --- Boxes are scored as written (issue 12 §3); repairs only when asked -----------------------
+
+
+def test_box_outside_the_image_is_kept_as_written_by_default() -> None:
+    # The official loc_metric never clips: clipping [-5,-5,500,50] to [0,0,100,50] would raise its
+    # IoU with a [0,0,100,50] truth from 5000/(50500+... ) to 1.
     res = parse_boxes("[-5, -5, 500, 50]", 100, 100)
-    assert _xyxy(res) == [(0.0, 0.0, 100.0, 50.0)]
+    assert _xyxy(res) == [(-5.0, -5.0, 500.0, 50.0)]
+    assert res.irregular == 1 and res.repaired == 0
+
+
+def test_reversed_corners_are_kept_as_written_by_default() -> None:
+    # Qwen grid (800,600)-(200,100) on 100×100 → x1=80 > x2=20: kept, so GRIT gives it area 0.
+    res = parse_boxes("<box>(800,600),(200,100)</box>", 100, 100)
+    assert _xyxy(res) == [(80.0, 60.0, 20.0, 10.0)]
+    assert res.irregular == 1 and res.repaired == 0
+    # PaliGemma y_min > y_max: kept too.
+    pali = parse_boxes("<loc0512><loc0000><loc0256><loc1024> cell", 1024, 1024)
+    assert _xyxy(pali) == [(0.0, 512.0, 1024.0, 256.0)] and pali.irregular == 1
+
+
+def test_repair_swaps_and_clips_and_counts() -> None:
+    text = "[[-5, -5, 500, 50], [30, 40, 10, 20], [1, 2, 3, 4]]"
+    res = parse_boxes(text, 100, 100, repair=True)
+    assert _xyxy(res) == [(0.0, 0.0, 100.0, 50.0), (10.0, 20.0, 30.0, 40.0), (1.0, 2.0, 3.0, 4.0)]
+    assert res.repaired == 2 and res.irregular == 2
+    plain = parse_boxes(text, 100, 100)
+    assert plain.repaired == 0 and plain.irregular == 2
+    assert _xyxy(plain)[1] == (30.0, 40.0, 10.0, 20.0)
+
+
+def test_regular_boxes_are_not_irregular() -> None:
+    # Edges exactly on the image border are inside.
+    res = parse_boxes("<box>(0,0),(1000,1000)</box>", 100, 100, repair=True)
+    assert res.irregular == 0 and res.repaired == 0
+
+
+def test_non_finite_coordinates_are_dropped_and_counted() -> None:
+    res = parse_boxes(
+        '[[1e999, 0, 10, 10], [0, 0, 10, 10], {"x1": NaN, "y1": 0, "x2": 1, "y2": 1}]', 100, 100
+    )
+    assert _xyxy(res) == [(0.0, 0.0, 10.0, 10.0)] and res.dropped == 2
+
+
+def test_number_of_boxes_read_is_capped_and_the_rest_counted() -> None:
+    text = "".join(f"<box>({i % 900},{i % 900}),({i % 900 + 10},{i % 900 + 10})</box>" for i in range(1500))
+    res = parse_boxes(text, 1000, 1000)
+    assert len(res.boxes) == 1000 and res.truncated == 500
+    small = parse_boxes("[[0,0,1,1],[0,0,2,2],[0,0,3,3]]", 10, 10, max_boxes=2)
+    assert len(small.boxes) == 2 and small.truncated == 1
+
+
+# --- Untrusted replies cannot crash or stall a run (issue 16 §1) --------------------------------
+
+_DEEP = [3_000, 100_000]
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("depth", _DEEP)
+@pytest.mark.parametrize(
+    "shape",
+    [
+        lambda n: "[" * n + "]" * n,  # raised RecursionError in json.loads
+        lambda n: "[" * n,  # unclosed
+        lambda n: '{"a": ' * n + "1" + "}" * n,  # nested objects
+        lambda n: "```json\n" + "[" * n + "]" * n + "\n```",  # in a fence
+        lambda n: "<box>(" * n,  # Qwen openings, never closed
+        lambda n: "<ref>" * n + "<box>(1,2),(3,4)</box>",  # unclosed refs (was quadratic)
+        lambda n: "<loc0001>" * n,  # PaliGemma tokens with no label
+    ],
+)
+def test_deeply_nested_or_huge_replies_parse_without_error(depth: int, shape) -> None:  # type: ignore[no-untyped-def]
+    res = parse_boxes(shape(depth), 100, 100)
+    assert res.format in {"none", "json", "qwen", "paligemma"}
+    assert len(res.boxes) <= 1000
+
+
+@pytest.mark.timeout(10)
+def test_box_inside_deep_nesting_is_still_found() -> None:
+    res = parse_boxes("[" * 3_000 + "[10, 20, 30, 40]" + "]" * 3_000, 100, 100)
+    assert res.format == "json" and _xyxy(res) == [(10.0, 20.0, 30.0, 40.0)]
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 150_000 + "]" * 150_000,
+        "[{" * 150_000,
+        "[1, 2, 3, 4], " * 21_500,
+        "<box>(1,2),(3,4)</box>" * 13_700,
+        "<loc0001><loc0002><loc0003><loc0004> c ; " * 7_500,
+    ],
+)
+def test_300k_character_replies_parse_well_under_a_second(text: str) -> None:
+    import time
+
+    assert len(text) >= 300_000
+    # CPU time of this process, not wall time: 8 test runs share 2 cores here.
+    t0 = time.process_time()
+    res = parse_boxes(text, 100, 100)
+    elapsed = time.process_time() - t0
+    assert len(res.boxes) <= 1000
+    # Measured alone: 0.02–0.11 s CPU each (the 21,500 JSON lists are the slowest).
+    assert elapsed < 1.0, elapsed

@@ -14,7 +14,7 @@ from scopebench.engine import load_run
 from scopebench.errors import ScopebenchError
 from scopebench.probes.matching import add_probe_parser, published_matching_rows
 from scopebench.probes.shortcut import model_slug
-from scopebench.scoring.bootstrap import bootstrap_ci
+from scopebench.scoring.intervals import wilson_interval
 
 PATHMMU = str(FIXTURES / "pathmmu")
 BASE = ["matching", "--bench", "pathmmu", "--data", PATHMMU, "--split", "test_tiny"]
@@ -57,7 +57,8 @@ def test_matching_report_equals_recomputation_from_records(tmp_path: Path) -> No
         row = rows[(spec, "overall")]
         assert row["n"] == 30 and row["correct"] == sum(outcomes)
         assert row["accuracy"] == pytest.approx(sum(outcomes) / 30)
-        ci = bootstrap_ci(outcomes, seed=0, resamples=500)
+        # A proportion: its Wilson interval (was a percentile bootstrap).
+        ci = wilson_interval(int(sum(outcomes)), 30)
         assert (row["ci_low"], row["ci_high"]) == pytest.approx((ci.low, ci.high))
         # The fixture's one subset is its task: no separate subset rows.
         assert rows[(spec, "task=SocialPath")]["correct"] == row["correct"]

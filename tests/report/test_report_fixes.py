@@ -133,7 +133,7 @@ def test_report_console_is_wide_when_piped_and_names_the_model(html_runs, tmp_pa
     # Redirected output (pytest's capture is no terminal): 120 columns, no truncated cell.
     assert max(len(line) for line in text.splitlines()) > 80
     assert "…" not in text
-    assert "baseline:random" in text and "50.0% ±" in text
+    assert "baseline:random" in text and "50.0%" in text and "±" not in text
     assert f"spur — model-a ({run_a})" in " ".join(text.split())
 
 

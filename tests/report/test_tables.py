@@ -8,7 +8,7 @@ from scopebench.engine import RunStore
 from scopebench.items import Record
 from scopebench.report import render_metrics_table, write_run_outputs
 from scopebench.report.published import PUBLISHED_NOTE, load_published, published_leaderboard
-from scopebench.report.tables import format_accuracy, format_interval
+from scopebench.report.tables import format_accuracy, format_interval, format_percent
 
 
 def make_run(root: Path, name: str, n_right: int, n: int = 10) -> Path:
@@ -36,9 +36,12 @@ def make_run(root: Path, name: str, n_right: int, n: int = 10) -> Path:
 
 
 def test_format_accuracy_and_interval():
-    row = {"accuracy": 0.5423, "ci_halfwidth": 0.031, "ci_low": 0.51, "ci_high": 0.573}
-    assert format_accuracy(row) == "54.2% ±3.1"
+    # The interval is shown as its bounds, never "± half-width" (was "54.2% ±3.1").
+    row = {"accuracy": 0.5423, "ci_low": 0.51, "ci_high": 0.573}
+    assert format_accuracy(row) == "54.2% [51.0, 57.3]"
+    assert format_percent(row) == "54.2%"
     assert format_interval(row) == "[51.0, 57.3]"
+    assert format_accuracy({"accuracy": 0.5, "ci_low": float("nan"), "ci_high": float("nan")}) == "50.0%"
     assert format_accuracy({"accuracy": float("nan")}) == "n/a"
 
 
@@ -60,7 +63,8 @@ def test_write_run_outputs(tmp_path):
     ):
         assert (run / f).is_file(), f
     saved = json.loads((run / "metrics.json").read_text())
-    assert saved["overall"]["accuracy"] == 0.6 and saved["overall"]["seed"] == 4
+    assert saved["overall"]["accuracy"] == 0.6 and saved["bootstrap"]["seed"] == 4
+    assert saved["overall"]["ci_method"] == "wilson"
     assert saved["owner"]["rows"][-1]["subset_or_task"] == "overall"
     assert metrics["calibration"]["n"] == 10
     assert r"\toprule" in (run / "metrics.tex").read_text()
@@ -69,7 +73,8 @@ def test_write_run_outputs(tmp_path):
     console = Console(width=200, record=True)
     console.print(render_metrics_table(metrics))
     text = console.export_text()
-    assert "60.0% ±" in text and "task=NP" in text
+    # 6 of 10: Wilson [31.3, 83.2], printed as bounds (was "60.0% ±…").
+    assert "60.0%" in text and "[31.3, 83.2]" in text and "±" not in text and "task=NP" in text
 
 
 def test_published_rows():

@@ -182,7 +182,7 @@ def test_baseline_section_rows_and_seed():
     assert freq["n_skipped"] == 1
     assert (freq["overall"]["n"], freq["overall"]["correct"]) == (5, 4)
     assert freq["overall"]["accuracy"] == pytest.approx(0.8)
-    assert freq["overall"]["seed"] == 3 and freq["overall"]["ci_method"] == "percentile"
+    assert freq["seed"] == 3 and freq["overall"]["ci_method"] == "wilson"
     by_task = {r["group"]: (r["n"], r["correct"]) for r in freq["by_task"]}
     assert by_task == {"task=HI": (3, 2), "task=NP": (2, 2)}
     assert [r["subset_or_task"] for r in freq["owner"]] == ["NP", "HI", "overall"]
@@ -194,7 +194,7 @@ def test_baseline_section_rows_and_seed():
 def test_compute_metrics_has_baselines_only_with_items():
     items = {s["id"]: s for s in summaries()}
     m = compute_metrics(records(), benchmark="spur", items=items, resamples=100)
-    assert m["schema_version"] == METRICS_SCHEMA_VERSION == 3
+    assert m["schema_version"] == METRICS_SCHEMA_VERSION == 4
     assert m["baselines"]["frequent"]["overall"]["correct"] == 4
     assert compute_metrics(records(), benchmark="spur", resamples=100)["baselines"] == {}
     assert (

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from scopebench.items import Box
@@ -59,3 +60,112 @@ def test_localization_table_macro_over_classes_and_splits() -> None:
     assert by["class=cell"].score == 0.5 and by["class=cell"].n == 2
     assert by["split=hard"].score == 0.5
     assert by["overall"].score == pytest.approx(0.5) and by["overall"].n == 3
+
+
+# --- Asymmetric hand-computed cases (issue 20): each tells the official rule from a variant ----
+#
+# Official (allenai/grit_official metrics/localization.py): Hungarian on 1 − IoU, pairs with
+# IoU > 0 are matched, score = Σ IoU(matched) / (P + G − matched).
+
+
+def test_two_predictions_two_truths_one_match() -> None:
+    # p1 = left half of g1: intersection 50, union 100 → IoU 0.5; p2 and g2 overlap nothing.
+    gt = [B(0, 0, 10, 10), B(100, 100, 110, 110)]
+    pred = [B(0, 0, 10, 5), B(200, 200, 210, 210)]
+    # Right: 0.5 / (2 + 2 − 1) = 1/6.
+    # Ruled out: IoU ≥ 0 matching (p2–g2 matched at 0) → 0.5 / (4 − 2) = 0.25;
+    # max(P, G) denominator → 0.5 / 2 = 0.25; P + G denominator → 0.125; mean matched IoU → 0.5.
+    assert grit_score(pred, gt) == pytest.approx(1 / 6, abs=1e-12)
+
+
+def test_one_prediction_three_truths() -> None:
+    # The prediction covers g1 (0,0)-(10,10) and half again: IoU 100 / 150 = 2/3.
+    gt = [B(0, 0, 10, 10), B(50, 50, 60, 60), B(80, 80, 90, 90)]
+    pred = [B(0, 0, 15, 10)]
+    # Right: (2/3) / (1 + 3 − 1) = 2/9.
+    # Ruled out: denominator P (precision-like) → 2/3; P + G → 1/6; mean matched IoU → 2/3.
+    assert grit_score(pred, gt) == pytest.approx(2 / 9, abs=1e-12)
+    # Three predictions, one truth: the denominator counts the spurious predictions.
+    # Ruled out: denominator G (recall-like) → 2/3.
+    assert grit_score([*pred, B(50, 50, 60, 60), B(80, 80, 90, 90)], gt[:1]) == pytest.approx(
+        2 / 9, abs=1e-12
+    )
+
+
+def test_zero_iou_pair_beside_a_match() -> None:
+    # p1 = g1 exactly (IoU 1); p2 only touches g2 along an edge (intersection width 0 → IoU 0).
+    gt = [B(0, 0, 10, 10), B(40, 0, 50, 10)]
+    pred = [B(0, 0, 10, 10), B(30, 0, 40, 10)]
+    # Right: 1 / (2 + 2 − 1) = 1/3. Ruled out: IoU ≥ 0 matching → 1 / (4 − 2) = 0.5;
+    # max(P, G) → 0.5.
+    assert grit_score(pred, gt) == pytest.approx(1 / 3, abs=1e-12)
+
+
+def test_low_iou_pair_still_matches() -> None:
+    # IoU 5/95 ≈ 0.05 (intersection 1×5, union 95) is a match: there is no IoU ≥ 0.5 threshold.
+    # Ruled out: a 0.5 threshold → 0 / (1 + 1) = 0.
+    assert grit_score([B(0, 0, 10, 5)], [B(9, 0, 19, 5)]) == pytest.approx((5 / 95) / (1 + 1 - 1))
+
+
+def test_reversed_or_zero_area_prediction_matches_nothing() -> None:
+    gt = [B(0, 0, 10, 10)]
+    # Corners written reversed: area 0 in the official code, IoU 0 → 0 / (1 + 1) = 0.
+    # Ruled out: swapping the corners first → 1.0.
+    assert grit_score([B(10, 10, 0, 0)], gt) == 0.0
+    # Zero-width box inside the truth: area 0 → IoU 0.
+    assert grit_score([B(5, 0, 5, 10)], gt) == 0.0
+    # Reversed box beside a perfect one: counted as a prediction → 1 / (2 + 1 − 1) = 0.5.
+    assert grit_score([B(0, 0, 10, 10), B(10, 10, 0, 0)], gt) == pytest.approx(0.5)
+
+
+def test_box_outside_the_image_keeps_its_area() -> None:
+    # Truth fills a 10×10 image; the prediction spills to x = 20: IoU 100 / 200 = 0.5.
+    # Ruled out: clipping to the image first → 1.0.
+    assert grit_score([B(0, 0, 20, 10)], [B(0, 0, 10, 10)]) == pytest.approx(0.5)
+
+
+def test_unread_predictions_count_in_the_denominator() -> None:
+    gt = [B(0, 0, 10, 10)]
+    # One perfect box read, 3 more the parser did not read: 1 / (4 + 1 − 1) = 0.25.
+    assert grit_score([B(0, 0, 10, 10)], gt, unread=3) == pytest.approx(0.25)
+    # Nothing read but boxes were there: not an empty prediction when there is no truth.
+    assert grit_score([], [], unread=2) == 0.0
+
+
+# --- Equality with the official code on sloppy boxes ------------------------------------------
+
+
+def _official_loc_metric(pred: list[list[float]], gt: list[list[float]]) -> float:
+    """The official algorithm, restated in plain Python (loops, ``union + 1e-6``)."""
+    from scipy.optimize import linear_sum_assignment
+
+    def area(b: list[float]) -> float:
+        return 0.0 if b[2] <= b[0] or b[3] <= b[1] else (b[2] - b[0]) * (b[3] - b[1])
+
+    def iou(a: list[float], b: list[float]) -> float:
+        inter = area([max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])])
+        return inter / (area(a) + area(b) - inter + 1e-6)
+
+    if not pred and not gt:
+        return 1.0
+    if not pred or not gt:
+        return 0.0
+    ious = np.array([[iou(p, g) for g in gt] for p in pred])
+    rows, cols = linear_sum_assignment(1 - ious)
+    hits = [ious[r, c] for r, c in zip(rows, cols, strict=True) if ious[r, c] > 0]
+    return float(np.sum(hits) / (len(pred) + len(gt) - len(hits)))
+
+
+def test_matches_the_official_metric_on_reversed_and_outside_boxes() -> None:
+    rng = np.random.default_rng(20)
+    for _ in range(300):
+        n_pred, n_gt = (int(v) for v in rng.integers(0, 5, size=2))
+        xs = [sorted(rng.uniform(0, 100, 2)) for _ in range(n_gt)]
+        ys = [sorted(rng.uniform(0, 100, 2)) for _ in range(n_gt)]
+        gt_boxes = [[x[0], y[0], x[1], y[1]] for x, y in zip(xs, ys, strict=True)]
+        # Predictions: any corner order, reaching up to 50 px outside a 100×100 image.
+        pred_boxes = [list(rng.uniform(-50, 150, 4)) for _ in range(n_pred)]
+        ours = grit_score([B(*p) for p in pred_boxes], [B(*g) for g in gt_boxes])
+        official = _official_loc_metric(pred_boxes, gt_boxes)
+        # Measured: max |difference| 1e-10 over these cases (the official union + 1e-6).
+        assert ours == pytest.approx(official, abs=1e-8), (pred_boxes, gt_boxes)

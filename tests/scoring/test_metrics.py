@@ -1,3 +1,4 @@
+import json
 import math
 from pathlib import Path
 
@@ -39,10 +40,12 @@ def test_accuracy_row_counts_and_ci():
     assert (row.n, row.correct, row.denominator, row.unparsed, row.errors) == (12, 6, 12, 1, 1)
     assert row.accuracy == pytest.approx(0.5)
     assert row.ci_low < 0.5 < row.ci_high
-    assert row.ci_halfwidth == pytest.approx((row.ci_high - row.ci_low) / 2)
-    assert (row.ci_method, row.resamples, row.seed) == ("percentile", 500, 1)
+    # A single proportion carries its Wilson interval (was: a percentile bootstrap); nothing random.
+    assert (row.ci_method, row.resamples, row.seed) == ("wilson", 0, None)
+    assert (row.ci_low, row.ci_high) == pytest.approx((0.253781597633706, 0.746218402366294), abs=1e-12)
     excl = accuracy_row("overall", recs, "exclude", seed=1)
     assert excl.denominator == 10 and excl.accuracy == pytest.approx(0.6)
+    assert excl.ci_low < 0.6 < excl.ci_high
 
 
 def test_ci_reproducible_by_seed():
@@ -55,7 +58,7 @@ def test_ci_reproducible_by_seed():
 @pytest.mark.parametrize("values,p", [([1, 1, 1], 1.0), ([0, 0], 0.0), ([1], 1.0)])
 def test_ci_degenerate(values, p):
     iv = bootstrap_ci(values, seed=0)
-    assert (iv.low, iv.high, iv.method, iv.halfwidth) == (p, p, "degenerate", 0.0)
+    assert (iv.low, iv.high, iv.method) == (p, p, "degenerate")
 
 
 def test_ci_empty_is_nan():
@@ -82,7 +85,8 @@ def test_compute_metrics_mcq_only_and_metadata_and_localization():
     assert [r["group"] for r in m["by_task"]] == ["task=a", "task=b"]
     dom = {r["group"]: r for r in m["by_metadata"]["domain"]}
     assert dom["domain=pathology"]["accuracy"] == 1.0
-    assert dom["domain=pathology"]["ci_low"] == 1.0 == dom["domain=pathology"]["ci_high"]
+    # 2 of 2: the Wilson interval keeps doubt below 100% (a bootstrap said [1.0, 1.0]).
+    assert dom["domain=pathology"]["ci_high"] == 1.0 > 0.6 > dom["domain=pathology"]["ci_low"] > 0.3
     assert [r["group"] for r in m["by_metadata"]["stain"]] == ["stain=H&E"]
     loc = {r["group"]: r["score"] for r in m["localization"]}
     assert loc["class=cell"] == pytest.approx(0.75)
@@ -90,7 +94,13 @@ def test_compute_metrics_mcq_only_and_metadata_and_localization():
     assert m["owner"] is None
     for key in ("schema_version", "benchmark", "policy", "overall", "by_task", "by_subset", "by_split"):
         assert key in m
-    assert m["bootstrap"] == {"method": "percentile", "confidence": 0.95, "resamples": 200, "seed": 3}
+    assert m["bootstrap"] == {
+        "method": "bootstrap-percentile",
+        "confidence": 0.95,
+        "resamples": 200,
+        "seed": 3,
+    }
+    assert m["intervals"]["proportion"] == "wilson"
 
 
 def test_ubench_macro_coarse_fine_pathology():
@@ -111,7 +121,7 @@ def test_ubench_macro_coarse_fine_pathology():
     rows = {(r["split_or_group"], r["subset_or_task"]): r for r in own["rows"]}
     assert rows["coarse", "all"]["accuracy"] == pytest.approx(0.625)
     assert rows["coarse", "all"]["tasks"] == {"modality": 0.75, "stain": 0.5}
-    assert rows["coarse", "all"]["ci_method"] == "stratified-percentile"
+    assert rows["coarse", "all"]["ci_method"] == "stratified-bootstrap-percentile"
     # pathology: modality {0: right, 3: wrong} = 0.5, stain {10: right} = 1.0 -> 0.75
     assert rows["coarse", "pathology"]["accuracy"] == pytest.approx(0.75)
     assert rows["fine", "all"]["accuracy"] == pytest.approx(1 / 3)
@@ -253,13 +263,65 @@ def test_localization_easy_hard_split_and_cis():
     assert rows["split=hard"]["score"] == pytest.approx((0.3 + 0.6) / 2)
     assert rows["overall"]["score"] == pytest.approx((0.75 + 0.3 + 0.9 + 0.6) / 4)
     assert rows["split=easy"]["n"] == 3 and rows["overall"]["n"] == 6
-    # A single (image, class) pair has a degenerate interval; the others contain their estimate.
-    assert rows["class=CellCognition/nucleus"]["ci_method"] == "degenerate"
-    for r in rows.values():
-        assert r["ci_low"] <= r["score"] <= r["ci_high"]
-    assert rows["overall"]["ci_method"] == "stratified-percentile"
+    # A single (image, class) pair has no interval (was [x, x], "degenerate": read as certain), and
+    # neither has a split/overall row that macro-averages it in; the others contain their estimate.
+    for g in ("class=CellCognition/nucleus", "class=mitochondria", "split=easy", "split=hard", "overall"):
+        assert rows[g]["ci_method"] == "too-few-items", g
+        assert math.isnan(rows[g]["ci_low"]) and math.isnan(rows[g]["ci_high"])
+    for g in ("class=PCST/cell", "class=PCST/nucleus"):
+        assert rows[g]["ci_low"] <= rows[g]["score"] <= rows[g]["ci_high"]
+        assert rows[g]["ci_method"] == "bootstrap-percentile" and rows[g]["ci_high"] > rows[g]["ci_low"]
     again = {r["group"]: r for r in localization_section(recs, items, seed=1, resamples=500)}
-    assert again == rows
+    assert json.dumps(again, sort_keys=True) == json.dumps(rows, sort_keys=True)  # NaN != NaN
+    # With two pairs in every class the macro rows are bootstrapped within each class.
+    more = [*recs, det(6, 0.7, "nucleus"), det(7, 0.1, "mitochondria")]
+    items2 = {
+        **items,
+        "x/6": {"metadata": {"dataset": "CellCognition"}},
+        "x/7": {"metadata": {"grit_split": "hard"}},
+    }
+    rows2 = {r["group"]: r for r in localization_section(more, items2, seed=1, resamples=500)}
+    assert rows2["overall"]["ci_method"] == "stratified-bootstrap-percentile"
+    for r in rows2.values():
+        assert r["ci_low"] <= r["score"] <= r["ci_high"]
+
+
+def test_localization_constant_tiny_class_has_no_interval_but_a_large_one_does():
+    from scopebench.scoring.metrics import localization_section
+
+    def det(i: int, grit: float) -> Record:
+        return rec(i, None, task="detection", kind="detection", extra={"grit": grit, "class_name": "cell"})
+
+    # 9 images where the model found nothing: [0, 0] would claim certainty → no interval.
+    tiny = {r["group"]: r for r in localization_section([det(i, 0.0) for i in range(9)], seed=0)}
+    assert tiny["class=cell"]["ci_method"] == "too-few-items" and math.isnan(tiny["class=cell"]["ci_low"])
+    # 10 identical scores: the bootstrap's own constant-sample rule applies ([0, 0], "degenerate").
+    big = {r["group"]: r for r in localization_section([det(i, 0.0) for i in range(10)], seed=0)}
+    assert big["class=cell"]["ci_method"] == "degenerate" and big["class=cell"]["ci_high"] == 0.0
+    # 2 different scores are enough for a percentile interval.
+    two = {r["group"]: r for r in localization_section([det(0, 0.0), det(1, 1.0)], seed=0, resamples=200)}
+    assert two["class=cell"]["ci_method"] == "bootstrap-percentile"
+
+
+def test_localization_counts_failed_detections_as_zero_never_drops_them():
+    from scopebench.scoring.metrics import localization_section
+
+    recs = [
+        rec(0, None, task="detection", kind="detection", extra={"grit": 1.0, "class_name": "cell"}),
+        # A reply with no box where truths exist: the runner scored it 0 (an empty prediction).
+        rec(1, None, task="detection", kind="detection", extra={"grit": 0.0, "class_name": "cell"}),
+        # The backend failed: no reply, no grit → a failed detection, 0.
+        Record(item_id="x/2", model="m", status="error", error="timeout", task="detection", kind="detection",
+               extra={"class_name": "cell"}),
+        # An image missing from the data: no reply either → 0.
+        Record(item_id="x/3", model="m", status="missing_image", task="detection", kind="detection",
+               extra={"class_name": "cell"}),
+    ]  # fmt: skip
+    rows = {r["group"]: r for r in localization_section(recs, seed=0, resamples=200)}
+    # Right: 1/4 = 0.25. Dropping error/missing records would give 1/2; dropping every record
+    # without a box would give 1.0.
+    assert rows["class=cell"]["score"] == pytest.approx(0.25) and rows["class=cell"]["n"] == 4
+    assert rows["overall"]["score"] == pytest.approx(0.25) and rows["overall"]["n"] == 4
 
 
 def test_stratified_mean_ci_hand_computed():
@@ -302,25 +364,36 @@ def test_localization_fallbacks_and_interval_calls():
         det(1, {"class_name": "cell"}),  # no score (failed detection): 0
         det(2, {"grit": "0.9", "class_name": "cell"}),  # not a number: 0, never parsed
         det(3, {"grit": 0.4}, subset="nucleus"),  # class from the subset…
+        det(6, {"grit": 0.6}, subset="nucleus"),
         det(4, {"grit": 0.8}, task="gland"),  # …else from the task
+        det(7, {"grit": 0.2}, task="gland"),
         rec(5, True, task="cell"),  # mcq records never count
     ]
-    items = {"x/3": {"metadata": {"source_dataset": "PCST"}}, "x/4": {"metadata": {"dataset": ""}}}
+    items = {
+        "x/3": {"metadata": {"source_dataset": "PCST"}},
+        "x/6": {"metadata": {"source_dataset": "PCST"}},
+        "x/4": {"metadata": {"dataset": ""}},
+    }
     rows = {r["group"]: r for r in localization_section(recs, items, seed=2, resamples=300)}
     assert set(rows) == {"class=cell", "class=PCST/nucleus", "class=gland", "split=hard", "overall"}
     assert rows["class=cell"]["score"] == pytest.approx(1 / 3) and rows["class=cell"]["n"] == 3
-    assert rows["class=PCST/nucleus"]["score"] == pytest.approx(0.4)
-    assert rows["split=hard"]["score"] == pytest.approx(0.4) and rows["split=hard"]["n"] == 1
-    assert rows["overall"]["score"] == pytest.approx((1 / 3 + 0.4 + 0.8) / 3)
+    assert rows["class=PCST/nucleus"]["score"] == pytest.approx(0.5)
+    assert rows["class=gland"]["score"] == pytest.approx(0.5)
+    assert rows["split=hard"]["score"] == pytest.approx(0.5) and rows["split=hard"]["n"] == 2
+    assert rows["overall"]["score"] == pytest.approx((1 / 3 + 0.5 + 0.5) / 3)
     cell = bootstrap_ci([1.0, 0.0, 0.0], seed=2, resamples=300)
     assert (rows["class=cell"]["ci_low"], rows["class=cell"]["ci_high"]) == (cell.low, cell.high)
-    assert (rows["class=cell"]["ci_halfwidth"], rows["class=cell"]["ci_method"]) == (
-        cell.halfwidth,
-        cell.method,
-    )
-    over = stratified_mean_ci([[1.0, 0.0, 0.0], [0.4], [0.8]], seed=2, resamples=300)
+    assert rows["class=cell"]["ci_method"] == cell.method
+    over = stratified_mean_ci([[1.0, 0.0, 0.0], [0.4, 0.6], [0.8, 0.2]], seed=2, resamples=300)
     assert (rows["overall"]["ci_low"], rows["overall"]["ci_high"]) == (over.low, over.high)
     assert localization_section([rec(0, True)]) == []
+    # One pair: no interval, and none for the overall row that includes it.
+    lone = localization_section([det(0, {"grit": 0.5, "class_name": "x"})])
+    assert [(r["group"], r["ci_method"]) for r in lone] == [
+        ("class=x", "too-few-items"),
+        ("overall", "too-few-items"),
+    ]
+    assert all(r["ci_low"] != r["ci_low"] for r in lone)
 
 
 def test_grit_split_fallbacks():
@@ -348,7 +421,7 @@ def test_compute_metrics_sections_counts_and_switches():
         "x/2": {"metadata": {"modality": "electron"}},
     }
     m = compute_metrics(recs, benchmark="unit", items=items, seed=1, resamples=100, baselines=False)
-    assert m["schema_version"] == METRICS_SCHEMA_VERSION == 3
+    assert m["schema_version"] == METRICS_SCHEMA_VERSION  # its value is pinned against the docs
     assert (m["benchmark"], m["policy"]) == ("unit", "wrong")
     assert m["counts"] == {"records": 4, "mcq": 3, "detection": 1}
     assert (m["overall"]["n"], m["overall"]["correct"]) == (3, 1)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -139,11 +140,22 @@ def resolve_answer(value: Any, choices: tuple[str, ...]) -> tuple[int | None, st
 
 @dataclass(slots=True)
 class _Row:
-    """One raw row: its 0-based index, where to find it (for messages) and its non-null cells."""
+    """One raw row: its 0-based index, where to find it (for messages) and its non-null cells.
+
+    ``null_id`` says the row has an ``id`` cell that is null or empty (JSON ``null``, an empty CSV
+    cell), which the cleaned ``values`` no longer show.
+    """
 
     index: int
     where: str
     values: dict[str, Any]
+    null_id: bool = False
+
+
+def _row(index: int, where: str, raw: Mapping[Any, Any]) -> _Row:
+    """A :class:`_Row` of the raw cells ``raw``."""
+    values = _clean_cells(raw)
+    return _Row(index, where, values, null_id="id" in raw and "id" not in values)
 
 
 @register_benchmark("local")
@@ -265,7 +277,7 @@ def _read_jsonl(file: Path, problems: list[Problem]) -> Iterator[_Row]:
                 Problem(str(file), where, "line is not a JSON object ({...}); line skipped", kind="malformed")
             )
             continue
-        yield _Row(row_index, where, _clean_cells(value))
+        yield _row(row_index, where, value)
 
 
 def _read_json(file: Path, problems: list[Problem]) -> list[_Row]:
@@ -283,7 +295,7 @@ def _read_json(file: Path, problems: list[Problem]) -> list[_Row]:
                 Problem(str(file), f"row {i}", "element is not a JSON object; skipped", kind="malformed")
             )
             continue
-        rows.append(_Row(i, f"row {i}", _clean_cells(value)))
+        rows.append(_row(i, f"row {i}", value))
     return rows
 
 
@@ -310,7 +322,7 @@ def _read_table(file: Path, kind: str) -> tuple[list[_Row], tuple[str, ...]]:
     # Only a run A, B, C… counts as choice columns (a lone column "X" is ordinary metadata).
     letters = tuple(c for i, c in enumerate(letters) if c == LETTERS[i])
     frame.columns = columns
-    rows = [_Row(i, f"row {i}", _clean_cells(rec)) for i, rec in enumerate(frame.to_dict(orient="records"))]
+    rows = [_row(i, f"row {i}", rec) for i, rec in enumerate(frame.to_dict(orient="records"))]
     return rows, letters
 
 
@@ -364,6 +376,17 @@ def _text(value: Any) -> str | None:
     return text or None
 
 
+def _json_type(value: Any) -> str:
+    """The JSON type name of a plain value, for messages."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, list):
+        return "list"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
 def _list_cell(value: Any, *, semicolons: bool = False) -> list[Any] | None:
     """A list cell: a list, or text holding a JSON array (or ``a;b`` when ``semicolons``).
 
@@ -407,6 +430,8 @@ class _RowBuilder:
     def build(self, row: _Row, split: str) -> Item | None:
         """Build the row's item, or record why it cannot be built and return ``None``."""
         v = row.values
+        if not self._id_is_text(row):
+            return None
         raw_id = _text(v.get("id"))
         local_id = raw_id or f"{self.file.stem}-{row.index}"
         record = f"{local_id} ({row.where})" if raw_id else row.where
@@ -488,6 +513,27 @@ class _RowBuilder:
             targets=boxes if kind == "detection" else (),
             problems=("missing_image",) if missing else (),
         )
+
+    def _id_is_text(self, row: _Row) -> bool:
+        """Whether the row's ``id`` (when it has one) is non-empty text; else record why not.
+
+        A number, boolean or null id is refused rather than turned into text: ``7`` and ``"7"``
+        (or ``7`` and ``7.0``) would silently become one id, and ``true`` would become ``"True"``.
+        """
+        value = row.values.get("id")
+        if row.null_id or (isinstance(value, str) and not value.strip()):
+            reason = "is empty or null"
+        elif "id" in row.values and not isinstance(value, str):
+            reason = f"is {json.dumps(value)}, a {_json_type(value)}, not text"
+        else:
+            return True
+        self.problem(
+            row.where,
+            f'id {reason}; ids must be non-empty text (write "id": "7", not 7), or leave the '
+            "id column out to number rows automatically; row skipped",
+            kind="bad_id",
+        )
+        return False
 
     def _choices(self, v: Mapping[str, Any], record: str) -> tuple[str, ...] | None:
         """The choices (``()`` when the row has none), or ``None`` after recording a problem."""
@@ -597,7 +643,9 @@ class _RowBuilder:
             except UnsafePathError as exc:
                 self.problem(record, f"{exc}; row skipped", kind="unsafe_path")
                 return None
-            key = path.relative_to(self.root.resolve()).as_posix()
+            # Relative to the folder as given (not resolved): safe_join checks references as
+            # written, so a data folder or cache that is itself a symlink keeps working.
+            key = path.relative_to(os.path.abspath(self.root)).as_posix()
             if not path.is_file():
                 missing = True
                 self.problem(

@@ -183,7 +183,20 @@ def _load_split(
                 Problem(str(file), where, f"record lacks {', '.join(missing)}; skipped", kind="malformed")
             )
             continue
-        item_id = f"pathmmu/{subset}/{split}/{rec['No']}"
+        number = rec["No"]
+        # Upstream numbers records with an int; text is accepted too. Anything else (a boolean,
+        # a float, a list) is refused rather than turned into an id by str().
+        if isinstance(number, bool) or not isinstance(number, (int, str)):
+            problems.append(
+                Problem(
+                    str(file),
+                    where,
+                    f"No is {json.dumps(number)}, which is not an integer or text; record skipped",
+                    kind="bad_id",
+                )
+            )
+            continue
+        item_id = f"pathmmu/{subset}/{split}/{str(number).strip()}"
         where = item_id
         if item_id in seen:
             problems.append(

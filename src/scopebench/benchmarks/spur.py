@@ -226,7 +226,20 @@ def _load_file(
                 Problem(str(file), where, f"record lacks {', '.join(absent)}; skipped", kind="malformed")
             )
             continue
-        qid = str(rec["QUESTION_INDEX"]).strip()
+        index = rec["QUESTION_INDEX"]
+        # Upstream indexes are text ("2010027917_6_1"); an int is accepted, anything else (a
+        # boolean, a float, a list) is refused rather than turned into an id by str().
+        if isinstance(index, bool) or not isinstance(index, (int, str)):
+            problems.append(
+                Problem(
+                    str(file),
+                    where,
+                    f"QUESTION_INDEX is {json.dumps(index)}, which is not text or an integer; record skipped",
+                    kind="bad_id",
+                )
+            )
+            continue
+        qid = str(index).strip()
         item_id = f"spur/{kind}/{qid}"
         if item_id in seen:
             problems.append(

@@ -22,12 +22,20 @@ from typing import Any
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
 from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
+from scopebench.engine.judging import (
+    build_judge,
+    check_judge_config,
+    check_judge_spec,
+    judge_provenance,
+    judge_unparsed,
+)
 from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
 from scopebench.engine.store import RunStore
 from scopebench.errors import (
     ConfigMismatchError,
     ImageLoadError,
     ModelSpecError,
+    NoItemsError,
     RunAbortedError,
     RunInterruptedError,
     ScopebenchError,
@@ -59,6 +67,8 @@ _IDENTITY_KEYS = (
     "mode",
     "no_image",
     "parser_version",
+    "box_repair",
+    "box_parser_version",
 )
 
 
@@ -89,6 +99,12 @@ class RunConfig:
             noise images, question swap, option rotation…), seeded with ``seed``.
         strategy: A chain-of-thought strategy (``direct``, ``step-by-step``, ``vot``, ``ddcot``,
             ``cantor``) run over the generative backend; ``None`` asks the backend directly.
+        box_repair: Swap reversed box corners and clip boxes to the image before GRIT scoring
+            (``--box-repair``). Off by default: the official metric scores boxes as written.
+        judge: An answer-extraction judge (any generative model spec) asked about the responses
+            the parser leaves unparsed (:mod:`scopebench.engine.judging`); ``None``: no judge.
+        judge_args: The judge's options (``--judge-arg k=v``): ``device``, ``base_url``,
+            ``batch_size`` and backend options.
     """
 
     benchmark: str
@@ -111,6 +127,9 @@ class RunConfig:
     workers: int | None = None
     transform: str | None = None
     strategy: str | None = None
+    box_repair: bool = False
+    judge: str | None = None
+    judge_args: dict[str, Any] = field(default_factory=dict)
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -155,13 +174,15 @@ def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
         unknown = config.exclude_ids - {it.id for it in loaded.items}
         if unknown:
             # A list from another benchmark or split excludes nothing; say so rather than run it all.
+            names = sorted(unknown)
             log.warning(
-                "%d of the %d excluded item ids are not in %s%s (e.g. %s)%s",
+                "%d of the %d excluded item ids are not in %s%s: %s%s%s",
                 len(unknown),
                 len(config.exclude_ids),
                 config.benchmark,
                 f" {config.split}" if config.split else "",
-                sorted(unknown)[0],
+                ", ".join(names[:10]),
+                f" … and {len(names) - 10} more" if len(names) > 10 else "",
                 "; nothing was excluded" if len(unknown) == len(config.exclude_ids) else "",
             )
     if config.limit is not None:
@@ -173,7 +194,39 @@ def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
     return loaded, items
 
 
+#: Schemes whose models always score the image against one caption per option: no text-only mode.
+_CONTRASTIVE_SCHEMES = frozenset({"clip", "openclip"})
+
+
+def _refuse_contrastive_no_image(model: str) -> None:
+    raise ModelSpecError(
+        f"a text-only run (--no-image, or a text-only probe) cannot use {model}: a contrastive model "
+        "always compares the image with one caption per option and has no text-only mode, so the "
+        "run would silently equal one with images. Leave --no-image out (or this model out of the "
+        "probe), or use `scopebench probe noise` to take the image's information away."
+    )
+
+
+def _refuse_no_items(config: RunConfig, loaded: LoadedBenchmark, items: Sequence[Item]) -> None:
+    """Stop a run that would evaluate nothing: an empty metrics file is no result."""
+    if items:
+        return
+    if not loaded.items:
+        why = (
+            f"{config.benchmark} has no usable item"
+            + (f" in split {config.split!r}" if config.split else "")
+            + f" ({len(loaded.problems)} problem(s) found while loading)"
+        )
+        advice = f"Run `scopebench validate {config.benchmark} --data {config.data}` to see why"
+    else:
+        why = f"all {len(loaded.items)} items of {config.benchmark} are excluded by --exclude"
+        advice = "Check the --exclude file"
+    raise NoItemsError(f"nothing to evaluate: {why}; no run directory was written. {advice}.")
+
+
 def _check_mode(config: RunConfig, backend: Backend) -> None:
+    if config.no_image and backend.mode == "contrastive":
+        _refuse_contrastive_no_image(config.model)  # a contrastive backend under another scheme
     # Backends with several modes check --mode themselves; the others must not ignore it silently.
     if config.mode is not None and config.mode != backend.mode:
         raise ModelSpecError(
@@ -187,7 +240,9 @@ def check_config(config: RunConfig) -> None:
     """Refuse values no run can honour, before any data or model is loaded.
 
     Raises:
-        ModelSpecError: For a bad limit, batch size, failure fraction or protocol name.
+        ModelSpecError: For a bad limit, batch size, failure fraction or protocol name,
+            ``no_image`` with a contrastive model (which has no text-only mode), or judge options
+            without a judge.
     """
     if config.limit is not None and config.limit < 1:
         raise ModelSpecError(f"--limit must be at least 1 (got {config.limit})")
@@ -196,6 +251,12 @@ def check_config(config: RunConfig) -> None:
     if not 0.0 <= config.max_fail_fraction <= 1.0:
         raise ModelSpecError(f"--max-fail-fraction must be between 0 and 1 (got {config.max_fail_fraction})")
     resolve_protocol(config.protocol, config.benchmark)
+    if config.no_image and split_spec(config.model)[0] in _CONTRASTIVE_SCHEMES:
+        _refuse_contrastive_no_image(config.model)
+    if config.judge_args and not config.judge:
+        raise ModelSpecError(
+            "--judge-arg sets options of the judge; add --judge SPEC, or leave --judge-arg out"
+        )
 
 
 def build_backend(config: RunConfig) -> Backend:
@@ -226,8 +287,11 @@ def _adopt_backend(config: RunConfig, backend: Backend) -> Backend:
     return backend
 
 
-def make_record(item: Item, response: Response, backend: Backend) -> Record:
-    """Turn a backend response into the stored record (parser for text, argmax for scores)."""
+def make_record(item: Item, response: Response, backend: Backend, *, box_repair: bool = False) -> Record:
+    """Turn a backend response into the stored record (parser for text, argmax for scores).
+
+    ``box_repair`` applies to detection items only (see :attr:`RunConfig.box_repair`).
+    """
     rec = Record(
         item_id=item.id,
         model=backend.spec,
@@ -245,13 +309,14 @@ def make_record(item: Item, response: Response, backend: Backend) -> Record:
         rec.status, rec.error = response.status, response.error or response.status
         return rec
     if item.kind == "detection":
-        return _score_detection(item, response, backend, rec)
+        return _score_detection(item, response, backend, rec, box_repair=box_repair)
     choice: int | None = response.choice
     reason: str | None = None
     if choice is None and response.text is not None:
         parsed = parse_choice(response.text, item.choices, labels=backend.answer_labels)
         choice, reason = parsed.index, parsed.reason
         rec.extra["parse_method"] = parsed.method
+        rec.extra["answer_method"] = "parser"
     elif choice is None and response.scores is not None:
         scores = response.scores
         if len(scores) != len(item.choices) or any(math.isnan(s) for s in scores):
@@ -259,6 +324,9 @@ def make_record(item: Item, response: Response, backend: Backend) -> Record:
             return rec
         # Ties go to the lowest index: deterministic, and the recorded scores show the tie.
         choice = max(range(len(scores)), key=lambda i: scores[i])
+        rec.extra["answer_method"] = "scores"
+    elif choice is not None:
+        rec.extra["answer_method"] = "choice"
     if choice is None:
         rec.status, rec.error = "unparsed", reason or "no option chosen"
     elif not 0 <= choice < len(item.choices):
@@ -268,8 +336,16 @@ def make_record(item: Item, response: Response, backend: Backend) -> Record:
     return rec
 
 
-def _score_detection(item: Item, response: Response, backend: Backend, rec: Record) -> Record:
-    """Parse the response's boxes and score them against the targets with GRIT."""
+def _score_detection(
+    item: Item, response: Response, backend: Backend, rec: Record, *, box_repair: bool = False
+) -> Record:
+    """Parse the response's boxes and score them against the targets with GRIT.
+
+    The boxes are scored as the model wrote them (on its grid, converted to pixels) unless
+    ``box_repair``; the record says which (``box_repair``) and how many boxes were reversed or
+    outside the image (``boxes_irregular``), repaired, cut off by truncation or by the parser's
+    cap. A reply with no box is an empty prediction: 1 when the image has no target, else 0.
+    """
     if not item.images:
         rec.status, rec.error = "error", "detection item has no image to size its boxes"
         return rec
@@ -278,16 +354,29 @@ def _score_detection(item: Item, response: Response, backend: Backend, rec: Reco
     except ImageLoadError as exc:
         rec.status, rec.error = "error", str(exc)
         return rec
-    parsed = parse_boxes(response.text, width, height, fmt=backend.box_format, label=detection_class(item))
+    cls = detection_class(item)
+    parsed = parse_boxes(response.text, width, height, fmt=backend.box_format, label=cls, repair=box_repair)
     rec.extra.update(
         boxes=[[b.x1, b.y1, b.x2, b.y2] for b in parsed.boxes],
         box_format=parsed.format,
         boxes_dropped=parsed.dropped,
-        grit=grit_score(parsed.boxes, item.targets),
-        class_name=detection_class(item),
+        boxes_truncated=parsed.truncated,
+        boxes_irregular=parsed.irregular,
+        boxes_repaired=parsed.repaired,
+        box_repair=box_repair,
+        grit=grit_score(parsed.boxes, item.targets, unread=parsed.truncated),
+        class_name=cls,
         box_parser_version=BOX_PARSER_VERSION,
     )
     return rec
+
+
+def _box_provenance(config: RunConfig, items: Sequence[Item]) -> dict[str, Any]:
+    detection = any(it.kind == "detection" for it in items)
+    return {
+        "box_repair": config.box_repair if detection else None,
+        "box_parser_version": BOX_PARSER_VERSION if detection else None,
+    }
 
 
 @functools.cache
@@ -332,6 +421,9 @@ def _provenance(
         "no_image": config.no_image,
         "batch_size": config.batch_size,
         "parser_version": PARSER_VERSION,
+        # Detection scoring only: left None on runs without detection items, so that resuming
+        # a multiple-choice run made before these keys existed is not refused.
+        **_box_provenance(config, items),
         "scopebench_version": _package_versions().get("scopebench", "unknown"),
         "packages": dict(_package_versions()),
         "device": config.device,
@@ -387,6 +479,7 @@ def run_benchmark(
     on_metrics: Callable[[Path], dict[str, Any]] | None = None,
     backend: Backend | None = None,
     metrics_key: str | None = None,
+    rejudge: bool = False,
 ) -> RunResult:
     """Run (or resume) ``config`` into ``out_dir``.
 
@@ -403,17 +496,24 @@ def run_benchmark(
         metrics_key: Names what ``on_metrics`` computes (e.g. its seed and resamples), so a finished
             run that gains no record reuses its ``metrics.json`` instead of recomputing it. The
             default metrics have their own key; a custom ``on_metrics`` without a key always runs.
+        rejudge: Drop the judge verdicts stored in ``out_dir`` first, so another judge (or none)
+            may take over (:func:`~scopebench.engine.judging.check_judge_config`).
 
     Returns:
         A :class:`RunResult`.
 
     Raises:
-        ConfigMismatchError: When ``out_dir`` holds a different configuration and not ``fresh``.
+        ConfigMismatchError: When ``out_dir`` holds a different configuration and not ``fresh``,
+            or verdicts of another judge and not ``rejudge``.
+        NoItemsError: When no item is left to evaluate (none usable, all excluded, or none of a
+            kind the model answers); nothing is written.
         RunAbortedError: When too many items failed, or on Ctrl-C (finished work is kept).
         ScopebenchError: When ``backend`` was built for another model or other options.
     """
     start = time.perf_counter()
     split_spec(config.model)  # a typo in --model should fail before minutes of data loading
+    if config.judge:
+        check_judge_spec(config.judge)  # likewise a typo'd or non-generative --judge
     check_config(config)
     run_dir = Path(out_dir)
     loaded, items = load_items(config)
@@ -428,17 +528,33 @@ def run_benchmark(
             config.benchmark,
             unusable[0],
         )
+    _refuse_no_items(config, loaded, items)
     owned = backend is None
     backend = build_backend(config) if backend is None else _adopt_backend(config, backend)
+    if not any(it.kind in backend.kinds for it in items):
+        if owned:
+            backend.close()
+        kinds = "/".join(sorted({it.kind for it in items}))
+        raise NoItemsError(
+            f"{backend.spec} answers {'/'.join(backend.kinds)} items, and all {len(items)} items of "
+            f"this run are {kinds} items: nothing to evaluate, no run directory written. "
+            "Choose a model for this kind of item (`scopebench models`)."
+        )
+    judge = _build_judge_or_close(config, backend, owned)
     # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
         provenance = _provenance(config, loaded, items, backend)
+        provenance["judge"] = judge_provenance(judge)
         _check_config(run_dir, provenance, fresh)
+        with RunStore(run_dir / STORE_FILE) as store:
+            check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
         (run_dir / CONFIG_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
         with RunStore(run_dir / STORE_FILE) as store:
             try:
                 n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
+                if judge is not None:
+                    judge_unparsed(config, judge, backend, items, store)
             except RunAbortedError:
                 # Stopped (Ctrl-C, too many failures): the export still shows what was kept.
                 store.export_jsonl(run_dir / RECORDS_JSONL)
@@ -451,6 +567,8 @@ def run_benchmark(
     finally:
         if owned:
             backend.close()
+        if judge is not None:
+            judge.close()
     if cached is None:
         metrics = (on_metrics or _basic_metrics)(run_dir)
         if stamp is not None:
@@ -459,6 +577,18 @@ def run_benchmark(
     else:
         metrics = cached
     return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
+
+
+def _build_judge_or_close(config: RunConfig, backend: Backend, owned: bool) -> Backend | None:
+    """The run's judge backend (``None`` without ``--judge``); a failure closes the run's own backend."""
+    if not config.judge:
+        return None
+    try:
+        return build_judge(config)
+    except BaseException:
+        if owned:
+            backend.close()
+        raise
 
 
 def _metrics_stamp(key: str, generation: int) -> dict[str, Any]:
@@ -501,7 +631,11 @@ def _basic_metrics(run_dir: Path) -> dict[str, Any]:
     # The same metrics as the CLI's (item summaries feed the metadata tables, the owner
     # aggregations and the localization splits), without its report files.
     metrics = compute_metrics(
-        run.records, benchmark=run.benchmark, items=run.items, seed=int(run.config.get("seed") or 0)
+        run.records,
+        benchmark=run.benchmark,
+        items=run.items,
+        seed=int(run.config.get("seed") or 0),
+        protocol=str(run.config.get("protocol") or "default"),
     )
     (run_dir / METRICS_FILE).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     return metrics
@@ -545,6 +679,9 @@ def _execute(
                 subset=it.subset,
                 split=it.split,
                 answer_index=it.answer_index,
+                # A detection item keeps its kind and class: localization scores it 0, never drops it.
+                kind=it.kind,
+                extra={"class_name": detection_class(it)} if it.kind == "detection" else {},
             )
             for it in blocked
         )
@@ -557,7 +694,10 @@ def _execute(
     with progress(len(todo), desc=f"{config.benchmark} × {backend.spec}") as bar:
         try:
             for batch, responses in executor.run(batches):
-                records = [make_record(it, r, backend) for it, r in zip(batch, responses, strict=True)]
+                records = [
+                    make_record(it, r, backend, box_repair=config.box_repair)
+                    for it, r in zip(batch, responses, strict=True)
+                ]
                 written += store.add(records)
                 errors = [r.error for r in records if r.status == "error"]
                 failed += len(errors)

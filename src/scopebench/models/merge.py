@@ -428,9 +428,9 @@ class SweepRow:
         n: Scored items.
         correct: Correct answers (unparsed or failed items count as wrong).
         accuracy: ``correct / n``.
-        ci_low: Lower bound of the 95% percentile bootstrap interval.
+        ci_low: Lower bound of the 95% Wilson score interval.
         ci_high: Upper bound.
-        ci_method: The interval's method (``percentile`` or ``degenerate``).
+        ci_method: The interval's method (``wilson``).
         by_task: Accuracy per task.
         run_dir: The α's run directory.
         model_dir: The merged model folder.
@@ -495,7 +495,7 @@ def sweep_alphas(
         data: Data location for the benchmark.
         split: Split to evaluate.
         limit: Evaluate only the first N items.
-        seed: Seed of the runs and of the bootstrap intervals.
+        seed: Seed of the runs (the Wilson intervals draw nothing).
         device: Device for the model.
         batch_size: Items per model call.
         openclip_arch: open_clip architecture name, needed to load open_clip checkpoints.
@@ -505,7 +505,7 @@ def sweep_alphas(
     """
     from scopebench.engine import RunConfig, load_run, run_benchmark
     from scopebench.scoring.accuracy import outcomes
-    from scopebench.scoring.bootstrap import bootstrap_ci
+    from scopebench.scoring.intervals import proportion_ci
 
     root = Path(out_dir)
     base_p, tuned_p = Path(base).expanduser().resolve(), Path(tuned).expanduser().resolve()
@@ -535,7 +535,7 @@ def sweep_alphas(
         result = run_benchmark(config, folder / "run")
         records = [r for r in load_run(result.run_dir).records if r.kind == "mcq"]
         values = outcomes(records, "wrong")
-        ci = bootstrap_ci(values, seed=seed)
+        ci = proportion_ci(values)
         tasks: dict[str, list[float]] = {}
         for r, v in zip(records, values, strict=True):
             tasks.setdefault(r.task, []).append(v)

@@ -16,7 +16,7 @@ from scopebench.errors import ModelSpecError
 from scopebench.models.base import Backend, ModelOptions
 from scopebench.models.presets import resolve_preset
 
-__all__ = ["available_schemes", "load_model", "register_scheme", "split_spec"]
+__all__ = ["available_schemes", "backend_class", "load_model", "register_scheme", "split_spec"]
 
 _SCHEMES: dict[str, str] = {
     "random": "scopebench.models.baselines:RandomBackend",
@@ -109,6 +109,19 @@ def split_spec(spec: str) -> tuple[str, str]:
         # Otherwise the hub client reports "Repo id must be in the form 'repo_name'…".
         raise ModelSpecError(f"model folder {arg} not found (spec {spec!r}); check the path")
     return scheme, arg
+
+
+def backend_class(spec: str) -> type[Backend]:
+    """The :class:`Backend` subclass ``spec`` names, without building it (no weights are loaded).
+
+    Raises:
+        ModelSpecError: For an unknown or malformed spec.
+        MissingDependencyError: When the backend's optional extra is not installed.
+    """
+    scheme, _ = split_spec(spec)
+    module_name, _, cls_name = _SCHEMES[scheme].partition(":")
+    cls: type[Backend] = getattr(importlib.import_module(module_name), cls_name)
+    return cls
 
 
 def load_model(spec: str, options: ModelOptions | None = None) -> Backend:

@@ -40,8 +40,8 @@ def read_replay_file(path: Path) -> dict[str, str | list[str]]:
 
     Raises:
         DataNotFoundError: When the file does not exist.
-        DataFormatError: On a malformed line, a line without ``item_id``/``response``, or two lines
-            giving different responses for the same item.
+        DataFormatError: On a malformed line, a line without ``item_id``/``response``, an
+            ``item_id`` that is not text, or two lines giving different responses for the same item.
     """
     if not path.is_file():
         raise DataNotFoundError(f"replay file not found: {path}")
@@ -64,7 +64,13 @@ def read_replay_file(path: Path) -> dict[str, str | list[str]]:
                     f'{path}, line {lineno}: expected {{"item_id": "...", "response": "..."}} '
                     '(or "responses": [...] for multi-step transcripts)'
                 )
-            item_id = str(obj["item_id"])
+            item_id = obj["item_id"]
+            if not isinstance(item_id, str) or not item_id.strip():
+                # Never str(): 7 would become "7" and name no item (ids look like "local/7").
+                raise DataFormatError(
+                    f"{path}, line {lineno}: item_id must be the item's id as text "
+                    f'(e.g. "local/q1"), got {json.dumps(item_id)}'
+                )
             text: str | list[str]
             if "responses" in obj:
                 steps = obj["responses"]
@@ -110,11 +116,27 @@ class ReplayBackend(Backend):
         self._explicit_labels = explicit
         self._labels = explicit or "letters"
 
+    #: Replies an item needs to be answered: 1, or a strategy's number of steps (the strategy sets
+    #: it before :meth:`prepare`, so the warning counts exactly the ``missing_response`` records).
+    steps_needed: int = 1
+
+    def n_replies(self, item_id: str) -> int:
+        """How many replies the file holds for ``item_id`` (a single ``"response"`` is one)."""
+        got = self.responses.get(item_id)
+        return len(got) if isinstance(got, list) else (0 if got is None else 1)
+
     def prepare(self, items: Sequence[Item]) -> None:
-        """Log how the file's ids line up with the run's items."""
+        """Log how the file's ids line up with the run's items.
+
+        The count of items without a response is exactly the number of ``missing_response``
+        records the run will write: items with no line or an empty transcript, and, under a
+        strategy, items whose transcript has fewer replies than the strategy has steps.
+        """
         ids = {it.id for it in items}
         unknown = [k for k in self.responses if k not in ids]
-        missing = sum(1 for it in items if it.id not in self.responses)
+        no_line = sum(1 for it in items if self.n_replies(it.id) == 0)
+        short = sum(1 for it in items if 0 < self.n_replies(it.id) < self.steps_needed)
+        missing = no_line + short
         if unknown:
             log.warning(
                 "%d line(s) of %s name items that are not in this run (e.g. %r); item ids look like %r",
@@ -124,7 +146,16 @@ class ReplayBackend(Backend):
                 next(iter(ids), "?"),
             )
         if missing:
-            log.warning("%d of %d items have no response in %s", missing, len(items), self.path)
+            log.warning(
+                "%d of %d items have no response in %s%s; they are recorded as missing_response",
+                missing,
+                len(items),
+                self.path,
+                f" ({no_line} have no reply, {short} have fewer replies than the strategy's "
+                f"{self.steps_needed} steps)"
+                if short
+                else "",
+            )
 
     def predict(self, items: Sequence[Item]) -> list[Response]:
         """Return the stored response of each item (a transcript's last reply), or ``missing_response``."""
@@ -146,9 +177,7 @@ class ReplayBackend(Backend):
 
         A single ``"response"`` counts as a one-reply transcript; an item without a line has none.
         """
-        got = self.responses.get(item_id)
-        n_replies = len(got) if isinstance(got, list) else (0 if got is None else 1)
-        return max(0, n_replies - n_steps)
+        return max(0, self.n_replies(item_id) - n_steps)
 
     def chat(
         self,

@@ -119,6 +119,9 @@ class StrategyBackend(Backend):
 
     def prepare(self, items: Sequence[Item]) -> None:
         """Let the inner backend see the run's items; warn once about transcripts too long to use."""
+        if hasattr(self.inner, "steps_needed"):
+            # A replay counts a transcript shorter than the strategy as missing (as chat() will).
+            self.inner.steps_needed = len(self.steps)
         self.inner.prepare(items)
         unused = self._unused_replies_of()
         if unused is None:

@@ -3,8 +3,8 @@
 A probe is a set of *conditions* (clean, ``corrupt:jpeg:3``, no image, swapped questions,
 rotation 2…). Each condition is an ordinary run of :func:`~scopebench.engine.run_benchmark` into
 ``OUT/<condition>/``, so it resumes and caches like any run and carries its own provenance. The
-probe then reads the conditions' records back, computes its numbers from them (accuracy with 95%
-percentile-bootstrap intervals from :mod:`scopebench.scoring.bootstrap`, paired intervals for
+probe then reads the conditions' records back, computes its numbers from them (accuracy with its
+95% Wilson score interval from :mod:`scopebench.scoring.intervals`, paired-bootstrap intervals for
 differences) and writes ``OUT/<probe>.json`` / ``.csv`` / ``.md`` and its plots (PNG and SVG),
 with the published rows of the seed papers beside ours where they exist.
 
@@ -497,8 +497,9 @@ def report_header(probe: ProbeRun, name: str, conditions: Sequence[Condition]) -
         "split": cfg.split,
         "limit": cfg.limit,
         "seed": cfg.seed,
+        "intervals": {"accuracy": "wilson", "difference": "paired-bootstrap-percentile"},
         "bootstrap": {
-            "method": "percentile",
+            "method": "bootstrap-percentile",
             "confidence": 0.95,
             "resamples": probe.resamples,
             "seed": cfg.seed,

@@ -4,7 +4,7 @@ How far can a benchmark be answered by matching the options to the question text
 answers with BERT next-sentence prediction (``nsp:`` — each option scored as the continuation of
 the question); the sentence-embedding baseline (``embed:`` — cosine similarity of question and
 option) asks the same question another way. This probe runs each model text only through the
-engine (``OUT/runs/<model-slug>/``, so it resumes), and reports accuracy with 95% bootstrap CIs
+engine (``OUT/runs/<model-slug>/``, so it resumes), and reports accuracy with 95% Wilson CIs
 overall, per task and per subset beside
 
 * chance: the expected accuracy of a uniform guess, the mean of ``1 / #options`` over the items;
@@ -72,7 +72,7 @@ def _groupers(records: Sequence[Record]) -> list[tuple[str, Callable[[Record], s
 def matching_rows(
     records_by_model: Mapping[str, Sequence[Record]], *, seed: int, resamples: int = 1000
 ) -> list[dict[str, Any]]:
-    """Accuracy rows (with 95% bootstrap CIs) per model: overall, per task, per subset.
+    """Accuracy rows (with 95% Wilson CIs) per model: overall, per task, per subset.
 
     Unscorable records (unparsed, error, missing) count as wrong and are counted in the row.
     """
@@ -237,7 +237,13 @@ def run_matching(
         "limit": base.limit,
         "seed": base.seed,
         "items_filter": restriction,
-        "bootstrap": {"method": "percentile", "confidence": 0.95, "resamples": resamples, "seed": base.seed},
+        "intervals": {"accuracy": "wilson"},
+        "bootstrap": {
+            "method": "bootstrap-percentile",
+            "confidence": 0.95,
+            "resamples": resamples,
+            "seed": base.seed,
+        },
         "runs": runs,
         "rows": matching_rows(records, seed=base.seed, resamples=resamples),
         "chance": chance_rows(items, first),
@@ -300,8 +306,7 @@ def _markdown(result: Mapping[str, Any]) -> str:
     lines = [f"# Question–option matching — {result['benchmark']} ({split})", ""]
     lines.append(
         "Text only: each model chooses the option that best matches the question, without the image. "
-        "Accuracy in %, 95% percentile bootstrap CI "
-        f"({result['bootstrap']['resamples']} resamples, seed {result['bootstrap']['seed']}); "
+        "Accuracy in %, 95% Wilson score interval [low, high]; "
         "unparsed answers and errors count as wrong."
     )
     filt = result.get("items_filter")

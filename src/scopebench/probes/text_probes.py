@@ -35,6 +35,7 @@ from scopebench.probes.base import (
     write_report,
 )
 from scopebench.scoring.bootstrap import bootstrap_ci
+from scopebench.scoring.intervals import proportion_ci
 
 __all__ = ["add_probe_parser", "circular_items", "permutation_probe", "position_bias", "swap_probe"]
 
@@ -256,11 +257,14 @@ def _circular_row(
     s0 = accuracy_summary(clean, seed=seed, resamples=resamples)
     row.update(clean_accuracy=s0["accuracy"], clean_ci_low=s0["ci_low"], clean_ci_high=s0["ci_high"])
     for name, values in (("circular", all_ok), ("mean", means), ("consistency", cons)):
-        iv = bootstrap_ci(values, seed=seed, resamples=resamples)
+        # Circular accuracy and consistency are proportions (Wilson); the mean is a mean of
+        # fractions, bootstrapped.
+        iv = bootstrap_ci(values, seed=seed, resamples=resamples) if name == "mean" else proportion_ci(values)
         row[f"{name}_accuracy" if name != "consistency" else name] = (
             sum(values) / len(values) if values else float("nan")
         )
         row[f"{name}_ci_low"], row[f"{name}_ci_high"] = iv.low, iv.high
+        row[f"{name}_ci_method"] = iv.method
     row["circular_correct"] = int(sum(all_ok))
     return row
 

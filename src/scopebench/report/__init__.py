@@ -9,7 +9,9 @@ from typing import Any
 
 from scopebench.engine.rundir import METRICS_FILE, RunData, load_run
 from scopebench.report.tables import (
+    judge_used,
     render_metrics_table,
+    report_columns,
     report_rows,
     rows_to_csv,
     rows_to_latex,
@@ -97,7 +99,13 @@ def write_run_outputs(
     if seed is None:
         seed = run_seed(run)
     metrics = compute_metrics(
-        run.records, benchmark=run.benchmark, policy=policy, items=run.items, seed=seed, resamples=resamples
+        run.records,
+        benchmark=run.benchmark,
+        policy=policy,
+        items=run.items,
+        seed=seed,
+        resamples=resamples,
+        protocol=str(run.config.get("protocol") or "default"),
     )
     metrics["model"] = run.model
     default = is_run_default(run, seed=seed, resamples=resamples, policy=policy)
@@ -112,10 +120,11 @@ def write_run_outputs(
     (out / METRICS_FILE).write_text(text, encoding="utf-8")
     rows = report_rows(metrics)
     title = f"{run.benchmark} — {run.model}"
-    (out / "metrics.csv").write_text(rows_to_csv(rows), encoding="utf-8")
+    (out / "metrics.csv").write_text(rows_to_csv(rows, report_columns(metrics)), encoding="utf-8")
     note = table_note(metrics)
-    (out / "metrics.md").write_text(rows_to_markdown(rows, title, note), encoding="utf-8")
-    (out / "metrics.tex").write_text(rows_to_latex(rows, title, note), encoding="utf-8")
+    judge = judge_used(metrics)
+    (out / "metrics.md").write_text(rows_to_markdown(rows, title, note, judge=judge), encoding="utf-8")
+    (out / "metrics.tex").write_text(rows_to_latex(rows, title, note, judge=judge), encoding="utf-8")
     task_rows = metrics["by_task"] or [metrics["overall"]]
     # A detection-only run has no accuracy to plot: its figure is the GRIT score per class.
     if has_accuracy(task_rows):

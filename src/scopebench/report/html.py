@@ -34,9 +34,14 @@ from scopebench.errors import ConfigMismatchError, DataNotFoundError, Scopebench
 from scopebench.items import LETTERS, Item, Record, open_image
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import (
-    format_accuracy,
     format_interval,
+    format_judge_free,
+    format_percent,
     format_score,
+    format_score_interval,
+    interval_note,
+    judge_note,
+    judge_used,
     leaderboard_table,
     localization_rows,
     metrics_rows,
@@ -220,18 +225,20 @@ _METRIC_HEAD = [
 
 def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str, Any]) -> str:
     rows = metrics_rows(metrics)
+    judge = judge_used(metrics)
     body = [
         [
             r["section"],
             r["group"],
             str(r["n"]),
             str(r["correct"]),
-            format_accuracy(r),
+            format_percent(r),
             format_interval(r),
             str(r["unparsed"]),
             str(r["errors"]),
             str(r["missing_image"]),
             str(r["missing_response"]),
+            *([str(r.get("n_judge", 0)), format_judge_free(r)] if judge else []),
         ]
         for r in rows
     ]
@@ -241,18 +248,18 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
         f' data-n="{r["n"]}" data-correct="{r["correct"]}"'
         for r in rows
     ]
-    boot = metrics.get("bootstrap") or {}
     cfg = run.config
     parts = [
         f'<section class="run" id="run-{index}"><h3>{_e(label)}</h3>',
         f'<p class="note">run <code>{_e(run.path)}</code> · '
         f"data fingerprint {_e(cfg.get('data_fingerprint'))} · "
         f"protocol {_e(cfg.get('protocol'))} · parser {_e(cfg.get('parser_version'))} · "
-        f"policy for unscorable answers: <b>{_e(metrics.get('policy'))}</b> · 95% CI: "
-        f"{_e(boot.get('method'))} bootstrap, {_e(boot.get('resamples'))} resamples, "
-        f"seed {_e(boot.get('seed'))}</p>",
-        _table(_METRIC_HEAD, body, attrs),
+        f"policy for unscorable answers: <b>{_e(metrics.get('policy'))}</b> · "
+        f"{_e(interval_note(metrics))}</p>",
+        _table(_METRIC_HEAD + (["judge", "judge-free"] if judge else []), body, attrs),
     ]
+    if judge:
+        parts.append(f'<p class="note">{_e(judge_note(metrics))}</p>')
     loc = localization_rows(metrics)
     if loc:
         parts.append("<h4>Localization (detection items): mean GRIT score per class, 0–1</h4>")
@@ -260,7 +267,13 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
             _table(
                 ["section", "group", "n", "GRIT score", "95% CI"],
                 [
-                    [r["section"], r["group"], str(r["n"]), format_score(r).removeprefix("GRIT "), _ci3(r)]
+                    [
+                        r["section"],
+                        r["group"],
+                        str(r["n"]),
+                        format_score(r).removeprefix("GRIT "),
+                        format_score_interval(r),
+                    ]
                     for r in loc
                 ],
             )
@@ -276,13 +289,6 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
         parts.append(f'<p class="note">owner aggregation: {_e(owner["description"])}</p>')
     parts.append("</section>")
     return "\n".join(parts)
-
-
-def _ci3(row: Mapping[str, Any]) -> str:
-    lo, hi = row.get("ci_low"), row.get("ci_high")
-    if lo is None or hi is None or lo != lo or hi != hi:
-        return ""
-    return f"[{float(lo):.3f}, {float(hi):.3f}]"
 
 
 def _leaderboard_section(result: Mapping[str, Any]) -> str:
@@ -435,6 +441,16 @@ def _item_html(
             detail = f'<pre class="response">{_e(rec.response)}</pre>'
         if rec.error:
             detail += f'<div class="note">{_e(rec.error)}</div>'
+        verdict = rec.extra.get("judge")
+        if isinstance(verdict, dict):
+            # The judge's part stays visible: what it replied and whether its answer was used.
+            used = "answer used" if rec.extra.get("answer_method") == "judge" else "answer not used"
+            detail += (
+                f'<div class="note">judge {_e(verdict.get("spec"))} replied '
+                f"{_e(json.dumps(verdict.get('reply')))} ({used}"
+                + (f"; {_e(verdict['error'])}" if verdict.get("error") else "")
+                + f"); parser: {_e(verdict.get('parser_error'))}</div>"
+            )
         if rec.scores:
             detail += '<div class="note">scores: ' + _e(", ".join(f"{s:.3f}" for s in rec.scores)) + "</div>"
         rows.append(
@@ -565,7 +581,13 @@ def build_html_report(
     metrics = []
     for run in runs:
         m = compute_metrics(
-            run.records, benchmark=bench, policy=policy, items=run.items, seed=seed, resamples=resamples
+            run.records,
+            benchmark=bench,
+            policy=policy,
+            items=run.items,
+            seed=seed,
+            resamples=resamples,
+            protocol=str(run.config.get("protocol") or "default"),
         )
         m["model"] = run.model
         metrics.append(m)
@@ -579,7 +601,8 @@ def build_html_report(
         f"<style>{_template('report.css')}</style></head><body>",
         f"<h1>scopebench report: {_e(bench)}</h1>",
         f'<p class="note">{len(runs)} run(s): {_e(", ".join(labels))}. Accuracy is shown as '
-        f"value ± half-width of its 95% bootstrap interval, then the interval; unparsed answers, errors "
+        f"its value, then its 95% interval [low, high] (method per row in metrics.json); "
+        f"unparsed answers, errors "
         f"and missing images/responses are counted beside each accuracy (policy <b>{_e(policy)}</b>).</p>",
     ]
     if len(runs) > 1:

@@ -13,13 +13,20 @@ from rich.table import Table
 __all__ = [
     "format_accuracy",
     "format_interval",
+    "format_judge_free",
+    "format_percent",
     "format_score",
+    "format_score_interval",
+    "interval_note",
+    "judge_note",
+    "judge_used",
     "leaderboard_columns",
     "leaderboard_table",
     "localization_rows",
     "metrics_rows",
     "pairwise_rows",
     "render_metrics_table",
+    "report_columns",
     "report_rows",
     "rows_to_csv",
     "rows_to_latex",
@@ -36,7 +43,6 @@ _COLUMNS = (
     "accuracy",
     "ci_low",
     "ci_high",
-    "ci_halfwidth",
     "ci_method",
     "unparsed",
     "errors",
@@ -44,19 +50,38 @@ _COLUMNS = (
     "missing_response",
     "score",
 )
+#: Columns added when a judge answered (``metrics["judge"]`` is set): see :func:`report_columns`.
+_JUDGE_COLUMNS = ("n_judge", "judge_free_accuracy")
+
+
+def judge_used(metrics: Mapping[str, Any]) -> bool:
+    """Whether the run asked an answer-extraction judge (its tables then show the judge columns)."""
+    return metrics.get("judge") is not None
+
+
+def report_columns(metrics: Mapping[str, Any]) -> tuple[str, ...]:
+    """CSV columns of a run: the standard ones, plus ``n_judge`` and ``judge_free_accuracy`` with a judge."""
+    return _COLUMNS + _JUDGE_COLUMNS if judge_used(metrics) else _COLUMNS
 
 
 def _isnan(x: Any) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def format_accuracy(row: Mapping[str, Any]) -> str:
-    """``"54.2% ±3.1"`` (percentage points), ``"n/a"`` when undefined."""
+def format_percent(row: Mapping[str, Any]) -> str:
+    """``"54.2%"``: the accuracy alone (tables with an interval column), ``"n/a"`` when undefined."""
     acc: Any = row.get("accuracy")
-    if _isnan(acc):
-        return "n/a"
-    half: Any = row.get("ci_halfwidth")
-    return f"{100 * float(acc):.1f}%" + ("" if _isnan(half) else f" ±{100 * float(half):.1f}")
+    return "n/a" if _isnan(acc) else f"{100 * float(acc):.1f}%"
+
+
+def format_accuracy(row: Mapping[str, Any]) -> str:
+    """``"54.2% [50.1, 58.3]"``: the accuracy and its 95% interval in percent, ``"n/a"`` when undefined.
+
+    The interval is printed as its two bounds, never as ``± half-width``: intervals near 0% or 100%
+    are asymmetric (1 of 12 is ``8.3% [1.5, 35.4]``).
+    """
+    interval = format_interval(row)
+    return format_percent(row) + (f" {interval}" if interval and not _isnan(row.get("accuracy")) else "")
 
 
 def format_interval(row: Mapping[str, Any]) -> str:
@@ -104,12 +129,17 @@ def report_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def format_score(row: Mapping[str, Any]) -> str:
-    """A localization row's ``"GRIT 0.742 ±0.031"`` (score in ``[0, 1]``), ``"n/a"`` when undefined."""
+    """A localization row's ``"GRIT 0.742"`` (score in ``[0, 1]``), ``"n/a"`` when undefined.
+
+    Its interval is :func:`format_score_interval` (``[0.700, 0.781]``), in its own column.
+    """
     score: Any = row.get("score")
-    if _isnan(score):
-        return "n/a"
-    half: Any = row.get("ci_halfwidth")
-    return f"GRIT {float(score):.3f}" + ("" if _isnan(half) else f" ±{float(half):.3f}")
+    return "n/a" if _isnan(score) else f"GRIT {float(score):.3f}"
+
+
+def format_score_interval(row: Mapping[str, Any]) -> str:
+    """A localization row's ``"[0.700, 0.781]"``, or an empty string when there is no interval."""
+    return _score_interval(row)
 
 
 def _score_interval(row: Mapping[str, Any]) -> str:
@@ -145,7 +175,29 @@ def _group_label(row: Mapping[str, Any]) -> str:
     return str(row["group"])
 
 
-def _display(rows: Iterable[Mapping[str, Any]]) -> list[list[str]]:
+def format_judge_free(row: Mapping[str, Any]) -> str:
+    """A row's judge-free accuracy (judge answers counted as unparsed) as ``"41.2%"``; ``""`` if none."""
+    acc: Any = row.get("judge_free_accuracy")
+    return "" if _isnan(acc) else f"{100 * float(acc):.1f}%"
+
+
+def _display(rows: Sequence[Mapping[str, Any]], judge: bool = False) -> list[list[str]]:
+    table = _display_base(rows)
+    if not judge:
+        return table
+    return [
+        [*cells, "", ""]
+        if r.get("section") == "localization"
+        else [*cells, str(r.get("n_judge", 0)), format_judge_free(r)]
+        for r, cells in zip(rows, table, strict=True)
+    ]
+
+
+def _head(judge: bool) -> list[str]:
+    return _HEAD + _JUDGE_HEAD if judge else _HEAD
+
+
+def _display_base(rows: Iterable[Mapping[str, Any]]) -> list[list[str]]:
     return [
         [str(r["section"]), str(r["group"]), str(r["n"]), format_score(r), _score_interval(r), "", "", "", ""]
         if r.get("section") == "localization"
@@ -153,7 +205,7 @@ def _display(rows: Iterable[Mapping[str, Any]]) -> list[list[str]]:
             str(r.get("section", "")),
             _group_label(r),
             str(r["n"]),
-            format_accuracy(r),
+            format_percent(r),
             format_interval(r),
             str(r["unparsed"]),
             str(r["errors"]),
@@ -165,18 +217,27 @@ def _display(rows: Iterable[Mapping[str, Any]]) -> list[list[str]]:
 
 
 _HEAD = ["section", "group", "n", "accuracy", "95% CI", "unparsed", "errors", "no image", "no response"]
+# With a judge: how many of the row's answers are the judge's, and the accuracy without them.
+_JUDGE_HEAD = ["judge", "judge-free"]
 # Never cut: these stay whole; the others wrap at spaces (a value may take two lines, never "…").
 _KEEP_WHOLE = {"section", "n"}
 
 
-def rows_to_markdown(rows: Sequence[Mapping[str, Any]], title: str = "", note: str = "") -> str:
-    """A GitHub-flavoured Markdown table of accuracy rows (``note`` is printed above it)."""
+def rows_to_markdown(
+    rows: Sequence[Mapping[str, Any]], title: str = "", note: str = "", *, judge: bool = False
+) -> str:
+    """A GitHub-flavoured Markdown table of accuracy rows (``note`` is printed above it).
+
+    ``judge`` adds the columns ``judge`` (answers from the judge) and ``judge-free`` (accuracy
+    with those answers counted as unparsed).
+    """
+    head = _head(judge)
     lines = [f"## {title}", ""] if title else []
     if note:
         lines += [note, ""]
-    lines.append("| " + " | ".join(_HEAD) + " |")
-    lines.append("|" + "|".join(["---", "---"] + ["---:"] * (len(_HEAD) - 2)) + "|")
-    for cells in _display(rows):
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join(["---", "---"] + ["---:"] * (len(head) - 2)) + "|")
+    for cells in _display(rows, judge):
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -197,19 +258,23 @@ def _tex(s: str) -> str:
     return "".join(_TEX_ESCAPE.get(ch, ch) for ch in s)
 
 
-def rows_to_latex(rows: Sequence[Mapping[str, Any]], caption: str = "", note: str = "") -> str:
+def rows_to_latex(
+    rows: Sequence[Mapping[str, Any]], caption: str = "", note: str = "", *, judge: bool = False
+) -> str:
     """A booktabs ``tabular`` of accuracy rows (needs the LaTeX package booktabs).
 
-    ``note`` (policy, interval method) is appended to the caption.
+    ``note`` (policy, interval method) is appended to the caption; ``judge`` adds the judge columns
+    as in :func:`rows_to_markdown`.
     """
+    head = _head(judge)
     lines = [r"\begin{table}[t]", r"\centering"]
     text = ". ".join(t for t in (caption, note) if t)
     if text:
         lines.append(rf"\caption{{{_tex(text)}}}")
-    lines += [r"\begin{tabular}{ll" + "r" * (len(_HEAD) - 2) + "}", r"\toprule"]
-    lines.append(" & ".join(_tex(h) for h in _HEAD) + r" \\")
+    lines += [r"\begin{tabular}{ll" + "r" * (len(head) - 2) + "}", r"\toprule"]
+    lines.append(" & ".join(_tex(h) for h in head) + r" \\")
     lines.append(r"\midrule")
-    for cells in _display(rows):
+    for cells in _display(rows, judge):
         lines.append(" & ".join(_tex(c) for c in cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
@@ -218,21 +283,19 @@ def rows_to_latex(rows: Sequence[Mapping[str, Any]], caption: str = "", note: st
 def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -> Table:
     """A rich table: overall, per task / subset / split, the owner aggregation and localization.
 
-    Accuracy shows as ``54.2% ±3.1`` beside its ``[lo, hi]`` 95% bootstrap interval; the GRIT
-    localization score of detection items (section ``localization``) as ``GRIT 0.742 ±0.031``.
+    Accuracy shows as ``54.2%`` beside its ``[lo, hi]`` 95% interval; the GRIT localization score of
+    detection items (section ``localization``) as ``GRIT 0.742`` beside ``[0.700, 0.781]``. When a
+    judge answered (``metrics["judge"]``), the columns ``judge`` and ``judge-free`` and a caption line
+    (:func:`judge_note`) show how many answers are the judge's and the accuracy without them.
 
     Args:
         metrics: A run's metrics (``metrics.json``).
         title: Table title (default: the benchmark); the policy for unscorable answers is appended.
     """
-    boot = metrics.get("bootstrap") or {}
     title = f"{title or metrics.get('benchmark', '')} — policy {metrics.get('policy', '')}"
-    table = Table(
-        title=title,
-        caption=f"95% CI: {boot.get('method', 'percentile')} bootstrap, "
-        f"{boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')}",
-    )
-    for h in _HEAD:
+    judge = judge_used(metrics)
+    table = Table(title=title, caption=interval_note(metrics) + ("\n" + judge_note(metrics) if judge else ""))
+    for h in _head(judge):
         # Numbers and section names never shrink to "…": a long group name wraps instead.
         if h == "group":
             table.add_column(h, justify="left", overflow="fold", min_width=16)
@@ -250,7 +313,7 @@ def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -
     ]
     if len(metrics.get("by_split", [])) <= 1:
         rows = [r for r in rows if r["section"] != "split"]
-    for cells in _display(rows):
+    for cells in _display(rows, judge):
         table.add_row(*cells)
     return table
 
@@ -269,8 +332,9 @@ def leaderboard_columns(result: Mapping[str, Any]) -> list[str]:
 def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Header and string cells of the leaderboard: runs, baselines, then published rows if present.
 
-    Columns: model, source, n, overall accuracy ± half-width, 95% CI, unparsed, errors, missing
-    (image or response), then the owner aggregation's columns.
+    Columns: model, source, n, overall accuracy, its 95% CI, unparsed, errors, missing (image or
+    response), then the owner aggregation's columns (``54.2% [50.1, 58.3]``). Published cells are
+    quoted as their papers print them (``value ±half-width``, the papers' own notation).
     """
     cols = leaderboard_columns(result)
     head = ["model", "source", "n", "overall", "95% CI", "unparsed", "errors", "missing", *cols]
@@ -283,7 +347,7 @@ def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[s
                 e["model"],
                 e["source"],
                 str(ov["n"]),
-                format_accuracy(ov),
+                format_percent(ov),
                 format_interval(ov),
                 str(ov["unparsed"]),
                 str(ov["errors"]),
@@ -327,10 +391,33 @@ def pairwise_rows(pairs: Iterable[Mapping[str, Any]]) -> list[list[str]]:
 
 def table_note(metrics: Mapping[str, Any]) -> str:
     """One line saying the policy and the interval method of a metrics dict."""
-    boot = metrics.get("bootstrap") or {}
-    return (
+    note = (
         f"Policy for unparsed answers, errors and missing images/responses: {metrics.get('policy', '?')} "
-        f"(wrong = counted as incorrect; exclude = left out of the denominator). "
-        f"Accuracy ± half-width of the 95% CI ({boot.get('method', '?')} bootstrap, "
-        f"{boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')})."
+        f"(wrong = counted as incorrect; exclude = left out of the denominator). " + interval_note(metrics)
     )
+    return note + (" " + judge_note(metrics) if judge_used(metrics) else "")
+
+
+def interval_note(metrics: Mapping[str, Any]) -> str:
+    """One sentence naming the 95% interval of each kind of row (each row's ``ci_method`` says it too)."""
+    boot = metrics.get("bootstrap") or {}
+    methods = metrics.get("intervals") or {}
+    macro = methods.get("macro_average", "stratified-bootstrap-percentile")
+    return (
+        f"95% CI as [low, high]: {methods.get('proportion', 'wilson')} score interval for accuracies; "
+        f"{macro} for macro-averages and bootstrap-percentile for GRIT scores "
+        f"({boot.get('resamples', '?')} resamples, seed {boot.get('seed', '?')})."
+    )
+
+
+def judge_note(metrics: Mapping[str, Any]) -> str:
+    """One line saying how many answers came from the answer-extraction judge, and the judge-free accuracy."""
+    j = metrics.get("judge") or {}
+    free = j.get("judge_free") or {}
+    return (
+        f"{j.get('answered', 0)} answer(s) came from the answer-extraction judge "
+        f"{', '.join(j.get('specs') or [])}, asked about {j.get('asked', 0)} unparsed response(s) "
+        f"({j.get('none', 0)} none, {j.get('unreadable', 0)} unreadable, {j.get('failed', 0)} failed); "
+        f"judge-free accuracy (judge answers counted as unparsed): {format_accuracy(free)}; "
+        "column judge-free gives it per row."
+    ).replace("  ", " ")

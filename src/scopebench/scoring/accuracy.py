@@ -6,6 +6,10 @@ Two policies for records that carry no scorable answer (``unparsed``, ``error``,
 * ``wrong`` (default) — they stay in the denominator and count as incorrect, which is how a
   benchmark's headline number must be reported;
 * ``exclude`` — they leave the denominator (accuracy over answered items), for diagnosis.
+
+Each row's 95% interval is the Wilson score interval of ``correct / denominator``
+(:func:`~scopebench.scoring.intervals.wilson_interval`): under ``exclude`` it is computed on the
+answered records alone, so an excluded record never enters it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from scopebench.items import Record
-from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, bootstrap_ci
+from scopebench.parsing.judge import answered_by_judge
+from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES
+from scopebench.scoring.intervals import wilson_interval
 
 __all__ = ["AccuracyRow", "Policy", "accuracy_row", "group_rows", "outcomes"]
 
@@ -30,7 +36,7 @@ class AccuracyRow:
     Attributes:
         group: What the row is (``"overall"``, ``"task=NP"``…).
         n: Records in the group.
-        correct: Records answered correctly.
+        correct: Records answered correctly (under ``exclude``, among the answered ones).
         accuracy: ``correct / denominator`` (``nan`` when the denominator is 0).
         denominator: ``n`` under policy ``wrong``; answered records under ``exclude``.
         unparsed: Responses that committed to no single option.
@@ -38,13 +44,15 @@ class AccuracyRow:
         missing_image: Items whose image is missing from the data.
         missing_response: Items a replay file has no answer for.
         policy: The policy used.
-        ci_low: Lower bound of the 95% bootstrap interval (``nan`` when not computed).
-        ci_high: Upper bound of the 95% bootstrap interval.
-        ci_halfwidth: Half the interval width (shown as ``± half-width``).
-        ci_method: ``percentile``, or ``degenerate`` for constant samples / ``n ≤ 1`` (``[p, p]``),
-            or ``none`` when no interval was asked for.
-        resamples: Bootstrap resamples drawn.
-        seed: Seed of the bootstrap generator (``None`` when no interval was computed).
+        ci_low: Lower bound of the 95% Wilson score interval (``nan`` when the denominator is 0).
+        ci_high: Upper bound of the 95% Wilson score interval.
+        ci_method: ``wilson``.
+        resamples: 0 (the Wilson interval draws nothing).
+        seed: ``None`` (nothing random).
+        n_judge: Answers that came from the answer-extraction judge (``--judge``), not the parser.
+        judge_free_accuracy: The accuracy with those answers counted as ``unparsed`` under the
+            same policy, i.e. what the run scores without a judge (equals ``accuracy`` when
+            ``n_judge`` is 0).
     """
 
     group: str
@@ -59,10 +67,11 @@ class AccuracyRow:
     policy: Policy
     ci_low: float = float("nan")
     ci_high: float = float("nan")
-    ci_halfwidth: float = float("nan")
     ci_method: str = "none"
     resamples: int = 0
     seed: int | None = None
+    n_judge: int = 0
+    judge_free_accuracy: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
@@ -93,20 +102,28 @@ def accuracy_row(
         group: Row label.
         records: The records of the group.
         policy: What unscorable records count as.
-        seed: Seed of the 95% bootstrap interval; ``None`` computes no interval.
-        resamples: Bootstrap resamples.
+        seed: Unused (the Wilson interval draws nothing); kept so callers pass one set of
+            interval options everywhere.
+        resamples: Unused, as ``seed``.
     """
+    del seed, resamples  # the row's interval is Wilson's, whatever the caller's bootstrap options
     n = len(records)
     status_counts: dict[str, int] = defaultdict(int)
     for r in records:
         status_counts[r.status] += 1
-    correct = sum(1 for r in records if r.correct)
-    answered = status_counts["ok"]
-    denominator = n if policy == "wrong" else answered
+    # The same outcomes the denominator counts: under ``exclude`` only answered records, so neither
+    # the accuracy nor its interval ever sees an excluded record.
+    counted = outcomes(records, policy)
+    correct = int(sum(counted))
+    denominator = len(counted)
     acc = correct / denominator if denominator else float("nan")
-    ci: dict[str, Any] = {}
-    if seed is not None:
-        ci = bootstrap_ci(outcomes(records, policy), seed=seed, resamples=resamples).fields()
+    iv = wilson_interval(correct, denominator)
+    ci: dict[str, Any] = {"ci_low": iv.low, "ci_high": iv.high, "ci_method": iv.method, "resamples": 0}
+    # The judge-free outcome: judge answers go back to unparsed (still in the denominator under
+    # ``wrong``, out of it under ``exclude``).
+    judged = [r for r in records if r.status == "ok" and answered_by_judge(r)]
+    free_den = denominator if policy == "wrong" else denominator - len(judged)
+    free_correct = correct - sum(1 for r in judged if r.correct)
     return AccuracyRow(
         group=group,
         n=n,
@@ -119,6 +136,8 @@ def accuracy_row(
         missing_response=status_counts["missing_response"],
         policy=policy,
         **ci,
+        n_judge=len(judged),
+        judge_free_accuracy=free_correct / free_den if free_den else float("nan"),
     )
 
 

@@ -3,7 +3,9 @@
 * ``ubench`` — μ-Bench: macro-average over tasks for *coarse* (modality, submodality, domain,
   subdomain, stain), *fine* (classification) and *cognition* (any other multiple-choice task), on
   all items and on the pathology-only view (item metadata ``domain == "pathology"``); the 95% CI is
-  a stratified bootstrap (resample within each task, then macro-average).
+  a stratified percentile bootstrap (resample within each task, then macro-average), or under
+  ``--protocol owner`` μ-Bench's own ``scipy.stats.bootstrap(method="basic")``
+  (:func:`~scopebench.scoring.intervals.owner_macro_basic_ci`).
 * ``pathmmu`` — instance-weighted accuracy per subset and ``overall`` for each split (``test_tiny``,
   ``test``, then any other split present), plus the paper's ``ALL`` rows: ``test`` and ``test_tiny``
   pooled (the released data keeps them disjoint; the paper's ALL columns count both, e.g.
@@ -12,18 +14,22 @@
 * ``microvqa`` — accuracy per task 1, 2, 3 and instance-weighted ``overall``.
 
 Every row carries ``split_or_group`` and ``subset_or_task``, the two keys of the published-results
-table, so published numbers can be set beside a run's.
+table, so published numbers can be set beside a run's. Instance-weighted rows carry the Wilson
+interval of their accuracy (PathMMU, SPUR and MicroVQA publish no interval, so the owner protocol
+changes nothing there); every row records its ``ci_method``.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scopebench.items import Record
-from scopebench.scoring.accuracy import Policy, accuracy_row
+from scopebench.scoring.accuracy import Policy, accuracy_row, outcomes
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, stratified_macro_ci
+from scopebench.scoring.intervals import owner_macro_basic_ci
 
 __all__ = ["COARSE_TASKS", "FINE_TASKS", "MICROVQA_TASKS", "PATHMMU_ALL", "SPUR_TASKS", "owner_aggregation"]
 
@@ -55,6 +61,7 @@ def _macro_row(
     policy: Policy,
     seed: int,
     resamples: int,
+    protocol: str = "default",
 ) -> dict[str, Any] | None:
     by_task: dict[str, list[Record]] = defaultdict(list)
     for r in records:
@@ -65,8 +72,17 @@ def _macro_row(
     strata = [(row.correct, row.denominator) for row in task_rows.values()]
     kept = [(k, n) for k, n in strata if n > 0]
     acc = sum(k / n for k, n in kept) / len(kept) if kept else float("nan")
-    iv = stratified_macro_ci(strata, seed=seed, resamples=resamples)
+    extra: dict[str, Any] = {}
+    if protocol == "owner":
+        iv, raw = owner_macro_basic_ci(
+            [outcomes(rs, policy) for _, rs in sorted(by_task.items())], seed=seed, resamples=resamples
+        )
+        if raw is not None:
+            extra["ci_owner_unclipped"] = list(raw)
+    else:
+        iv = stratified_macro_ci(strata, seed=seed, resamples=resamples)
     totals = accuracy_row("all", records, policy)
+    free = [row.judge_free_accuracy for row in task_rows.values() if not math.isnan(row.judge_free_accuracy)]
     return {
         "group": f"{split_or_group}/{subset_or_task}",
         "split_or_group": split_or_group,
@@ -83,6 +99,10 @@ def _macro_row(
         "missing_response": totals.missing_response,
         "policy": policy,
         **iv.fields(),
+        **extra,
+        "n_judge": totals.n_judge,
+        # Macro-averaged like ``accuracy``, over the tasks with a judge-free denominator.
+        "judge_free_accuracy": sum(free) / len(free) if free else float("nan"),
     }
 
 
@@ -92,6 +112,7 @@ def _ubench(
     policy: Policy,
     seed: int,
     resamples: int,
+    protocol: str = "default",
 ) -> list[dict[str, Any]]:
     def is_pathology(r: Record) -> bool:
         meta = items.get(r.item_id, {}).get("metadata") or {}
@@ -105,7 +126,7 @@ def _ubench(
     rows = []
     for name, recs in groups.items():
         for view, sel in (("all", recs), ("pathology", [r for r in recs if is_pathology(r)])):
-            row = _macro_row(name, view, sel, policy, seed, resamples)
+            row = _macro_row(name, view, sel, policy, seed, resamples, protocol)
             if row is not None:
                 rows.append(row)
     return rows
@@ -164,7 +185,7 @@ def _pathmmu(records: Sequence[Record], policy: Policy, seed: int, resamples: in
 
 _DESCRIPTIONS = {
     "ubench": "μ-Bench: macro-average over tasks (coarse, fine, cognition; all items and pathology only); "
-    "CI by stratified bootstrap within tasks",
+    "CI by stratified bootstrap within tasks (percentile; basic, as eVLLM, under --protocol owner)",
     "pathmmu": "PathMMU: instance-weighted accuracy per subset and overall, per split; ALL pools test and "
     "test_tiny (the paper's ALL columns)",
     "spur": "SPUR: accuracy per task (NP, MP, IL, TA, HI, Qual, Quant) and instance-weighted overall",
@@ -180,6 +201,7 @@ def owner_aggregation(
     policy: Policy = "wrong",
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
+    protocol: str = "default",
 ) -> dict[str, Any] | None:
     """The benchmark owners' aggregation of multiple-choice ``records``.
 
@@ -190,6 +212,8 @@ def owner_aggregation(
         policy: What unscorable records count as.
         seed: Bootstrap seed.
         resamples: Bootstrap resamples.
+        protocol: The run's prompt protocol; ``owner`` gives μ-Bench's macro rows the owner's
+            basic bootstrap interval.
 
     Returns:
         ``{"benchmark", "description", "rows"}`` or ``None`` when the benchmark has no owner
@@ -197,7 +221,7 @@ def owner_aggregation(
     """
     mcq = [r for r in records if r.kind == "mcq"]
     if benchmark == "ubench":
-        rows = _ubench(mcq, items or {}, policy, seed, resamples)
+        rows = _ubench(mcq, items or {}, policy, seed, resamples, protocol)
     elif benchmark == "pathmmu":
         rows = _pathmmu(mcq, policy, seed, resamples)
     elif benchmark == "spur":

@@ -1,7 +1,10 @@
-"""Bootstrap confidence intervals for accuracies, all seeded and reproducible.
+"""Bootstrap confidence intervals, all seeded and reproducible.
 
-* :func:`bootstrap_ci` — percentile interval of a mean of 0/1 outcomes via
-  :func:`scipy.stats.bootstrap` (``method="percentile"``; BCa fails on constant samples).
+Single proportions (an accuracy ``k / n``) do not use these: their interval is the Wilson score
+interval of :mod:`scopebench.scoring.intervals`, which a bootstrap cannot replace at 0% or 100%.
+
+* :func:`bootstrap_ci` — percentile interval of a mean (GRIT scores of one class, probe scores)
+  via :func:`scipy.stats.bootstrap` (``method="percentile"``; BCa fails on constant samples).
 * :func:`stratified_macro_ci` — stratified bootstrap of a macro-average: resample within each
   stratum (task), average each stratum, then average the strata.
 * :func:`paired_diff_ci` — paired bootstrap of the accuracy difference of two models on the same
@@ -10,6 +13,11 @@
 Resampling a 0/1 sample with replacement only changes how many ones it holds, so the stratified
 and paired versions draw those counts directly (binomial / multinomial), which is exactly the same
 distribution as resampling indices and needs no ``resamples × n`` matrix.
+
+Every interval contains its estimate: a percentile interval of these means misses the estimate
+only when 97.5% of the resamples fall on one side of it, which binomial / multinomial resampling of
+the observed counts does not produce; should it happen, the bound is moved to the estimate
+(:func:`_percentiles`), so ``low ≤ estimate ≤ high`` holds on every row.
 """
 
 from __future__ import annotations
@@ -30,8 +38,8 @@ __all__ = [
     "stratified_mean_ci",
 ]
 
-#: The interval method recorded in every row.
-CI_METHOD = "percentile"
+#: The method of :func:`bootstrap_ci` (the others prefix ``stratified-`` / ``paired-``).
+CI_METHOD = "bootstrap-percentile"
 #: Default number of bootstrap resamples.
 DEFAULT_RESAMPLES = 1000
 #: Method recorded when the sample is constant (all 0, all 1) or has ≤ 1 value: ``[p, p]``.
@@ -46,9 +54,11 @@ class Interval:
     Attributes:
         low: Lower bound.
         high: Upper bound.
-        method: ``percentile``, ``stratified-percentile``, ``paired-percentile`` or ``degenerate``.
-        resamples: Bootstrap resamples drawn.
-        seed: Seed of the random generator.
+        method: ``wilson``, ``bootstrap-percentile``, ``stratified-bootstrap-percentile``,
+            ``paired-bootstrap-percentile``, ``stratified-bootstrap-basic`` (μ-Bench owner) or
+            ``degenerate`` (a bootstrap with nothing to resample: ``[p, p]``).
+        resamples: Bootstrap resamples drawn (0 for Wilson).
+        seed: Seed of the random generator (0 for Wilson, which draws nothing).
     """
 
     low: float
@@ -57,17 +67,11 @@ class Interval:
     resamples: int
     seed: int
 
-    @property
-    def halfwidth(self) -> float:
-        """Half the width of the interval."""
-        return (self.high - self.low) / 2
-
     def fields(self) -> dict[str, Any]:
         """The ``ci_*``, ``resamples`` and ``seed`` fields of a result row, in that order."""
         return {
             "ci_low": self.low,
             "ci_high": self.high,
-            "ci_halfwidth": self.halfwidth,
             "ci_method": self.method,
             "resamples": self.resamples,
             "seed": self.seed,
@@ -101,7 +105,7 @@ def bootstrap_ci(
         np.mean,
         n_resamples=resamples,
         confidence_level=_CONFIDENCE,
-        method=CI_METHOD,
+        method="percentile",
         rng=np.random.default_rng(seed),
         # Resamples are drawn batch by batch from the same stream, so the interval does not depend
         # on the batch size; a (batch × n) float array plus its int64 indices must stay small
@@ -109,13 +113,14 @@ def bootstrap_ci(
         batch=max(1, min(resamples, 2_000_000 // max(1, x.size))),
     )
     ci = res.confidence_interval
-    return Interval(float(ci.low), float(ci.high), CI_METHOD, resamples, seed)
+    return Interval(min(float(ci.low), p), max(float(ci.high), p), CI_METHOD, resamples, seed)
 
 
-def _percentiles(dist: np.ndarray) -> tuple[float, float]:
+def _percentiles(dist: np.ndarray, point: float) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of ``dist``, stretched to contain ``point`` (see module doc)."""
     alpha = (1 - _CONFIDENCE) / 2
     lo, hi = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)])
-    return float(lo), float(hi)
+    return min(float(lo), point), max(float(hi), point)
 
 
 def stratified_macro_ci(
@@ -140,7 +145,7 @@ def stratified_macro_ci(
     for k, n in kept:
         means += rng.binomial(n, k / n, size=resamples) / n
     means /= len(kept)
-    lo, hi = _percentiles(means)
+    lo, hi = _percentiles(means, point)
     return Interval(lo, hi, "stratified-" + CI_METHOD, resamples, seed)
 
 
@@ -171,7 +176,7 @@ def stratified_mean_ci(
         # small next to the item count the accuracy bootstrap is batched for.
         means += v[rng.integers(0, v.size, size=(resamples, v.size))].mean(axis=1)
     means /= len(kept)
-    lo, hi = _percentiles(means)
+    lo, hi = _percentiles(means, point)
     return Interval(lo, hi, "stratified-" + CI_METHOD, resamples, seed)
 
 
@@ -205,5 +210,5 @@ def paired_diff_ci(
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(n, [n10 / n, n01 / n, (n - n10 - n01) / n], size=resamples)
     diffs = (draws[:, 0] - draws[:, 1]) / n
-    lo, hi = _percentiles(diffs)
+    lo, hi = _percentiles(diffs, point)
     return Interval(lo, hi, "paired-" + CI_METHOD, resamples, seed)

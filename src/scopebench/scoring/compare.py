@@ -168,6 +168,14 @@ def compare_runs(
         if len(values) > 1:
             detail = ", ".join(f"{lab}={r.config.get(key)!r}" for lab, r in zip(labels, runs, strict=True))
             warnings.append(f"runs differ in {key}: {detail}")
+    judges = [(r.config.get("judge") or {}).get("spec") for r in runs]
+    if len(set(judges)) > 1:
+        # Accuracies with and without a judge's answers are not the same measurement.
+        detail = ", ".join(f"{lab}={j!r}" for lab, j in zip(labels, judges, strict=True))
+        warnings.append(
+            f"runs differ in answer-extraction judge: {detail}; each run's metrics.json gives "
+            "judge_free_accuracy for a comparison without any judge"
+        )
     outcomes = [_outcomes(r, policy) for r in runs]
     id_sets = [frozenset(r.item_id for r in run.records if r.kind == "mcq") for run in runs]
     if len(set(id_sets)) > 1:
@@ -189,6 +197,7 @@ def compare_runs(
             resamples=resamples,
             # Chance levels once, on the first run's items (the item-set warning covers the rest).
             baselines=k == 0,
+            protocol=str(run.config.get("protocol") or "default"),
         )
         for name, base in (m.get("baselines") or {}).items():
             baselines.append(

@@ -9,8 +9,9 @@ reasoning item into one of three groups:
   wrong, as in the headline metrics);
 * ``no_perception_item`` — the run has no perception question on that figure.
 
-Reasoning accuracy is reported per group with a seeded 95% bootstrap CI and the counts, so a reader
-sees both the conditional accuracies and how many items support each.
+Reasoning accuracy is reported per group with its 95% Wilson score interval (valid at 0% and 100%,
+where a bootstrap collapses) and the counts, so a reader sees both the conditional accuracies and
+how many items support each.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from scopebench.items import Record
+from scopebench.scoring.intervals import wilson_interval
 
 __all__ = ["PERCEPTION_TASKS", "REASONING_TASKS", "DecouplingRow", "decoupling_table"]
 
@@ -40,9 +42,10 @@ class DecouplingRow:
         n: Reasoning items in the group.
         correct: Of which answered correctly.
         accuracy: ``correct / n`` (``nan`` when ``n`` is 0).
-        ci_low: Lower end of the 95% bootstrap CI.
-        ci_high: Upper end of the 95% bootstrap CI.
+        ci_low: Lower end of the 95% Wilson score interval (``nan`` when ``n`` is 0).
+        ci_high: Upper end of the 95% Wilson score interval.
         figures: Distinct figures behind the group's items.
+        ci_method: ``wilson``.
     """
 
     group: str
@@ -52,25 +55,11 @@ class DecouplingRow:
     ci_low: float
     ci_high: float
     figures: int
+    ci_method: str = "wilson"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
         return asdict(self)
-
-
-def _ci(values: np.ndarray, seed: int, resamples: int) -> tuple[float, float]:
-    if len(values) == 0:
-        return float("nan"), float("nan")
-    if values.min() == values.max():
-        # Bootstrap of a constant sample is degenerate: every resample gives the same mean.
-        return float(values[0]), float(values[0])
-    from scipy import stats  # lazy, as in scoring.bootstrap
-
-    res = stats.bootstrap(
-        (values,), np.mean, n_resamples=resamples, confidence_level=0.95, method="percentile",
-        random_state=np.random.default_rng(seed), vectorized=True,
-    )  # fmt: skip
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def decoupling_table(
@@ -86,8 +75,8 @@ def decoupling_table(
         records: One run's records (one model, one strategy).
         items: Item summaries by id (``RunData.items``); their ``metadata["figure_id"]`` links
             items on the same figure.
-        seed: Bootstrap seed.
-        resamples: Bootstrap resamples.
+        seed: Unused (the Wilson interval draws nothing; kept for callers' one set of options).
+        resamples: Unused, as ``seed``.
 
     Returns:
         One row per group, in the order of :data:`GROUPS`.
@@ -113,17 +102,18 @@ def decoupling_table(
             group = "perception_correct" if perception_ok[fid] else "perception_wrong"
         grouped[group].append((fid or r.item_id, bool(r.correct)))
     rows = []
-    for k, g in enumerate(GROUPS):
+    del seed, resamples
+    for g in GROUPS:
         vals = np.array([c for _, c in grouped[g]], dtype=float)
-        lo, hi = _ci(vals, seed + k, resamples)
+        iv = wilson_interval(int(vals.sum()), len(vals))
         rows.append(
             DecouplingRow(
                 group=g,
                 n=len(vals),
                 correct=int(vals.sum()),
                 accuracy=float(vals.mean()) if len(vals) else float("nan"),
-                ci_low=lo,
-                ci_high=hi,
+                ci_low=iv.low,
+                ci_high=iv.high,
                 figures=len({f for f, _ in grouped[g]}),
             )
         )

@@ -1,12 +1,19 @@
 """The GRIT localization score (μ-Bench §C.6, Table 5), as in allenai/grit_official.
 
+Reference: ``loc_metric`` in allenai/grit_official ``metrics/localization.py``, copied unchanged
+by μ-Bench as ``grit_localization_metric`` in Ale9806/eVLLM ``src/evlm/eval/eval_detection.py``.
 For one (image, class): Hungarian matching (``scipy.optimize.linear_sum_assignment``) on
-``1 − IoU``; only assigned pairs with IoU > 0 count as matched; then
+``1 − IoU``; only assigned pairs with IoU > 0 (strictly) count as matched; then
 
     score = Σ IoU(matched pairs) / (#predicted + #ground truth − #matched)
 
-which is 1 when both sets are empty and 0 when exactly one is. Scores are averaged per class, then
-over classes; μ-Bench's easy/hard split groups classes by source dataset.
+which is 1 when both sets are empty and 0 when exactly one is. Boxes are scored as given: a box
+with x2 ≤ x1 or y2 ≤ y1 (reversed corners, zero width) has area 0 and so IoU 0 with every box,
+and a box reaching outside the image keeps its full area (the official code neither swaps nor
+clips). The official IoU divides by ``union + 1e-6``; this one divides by the union (0 when the
+union is 0), a relative difference of 1e-6 / union — below 1e-8 for boxes of 100 px² or more.
+Scores are averaged per class, then over classes; μ-Bench's easy/hard split groups classes by
+source dataset.
 """
 
 from __future__ import annotations
@@ -51,9 +58,18 @@ def iou_matrix(pred: Sequence[Box], gt: Sequence[Box]) -> np.ndarray:
     return out
 
 
-def grit_score(pred: Sequence[Box], gt: Sequence[Box]) -> float:
-    """The GRIT localization score of one (image, class)."""
-    if not pred and not gt:
+def grit_score(pred: Sequence[Box], gt: Sequence[Box], *, unread: int = 0) -> float:
+    """The GRIT localization score of one (image, class).
+
+    Args:
+        pred: Predicted boxes, as the model wrote them.
+        gt: Ground-truth boxes.
+        unread: Further predicted boxes the parser did not read (its cap on boxes per reply);
+            they count as unmatched predictions in the denominator, so a capped reply never scores
+            higher than its read boxes alone would.
+    """
+    n_pred = len(pred) + unread
+    if n_pred == 0 and not gt:
         return 1.0
     if not pred or not gt:
         return 0.0
@@ -61,8 +77,9 @@ def grit_score(pred: Sequence[Box], gt: Sequence[Box]) -> float:
     from scipy.optimize import linear_sum_assignment  # lazy, as in scoring.bootstrap
 
     rows, cols = linear_sum_assignment(1.0 - ious)
+    # Strictly > 0, as the official code: a zero-IoU assignment is not a match.
     matched = [ious[r, c] for r, c in zip(rows, cols, strict=True) if ious[r, c] > 0]
-    return float(sum(matched) / (len(pred) + len(gt) - len(matched)))
+    return float(sum(matched) / (n_pred + len(gt) - len(matched)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ Pipeline, per task (label = the item's correct option text)::
 
 trained on a training split (the demo's generated ``train`` split, or the user's ``--train`` data)
 and evaluated on the benchmark's multiple-choice items of the same task. Reported per task:
-balanced accuracy and macro-F1 (``sklearn.metrics``) and accuracy with a seeded 95 % bootstrap
+balanced accuracy and macro-F1 (``sklearn.metrics``) and accuracy with its 95 % Wilson score
 interval; overall: accuracy over every evaluated item with its interval. Nothing is dropped silently:
 items of a task with no (or single-class) training data, unreadable images and test labels absent
 from training are counted and listed in ``predictions.jsonl``; unreadable images and unseen labels
@@ -45,7 +45,7 @@ import numpy as np
 from scopebench.display import progress
 from scopebench.errors import DataFormatError, ImageLoadError, MissingDependencyError, ModelSpecError
 from scopebench.items import ImageRef, Item
-from scopebench.scoring.bootstrap import bootstrap_ci
+from scopebench.scoring.intervals import proportion_ci
 
 __all__ = [
     "CONTRASTIVE_SCHEMES",
@@ -345,7 +345,7 @@ class TaskResult:
         n_errors: Test items whose image could not be read (count as wrong).
         correct: Correct predictions.
         accuracy: ``correct / n_test``.
-        ci_low: Lower bound of the 95 % bootstrap interval of the accuracy.
+        ci_low: Lower bound of the 95 % Wilson score interval of the accuracy.
         ci_high: Upper bound.
         balanced_accuracy: Mean recall over the test classes (``sklearn.metrics``).
         macro_f1: Unweighted mean F1 over the test classes.
@@ -568,7 +568,7 @@ def run_linear_probe(
         res.n_errors = sum(p is None for p in (pred_ok.get(r) for r in rows))
         res.correct = int(sum(outcomes))
         res.accuracy = res.correct / len(outcomes)
-        ci = bootstrap_ci(outcomes, seed=seed)
+        ci = proportion_ci(outcomes)
         res.ci_low, res.ci_high = ci.low, ci.high
         with warnings.catch_warnings():
             # "<no prediction>" is a predicted class absent from y_true: sklearn warns, then ignores
@@ -579,7 +579,7 @@ def run_linear_probe(
         res.chance = 1.0 / len(test_classes)
         results.append(res)
         all_outcomes += outcomes
-    ci = bootstrap_ci(all_outcomes, seed=seed)
+    ci = proportion_ci(all_outcomes)
     evaluated = [r for r in results if r.status == "evaluated"]
     overall = {
         "n": len(all_outcomes),

@@ -1,4 +1,7 @@
-"""The metrics file of a run: accuracy with 95% bootstrap CIs overall and per group.
+"""The metrics file of a run: accuracy with 95% CIs overall and per group.
+
+Accuracy rows carry the Wilson score interval of ``correct / denominator``; macro-averages a
+stratified bootstrap; localization scores a bootstrap (see each row's ``ci_method``).
 
 Layout documented in ``docs/metrics-schema.md``. Only ``kind == "mcq"`` records count for accuracy;
 detection records feed the ``localization`` section (mean GRIT score per class).
@@ -11,17 +14,32 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scopebench.items import Record
+from scopebench.parsing.judge import answered_by_judge, judge_free
 from scopebench.scoring.accuracy import Policy, accuracy_row, group_rows
 from scopebench.scoring.aggregate import owner_aggregation
 from scopebench.scoring.baselines import baseline_section
-from scopebench.scoring.bootstrap import CI_METHOD, DEFAULT_RESAMPLES, bootstrap_ci, stratified_mean_ci
+from scopebench.scoring.bootstrap import (
+    CI_METHOD,
+    DEFAULT_RESAMPLES,
+    Interval,
+    bootstrap_ci,
+    stratified_mean_ci,
+)
 from scopebench.scoring.calibration import calibration_section
 from scopebench.scoring.grit import GRIT_SPLITS, localization_table
+from scopebench.scoring.intervals import OWNER_BASIC, WILSON
 
-__all__ = ["METADATA_FIELDS", "METRICS_SCHEMA_VERSION", "compute_metrics", "localization_section"]
+__all__ = [
+    "METADATA_FIELDS",
+    "METRICS_SCHEMA_VERSION",
+    "TOO_FEW_ITEMS",
+    "compute_metrics",
+    "judge_section",
+    "localization_section",
+]
 
 #: Bumped whenever the layout of the metrics dict changes (documented in docs/metrics-schema.md).
-METRICS_SCHEMA_VERSION = 3
+METRICS_SCHEMA_VERSION = 4
 
 #: Item-metadata fields that get their own accuracy table when items carry them.
 METADATA_FIELDS: tuple[str, ...] = ("modality", "submodality", "domain", "subdomain", "stain")
@@ -59,13 +77,17 @@ def localization_section(
 ) -> list[dict[str, Any]]:
     """Mean GRIT localization score per class, per easy/hard split and overall, with 95% CIs.
 
-    Records without a numeric ``extra["grit"]`` (errors, missing images) score 0, as a failed
-    detection; their class comes from ``extra["class_name"]`` or the task. A class is named
+    Every detection record counts, none is dropped: a reply with no box was already scored as an
+    empty prediction (0 with truths, 1 without); records without a numeric ``extra["grit"]``
+    (errors, missing images: no reply at all) score 0, as a failed detection. A record's class
+    comes from ``extra["class_name"]`` or the task. A class is named
     ``<source dataset>/<class>`` when the item names its dataset (μ-Bench's ``nucleus`` is easy
     in CellCognition and hard in PCST), else ``<class>``. The easy/hard split of a class comes from
     the item's ``grit_split`` metadata, else μ-Bench's published (dataset, class) table. Per-class
     intervals bootstrap the (image, class) scores; split and overall rows are macro-averages over
-    classes, bootstrapped within each class.
+    classes, bootstrapped within each class. A class with fewer than 2 pairs, or fewer than 10
+    that all score the same, has no interval (``NaN``, ``ci_method="too-few-items"``), and neither
+    has a split/overall row that includes such a class: a zero-width interval would read as certain.
     """
     items = items or {}
     per_class: dict[str, list[float]] = defaultdict(list)
@@ -86,11 +108,16 @@ def localization_section(
     out = []
     for row in localization_table(pairs, split_of):
         if row.group.startswith("class="):
-            ci = bootstrap_ci(per_class[row.group[len("class=") :]], seed=seed, resamples=resamples)
+            members = [row.group[len("class=") :]]
         else:
             members = [
                 c for c in per_class if row.group == "overall" or f"split={split_of.get(c)}" == row.group
             ]
+        if any(_too_few(per_class[c]) for c in members):
+            ci = Interval(float("nan"), float("nan"), TOO_FEW_ITEMS, resamples, seed)
+        elif row.group.startswith("class="):
+            ci = bootstrap_ci(per_class[members[0]], seed=seed, resamples=resamples)
+        else:
             ci = stratified_mean_ci([per_class[c] for c in members], seed=seed, resamples=resamples)
         out.append(
             {
@@ -99,11 +126,26 @@ def localization_section(
                 "score": row.score,
                 "ci_low": ci.low,
                 "ci_high": ci.high,
-                "ci_halfwidth": ci.halfwidth,
                 "ci_method": ci.method,
             }
         )
     return out
+
+
+#: ``ci_method`` of a localization row that has no interval (see :func:`_too_few`).
+TOO_FEW_ITEMS = "too-few-items"
+#: Below this many (image, class) pairs, a class whose scores are all equal gets no interval.
+_MIN_CONSTANT_ITEMS = 10
+
+
+def _too_few(values: Sequence[float]) -> bool:
+    """Whether a class's scores are too few to bootstrap honestly.
+
+    One pair has no spread to resample, and a handful of identical scores (all 0: the model found
+    nothing) resamples to ``[p, p]``, an interval that claims a certainty a few images cannot give
+    (with 9 identical outcomes the exact binomial 95% bound on the other outcome is still 0.34).
+    """
+    return len(values) < 2 or (len(values) < _MIN_CONSTANT_ITEMS and len(set(values)) == 1)
 
 
 def _metadata_rows(
@@ -127,6 +169,43 @@ def _metadata_rows(
     return out
 
 
+def _interval_methods(benchmark: str, protocol: str) -> dict[str, str]:
+    """Which 95% interval each kind of row carries (also recorded per row as ``ci_method``)."""
+    owner_macro = OWNER_BASIC if protocol == "owner" and benchmark == "ubench" else "stratified-" + CI_METHOD
+    return {
+        "proportion": WILSON,
+        "macro_average": owner_macro,
+        "localization_class": CI_METHOD,
+        "localization_macro": "stratified-" + CI_METHOD,
+    }
+
+
+def judge_section(
+    records: Sequence[Record], policy: Policy, *, seed: int, resamples: int = DEFAULT_RESAMPLES
+) -> dict[str, Any] | None:
+    """What the answer-extraction judge did, and the judge-free overall accuracy with its 95% CI.
+
+    ``None`` when no record was sent to a judge. ``answered`` records took the judge's option;
+    ``none`` were said to commit to no single option; ``unreadable`` replies were neither a bare
+    label nor ``none``; ``failed`` calls got no reply. ``judge_free`` is the overall accuracy row
+    with the judge's answers counted as ``unparsed`` (:func:`~scopebench.parsing.judge.judge_free`).
+    """
+    entries = [r.extra["judge"] for r in records if isinstance(r.extra.get("judge"), dict)]
+    if not entries:
+        return None
+    statuses = [e.get("status") for e in entries]
+    free = [judge_free(r) for r in records]
+    return {
+        "specs": sorted({str(e.get("spec")) for e in entries}),
+        "asked": len(entries),
+        "answered": sum(1 for r in records if r.status == "ok" and answered_by_judge(r)),
+        "none": sum(1 for e in entries if e.get("status") == "ok" and e.get("verdict") == "none"),
+        "unreadable": statuses.count("unreadable"),
+        "failed": statuses.count("error"),
+        "judge_free": accuracy_row("overall", free, policy, seed=seed, resamples=resamples).to_dict(),
+    }
+
+
 def compute_metrics(
     records: Sequence[Record],
     *,
@@ -136,6 +215,7 @@ def compute_metrics(
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
     baselines: bool = True,
+    protocol: str = "default",
 ) -> dict[str, Any]:
     """Accuracy overall and per task / subset / split / metadata group, each with a 95% CI.
 
@@ -149,11 +229,13 @@ def compute_metrics(
         resamples: Bootstrap resamples per interval.
         baselines: Add the random and frequent-choice baselines on the same items (needs
             ``items``; see :mod:`scopebench.scoring.baselines`).
+        protocol: The run's prompt protocol (``run.json``); under ``owner`` μ-Bench's macro rows
+            use the owner's basic bootstrap interval.
 
     Returns:
         A JSON-safe dict (NaN aside): ``schema_version``, ``benchmark``, ``policy``, ``bootstrap``,
         ``overall``, ``by_task``, ``by_subset``, ``by_split``, ``by_metadata``, ``owner``,
-        ``localization``, ``calibration``, ``baselines``, ``counts``.
+        ``localization``, ``calibration``, ``baselines``, ``counts``, ``judge``.
     """
     items = items or {}
     mcq = [r for r in records if r.kind == "mcq"]
@@ -166,14 +248,18 @@ def compute_metrics(
         "benchmark": benchmark,
         "policy": policy,
         "bootstrap": {"method": CI_METHOD, "confidence": 0.95, "resamples": resamples, "seed": seed},
+        "intervals": _interval_methods(benchmark, protocol),
         "overall": accuracy_row("overall", mcq, policy, **kw).to_dict(),
         "by_task": [r.to_dict() for r in group_rows(mcq, lambda r: r.task, "task", policy, **kw)],
         "by_subset": [r.to_dict() for r in group_rows(mcq, lambda r: r.subset, "subset", policy, **kw)],
         "by_split": [r.to_dict() for r in group_rows(mcq, lambda r: r.split, "split", policy, **kw)],
         "by_metadata": _metadata_rows(mcq, items, policy, seed, resamples),
-        "owner": owner_aggregation(mcq, benchmark=benchmark, items=items, policy=policy, **kw),
+        "owner": owner_aggregation(
+            mcq, benchmark=benchmark, items=items, policy=policy, protocol=protocol, **kw
+        ),
         "localization": localization_section(records, items, seed=seed, resamples=resamples),
         "calibration": calibration_section(mcq),
         "baselines": baseline_section(mcq, items, benchmark=benchmark, **kw) if baselines else {},
         "counts": {"records": len(records), **dict(kinds)},
+        "judge": judge_section(mcq, policy, seed=seed, resamples=resamples),
     }
