@@ -13,6 +13,10 @@ It listens on 127.0.0.1 (a free port) in a background thread and implements
 * ``slow`` — sleeps ``slow_s`` seconds before answering (longer than the client's timeout);
 * ``malformed`` — 200 with a body that is not JSON;
 * ``nochoices`` — 200 with valid JSON that has no ``choices``.
+* ``leak:FORM`` — 400 whose error message echoes the request's key the way careless servers do:
+  ``cut`` at character 190 of a long message (so a 200-character snippet cuts through it), ``b64``
+  base64-encoded in a ``Basic`` credential, ``url`` percent-encoded in a URL, ``hex`` as hex;
+  ``leak:reply`` is a 200 reply whose text quotes the key.
 
 Every request is logged (time, model, Authorization header, body) and the server records the
 highest number of requests in flight at once.
@@ -176,6 +180,9 @@ class _Handler(BaseHTTPRequestHandler):
             msg = {"error": {"message": f"internal error (request had Authorization: {auth})"}}
             self._send(500, json.dumps(msg).encode())
             return
+        if model.startswith("leak:"):
+            self._leak(model[5:], (auth or "").removeprefix("Bearer "))
+            return
         if model == "slow":
             time.sleep(state.slow_s)
         if model == "malformed":
@@ -202,6 +209,22 @@ class _Handler(BaseHTTPRequestHandler):
             "n_images_seen": n_images,
         }
         self._send(200, json.dumps(payload).encode())
+
+    def _leak(self, form: str, key: str) -> None:
+        import base64
+        from urllib.parse import quote
+
+        echoes = {
+            "cut": "x" * 190 + key + " was rejected",
+            "b64": "bad credential Basic " + base64.b64encode(f"user:{key}".encode()).decode(),
+            "url": "upstream https://proxy.example/v1/chat?api_key=" + quote(key, safe="") + "&x=1 failed",
+            "hex": "token dump " + key.encode().hex(),
+        }
+        if form == "reply":
+            payload = {"choices": [{"message": {"role": "assistant", "content": f"(A) my key is {key}"}}]}
+            self._send(200, json.dumps(payload).encode())
+            return
+        self._send(400, json.dumps({"error": {"message": echoes[form]}}).encode())
 
 
 class _Server(ThreadingHTTPServer):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -347,21 +348,46 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Write a run's per-item records as Parquet or JSONL."""
+    """Write a run's per-item records as Parquet or JSONL (or salvage a damaged run)."""
+    from scopebench.engine import rundir
     from scopebench.engine.rundir import STORE_FILE
     from scopebench.engine.store import RunStore
-    from scopebench.errors import DataNotFoundError
+    from scopebench.errors import DataNotFoundError, RunDirReadOnlyError
 
     run_dir = Path(args.run)
+    if args.salvage:
+        return _salvage(run_dir, Path(args.salvage))
     if not (run_dir / STORE_FILE).is_file():
         raise DataNotFoundError(
             f"{run_dir} holds no {STORE_FILE}; give a run directory written by `scopebench run`"
         )
     out = Path(args.out) if args.out else run_dir / f"records.{args.format}"
-    with RunStore(run_dir / STORE_FILE) as store:
+    if not args.out and not rundir.is_writable(run_dir):
+        raise RunDirReadOnlyError(
+            f"{run_dir} is read-only, so the export cannot go into it: give --out FILE elsewhere"
+        )
+    # Read-only: exporting never writes into the run's folder unless asked to (the default --out).
+    with RunStore(run_dir / STORE_FILE, readonly=True, check=True) as store:
         path = store.export_parquet(out) if args.format == "parquet" else store.export_jsonl(out)
         n = store.count()
     console.print(f"{n} records written to {path}")
+    return 0
+
+
+def _salvage(run_dir: Path, new_dir: Path) -> int:
+    from scopebench.engine.salvage import salvage_run
+
+    res = salvage_run(run_dir, new_dir)
+    store = "" if res.store_error is None else f" (the store could not be read: {res.store_error})"
+    console.print(
+        f"{res.total} records saved to {new_dir}: {res.from_store} from the store{store}, "
+        f"{res.from_jsonl} from records.jsonl; {res.unreadable} stored row(s) could not be read"
+    )
+    for note in res.notes:
+        console.print(note)
+    console.print(
+        f"Run the same `scopebench run` command with --out {new_dir} to answer the items without a record."
+    )
     return 0
 
 
@@ -548,6 +574,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run directory")
     p.add_argument("--format", choices=("parquet", "jsonl"), default="parquet", help="default parquet")
     p.add_argument("--out", help="output file (default: RUN/records.<format>)")
+    p.add_argument(
+        "--salvage",
+        metavar="NEWDIR",
+        help="copy a damaged run's configuration and every readable record into the new run folder "
+        "NEWDIR, which `scopebench run … --out NEWDIR` then resumes",
+    )
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("demo", help="generate the offline demo benchmark and evaluate the demo models")
@@ -583,12 +615,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(_hoist_global_flags(sys.argv[1:] if argv is None else argv))
     configure_logging(args.verbose, args.quiet)
+    terminated = _TerminateFlag()
+    previous = _install_sigterm(terminated)
     try:
         code: int = args.func(args)
         return code
     except RunInterruptedError as exc:
         err_console.print(escape(str(exc)), highlight=False, soft_wrap=True)
-        return 130
+        return 143 if terminated else 130
     except ScopebenchError as exc:
         err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
@@ -598,7 +632,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         err_console.print(
             "interrupted: results finished so far are kept; run the same command again to resume"
         )
-        return 130
+        return 143 if terminated else 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _TerminateFlag:
+    """Set when SIGTERM arrived, so ``main`` exits 143 (128 + 15) instead of Ctrl-C's 130."""
+
+    def __init__(self) -> None:
+        self.set = False
+
+    def __bool__(self) -> bool:
+        return self.set
+
+
+def _install_sigterm(flag: _TerminateFlag) -> Any:
+    """Treat SIGTERM (what SLURM, Kubernetes and ``kill`` send) like Ctrl-C.
+
+    The handler raises KeyboardInterrupt in the main thread, so the same path runs: the batch in
+    flight is dropped, finished batches are committed, ``records.jsonl`` is exported and the lock
+    released. Returns the previous handler (``None`` off the main thread, where none can be set).
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: object) -> None:
+        flag.set = True
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
 
 
 if __name__ == "__main__":

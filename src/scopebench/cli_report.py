@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from scopebench.engine import rundir
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
@@ -155,6 +156,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _metrics_only(run: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The metrics ``report`` would write, computed without writing anything."""
+    from scopebench.engine.rundir import load_run
+    from scopebench.report import run_seed
+    from scopebench.scoring import compute_metrics
+
+    data = load_run(run)
+    seed = args.seed if args.seed is not None else run_seed(data)
+    metrics: dict[str, Any] = compute_metrics(
+        data.records, benchmark=data.benchmark, policy=args.policy, items=data.items, seed=seed,
+        resamples=args.resamples,
+    )  # fmt: skip
+    metrics["model"] = data.model
+    return metrics
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run folder>`` if given).
 
@@ -171,6 +188,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     # Runs with one folder name (sweep/alpha-*/run, */clean) get distinct output folders.
     folders = run_folder_names(args.runs)
     for run, folder in zip(args.runs, folders, strict=True):
+        if not args.out and not rundir.is_writable(run):
+            # A read-only run (an archive, a colleague's folder) is reported, never written to.
+            metrics = _metrics_only(run, args)
+            console.print(
+                render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})")
+            )
+            console.print(f"{run} is read-only: no report files were written; pass --out DIR to write them")
+            continue
         if args.out:
             out = Path(args.out) / folder
         else:

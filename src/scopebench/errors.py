@@ -19,8 +19,11 @@ __all__ = [
     "ModelSpecError",
     "NoItemsError",
     "RunAbortedError",
+    "RunDirReadOnlyError",
     "RunInterruptedError",
+    "RunLockedError",
     "ScopebenchError",
+    "StoreDamagedError",
     "UnsafePathError",
     "reason",
 ]
@@ -84,6 +87,18 @@ class RunAbortedError(ScopebenchError):
 
 class RunInterruptedError(RunAbortedError):
     """A run stopped by Ctrl-C; finished work is kept (the CLI exits 130, as shells expect)."""
+
+
+class RunLockedError(ScopebenchError):
+    """Another process is writing to the run directory (one writer per folder)."""
+
+
+class RunDirReadOnlyError(ScopebenchError):
+    """A run directory cannot be written (a run needs write access; reading one does not)."""
+
+
+class StoreDamagedError(DataFormatError):
+    """A run's ``records.sqlite`` is damaged; the message says how to salvage what is readable."""
 
 
 def reason(exc: BaseException) -> str:

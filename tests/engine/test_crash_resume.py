@@ -87,3 +87,31 @@ def test_sigkill_at_several_points_then_resume(tmp_path: Path) -> None:
     assert {(r.item_id, r.choice, r.correct) for r in resumed.records} == expected
     assert resumed.metrics is not None and load_run(straight).metrics is not None
     assert resumed.metrics["overall"] == load_run(straight).metrics["overall"]
+
+
+@pytest.mark.slow
+def test_sigterm_exports_finished_records_exits_143_and_resumes(tmp_path: Path) -> None:
+    # What SLURM sends at the time limit. Before: the process died at once (exit -15), no
+    # records.jsonl, no advice.
+    pytest.importorskip("scopebench.benchmarks.local")
+    data = _write_local(tmp_path, 40)
+    out = tmp_path / "run"
+    cmd = _cmd(data, out)
+    cmd[cmd.index("delay=0.05")] = "delay=0.2"
+    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while _count(out) < 6 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "interrupted:" in stderr and "run the same command again to resume" in stderr
+    assert "Traceback" not in stderr
+    kept = _count(out)
+    assert 6 <= kept < 40
+    lines = (out / "records.jsonl").read_text().splitlines()
+    assert len(lines) == kept  # every finished record exported, nothing else
+    assert {json.loads(line)["item_id"] for line in lines} == {r.item_id for r in load_run(out).records}
+    done = subprocess.run(_cmd(data, out), env=_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"40 items ({40 - kept} new this time" in done.stdout

@@ -62,3 +62,29 @@ def test_an_unreachable_cluster_address_fails_fast() -> None:
         _check_reachable(f"ray://127.0.0.1:{port}")
     assert time.monotonic() - start < 5
     _check_reachable("auto")  # Ray's own lookups are left to Ray
+
+
+@pytest.mark.slow
+def test_ray_init_keeps_the_clis_sigterm_handler() -> None:
+    # ray.init replaces SIGTERM's handler with a bare sys.exit, which would skip the export and the
+    # exit code 143 of a run stopped by a scheduler.
+    pytest.importorskip("ray", reason="ray is an optional extra (pip install 'scopebench[ray]')")
+    import signal
+
+    import ray
+
+    from scopebench.engine.executors import RayExecutor
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        assert not ray.is_initialized()
+        executor = RayExecutor(RunConfig(benchmark="demo", data="", model="random"), [], num_workers=1)
+        try:
+            assert signal.getsignal(signal.SIGTERM) is handler
+        finally:
+            executor.close()
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -382,3 +383,71 @@ def test_custom_metrics_with_a_key_are_reused_until_the_key_changes(tmp_path: Pa
     assert gen > 0 and stamp == runner_mod._metrics_stamp("k2", gen)
     assert stamp["key"] == "k2" and stamp["generation"] == gen and stamp["schema"] == METRICS_SCHEMA_VERSION
     assert set(stamp) == {"key", "generation", "schema", "scopebench"}
+
+
+class _Texting(Backend):
+    """A generative backend whose reply names the item: ``(A) for unit/003``."""
+
+    mode = "generate"
+    needs_images = False
+
+    def __init__(self) -> None:
+        super().__init__("scripted", ModelOptions())
+
+    def predict(self, items: Sequence[Item]) -> list[Response]:
+        return [Response(it.id, text=f"(A) for {it.id}") for it in items]
+
+
+def test_an_exception_while_reading_one_reply_is_that_items_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: a RecursionError in a parser (3,000 nested brackets) killed the run with a traceback,
+    # and every resume died on the same (cached) reply.
+    caplog.set_level(logging.WARNING, logger="scopebench")  # a CLI test before may have set -q
+    real_parse = runner_mod.parse_choice
+
+    def recurse(depth: int) -> int:
+        return recurse(depth + 1)
+
+    def fragile(text: str, *args: object, **kw: object) -> object:
+        if text.endswith("unit/003"):
+            recurse(0)
+        if text.endswith("unit/006"):
+            raise ValueError("bad bracket at 17")
+        return real_parse(text, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner_mod, "parse_choice", fragile)
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Texting())
+    res = run_benchmark(_cfg("scripted", batch_size=4, max_fail_fraction=1.0), tmp_path / "run")
+    assert res.n_new == 10  # the run went on past both items
+    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    assert len(recs) == 10
+    bad = recs["unit/003"]
+    assert bad.status == "error" and bad.error is not None
+    assert bad.error.startswith("reading the reply failed: RecursionError: maximum recursion depth")
+    assert bad.response == "(A) for unit/003"  # the reply is kept for inspection
+    assert recs["unit/006"].error == "reading the reply failed: ValueError: bad bracket at 17"
+    ok = [r for k, r in recs.items() if k not in ("unit/003", "unit/006")]
+    assert all(r.status == "ok" and r.choice == 0 for r in ok)
+    # answers cycle 0..3: items 0, 4, 8 are option 0; none of the two failed ones is among them
+    assert res.metrics["overall"]["correct"] == 3 and res.metrics["overall"]["errors"] == 2
+    assert "unit/003: reading the reply failed: RecursionError" in caplog.text
+    # A fixed parser redoes exactly the two failed items.
+    monkeypatch.setattr(runner_mod, "parse_choice", real_parse)
+    again = run_benchmark(
+        _cfg("scripted", batch_size=4, max_fail_fraction=1.0), tmp_path / "run", retry_errors=True
+    )
+    assert again.n_new == 2 and again.metrics["overall"]["errors"] == 0
+
+
+def test_run_made_by_an_older_parser_is_refused_with_advice(tmp_path: Path) -> None:
+    # A parser change (choice-1 -> choice-2) alters which option a response is read as, so a run
+    # directory made with another parser version must not be resumed silently.
+    run_benchmark(_cfg("random"), tmp_path / "run")
+    cfg_path = tmp_path / "run" / "run.json"
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    cfg["parser_version"] = "choice-1"
+    cfg_path.write_text(json.dumps(cfg), encoding="utf-8")
+    with pytest.raises(ConfigMismatchError, match=r"parser_version: stored 'choice-1'") as err:
+        run_benchmark(_cfg("random"), tmp_path / "run")
+    assert "--fresh" in str(err.value) and "--out" in str(err.value)

@@ -92,7 +92,9 @@ def test_store_creates_missing_folders_and_refuses_a_corrupt_file(tmp_path: Path
         assert store.count() == 1
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(DataFormatError, match=r"cannot open the run store .*bad\.sqlite.*another --out"):
+    with pytest.raises(
+        DataFormatError, match=r"bad\.sqlite does not start with the SQLite header.*--salvage.*--fresh"
+    ):
         RunStore(bad)
 
 

@@ -23,6 +23,7 @@ from scopebench.errors import ModelError, ModelSpecError
 from scopebench.items import ImageRef
 from scopebench.models import ModelOptions, load_model
 from scopebench.models.openai_api import OpenAIBackend, image_data_url, parse_retry_after
+from scopebench.models.scrub import forget_secrets
 
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05}
@@ -35,11 +36,13 @@ def server() -> Iterator[ChatServer]:
 
 
 @pytest.fixture(autouse=True)
-def _fresh(server: ChatServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _fresh(server: ChatServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     server.state.reset()
     server.state.delay_s = 0.0
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("SCOPEBENCH_CACHE", str(tmp_path / "cache"))
+    yield
+    forget_secrets()  # the test keys must not mask text in later tests of this process
 
 
 def _backend(server: ChatServer, model: str, **args: object) -> OpenAIBackend:
@@ -280,3 +283,52 @@ def test_unreadable_image_is_that_items_error(server: ChatServer, tmp_path: Path
     assert responses[0].status == "ok" and responses[0].text == "A"
     assert responses[1].status == "error" and "cannot decode image" in (responses[1].error or "")
     assert len(server.state.log) == 1
+
+
+# A key with the characters that URL- and base64-encoding change, as real keys may have.
+LEAKY_KEY = "sk-Leak+Test/Key=Zq8Wv3Xr7Tn2Ym5Kp9Hd4Fs6"
+
+
+def _key_pieces(key: str, n: int = 8) -> set[str]:
+    return {key[i : i + n] for i in range(len(key) - n + 1)}
+
+
+def test_key_echoed_in_any_form_reaches_no_file_and_no_log(
+    server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: the message was cut to 200 characters and then scrubbed, so a key echoed at
+    # character 190 left "sk-Leak+Te" in the record; base64/URL/hex echoes were not scrubbed at all.
+    import base64
+    from urllib.parse import quote
+
+    monkeypatch.setenv("OPENAI_API_KEY", LEAKY_KEY)
+    caplog.set_level(logging.DEBUG)
+    runs = []
+    for form in ("cut", "b64", "url", "hex", "reply"):
+        cfg = RunConfig(
+            benchmark="unit", data="2", model=f"openai:leak:{form}", base_url=server.base_url,
+            model_args={"max_retries": 0, **FAST}, max_fail_fraction=1.0,
+        )  # fmt: skip
+        run_benchmark(cfg, tmp_path / form)
+        runs.append(tmp_path / form)
+        recs = load_run(tmp_path / form).records
+        assert len(recs) == 2
+        if form == "reply":
+            assert [r.response for r in recs] == ["(A) my key is ***"] * 2
+        else:
+            assert all(r.status == "error" and r.error and "HTTP 400" in r.error for r in recs)
+            assert all(r.error and "***" in r.error for r in recs), [r.error for r in recs]
+    # A third-party logger that never heard of our scrubber, logging the key and its base64.
+    logging.getLogger("some.library").warning("header was %s (%s)", LEAKY_KEY, "b64 " + "x")
+    texts = [_all_text(*runs), caplog.text, *(r.getMessage() for r in caplog.records)]
+    encoded = {
+        base64.b64encode(LEAKY_KEY.encode()).decode()[4:-4],
+        quote(LEAKY_KEY, safe=""),
+        LEAKY_KEY.encode().hex(),
+    }
+    for text in texts:
+        leaked = [p for p in _key_pieces(LEAKY_KEY) | encoded if p in text]
+        assert not leaked, leaked
+    assert "header was *** (b64 x)" in caplog.text
+    # What the server really sent did contain the key (the test would prove nothing otherwise).
+    assert all(entry.authorization == f"Bearer {LEAKY_KEY}" for entry in server.state.log)

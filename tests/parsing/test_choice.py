@@ -345,3 +345,205 @@ if HAVE_HYPOTHESIS:
             idx, "bare_label", f"whole response names {letter}"
         )
         assert parse_choice(str(idx + 1), choices, labels="numbers").index == idx
+
+
+# --- conflicts between rules (issue 20) -------------------------------------------------------------
+# Each case has two rules pointing different ways; the id says which must win, the last field why.
+# Reordering the rules (or dropping a guard) makes at least one of these fail.
+SARC_SWAPPED = ("I band", "A band", "H zone", "Z line")
+
+CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
+    (
+        "lone-label-beats-later-option-text",
+        "B\n\nExplanation: the cells are elongated; a whorled pattern would look different.",
+        FOUR,
+        1,
+        "leading_label",
+        "a label alone on the first line is the answer; the explanation may name other options",
+    ),
+    (
+        "lone-label-vs-later-phrase-is-none",
+        "B\n\nLooking at the nuclei, the answer is C.",
+        FOUR,
+        None,
+        "answer_phrase",
+        "two explicit commitments and no correction marker: never guess which one counts",
+    ),
+    (
+        "phrase-after-correction-beats-lone-label",
+        "B\n\nWait, the nuclei are arranged around a lumen, so the answer is C.",
+        FOUR,
+        2,
+        "answer_phrase",
+        "an answer after an explicit self-correction replaces the earlier one",
+    ),
+    (
+        "phrase-after-correction-beats-phrase",
+        "The answer is D. Wait - the cells surround a lumen, so the answer is C.",
+        FOUR,
+        2,
+        "answer_phrase",
+        "last answer after the correction marker wins",
+    ),
+    (
+        "phrases-without-correction-are-none",
+        "The answer is D. Looking at the lumen, the answer is C.",
+        FOUR,
+        None,
+        "answer_phrase",
+        "two answers, no marker saying which replaces which",
+    ),
+    (
+        "phrase-beats-option-text",
+        "The cells show a whorled pattern in places, but the answer is C.",
+        FOUR,
+        2,
+        "answer_phrase",
+        "an explicit answer phrase outranks option text elsewhere",
+    ),
+    (
+        "former-after-two-option-walk-is-none",
+        "Whorled pattern or rosette formation? The former fits better.",
+        FOUR,
+        None,
+        "option_text",
+        "'the former' is not resolved; with two option texts named nothing is chosen",
+    ),
+    (
+        "latter-after-two-labels-is-none",
+        "Option A or option C? I'd lean towards the latter.",
+        FOUR,
+        None,
+        "none",
+        "'the latter' is not resolved",
+    ),
+    (
+        "option-text-A-band-beats-label-A",
+        "The answer is A band.",
+        SARC_SWAPPED,
+        1,
+        "answer_phrase",
+        "'A' followed by the rest of option B's text is that text, not label A",
+    ),
+    (
+        "option-text-I-band-beats-label-I",
+        "I band",
+        SARC_SWAPPED,
+        0,
+        "option_text",
+        "'I band' is option A's text, not an out-of-range label I",
+    ),
+    (
+        "hedge-I-d-say-beats-label-I",
+        "I'd say B.",
+        FOUR,
+        1,
+        "answer_phrase",
+        "the pronoun in 'I'd' is no label (was: 'letter I out of range')",
+    ),
+    (
+        "affirmed-text-beats-ruled-out-text",
+        "This is not a whorled pattern; it is rosette formation.",
+        FOUR,
+        2,
+        "option_text",
+        "a mention ruled out by 'not' does not count against the affirmed one",
+    ),
+    (
+        "negated-reverse-verdict-loses-to-phrase",
+        "I don't think B is the correct answer. The answer is C.",
+        FOUR,
+        2,
+        "answer_phrase",
+        "'B is the correct answer' inside a negated clause commits to nothing",
+    ),
+    (
+        "denied-label-loses-to-affirmed",
+        "It is not A, it is C.",
+        FOUR,
+        2,
+        "answer_phrase",
+        "'it is not A' commits to nothing; the clause after the comma commits to C",
+    ),
+    (
+        "label-list-lines-are-not-a-lone-label",
+        "A\nB\nC\nD",
+        FOUR,
+        None,
+        "none",
+        "several lone-label lines are a list, not a first-line answer",
+    ),
+    (
+        "first-line-label-own-text-then-walk",
+        "C. Rosette formation\n\nOption A (whorled pattern) is absent, option B (spindle cells) too.",
+        FOUR,
+        2,
+        "leading_label",
+        "label with its own option text on the first line commits despite inline option mentions",
+    ),
+    (
+        "conditional-mention-loses",
+        "If it were a whorled pattern we would see concentric layers. The cells show rosette formation.",
+        FOUR,
+        2,
+        "option_text",
+        "a mention inside an 'if' clause is a hypothesis, not an answer",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("response", "choices", "index", "method", "why"),
+    [pytest.param(*case[1:], id=case[0]) for case in CONFLICTS],
+)
+def test_rule_conflicts(
+    response: str, choices: tuple[str, ...], index: int | None, method: str, why: str
+) -> None:
+    got = parse_choice(response, choices)
+    assert (got.index, got.method) == (index, method), f"{why} | {got.reason}"
+
+
+def test_correction_reason_names_the_marker() -> None:
+    got = parse_choice("The answer is D. Wait, the answer is C.", FOUR)
+    assert got.reason == "answer after the self-correction 'Wait' names C"
+
+
+def test_ruled_out_only_reason() -> None:
+    got = parse_choice("There is no evidence of necrosis.", FOUR)
+    assert (got.index, got.reason) == (None, "options named only to be ruled out: D")
+
+
+def test_echoed_option_list_is_no_answer() -> None:
+    # Each line is a label with its own text: the model repeated the options, it chose none.
+    got = parse_choice("A. Whorled pattern\nB. Spindle cells\nC. Rosette formation\nD. Necrosis", FOUR)
+    assert got.index is None
+
+
+@pytest.mark.parametrize(
+    ("response", "index"),
+    [
+        ("I think B is incorrect.", None),
+        ("So B is excluded; the answer is C.", 2),
+        ("Thus, A and B are excluded. The answer is D.", 3),
+        ("I think B because the cells are elongated.", 1),
+    ],
+)
+def test_hedge_before_a_remark_is_no_answer(response: str, index: int | None) -> None:
+    # After a hedge or terse prefix, "B is …" is a remark about B unless a reason follows.
+    assert parse_choice(response, FOUR).index == index
+
+
+@pytest.mark.parametrize(
+    ("response", "index", "reason"),
+    [
+        ("This is A. Actually no, I'm not sure.", None, "answer withdrawn after 'Actually' with no new one"),
+        ("The answer is C. Actually, rosettes are classic here.", 2, "answer phrase names C"),
+        ("The answer is actually C.", 2, "answer phrase names C"),
+        ("Is the answer C? I don't know.", None, "no option committed to"),
+        ("A: no. B: no. C: yes. D: no.", None, "no option committed to"),
+    ],
+)
+def test_withdrawn_questioned_and_inline_walks(response: str, index: int | None, reason: str) -> None:
+    # A withdrawn answer, a question and an inline "X: no." walk are no commitments.
+    got = parse_choice(response, FOUR)
+    assert (got.index, got.reason) == (index, reason)

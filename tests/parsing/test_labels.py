@@ -22,7 +22,7 @@ def _kind(text: str, style: str = "letters") -> str | None:
         ("C.", "punct"), ("C: yes", "punct"), ("C; yes", "punct"), ("C, yes", "punct"), ("C!", "punct"),
         ("C?", "punct"), ('C."', "punct"), ("C.)", "punct"), ("C.<", "punct"), ("C - yes", "punct"),
         ("C -", "punct"), ("C (stroma)", "punct"), ("C [x]", "punct"), ("C <b>", "punct"),
-        ('C "x"', "punct"), ("C 'x'", "punct"),
+        ('C "x"', "punct"), ("C ' x", "punct"), ("I'd say", None),
         ("C", "end"), ("C  ", "end"), ("C\n", "end"), ("C \r\n", "end"), ("C\tis", "connective"),
         ("C.elegans", None), ("e.g.", None), ("C-peptide", None), ("C5", None), ("C -x", None),
         ("A cell", "word"), ("A because", "connective"), ("I think", "word"), ("C 5", None),
@@ -35,7 +35,21 @@ def test_label_kinds(text: str, kind: str | None) -> None:
 
 def test_every_connective_word() -> None:
     # Spelled out here so that a word lost from the list fails.
-    for word in ("because", "since", "as", "is", "are", "which", "and", "or", "but", "given", "due", "hence"):
+    for word in (
+        "because",
+        "since",
+        "as",
+        "is",
+        "are",
+        "which",
+        "and",
+        "or",
+        "but",
+        "given",
+        "due",
+        "hence",
+        "here",
+    ):
         assert _kind(f"A {word} x") == "connective", word
         assert _kind(f"A {word.upper()} x") == "connective", word
     assert _kind("A whorled x") == "word"

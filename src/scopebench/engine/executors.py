@@ -11,7 +11,9 @@
 from __future__ import annotations
 
 import logging
+import signal
 import socket
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -139,7 +141,12 @@ class RayExecutor:
                 init_kwargs["num_cpus"] = max(2, num_workers or 2)
             # Ray's own log lines follow scopebench's level (-q: errors only).
             level = max(logging.getLogger("scopebench").getEffectiveLevel(), logging.WARNING)
+            previous = signal.getsignal(signal.SIGTERM)
             ray.init(**init_kwargs, log_to_driver=False, logging_level=level)
+            if callable(previous) and threading.current_thread() is threading.main_thread():
+                # ray.init makes SIGTERM a bare sys.exit; the CLI's handler stops the run like
+                # Ctrl-C instead (finished records exported, exit 143).
+                signal.signal(signal.SIGTERM, previous)
             self._owns_ray = True
         else:
             self._owns_ray = False

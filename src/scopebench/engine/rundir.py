@@ -8,20 +8,31 @@ Layout (documented in the README)::
       records.sqlite   the durable per-item store (SQLite, WAL)
       records.jsonl    export of every record (rewritten at the end of each run)
       metrics.json     accuracy tables (see docs/metrics-schema.md)
+      .lock            the writer lock (engine/lock.py): one run per folder at a time
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine.store import RunStore
-from scopebench.errors import DataNotFoundError
+from scopebench.engine.store import RunStore, salvage_hint
+from scopebench.errors import DataNotFoundError, StoreDamagedError
 from scopebench.items import Record
 
-__all__ = ["CONFIG_FILE", "METRICS_FILE", "RECORDS_JSONL", "STORE_FILE", "RunData", "load_run"]
+__all__ = [
+    "CONFIG_FILE",
+    "METRICS_FILE",
+    "RECORDS_JSONL",
+    "STORE_FILE",
+    "RunData",
+    "is_writable",
+    "load_run",
+]
 
 CONFIG_FILE = "run.json"
 STORE_FILE = "records.sqlite"
@@ -73,9 +84,25 @@ def load_run(path: str | Path) -> RunData:
             "pass the --out folder of a `scopebench run`"
         )
     config = json.loads(cfg_path.read_text(encoding="utf-8"))
-    with RunStore(store_path) as store:
+    # Read-only: reading a run (report, compare, export) never writes into its folder, so it works
+    # on a read-only copy and never races the run that may be writing there.
+    with RunStore(store_path, readonly=True, check=True) as store:
         records = store.records()
-        items = store.items()
+        try:
+            items = store.items()
+        except sqlite3.DatabaseError as exc:
+            raise StoreDamagedError(
+                f"the run store {store_path} is damaged ({exc}). {salvage_hint(run_dir)}"
+            ) from exc
     metrics_path = run_dir / METRICS_FILE
     metrics = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.is_file() else None
     return RunData(path=run_dir, config=config, records=records, items=items, metrics=metrics)
+
+
+def is_writable(folder: str | Path) -> bool:
+    """Whether files can be created in ``folder`` (a read-only run directory is read, not written).
+
+    ``os.access`` asks the kernel with the real user's rights; it is a function of its own so tests
+    running as root (whom no permission stops) can stand in a read-only folder.
+    """
+    return os.access(folder, os.W_OK)

@@ -29,6 +29,7 @@ from scopebench.engine.judging import (
     judge_provenance,
     judge_unparsed,
 )
+from scopebench.engine.lock import RunLock, check_unlocked
 from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
 from scopebench.engine.store import RunStore
 from scopebench.errors import (
@@ -37,6 +38,7 @@ from scopebench.errors import (
     ModelSpecError,
     NoItemsError,
     RunAbortedError,
+    RunDirReadOnlyError,
     RunInterruptedError,
     ScopebenchError,
 )
@@ -439,7 +441,11 @@ def _provenance(
 
 def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
     cfg_path = run_dir / CONFIG_FILE
-    if not cfg_path.is_file():
+    if fresh and not cfg_path.is_file():
+        # No run.json, so not known to be a run folder: only a (damaged) store goes, the way out
+        # its message names; other files here may be the user's.
+        for name in (STORE_FILE, STORE_FILE + "-wal", STORE_FILE + "-shm"):
+            (run_dir / name).unlink(missing_ok=True)
         return
     if fresh:
         for name in (
@@ -455,6 +461,8 @@ def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
         for pattern in ("metrics.*", "*.png", "*.svg", "records.parquet"):
             for path in run_dir.glob(pattern):
                 path.unlink(missing_ok=True)
+        return
+    if not cfg_path.is_file():
         return
     old = json.loads(cfg_path.read_text(encoding="utf-8"))
     diffs = [
@@ -507,6 +515,9 @@ def run_benchmark(
             or verdicts of another judge and not ``rejudge``.
         NoItemsError: When no item is left to evaluate (none usable, all excluded, or none of a
             kind the model answers); nothing is written.
+        RunLockedError: When another process is writing to ``out_dir`` (refused at once).
+        RunDirReadOnlyError: When ``out_dir`` cannot be written.
+        StoreDamagedError: When ``out_dir``'s store is damaged (the message says how to salvage it).
         RunAbortedError: When too many items failed, or on Ctrl-C (finished work is kept).
         ScopebenchError: When ``backend`` was built for another model or other options.
     """
@@ -516,6 +527,7 @@ def run_benchmark(
         check_judge_spec(config.judge)  # likewise a typo'd or non-generative --judge
     check_config(config)
     run_dir = Path(out_dir)
+    check_unlocked(run_dir)  # a second writer is refused before data and weights are loaded
     loaded, items = load_items(config)
     unusable = [p for p in loaded.problems if p.severity == "error"]
     if unusable:
@@ -542,40 +554,59 @@ def run_benchmark(
         )
     judge = _build_judge_or_close(config, backend, owned)
     # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
-    run_dir.mkdir(parents=True, exist_ok=True)
+    # One writer per folder, taken before anything is read or deleted (--fresh included), held
+    # until the metrics are written.
+    lock = RunLock(run_dir)
     try:
-        provenance = _provenance(config, loaded, items, backend)
-        provenance["judge"] = judge_provenance(judge)
-        _check_config(run_dir, provenance, fresh)
-        with RunStore(run_dir / STORE_FILE) as store:
-            check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
-        (run_dir / CONFIG_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
-        with RunStore(run_dir / STORE_FILE) as store:
-            try:
-                n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
-                if judge is not None:
-                    judge_unparsed(config, judge, backend, items, store)
-            except RunAbortedError:
-                # Stopped (Ctrl-C, too many failures): the export still shows what was kept.
-                store.export_jsonl(run_dir / RECORDS_JSONL)
-                raise
-            key = metrics_key if on_metrics is not None else "basic"
-            stamp = None if key is None else _metrics_stamp(key, store.generation())
-            cached = _cached_metrics(run_dir, store, stamp)
-            if cached is None:
-                store.export_jsonl(run_dir / RECORDS_JSONL)
-    finally:
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except PermissionError as exc:
+            raise RunDirReadOnlyError(
+                f"cannot create the run directory {run_dir} ({exc.strerror}); choose another --out"
+            ) from exc
+        lock.acquire()
+    except BaseException:
         if owned:
             backend.close()
         if judge is not None:
             judge.close()
-    if cached is None:
-        metrics = (on_metrics or _basic_metrics)(run_dir)
-        if stamp is not None:
+        raise
+    with lock:
+        try:
+            provenance = _provenance(config, loaded, items, backend)
+            provenance["judge"] = judge_provenance(judge)
+            _check_config(run_dir, provenance, fresh)
+            with RunStore(run_dir / STORE_FILE, check=True) as store:
+                check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
+            (run_dir / CONFIG_FILE).write_text(
+                json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8"
+            )
             with RunStore(run_dir / STORE_FILE) as store:
-                store.set_meta("metrics_stamp", stamp)
-    else:
-        metrics = cached
+                try:
+                    n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
+                    if judge is not None:
+                        judge_unparsed(config, judge, backend, items, store)
+                except RunAbortedError:
+                    # Stopped (Ctrl-C, SIGTERM, too many failures): the export still shows what was kept.
+                    store.export_jsonl(run_dir / RECORDS_JSONL)
+                    raise
+                key = metrics_key if on_metrics is not None else "basic"
+                stamp = None if key is None else _metrics_stamp(key, store.generation())
+                cached = _cached_metrics(run_dir, store, stamp)
+                if cached is None:
+                    store.export_jsonl(run_dir / RECORDS_JSONL)
+        finally:
+            if owned:
+                backend.close()
+            if judge is not None:
+                judge.close()
+        if cached is None:
+            metrics = (on_metrics or _basic_metrics)(run_dir)
+            if stamp is not None:
+                with RunStore(run_dir / STORE_FILE) as store:
+                    store.set_meta("metrics_stamp", stamp)
+        else:
+            metrics = cached
     return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
 
 
@@ -695,7 +726,7 @@ def _execute(
         try:
             for batch, responses in executor.run(batches):
                 records = [
-                    make_record(it, r, backend, box_repair=config.box_repair)
+                    _guarded_record(it, r, backend, box_repair=config.box_repair)
                     for it, r in zip(batch, responses, strict=True)
                 ]
                 written += store.add(records)
@@ -720,6 +751,34 @@ def _execute(
         finally:
             executor.close()
     return written, n_skipped
+
+
+def _guarded_record(item: Item, response: Response, backend: Backend, *, box_repair: bool = False) -> Record:
+    """:func:`make_record`, but any exception becomes this item's ``error`` record.
+
+    One reply the parsers cannot read (3,000 nested brackets once raised ``RecursionError``) must
+    not stop the run, and since API replies are cached it would stop every resume on the same
+    reply. The record keeps the reply and names the exception, so nothing is dropped silently.
+    """
+    try:
+        return make_record(item, response, backend, box_repair=box_repair)
+    except Exception as exc:  # any bug in reading one reply is that item's error
+        error = f"reading the reply failed: {type(exc).__name__}: {str(exc)[:500]}"
+        log.warning("item %s: %s", item.id, error)
+        return Record(
+            item_id=item.id,
+            model=backend.spec,
+            status="error",
+            error=error,
+            task=item.task,
+            subset=item.subset,
+            split=item.split,
+            answer_index=item.answer_index,
+            response=response.text,
+            scores=response.scores,
+            extra=dict(response.extra),
+            kind=item.kind,
+        )
 
 
 def _make_executor(config: RunConfig, backend: Backend, items: Sequence[Item]) -> Executor:

@@ -43,6 +43,7 @@ from scopebench.errors import ImageLoadError, ModelError, ModelSpecError
 from scopebench.items import ImageRef, Item
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
 from scopebench.models.registry import split_spec
+from scopebench.models.scrub import register_secret, scrub_secrets
 from scopebench.protocols import render_detection_prompt, render_prompt
 
 if TYPE_CHECKING:
@@ -370,6 +371,8 @@ class OpenAIBackend(Backend):
         self.server = _public_server(base)
         # The key lives in this attribute and the request header only.
         self._api_key = os.environ.get(self.settings.api_key_env) or None
+        # From here on every log record of the process, and every text we record, is scrubbed of it.
+        register_secret(self._api_key)
         if self._api_key is None:
             if urlsplit(base).hostname == "api.openai.com":
                 raise ModelError(
@@ -610,7 +613,7 @@ class OpenAIBackend(Backend):
             if refusal:
                 return _Outcome(error=f"the model refused: {_snippet(str(refusal))}", extra=extra)
             return _Outcome(error=f"malformed response from {self.server}: no choices[0].message.content")
-        return _Outcome(text=content, extra=extra)
+        return _Outcome(text=scrub_secrets(content), extra=extra)
 
     def _response(self, item_id: str, outcome: _Outcome, extra: dict[str, Any], err: str | None) -> Response:
         if err is not None:
@@ -621,14 +624,18 @@ class OpenAIBackend(Backend):
         return Response(item_id, text=outcome.text, extra=merged)
 
     def _scrub(self, text: str) -> str:
-        """Remove the API key from a text that may reach a record or a log (a server may echo it)."""
-        if self._api_key:
-            text = text.replace(self._api_key, "***")
-        return text
+        """Remove the API key from a text that may reach a record or a log (a server may echo it).
+
+        Also its base64/URL/hex forms and any 8+-character piece of them (see
+        :mod:`scopebench.models.scrub`).
+        """
+        return scrub_secrets(text)
 
 
 def _snippet(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
+    # Scrub the whole text first: a key echoed across the cut would otherwise leave its first
+    # characters behind, too short for the scrubber to recognise after the cut.
+    text = " ".join(scrub_secrets(text).split())
     return text if len(text) <= limit else text[:limit] + "…"
 
 

@@ -30,7 +30,7 @@ _PAIRS = {"(": ")", "[": "]", "{": "}", "'": "'", '"': '"'}
 # Words that may follow a label but never follow the article "a" or the pronoun "I" in English,
 # so "A because …" is option A while "A cell …" is not.
 _CONNECTIVES = frozenset(
-    {"because", "since", "as", "is", "are", "which", "and", "or", "but", "given", "due", "hence"}
+    {"because", "since", "as", "is", "are", "which", "and", "or", "but", "given", "due", "hence", "here"}
 )
 _WORD = re.compile(r"[^\W\d_]+")
 
@@ -101,6 +101,9 @@ def _kind_after(text: str, end: int) -> LabelKind | None:
         return "punct"
     if ch == "-" and (nxt == "" or nxt.isspace()):
         return "punct"
+    # An apostrophe before a letter is a contraction ("I'd say B", "I'm"), not a quote.
+    if ch == "'" and nxt.isalpha():
+        return None
     if ch in "([<\"'":
         return "punct"
     if j > end:

@@ -6,6 +6,8 @@ boundaries and are insensitive to case, spacing and punctuation.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -30,6 +32,17 @@ _TRANSLATE = str.maketrans(
         "\u2014": "-",
         "\u2015": "-",
         "\u2212": "-",
+        # CJK punctuation that NFKC leaves alone ("A。", "答案是【C】").
+        "\u3002": ".",
+        "\u3001": ",",
+        "\u3010": "[",
+        "\u3011": "]",
+        "\u300c": '"',
+        "\u300d": '"',
+        # Check marks ("D ✓") confirm, they never name an option.
+        "\u2713": None,
+        "\u2714": None,
+        "\u2611": None,
     }
 )
 
@@ -64,9 +77,10 @@ class Token:
     end: int
 
 
-def tokenize(text: str) -> list[Token]:
-    """Split already-cleaned text into case-folded tokens with their spans."""
-    return [Token(m.group().casefold(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+def tokenize(text: str, limit: int | None = None) -> list[Token]:
+    """Split already-cleaned text into case-folded tokens with their spans (the first ``limit``)."""
+    found = _TOKEN.finditer(text)
+    return [Token(m.group().casefold(), m.start(), m.end()) for m in itertools.islice(found, limit)]
 
 
 def option_tokens(choice: str) -> tuple[str, ...]:
@@ -102,14 +116,17 @@ class TextMatch:
     length: int
 
 
-def find_mentions(said: Sequence[str], options: Sequence[Sequence[str]]) -> list[TextMatch]:
-    """Every place an option's token sequence occurs in ``said``."""
+def find_mentions(
+    said: Sequence[str], options: Sequence[Sequence[str]], *, first_only: bool = False
+) -> list[TextMatch]:
+    """Every place an option's token sequence occurs in ``said`` (only at token 0: ``first_only``)."""
     found: list[TextMatch] = []
     for idx, opt in enumerate(options):
         if not opt:
             continue
         length = sum(len(t) for t in opt)
-        for start in range(len(said) - len(opt) + 1):
+        last = len(said) - len(opt) + 1
+        for start in range(min(last, 1) if first_only else last):
             exact = True
             for k, word in enumerate(opt):
                 ok, is_exact = _token_match(said[start + k], word)
@@ -132,8 +149,24 @@ def _beats(a: TextMatch, b: TextMatch) -> bool:
 
 
 def resolve(matches: Sequence[TextMatch]) -> list[TextMatch]:
-    """Drop matches covered by a longer or better match of another option at the same place."""
-    return [m for m in matches if not any(_beats(other, m) for other in matches)]
+    """Drop matches covered by a longer or better match of another option at the same place.
+
+    Only matches starting at most one option length earlier can cover a match, so each match is
+    compared with a bounded number of others (linear in the response, not quadratic).
+    """
+    by_start: dict[int, list[TextMatch]] = {}
+    for m in matches:
+        by_start.setdefault(m.start, []).append(m)
+    reach = max((m.end - m.start for m in matches), default=0)
+    return [
+        m
+        for m in matches
+        if not any(
+            _beats(other, m)
+            for start in range(max(0, m.start - reach), m.start + 1)
+            for other in by_start.get(start, ())
+        )
+    ]
 
 
 def named_options(
@@ -150,7 +183,9 @@ def named_options(
     Returns:
         Distinct option indices; empty when none is named (or none starts the text).
     """
-    kept = sorted(resolve(find_mentions(said, options)), key=lambda m: (m.start, m.option))
+    # A mention at token 0 can only be covered by another one starting there too.
+    found = find_mentions(said, options, first_only=at_start)
+    kept = sorted(resolve(found), key=lambda m: (m.start, m.option))
     if at_start and not any(m.start == 0 for m in kept):
         return []
     order: list[int] = []
@@ -158,6 +193,154 @@ def named_options(
         if m.option not in order:
             order.append(m.option)
     return order
+
+
+# --- ruling out --------------------------------------------------------------------------------
+
+# Words that, earlier in the same clause, make an option's mention a ruling-out ("not X", "no
+# evidence of X", "rather than X", "X is more likely than Y" for Y, "rules out X").
+_NEG_BEFORE = frozenset(
+    {
+        "not", "no", "never", "without", "unlikely", "exclude", "excludes", "excluded", "excluding",
+        "absent", "absence", "lack", "lacks", "lacking", "neither", "nor", "against", "than",
+        "incorrect", "wrong", "cannot", "less", "instead", "nothing", "none", "unlike", "thought",
+        "initially", "distinguished", "differentiated", "distinguishing",
+    }
+)  # fmt: skip
+# Words shortly after a mention, in the same clause, that rule it out ("X is unlikely", "X is not
+# seen", "X can be ruled out", "X isn't present").
+_NEG_AFTER = frozenset(
+    {
+        "not", "no", "never", "unlikely", "absent", "excluded", "incorrect", "wrong", "cannot",
+        "less", "ruled", "lacking", "missing", "inconsistent", "implausible", "false", "different",
+        "differs", "nope", "differential",
+    }
+)  # fmt: skip
+#: Tokens before "t" that form a negative contraction once the apostrophe is split off.
+_NEG_CONTRACTIONS = frozenset(
+    {"isn", "aren", "doesn", "don", "didn", "wasn", "weren", "won", "can", "couldn", "wouldn", "shouldn"}
+)
+# Before an answer phrase, conditionals also keep it from committing ("If it is A, …").
+_NOT_ASSERTED = _NEG_BEFORE | {"if", "whether", "unless", "suppose", "assuming", "doubt"}
+#: Words that make what follows them a hypothesis, within the same sentence.
+_CONDITIONALS = frozenset({"if", "whether", "unless", "suppose", "assuming"})
+#: Words opening a relative clause that still describes the mention before its comma.
+_RELATIVES = frozenset({"which", "who"})
+#: "rule out X" / "ruling out X": a verb and particle, two tokens.
+_RULE_VERBS = frozenset({"rule", "rules", "ruled", "ruling"})
+# Clause boundaries: punctuation in the gap between two tokens, or a contrasting conjunction.
+_CLAUSE_GAP = re.compile(r"[.;:!?,\n]")
+_SENTENCE_GAP = re.compile(r"[.;!?\n]")
+_CLAUSE_WORDS = frozenset({"but", "however", "whereas", "while", "although", "though", "yet", "instead"})
+#: Tokens after a mention that are looked at for a ruling-out word.
+_AFTER_SPAN = 5
+#: Tokens before a mention, within its clause, looked at (bounded so parsing stays linear).
+_BEFORE_SPAN = 12
+
+
+def _is_negation(tokens: Sequence[str], i: int, cues: frozenset[str]) -> bool:
+    word = tokens[i]
+    if word in cues:
+        return True
+    if word == "t" and i > 0 and tokens[i - 1] in _NEG_CONTRACTIONS:
+        return True
+    return word == "out" and i > 0 and tokens[i - 1] in _RULE_VERBS
+
+
+def clause_starts(text: str, tokens: Sequence[Token], *, sentences: bool = False) -> list[int]:
+    """For each token, the index of the first token of its clause (or sentence).
+
+    A clause ends at ``. ; : ! ? ,`` or a line break between two tokens, and before a contrasting
+    word ("but", "however", "whereas", …) — so in "not A, but C" only A is in a negated clause.
+    A sentence (``sentences=True``) ends only at ``. ! ?``, ``;`` or a line break.
+    """
+    gap = _SENTENCE_GAP if sentences else _CLAUSE_GAP
+    words = frozenset() if sentences else _CLAUSE_WORDS
+    starts: list[int] = []
+    current = 0
+    for i, tok in enumerate(tokens):
+        if i > 0 and (gap.search(text, tokens[i - 1].end, tok.start) or tok.value in words):
+            current = i
+        starts.append(current)
+    return starts
+
+
+def ruled_out(
+    values: Sequence[str],
+    starts: Sequence[int],
+    sentences: Sequence[int],
+    start: int,
+    end: int,
+    *,
+    verdict_follows: bool = False,
+) -> bool:
+    """Whether the mention ``values[start:end]`` is named only to be ruled out (or supposed).
+
+    Args:
+        values: Token values of the whole response.
+        starts: :func:`clause_starts` of those tokens.
+        sentences: :func:`clause_starts` with ``sentences=True``.
+        verdict_follows: The mention is followed by ":", "?" or " - " and then its verdict
+            ("Whorled pattern: not seen.", "Necrosis? No."), so the next clause speaks of it.
+        start: First token of the mention.
+        end: Token index just after the mention.
+    """
+    first = max(starts[start], start - _BEFORE_SPAN)
+    if any(_is_negation(values, i, _NEG_BEFORE) for i in range(first, start)):
+        return True
+    if any(values[i] in _CONDITIONALS for i in range(max(sentences[start], start - _BEFORE_SPAN), start)):
+        return True  # "If it is A, we would expect X": X is a hypothesis, not an answer
+    clause = starts[start]
+    if verdict_follows and end < len(values):
+        clause = starts[end]
+    stop = min(len(values), end + _AFTER_SPAN)
+    for i in range(end, stop):
+        if starts[i] != clause:
+            if starts[i] != i or values[i] not in _RELATIVES:
+                break
+            clause = i  # "X, which is not seen": the relative clause still speaks of X
+        if _is_negation(values, i, _NEG_AFTER):
+            return True
+    return False
+
+
+def negated_after(words: Sequence[str], end: int) -> bool:
+    """Whether a ruling-out word follows shortly after ``words[:end]`` (one clause's tokens)."""
+    return any(_is_negation(words, i, _NEG_AFTER) for i in range(end, min(len(words), end + _AFTER_SPAN)))
+
+
+_VERDICT_GAP = re.compile(r"[ \t]*(?:[:?]|[ \t]-)[ \t]*\Z")
+
+
+def verdict_gap(text: str, tokens: Sequence[Token], end: int) -> bool:
+    """Whether the gap after token ``end - 1`` introduces a verdict on it (":", "?", " - ")."""
+    if end >= len(tokens):
+        return False
+    gap = text[tokens[end - 1].end : tokens[end].start]
+    return _VERDICT_GAP.match(gap) is not None
+
+
+class ClauseIndex:
+    """Tokens and clauses of a whole response, built once, to ask "is this phrase negated?".
+
+    Answer phrases are checked against the clause before them ("I don't think the answer is B",
+    "If it is A, …"); indexing once keeps that linear in the response length.
+    """
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._tokens = tokenize(text)
+        self._values = [t.value for t in self._tokens]
+        self._starts = clause_starts(text, self._tokens)
+        self._token_starts = [t.start for t in self._tokens]
+
+    def not_asserted(self, pos: int) -> bool:
+        """Whether the clause ending at ``pos`` negates or conditions what follows."""
+        idx = bisect.bisect_left(self._token_starts, pos)
+        if idx == 0 or _CLAUSE_GAP.search(self._text, self._tokens[idx - 1].end, pos):
+            return False
+        first = max(self._starts[idx - 1], idx - _BEFORE_SPAN)
+        return any(_is_negation(self._values, i, _NOT_ASSERTED) for i in range(first, idx))
 
 
 def equals_option(said: Sequence[str], option: Sequence[str]) -> bool:

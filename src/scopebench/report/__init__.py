@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from scopebench.engine import rundir
 from scopebench.engine.rundir import METRICS_FILE, RunData, load_run
 from scopebench.report.tables import (
     judge_used,
@@ -115,7 +116,7 @@ def write_run_outputs(
         out = report_dir(run.path, seed=seed, resamples=resamples, policy=policy)
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(json_safe(metrics), indent=2, ensure_ascii=False)
-    if default:
+    if default and rundir.is_writable(run.path):  # a read-only run is read, never written
         (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
     (out / METRICS_FILE).write_text(text, encoding="utf-8")
     rows = report_rows(metrics)

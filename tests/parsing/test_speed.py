@@ -1,0 +1,58 @@
+"""The parser stays linear on long, adversarial replies (issue 16 §2).
+
+Greedy decoding loops ("Answer: A Answer: A …") and servers that ignore ``max_tokens`` produce
+tens or hundreds of thousands of characters. choice-1 took 7.7 s at 10k and 31 s at 20k characters
+of such a loop; these tests give each 40k-character shape a generous 20 s (about 50× what it takes
+now on a loaded 2-core machine), so only a quadratic regression trips them. bench/bench_parser.py
+prints the figures.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scopebench.parsing import parse_choice
+
+OPTIONS = ("Whorled pattern", "Spindle cells", "Rosette formation", "Necrosis")
+
+SHAPES = {
+    "answer-loop": "Answer: A ",
+    "answer-phrase-loop": "The answer is A ",
+    "hedge-loop": "I think it is B I would say ",
+    "reverse-verdict-loop": "B is the correct answer ",
+    "verdict-text-loop": "The most likely diagnosis is rosette formation ",
+    "negation-loop": "not necrosis no spindle cells ",
+    "long-walk": "A) whorled pattern is not seen\nB) spindle cells are present\n",
+    "no-whitespace": "A",
+    "brackets": "(A)(B)[C]{D}",
+    "labels": "A. B) C: ",
+    "tags": "<ANSWER> C ",
+    "chinese": "答案是（A）",
+    "corrections": "The answer is A. Wait, the answer is B. ",
+    "option-words": "rosette formation spindle cells ",
+}
+
+
+def _make(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_40k_characters_of_any_shape(shape: str) -> None:
+    text = _make(SHAPES[shape], 40_000)
+    got = parse_choice(text, OPTIONS)
+    assert got.index is None or 0 <= got.index < len(OPTIONS)
+
+
+@pytest.mark.timeout(60)
+def test_320k_answer_loop_finishes() -> None:
+    # A server ignoring max_tokens: 320k characters of a repeated answer stalled a run for 10 min.
+    got = parse_choice(_make("Answer: A ", 320_000), OPTIONS)
+    assert (got.index, got.method) == (0, "answer_phrase")
+
+
+@pytest.mark.timeout(60)
+def test_320k_option_text_finishes() -> None:
+    got = parse_choice(_make("rosette formation and more rosette formation. ", 320_000), OPTIONS)
+    assert (got.index, got.method) == (2, "option_text")
