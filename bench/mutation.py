@@ -11,9 +11,11 @@ Usage (from the repository root, without PYTHONPATH: mutmut puts ``mutants/src``
     python bench/mutation.py --module scoring.compare --module engine.store   # a subset
     python bench/mutation.py --summary            # only print the table of the last results
 
-The score is ``killed / (killed + survived + suspicious)`` — timeouts count as killed (the mutant
-made a test hang, i.e. changed behaviour); "no tests" mutants (code no selected test reaches) count
-as survivors, since nothing would catch a bug there.
+The score is ``(killed + timeout) / (killed + timeout + survived + no tests + suspicious)``, i.e. over
+the mutants that are not in :data:`EQUIVALENT` (judged unable to change any result); ``killed/all``
+is the same without leaving the equivalent ones out. A timeout counts as killed (the mutant made a
+test hang: behaviour changed); a "no tests" mutant (code no selected test reaches) counts as a
+survivor, since nothing would catch a bug there. Mutants not run yet are shown, not scored.
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ RESUME_FUNCTIONS: tuple[str, ...] = (
     "_cached_metrics",
 )
 
+#: Surviving mutants that cannot change any result (judged by reading each diff; bench/RESULTS.md
+#: gives the same list). Names are mutmut's: valid for the commit in RESULTS.md, they shift when a
+#: function is edited, so re-judge survivors after a change rather than trusting an old name.
+EQUIVALENT: dict[str, str] = {}
+
 # mutmut's own exit-code classes (mutmut/stats.py), folded into the four columns we report.
 _STATUS = {
     "killed": "killed",
@@ -95,7 +102,7 @@ def summarise(modules: list[str], root: Path) -> tuple[list[list[str]], Counter[
             continue
         codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
         counts: Counter[str] = Counter(
-            _STATUS.get(status_by_exit_code[code], "not checked")
+            "equivalent" if key in EQUIVALENT else _STATUS.get(status_by_exit_code[code], "not checked")
             for key, code in codes.items()
             if _counted(module, key)
         )
@@ -105,16 +112,21 @@ def summarise(modules: list[str], root: Path) -> tuple[list[list[str]], Counter[
 
 
 def _cells(c: Counter[str]) -> list[str]:
-    judged = c["killed"] + c["timeout"] + c["survived"] + c["no tests"] + c["suspicious"]
-    score = f"{100 * (c['killed'] + c['timeout']) / judged:.1f}%" if judged else "n/a"
+    killed = c["killed"] + c["timeout"]
+    judged = killed + c["survived"] + c["no tests"] + c["suspicious"]
+    score = f"{100 * killed / judged:.1f}%" if judged else "n/a"
+    raw = f"{100 * killed / (judged + c['equivalent']):.1f}%" if judged + c["equivalent"] else "n/a"
     total = sum(c.values())
-    cols = ["killed", "survived", "no tests", "timeout", "suspicious"]
+    cols = ["killed", "survived", "no tests", "timeout", "suspicious", "equivalent"]
     unchecked = f" ({c['not checked']} not run)" if c["not checked"] else ""
-    return [f"{total}{unchecked}", *(str(c[k]) for k in cols), score]
+    return [f"{total}{unchecked}", *(str(c[k]) for k in cols), raw, score]
 
 
 def _print_table(rows: list[list[str]], overall: Counter[str]) -> None:
-    head = ["module", "mutants", "killed", "survived", "no tests", "timeout", "suspicious", "score"]
+    head = [
+        "module", "mutants", "killed", "survived", "no tests", "timeout", "suspicious", "equivalent",
+        "killed/all", "score",
+    ]  # fmt: skip
     rows = [*rows, ["overall", *_cells(overall)]]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
