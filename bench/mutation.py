@@ -62,7 +62,76 @@ RESUME_FUNCTIONS: tuple[str, ...] = (
 #: Surviving mutants that cannot change any result (judged by reading each diff; bench/RESULTS.md
 #: gives the same list). Names are mutmut's: valid for the commit in RESULTS.md, they shift when a
 #: function is edited, so re-judge survivors after a change rather than trusting an old name.
-EQUIVALENT: dict[str, str] = {}
+_NAN = 'float("NAN") is the same NaN as float("nan")'
+_SQL = "SQLite keywords and ASCII identifiers are case-insensitive: the same statement"
+_CODEC = 'Python codec names are case-insensitive: "UTF-8" is "utf-8"'
+_EMPTY = "only reached with no probabilities, where every bin is empty whatever the array's dtype"
+EQUIVALENT: dict[str, str] = {
+    # scoring/calibration.py
+    "scopebench.scoring.calibration.x__normalise__mutmut_3": "without dtype=float an int array stays int, "
+    "but / is true division and the uniform branch is float: the same probabilities",
+    "scopebench.scoring.calibration.x__normalise__mutmut_5": "as _normalise__mutmut_3 (dtype omitted)",
+    "scopebench.scoring.calibration.x_brier_score__mutmut_4": _NAN,
+    "scopebench.scoring.calibration.x_expected_calibration_error__mutmut_4": _NAN,
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_75": _NAN,
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_83": _NAN,
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_32": "with no probabilities the clipped "
+    "bin index of an empty array is the same empty array",
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_34": "lower clip: the confidence (max of "
+    "scores normalised to sum 1) is > 0, so ceil(conf * n) - 1 >= 0 already",
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_35": "upper clip: for non-negative scores "
+    "(probabilities, the documented input) conf <= 1, so ceil(conf * n) - 1 <= n - 1 already",
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_45": "as reliability_bins__mutmut_35 "
+    "(upper clip n + 1)",
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_40": "float bin indices: idx == b selects "
+    "the same items",
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_48": _EMPTY,
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_49": _EMPTY,
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_50": _EMPTY,
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_71": "the mean of an empty selection is "
+    "NaN (with a RuntimeWarning): the NaN the else branch gives",
+    "scopebench.scoring.calibration.x_reliability_bins__mutmut_79": "as reliability_bins__mutmut_71",
+    # scoring/compare.py
+    "scopebench.scoring.compare.x_mcnemar_exact__mutmut_1": "b - c == 0 with b = c > 0: the exact two-sided "
+    "binomial p-value of the most likely split is 1.0, the value returned for b + c == 0",
+    "scopebench.scoring.compare.x_mcnemar_exact__mutmut_12": "0.5 is scipy.stats.binomtest's default p",
+    "scopebench.scoring.compare.x_mcnemar_exact__mutmut_13": "two-sided is binomtest's default alternative",
+    **{
+        f"scopebench.scoring.compare.x_paired_comparison__mutmut_{k}": "zip(xa, xb): both are read "
+        "from the same list of shared ids, so strict= cannot matter"
+        for k in (13, 16, 17, 25, 28, 29)
+    },
+    **{f"scopebench.scoring.compare.x_paired_comparison__mutmut_{k}": _NAN for k in (52, 61, 70, 85)},
+    "scopebench.scoring.compare.x__acc__mutmut_4": "-2.0 instead of -1.0: any negative key still sorts "
+    "a run without accuracy after every accuracy in [0, 1]",
+    # parsing/_labels.py
+    "scopebench.parsing._labels.x_read_label__mutmut_57": "the closing mark is one of )]}'\" (the "
+    '_CLOSE group), never "X"',
+    # engine/store.py
+    "scopebench.engine.store.xǁRunStoreǁdone_ids__mutmut_4": _SQL,
+    "scopebench.engine.store.xǁRunStoreǁdone_ids__mutmut_5": _SQL,
+    "scopebench.engine.store.xǁRunStoreǁcount__mutmut_4": _SQL,
+    "scopebench.engine.store.xǁRunStoreǁcount__mutmut_5": _SQL,
+    "scopebench.engine.store.xǁRunStoreǁgeneration__mutmut_4": _SQL,
+    "scopebench.engine.store.xǁRunStoreǁset_meta__mutmut_6": _SQL,
+    "scopebench.engine.store.xǁRunStoreǁset_meta__mutmut_7": _SQL,
+    "scopebench.engine.store.xǁRunStoreǁget_meta__mutmut_7": _SQL,
+    "scopebench.engine.store.xǁRunStoreǁget_meta__mutmut_8": _SQL,
+    "scopebench.engine.store.x__has_records__mutmut_4": _SQL,
+    "scopebench.engine.store.x__unreadable_records__mutmut_6": _SQL,
+    "scopebench.engine.store.x__unreadable_records__mutmut_7": _SQL,
+    "scopebench.engine.store.x__unreadable_records__mutmut_14": _CODEC,
+    "scopebench.engine.store.x__unreadable_records__mutmut_25": _CODEC,
+    "scopebench.engine.store.x__unreadable_records__mutmut_29": _CODEC,
+    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_15": _CODEC,
+    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_4": "name of the temporary file that is "
+    "renamed onto the export at once",
+    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_5": "as export_jsonl__mutmut_4",
+    "scopebench.engine.store.xǁRunStoreǁ_connect_readonly__mutmut_17": "prefix of a private temporary "
+    "directory's name",
+    "scopebench.engine.store.xǁRunStoreǁ_connect_readonly__mutmut_18": "as _connect_readonly__mutmut_17",
+    "scopebench.engine.store.xǁRunStoreǁ_connect_readonly__mutmut_19": "as _connect_readonly__mutmut_17",
+}
 
 # mutmut's own exit-code classes (mutmut/stats.py), folded into the four columns we report.
 _STATUS = {
@@ -102,13 +171,18 @@ def summarise(modules: list[str], root: Path) -> tuple[list[list[str]], Counter[
             continue
         codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
         counts: Counter[str] = Counter(
-            "equivalent" if key in EQUIVALENT else _STATUS.get(status_by_exit_code[code], "not checked")
+            _judged(key, _STATUS.get(status_by_exit_code[code], "not checked"))
             for key, code in codes.items()
             if _counted(module, key)
         )
         overall.update(counts)
         rows.append([module, *_cells(counts)])
     return rows, overall
+
+
+def _judged(key: str, status: str) -> str:
+    # Only a mutant no test kills can be equivalent; a killed one listed there is simply killed.
+    return "equivalent" if key in EQUIVALENT and status in ("survived", "no tests") else status
 
 
 def _cells(c: Counter[str]) -> list[str]:

@@ -90,3 +90,11 @@ def test_probabilities_and_answers_must_pair_up():
         reliability_bins([[0.5, 0.5]], [0, 1])
     with pytest.raises(ValueError):
         brier_score([[0.5, 0.5]], [0, 1])
+
+
+def test_ece_bin_count_matters():
+    # conf 0.9 right, 0.85 wrong. 5 bins: one bin (0.8, 1], acc 0.5, conf 0.875 -> 0.375.
+    # 15 bins (the default): 0.9 in (13/15, 14/15], 0.85 in (12/15, 13/15] -> 0.5*0.1 + 0.5*0.85 = 0.475.
+    probs, answers = [[0.9, 0.1], [0.85, 0.15]], [0, 1]
+    assert expected_calibration_error(probs, answers, n_bins=5) == pytest.approx(0.375)
+    assert expected_calibration_error(probs, answers) == pytest.approx(0.475)
