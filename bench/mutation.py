@@ -104,6 +104,24 @@ EQUIVALENT: dict[str, str] = {
     **{f"scopebench.scoring.compare.x_paired_comparison__mutmut_{k}": _NAN for k in (52, 61, 70, 85)},
     "scopebench.scoring.compare.x__acc__mutmut_4": "-2.0 instead of -1.0: any negative key still sorts "
     "a run without accuracy after every accuracy in [0, 1]",
+    # scoring/decoupling.py
+    "scopebench.scoring.decoupling.x_decoupling_table__mutmut_1": "seed is unused since the Wilson "
+    "interval (deleted at once, kept for callers' one set of options)",
+    "scopebench.scoring.decoupling.x_decoupling_table__mutmut_2": "as decoupling_table__mutmut_1 (resamples)",
+    "scopebench.scoring.decoupling.x_decoupling_table__mutmut_57": "a bool array has the same sum, length "
+    "and mean as the float one",
+    "scopebench.scoring.decoupling.x_decoupling_table__mutmut_59": "as decoupling_table__mutmut_57",
+    "scopebench.scoring.decoupling.x_decoupling_table__mutmut_83": "the mean of an empty group is NaN "
+    "(with a RuntimeWarning): the NaN the else branch gives",
+    "scopebench.scoring.decoupling.x_decoupling_table__mutmut_87": _NAN,
+    # parsing/_text.py
+    "scopebench.parsing._text.x__token_match__mutmut_16": "the exactness flag is read only when the "
+    "tokens match (callers test the first element first)",
+    **{
+        f"scopebench.parsing._text.x_equals_option__mutmut_{k}": "zip runs only after len(said) == "
+        "len(option) was checked: strict= cannot matter"
+        for k in (13, 16, 17)
+    },
     # parsing/_labels.py
     "scopebench.parsing._labels.x_read_label__mutmut_57": "the closing mark is one of )]}'\" (the "
     '_CLOSE group), never "X"',
@@ -124,6 +142,12 @@ EQUIVALENT: dict[str, str] = {
     "scopebench.engine.store.x__unreadable_records__mutmut_25": _CODEC,
     "scopebench.engine.store.x__unreadable_records__mutmut_29": _CODEC,
     "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_15": _CODEC,
+    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_19": "json.dumps tests ensure_ascii for "
+    "truth: None acts as False",
+    "scopebench.engine.store.xǁRunStoreǁexport_parquet__mutmut_18": "as export_jsonl__mutmut_19",
+    # scoring/metrics.py
+    "scopebench.scoring.metrics.x__grit_split__mutmut_22": 'an absent dataset reads as "xxxx" instead of '
+    '"": no dataset name fragment of the split table occurs in either',
     "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_4": "name of the temporary file that is "
     "renamed onto the export at once",
     "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_5": "as export_jsonl__mutmut_4",
@@ -213,11 +237,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--module", action="append", choices=MODULES, help="only this module (repeatable)")
     ap.add_argument("--summary", action="store_true", help="only print the last results")
+    ap.add_argument("--equivalents", action="store_true", help="print the equivalent mutants' table")
     ap.add_argument("--mutmut", default=str(Path(sys.executable).with_name("mutmut")), help="mutmut binary")
     ap.add_argument("--max-children", type=int, default=2, help="parallel mutants (default 2)")
     args = ap.parse_args(argv)
     root = Path(__file__).resolve().parent.parent
     modules = list(args.module or MODULES)
+    if args.equivalents:
+        print("| mutant | why it cannot change a result |\n|---|---|")
+        for name, why in EQUIVALENT.items():
+            print(f"| `{name.removeprefix('scopebench.')}` | {why} |")
+        return 0
     if not args.summary:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # tests must import mutants/src
         globs = [g for m in modules for g in _globs(m)]
