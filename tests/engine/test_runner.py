@@ -451,3 +451,19 @@ def test_run_made_by_an_older_parser_is_refused_with_advice(tmp_path: Path) -> N
     with pytest.raises(ConfigMismatchError, match=r"parser_version: stored 'choice-1'") as err:
         run_benchmark(_cfg("random"), tmp_path / "run")
     assert "--fresh" in str(err.value) and "--out" in str(err.value)
+
+
+def test_a_new_scopebench_version_recomputes_stored_metrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    monkeypatch.setattr(runner_mod, "_package_versions", lambda: {"scopebench": "1.0"})
+    run_benchmark(_cfg("random"), run)
+    calls: list[Path] = []
+    real = runner_mod._basic_metrics
+    monkeypatch.setattr(runner_mod, "_basic_metrics", lambda d: calls.append(d) or real(d))
+    run_benchmark(_cfg("random"), run)
+    assert calls == []  # same version: reused
+    monkeypatch.setattr(runner_mod, "_package_versions", lambda: {"scopebench": "1.1"})
+    run_benchmark(_cfg("random"), run)
+    assert calls == [run]  # metrics computed by an older release are not reused
