@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 EXTRAS ?= dev,hf,embed,ray,probe,browser,review,build
 STAMP := $(VENV)/.scopebench-installed
 
-.PHONY: venv demo test lint typecheck check browser postgres clean
+.PHONY: venv demo test lint typecheck check browser postgres clean mutation
 
 venv: $(STAMP)
 
@@ -44,5 +44,10 @@ typecheck: venv
 
 check: lint typecheck test
 
+# Mutation testing of parsing/, scoring/ and the resume logic (slow: not part of test/check/CI).
+# Scores and the equivalent mutants are in bench/RESULTS.md; MODULES="scoring.compare ..." narrows it.
+mutation: venv
+	$(PY) bench/mutation.py --mutmut $(VENV)/bin/mutmut $(foreach m,$(MODULES),--module $(m))
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache mutants

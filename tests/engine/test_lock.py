@@ -143,3 +143,13 @@ def test_backend_closed_when_the_lock_is_lost_to_a_run_that_started_at_the_same_
         run_benchmark(RunConfig(benchmark="unit", data="4", model="random"), tmp_path)
     assert closed == [True]
     assert not (tmp_path / "run.json").exists()  # nothing written by the refused run
+
+
+def test_holder_is_readable_after_a_very_long_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["scopebench", *(f"arg{i:06d}" for i in range(20000))])
+    with RunLock(tmp_path):
+        info = lock_holder(tmp_path)
+        assert info is not None and info["pid"] == os.getpid()
+        assert info["command"].startswith("scopebench arg000000") and len(info["command"]) == 4096

@@ -294,6 +294,97 @@ def test_cli_exits_130_with_resume_advice_on_ctrl_c(
     assert "4 new results were saved" in err and "run the same command again to resume" in err
 
 
+def test_retry_errors_redoes_only_the_failed_items(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Scripted(fail=True))
+    cfg = _cfg("scripted", n=6, batch_size=4, max_fail_fraction=1.0)
+    first = run_benchmark(cfg, tmp_path / "run")
+    assert (first.n_new, first.metrics["overall"]["errors"]) == (6, 6)
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Scripted())
+    kept = run_benchmark(cfg, tmp_path / "run")  # a plain re-run keeps the stored errors
+    assert (kept.n_new, kept.metrics["overall"]["errors"]) == (0, 6)
+    redone = run_benchmark(cfg, tmp_path / "run", retry_errors=True)
+    assert redone.n_new == 6 and redone.metrics["overall"]["errors"] == 0
+    # _Scripted answers option 0; make_items' answers cycle 0..3 over 6 items: items 0 and 4.
+    assert redone.metrics["overall"]["correct"] == 2
+    assert {r.status for r in load_run(tmp_path / "run").records} == {"ok"}
+
+
+def test_fresh_discards_stored_results_and_their_report_files(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run_benchmark(_cfg("random"), run)
+    for name in ("metrics.md", "metrics.csv", "acc.png", "acc.svg", "records.parquet", "notes.txt"):
+        (run / name).write_text("old")
+    with pytest.raises(ConfigMismatchError) as err:
+        run_benchmark(_cfg("random", seed=5), run)
+    msg = str(err.value)
+    assert f"the run directory {run} holds results of a different configuration:" in msg
+    assert "  seed: stored 0, now 5" in msg and "pass --fresh" in msg
+    assert "model:" not in msg  # only the keys that differ are listed
+    assert (run / "metrics.md").read_text() == "old"  # a refusal touches nothing
+    res = run_benchmark(_cfg("random", seed=5), run, fresh=True)
+    assert res.n_new == 10
+    left = {p.name for p in run.iterdir()}
+    assert not left & {"metrics.md", "metrics.csv", "acc.png", "acc.svg", "records.parquet"}
+    assert "notes.txt" in left  # not ours: kept
+    assert json.loads((run / "run.json").read_text())["seed"] == 5
+    assert len(load_run(run).records) == 10
+    # --fresh on a directory without a run is just a new run.
+    assert run_benchmark(_cfg("random"), tmp_path / "new", fresh=True).n_new == 10
+
+
+def test_stored_metrics_are_reused_only_while_complete_and_readable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    first = run_benchmark(_cfg("random"), run)
+    calls: list[Path] = []
+    real = runner_mod._basic_metrics
+    monkeypatch.setattr(runner_mod, "_basic_metrics", lambda d: calls.append(d) or real(d))
+    (run / "records.jsonl").unlink()  # the export is gone: redo it and the metrics
+    again = run_benchmark(_cfg("random"), run)
+    assert len(calls) == 1 and (run / "records.jsonl").is_file()
+    assert again.metrics["overall"] == first.metrics["overall"]
+    (run / "metrics.json").write_text("{not json")
+    run_benchmark(_cfg("random"), run)
+    assert len(calls) == 2 and json.loads((run / "metrics.json").read_text())["overall"]["n"] == 10
+    run_benchmark(_cfg("random"), run)
+    assert len(calls) == 2  # complete again: reused
+
+
+def test_custom_metrics_with_a_key_are_reused_until_the_key_changes(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    seen: list[str] = []
+
+    def metrics(tag: str):  # type: ignore[no-untyped-def]
+        def write(d: Path) -> dict[str, object]:
+            seen.append(tag)
+            out = {"tag": tag}
+            (d / "metrics.json").write_text(json.dumps(out))
+            return out
+
+        return write
+
+    assert run_benchmark(_cfg("random"), run, on_metrics=metrics("a"), metrics_key="k1").metrics == {
+        "tag": "a"
+    }
+    assert run_benchmark(_cfg("random"), run, on_metrics=metrics("b"), metrics_key="k1").metrics == {
+        "tag": "a"
+    }
+    assert run_benchmark(_cfg("random"), run, on_metrics=metrics("c"), metrics_key="k2").metrics == {
+        "tag": "c"
+    }
+    assert seen == ["a", "c"]
+    from scopebench.engine.store import RunStore
+    from scopebench.scoring.metrics import METRICS_SCHEMA_VERSION
+
+    with RunStore(run / "records.sqlite") as store:
+        gen = store.generation()
+        stamp = store.get_meta("metrics_stamp")
+    assert gen > 0 and stamp == runner_mod._metrics_stamp("k2", gen)
+    assert stamp["key"] == "k2" and stamp["generation"] == gen and stamp["schema"] == METRICS_SCHEMA_VERSION
+    assert set(stamp) == {"key", "generation", "schema", "scopebench"}
+
+
 class _Texting(Backend):
     """A generative backend whose reply names the item: ``(A) for unit/003``."""
 
@@ -378,3 +469,19 @@ def test_owner_protocol_revision_is_part_of_the_resume_check(tmp_path: Path) -> 
     # The default protocol is not tied to owner-template revisions.
     run_benchmark(_cfg("random"), tmp_path / "default")
     assert json.loads((tmp_path / "default" / "run.json").read_text())["owner_protocol_version"] is None
+
+
+def test_a_new_scopebench_version_recomputes_stored_metrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    monkeypatch.setattr(runner_mod, "_package_versions", lambda: {"scopebench": "1.0"})
+    run_benchmark(_cfg("random"), run)
+    calls: list[Path] = []
+    real = runner_mod._basic_metrics
+    monkeypatch.setattr(runner_mod, "_basic_metrics", lambda d: calls.append(d) or real(d))
+    run_benchmark(_cfg("random"), run)
+    assert calls == []  # same version: reused
+    monkeypatch.setattr(runner_mod, "_package_versions", lambda: {"scopebench": "1.1"})
+    run_benchmark(_cfg("random"), run)
+    assert calls == [run]  # metrics computed by an older release are not reused

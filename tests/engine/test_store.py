@@ -79,3 +79,80 @@ def test_generation_moves_with_every_write_and_delete(tmp_path: Path) -> None:
         assert store.delete_status(["error"]) == 1 and store.generation() == 3
     with RunStore(tmp_path / "s.sqlite") as store:  # persisted with the records
         assert store.generation() == 3
+
+
+def test_store_creates_missing_folders_and_refuses_a_corrupt_file(tmp_path: Path) -> None:
+    import pytest
+
+    from scopebench.errors import DataFormatError
+
+    with RunStore(tmp_path / "a" / "b" / "r.sqlite") as store:
+        store.add([_rec(1)])
+    with RunStore(tmp_path / "a" / "b" / "r.sqlite") as store:  # an existing folder is fine too
+        assert store.count() == 1
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(
+        DataFormatError, match=r"bad\.sqlite does not start with the SQLite header.*--salvage.*--fresh"
+    ):
+        RunStore(bad)
+
+
+def test_closed_after_with_block(tmp_path: Path) -> None:
+    import pytest
+
+    with RunStore(tmp_path / "r.sqlite") as store:
+        store.add([_rec(1)])
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.count()
+    other = RunStore(tmp_path / "r.sqlite")
+    other.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        other.done_ids()
+
+
+def test_items_are_stored_once_and_read_back(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from helpers import make_items
+
+    items = make_items(2)
+    with RunStore(tmp_path / "r.sqlite") as store:
+        store.add_items(items)
+        store.add_items([replace(items[0], question="changed?")])  # "once": the first summary stays
+        got = store.items()
+    assert set(got) == {"unit/000", "unit/001"}
+    assert got["unit/000"] == items[0].to_summary()
+    assert got["unit/000"]["question"] == "Question 0?"
+
+
+def test_delete_status_several_and_none(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "r.sqlite") as store:
+        store.add([_rec(1, "error"), _rec(2, "unparsed"), _rec(3), _rec(4, "error")])
+        gen = store.generation()
+        assert store.delete_status([]) == 0 and store.generation() == gen
+        assert store.delete_status(iter(["error", "unparsed"])) == 3
+        assert store.done_ids() == {"x/3"} and store.generation() == gen + 1
+        assert [r.status for r in store.records()] == ["ok"]
+
+
+def test_exports_keep_unicode_and_empty_parquet(tmp_path: Path) -> None:
+    rec = Record(
+        item_id="x/μ", model="m", status="ok", choice=0, correct=True, response="5 μm", extra={"k": "é"}
+    )
+    with RunStore(tmp_path / "r.sqlite") as store:
+        assert store.export_parquet(tmp_path / "empty.parquet") == tmp_path / "empty.parquet"
+        store.add([rec])
+        assert store.export_jsonl(tmp_path / "r.jsonl") == tmp_path / "r.jsonl"
+        store.export_parquet(tmp_path / "r.parquet")
+    text = (tmp_path / "r.jsonl").read_text(encoding="utf-8")
+    # Readable UTF-8 (what the export promises), no leftover temporary file.
+    assert "5 μm" in text and '"é"' in text and text.endswith("\n") and text.count("\n") == 1
+    assert json.loads(text) == rec.to_dict()
+    assert not list(tmp_path.glob("*.tmp"))
+    empty = pq.read_table(tmp_path / "empty.parquet")
+    assert empty.num_rows == 0 and empty.column_names == ["item_id"]
+    assert str(empty.schema.field("item_id").type) == "string"  # a typed column, not pyarrow's "null"
+    row = pq.read_table(tmp_path / "r.parquet").to_pylist()[0]
+    assert row["scores"] is None and json.loads(row["extra"]) == {"k": "é"} and '"é"' in row["extra"]
+    assert row["response"] == "5 μm" and row["item_id"] == "x/μ"

@@ -120,3 +120,131 @@ def test_compare_warns_when_box_repair_differs(tmp_path):
         (run / "run.json").write_text(json.dumps({**cfg, "box_repair": repair, "box_parser_version": 2}))
     res = compare_runs(runs, seed=0, resamples=50)
     assert res["warnings"] == ["runs differ in box_repair: plain=False, repaired=True"]
+
+
+def test_run_labels_and_folder_names(tmp_path, monkeypatch):
+    from scopebench.scoring.compare import run_folder_names, run_labels
+
+    monkeypatch.chdir(tmp_path)
+    a, b = Path("sweep/alpha-0.5/run"), Path("sweep/alpha-1/run")
+    assert run_labels([a, b]) == ["alpha-0.5/run", "alpha-1/run"]
+    assert run_folder_names([a, b]) == ["alpha-0.5_run", "alpha-1_run"]
+    assert run_labels(["runs/demo/random", "runs/pm/clip"]) == ["random", "clip"]
+    # Relative and absolute spellings of one directory are one run: later ones get -2, -3.
+    assert run_labels([a, tmp_path / a, "x/c", a]) == ["run", "run-2", "c", "run-3"]
+    assert run_folder_names([a, b, a]) == ["alpha-0.5_run", "alpha-1_run", "alpha-0.5_run-2"]
+    # A path that runs out of parts keeps all of them (the root "/" is no name part).
+    assert run_labels(["/r", "/q/r"]) == ["r", "q/r"]
+    assert run_labels(["/r/s/t", "/q/s/t", "/z"]) == ["r/s/t", "q/s/t", "z"]
+
+
+def test_paired_comparison_fields_and_empty():
+    a = {"3": True, "1": False, "2": True, "9": True}
+    b = {"2": False, "1": False, "3": True, "7": False}
+    res = paired_comparison(a, b, seed=4, resamples=300)
+    # shared items 1, 2, 3 in sorted order: A = F, T, T; B = F, F, T
+    iv = paired_diff_ci([False, True, True], [False, False, True], seed=4, resamples=300)
+    assert res == {
+        "n_common": 3,
+        "accuracy_a": pytest.approx(2 / 3),
+        "accuracy_b": pytest.approx(1 / 3),
+        "difference": pytest.approx(1 / 3),
+        **iv.fields(),
+        "b_a_right_b_wrong": 1,
+        "c_a_wrong_b_right": 0,
+        "mcnemar_p": 1.0,
+        "test": "McNemar exact (two-sided binomial on discordant pairs)",
+    }
+    assert (res["resamples"], res["seed"]) == (300, 4)
+    empty = paired_comparison({"1": True}, {"2": True}, seed=0, resamples=50)
+    assert empty["n_common"] == 0 and empty["test"] == "no shared items"
+    for k in ("accuracy_a", "accuracy_b", "difference", "mcnemar_p"):
+        assert empty[k] != empty[k], k
+
+
+def _add_items(run: Path, n: int) -> None:
+    from helpers import make_items
+
+    with RunStore(run / "records.sqlite") as store:
+        store.add_items(make_items(n))
+
+
+def _run_with(root: Path, name: str, recs: list[Record], **cfg) -> Path:
+    d = root / name
+    d.mkdir()
+    base = {
+        "benchmark": "spur",
+        "model": name,
+        "data_fingerprint": "fp",
+        "protocol": "p",
+        "parser_version": 1,
+    }
+    (d / "run.json").write_text(json.dumps({**base, **cfg}))
+    with RunStore(d / "records.sqlite") as store:
+        store.add(recs)
+    return d
+
+
+def _mcq(i: int, model: str, status: str = "ok", correct: bool | None = True) -> Record:
+    return Record(f"unit/{i:03d}", model, status, correct=correct, task="NP", split="test", answer_index=0)  # type: ignore[arg-type]
+
+
+def test_compare_runs_rows_pairs_and_policy(tmp_path):
+    # good: 3 of 4 right; weird: 1 right, 1 unparsed (wrong under "wrong", out under "exclude"),
+    # plus a detection record that never counts; empty: no mcq record at all (accuracy NaN).
+    good = _run_with(tmp_path, "good", [_mcq(i, "good", correct=i != 3) for i in range(4)], seed=7)
+    weird = _run_with(
+        tmp_path,
+        "weird",
+        [
+            _mcq(0, "weird"),
+            _mcq(1, "weird", "unparsed", None),
+            _mcq(2, "weird", correct=False),
+            Record("unit/009", "weird", "ok", kind="detection", task="NP"),
+        ],
+        protocol="q",
+        parser_version=2,
+    )
+    empty = _run_with(tmp_path, "empty", [Record("unit/050", "empty", "ok", kind="detection")])
+    _add_items(good, 4)
+    res = compare_runs([empty, weird, good], seed=3, resamples=100)
+    assert (res["benchmark"], res["policy"], res["seed"], res["resamples"]) == ("spur", "wrong", 3, 100)
+    board = res["leaderboard"]
+    assert [r["model"] for r in board] == ["good", "weird", "empty"]  # NaN accuracy sorts last
+    top = board[0]
+    assert top["run"] == str(good) and top["source"] == "this run"
+    assert top["overall"]["accuracy"] == pytest.approx(0.75) and top["overall"]["n"] == 4
+    assert top["config"] == {"data_fingerprint": "fp", "protocol": "p", "parser_version": 1, "seed": 7}
+    assert [r["group"] for r in top["by_task"]] == ["task=NP"]
+    assert [(r["group"], r["accuracy"]) for r in top["owner"]][:1] == [("test/NP", 0.75)]
+    assert board[1]["overall"]["accuracy"] == pytest.approx(1 / 3)
+    # Chance baselines only from the first run given (empty has no item summaries): none.
+    assert res["baselines"] == []
+    pairs = {(p["model_a"], p["model_b"]): p for p in res["pairs"]}
+    assert set(pairs) == {("good", "weird"), ("good", "empty"), ("weird", "empty")}
+    gw = pairs[("good", "weird")]
+    assert (gw["run_a"], gw["run_b"]) == (str(good), str(weird))
+    # shared 0, 1, 2: good T, T, T; weird T, F(unparsed), F
+    assert (gw["n_common"], gw["b_a_right_b_wrong"], gw["c_a_wrong_b_right"]) == (3, 2, 0)
+    assert "runs differ in protocol: empty='p', weird='q', good='p'" in res["warnings"]
+    assert "runs differ in parser_version: empty=1, weird=2, good=1" in res["warnings"]
+    assert not any("data_fingerprint" in w for w in res["warnings"])
+    assert "weird and empty share no items: no paired test" in res["warnings"]
+
+    ex = compare_runs([good, weird], seed=3, resamples=100, policy="exclude")
+    assert ex["policy"] == "exclude"
+    gw = ex["pairs"][0]
+    assert (gw["model_a"], gw["n_common"], gw["b_a_right_b_wrong"]) == ("good", 2, 1)
+    assert ex["leaderboard"][1]["overall"]["accuracy"] == pytest.approx(0.5)
+    base = {b["model"]: b for b in ex["baselines"]}
+    assert set(base) == {"random baseline", "frequent baseline"}
+    assert base["random baseline"]["source"] == "baseline on good's items"
+    assert base["random baseline"]["overall"]["n"] == 4
+    assert base["random baseline"]["owner"][0]["group"] == "test/t1"
+
+
+def test_compare_needs_a_run():
+    from scopebench.errors import DataFormatError
+
+    with pytest.raises(DataFormatError, match="at least one run directory"):
+        compare_runs([])

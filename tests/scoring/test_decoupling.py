@@ -47,3 +47,37 @@ def test_interval_does_not_depend_on_the_seed() -> None:
     # interval draws nothing, so another seed gives the same interval (was: a seeded bootstrap).
     assert a[:2] == b[:2] == c[:2]
     assert a[2].n == 0
+
+
+def test_items_without_figure_and_wilson_intervals() -> None:
+    from statsmodels.stats.proportion import proportion_confint
+
+    # F0 has an integer figure id 0 (still a figure); "r/x" and "r/y" have no figure_id and no
+    # item summary at all: each is its own figure in the no_perception_item group.
+    records = [
+        _r("s/a", "NP", True), _r("s/b", "IL", True),
+        _r("r/a", "Qual", True), _r("r/b", "Quant", False), _r("r/c", "Quant", True), _r("r/d", "Qual", True),
+        _r("r/x", "Quant", False), _r("r/y", "Qual", True),
+    ]  # fmt: skip
+    fig = {i: {"metadata": {"figure_id": 0}} for i in ("s/a", "s/b", "r/a", "r/b", "r/c", "r/d")}
+    fig["r/x"] = {"metadata": {}}
+    ok, bad, none = decoupling_table(records, fig)
+    assert (ok.group, ok.n, ok.correct, ok.figures) == ("perception_correct", 4, 3, 1)
+    assert ok.accuracy == pytest.approx(0.75)
+    assert (bad.group, bad.n, bad.correct, bad.figures) == ("perception_wrong", 0, 0, 0)
+    assert bad.accuracy != bad.accuracy and bad.ci_low != bad.ci_low
+    assert (none.group, none.n, none.correct, none.figures) == ("no_perception_item", 2, 1, 2)
+    # 95% Wilson score intervals, checked against statsmodels (3/4: [0.3006, 0.9544]).
+    for row in (ok, none):
+        lo, hi = proportion_confint(row.correct, row.n, alpha=0.05, method="wilson")
+        assert (row.ci_low, row.ci_high) == (pytest.approx(lo), pytest.approx(hi))
+    assert ok.ci_low == pytest.approx(0.3006, abs=1e-4) and ok.ci_high == pytest.approx(0.9544, abs=1e-4)
+    assert ok.to_dict()["figures"] == 1 and ok.to_dict()["ci_method"] == "wilson"
+
+
+def test_all_wrong_group_interval() -> None:
+    records = [_r("s/1", "NP", False), _r("r/1", "Quant", False), _r("r/2", "Qual", False)]
+    fig = {r.item_id: {"metadata": {"figure_id": "F"}} for r in records}
+    bad = decoupling_table(records, fig)[1]
+    assert (bad.n, bad.correct, bad.accuracy, bad.ci_low) == (2, 0, 0.0, 0.0)
+    assert bad.ci_high == pytest.approx(0.6576, abs=1e-4)  # Wilson 0/2: z^2 / (n + z^2)

@@ -350,3 +350,94 @@ def test_grit_split_knows_the_ubench_release_dataset_keys():
     assert _grit_split("mitochondria", {"dataset": "wu_et_al_2023"}) == "hard"
     assert _grit_split("irregular_contours", {"dataset": "burgess_et_al_2024_contour"}) is None
     assert _grit_split("nucleus", {"dataset": "burgess_et_al_2024_contour", "grit_split": "easy"}) == "easy"
+
+
+def test_localization_fallbacks_and_interval_calls():
+    from scopebench.scoring.bootstrap import stratified_mean_ci
+    from scopebench.scoring.metrics import localization_section
+
+    def det(i, extra, task="detection", subset=None):
+        return rec(i, None, task=task, subset=subset, kind="detection", extra=extra)
+
+    recs = [
+        det(0, {"grit": 1, "class_name": "cell"}),  # an int score counts as is
+        det(1, {"class_name": "cell"}),  # no score (failed detection): 0
+        det(2, {"grit": "0.9", "class_name": "cell"}),  # not a number: 0, never parsed
+        det(3, {"grit": 0.4}, subset="nucleus"),  # class from the subset…
+        det(6, {"grit": 0.6}, subset="nucleus"),
+        det(4, {"grit": 0.8}, task="gland"),  # …else from the task
+        det(7, {"grit": 0.2}, task="gland"),
+        rec(5, True, task="cell"),  # mcq records never count
+    ]
+    items = {
+        "x/3": {"metadata": {"source_dataset": "PCST"}},
+        "x/6": {"metadata": {"source_dataset": "PCST"}},
+        "x/4": {"metadata": {"dataset": ""}},
+    }
+    rows = {r["group"]: r for r in localization_section(recs, items, seed=2, resamples=300)}
+    assert set(rows) == {"class=cell", "class=PCST/nucleus", "class=gland", "split=hard", "overall"}
+    assert rows["class=cell"]["score"] == pytest.approx(1 / 3) and rows["class=cell"]["n"] == 3
+    assert rows["class=PCST/nucleus"]["score"] == pytest.approx(0.5)
+    assert rows["class=gland"]["score"] == pytest.approx(0.5)
+    assert rows["split=hard"]["score"] == pytest.approx(0.5) and rows["split=hard"]["n"] == 2
+    assert rows["overall"]["score"] == pytest.approx((1 / 3 + 0.5 + 0.5) / 3)
+    cell = bootstrap_ci([1.0, 0.0, 0.0], seed=2, resamples=300)
+    assert (rows["class=cell"]["ci_low"], rows["class=cell"]["ci_high"]) == (cell.low, cell.high)
+    assert rows["class=cell"]["ci_method"] == cell.method
+    over = stratified_mean_ci([[1.0, 0.0, 0.0], [0.4, 0.6], [0.8, 0.2]], seed=2, resamples=300)
+    assert (rows["overall"]["ci_low"], rows["overall"]["ci_high"]) == (over.low, over.high)
+    assert localization_section([rec(0, True)]) == []
+    # One pair: no interval, and none for the overall row that includes it.
+    lone = localization_section([det(0, {"grit": 0.5, "class_name": "x"})])
+    assert [(r["group"], r["ci_method"]) for r in lone] == [
+        ("class=x", "too-few-items"),
+        ("overall", "too-few-items"),
+    ]
+    assert all(r["ci_low"] != r["ci_low"] for r in lone)
+
+
+def test_grit_split_fallbacks():
+    from scopebench.scoring.metrics import _grit_split
+
+    assert _grit_split("Nucleus", {"source_dataset": "CellCognition_2010"}) == "easy"
+    assert _grit_split("nucleus", {"grit_split": "medium", "dataset": "PCST"}) == "hard"  # unknown: table
+    assert _grit_split("nucleus", {"grit_split": "hard", "dataset": "cellcognition"}) == "hard"
+    assert _grit_split("cell", {"dataset": "PCST"}) == "easy"
+    assert _grit_split("cell", {}) is None and _grit_split("gland", {"dataset": "other"}) is None
+
+
+def test_compute_metrics_sections_counts_and_switches():
+    from scopebench.scoring.metrics import METRICS_SCHEMA_VERSION
+
+    recs = [
+        rec(0, True, task="a", subset="s1", split="test"),
+        rec(1, False, task="a", subset="s2", split="val"),
+        rec(2, None, task="b", subset="s1", split="test", status="unparsed"),
+        rec(3, None, task="detection", kind="detection", extra={"grit": 0.5, "class_name": "cell"}),
+    ]
+    items = {
+        "x/0": {"metadata": {"modality": "light", "domain": ""}},
+        "x/1": {"metadata": {"modality": "light", "subdomain": None}},
+        "x/2": {"metadata": {"modality": "electron"}},
+    }
+    m = compute_metrics(recs, benchmark="unit", items=items, seed=1, resamples=100, baselines=False)
+    assert m["schema_version"] == METRICS_SCHEMA_VERSION  # its value is pinned against the docs
+    assert (m["benchmark"], m["policy"]) == ("unit", "wrong")
+    assert m["counts"] == {"records": 4, "mcq": 3, "detection": 1}
+    assert (m["overall"]["n"], m["overall"]["correct"]) == (3, 1)
+    assert [(r["group"], r["n"]) for r in m["by_subset"]] == [("subset=s1", 2), ("subset=s2", 1)]
+    assert [(r["group"], r["n"]) for r in m["by_split"]] == [("split=test", 2), ("split=val", 1)]
+    # Empty and missing metadata values make no group; fields nobody has make no table.
+    assert set(m["by_metadata"]) == {"modality"}
+    assert [(r["group"], r["n"]) for r in m["by_metadata"]["modality"]] == [
+        ("modality=electron", 1),
+        ("modality=light", 2),
+    ]
+    assert m["calibration"] is None and m["baselines"] == {}
+    assert [r["group"] for r in m["localization"]] == ["class=cell", "overall"]
+    ex = compute_metrics(recs, benchmark="unit", policy="exclude", seed=1, resamples=100)
+    assert ex["policy"] == "exclude" and ex["overall"]["denominator"] == 2
+    assert ex["overall"]["accuracy"] == 0.5 and m["overall"]["accuracy"] == pytest.approx(1 / 3)
+    assert ex["by_metadata"] == {} and ex["baselines"] == {}  # no items: nothing to draw from
+    scored = [Record("y/0", "m", "ok", choice=0, correct=True, scores=[0.8, 0.2], answer_index=0)]
+    assert compute_metrics(scored, benchmark="unit")["calibration"]["brier"] == pytest.approx(0.08)

@@ -129,7 +129,9 @@ class RunLock:
         info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "command": " ".join(sys.argv),
+            # Capped: _read_info reads 64 KiB, and a longer command line (thousands of arguments)
+            # would leave the holder's details unreadable.
+            "command": " ".join(sys.argv)[:4096],
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         os.ftruncate(fd, 0)

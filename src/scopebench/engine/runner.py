@@ -660,6 +660,9 @@ def _basic_metrics(run_dir: Path) -> dict[str, Any]:
     from scopebench.engine.rundir import load_run
     from scopebench.scoring import compute_metrics
 
+    # Recomputed from the store: a stale metrics file that is unreadable (a run killed while writing
+    # it) must not stop the resume, as load_run would otherwise parse it.
+    (run_dir / METRICS_FILE).unlink(missing_ok=True)
     run = load_run(run_dir)
     # The same metrics as the CLI's (item summaries feed the metadata tables, the owner
     # aggregations and the localization splits), without its report files.
