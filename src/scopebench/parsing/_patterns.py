@@ -21,7 +21,7 @@ _PHRASE = re.compile(
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
         |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
-        \s+(?:options?|choices?|response)
+        \s+(?:options?|choices?|response)(?:\s+here)?
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
           (?:choose|select|pick|go\s+with)
         | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
@@ -73,6 +73,10 @@ _HEDGE = re.compile(
           |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
       | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|meant)
+      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:settle\s+on|commit\s+to|land\s+on|prefer|favou?r)
+      | I(?:'m|\s+am)\s+(?:not\s+(?:entirely\s+|completely\s+|100%\s+)?sure|unsure),?\s+but
+      | (?:and|then)\s+(?:choose|select|pick|go\s+with)
+      | (?:^|(?<=[.!?]\s))(?:definitely|certainly|clearly|surely)
       | let(?:'s|\s+us)\s+go\s+with
       | (?:my\s+)?(?:instinct|gut)\s+says
       | I(?:'m|\s+am)\s+(?:(?:fairly|pretty|quite|very|reasonably|fully)\s+)?(?:sure|confident|certain)
@@ -171,7 +175,7 @@ _CHINESE = re.compile(
     r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
     r"|答\s*:"  # "答：A" (answer:)
     r"|正确的是|我(?:认为|觉得)(?:应该)?是"  # "正确的是B" (the correct one is), "我认为是C" (I think it is)
-    r"|(?<![不别])选(?:择)?(?:是)?(?!项)"  # "选A", "应该选C"; never "不选A" or "选项"
+    r"|(?<![不别])选(?:择)?(?:是)?(?!项)\s*[:：]?"  # "选A", "应该选C"; never "不选A" or "选项"
     r"|不是[^,;.\n]{1,8}[,;]\s*(?:而)?是"  # "不是D，是A": denied, then affirmed
 )
 

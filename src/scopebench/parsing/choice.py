@@ -187,7 +187,7 @@ from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-3"
+PARSER_VERSION = "choice-4"
 
 
 @dataclass(frozen=True, slots=True)
