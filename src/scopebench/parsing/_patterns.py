@@ -57,7 +57,9 @@ _REVERSE_LETTERS = re.compile(
 _REVERSE_NUMBERS = re.compile(
     r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
     # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
-    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s))(?P<d>\d{1,2}))" + _VERDICT,
+    # or after an introductory comma ("Looking at the blot, 2 stands out."), never in a list ("1, 2")
+    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t]))(?P<d>\d{1,2}))"
+    + _VERDICT,
     re.M,
 )
 
@@ -75,7 +77,7 @@ _HEDGE = re.compile(
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|meant)
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:settle\s+on|commit\s+to|land\s+on|prefer|favou?r)
       | I(?:'m|\s+am)\s+(?:not\s+(?:entirely\s+|completely\s+|100%\s+)?sure|unsure),?\s+but
-      | (?:and|then)\s+(?:choose|select|pick|go\s+with)
+      | (?:(?<=\band\s)|(?<=\bthen\s))(?:choose|select|pick|go\s+with)  # "rule out D and choose A"
       | (?:^|(?<=[.!?]\s))(?:definitely|certainly|clearly|surely)
       | let(?:'s|\s+us)\s+go\s+with
       | (?:my\s+)?(?:instinct|gut)\s+says

@@ -222,6 +222,11 @@ _NEG_CONTRACTIONS = frozenset(
 )
 # Before an answer phrase, conditionals also keep it from committing ("If it is A, …").
 _NOT_ASSERTED = _NEG_BEFORE | {"if", "whether", "unless", "suppose", "assuming", "doubt"}
+#: "and"/"then" before one of these verbs opens a new clause (see :func:`clause_starts`).
+_CHOICE_JOINS = frozenset({"and", "then"})
+_CHOICE_VERBS = frozenset(
+    {"choose", "select", "pick", "favour", "favor", "prefer", "settle", "commit", "opt", "land", "go"}
+)
 #: Words that make what follows them a hypothesis, within the same sentence.
 _CONDITIONALS = frozenset({"if", "whether", "unless", "suppose", "assuming"})
 #: Words opening a relative clause that still describes the mention before its comma.
@@ -261,6 +266,15 @@ def clause_starts(text: str, tokens: Sequence[Token], *, sentences: bool = False
     current = 0
     for i, tok in enumerate(tokens):
         if i > 0 and (gap.search(text, tokens[i - 1].end, tok.start) or tok.value in words):
+            current = i
+        elif (
+            not sentences
+            and tok.value in _CHOICE_JOINS
+            and i + 1 < len(tokens)
+            and tokens[i + 1].value in _CHOICE_VERBS
+        ):
+            # "rule out D and choose A", "argue against X and favour Y": a new choice, whose
+            # clause the ruling-out before "and" does not reach.
             current = i
         starts.append(current)
     return starts

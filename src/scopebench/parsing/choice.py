@@ -290,7 +290,12 @@ def parse_choice(
 def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
     tags: list[_Commit] = []
     for m in (*_TAG.finditer(text), *_BOXED.finditer(text)):
-        c = _read_answer(m["body"][:_WINDOW], ctx)
+        body = m["body"][:_WINDOW]
+        # "<ANSWER>Answer: B</ANSWER>": an answer phrase nested in the tag; its label is the answer.
+        nested = _PHRASE.match(body, _skip_space(body, 0))
+        if nested is not None and nested["conn"] is not None:
+            body = body[nested.end() :]
+        c = _read_answer(body, ctx)
         if c is not None:
             tags.append(_Commit(c.labels, c.conflict, m.start(), "answer_tag"))
     phrases = _phrase_commits(text, ctx)
