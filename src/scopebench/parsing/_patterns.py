@@ -42,7 +42,7 @@ _PHRASE = re.compile(
 _VERDICT = (
     r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+"
     r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?(?:"
-    r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable|plausible|strongest|defensible|reasonable|final)"
+    r"(?i:most\s+)?(?i:correct|right|best|safest|appropriate|accurate|likely|probable|plausible|strongest|defensible|reasonable|final)"
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
     r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
@@ -76,6 +76,9 @@ _HEDGE = re.compile(
       | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|meant)
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:settle\s+on|commit\s+to|land\s+on|prefer|favou?r)
+      | I(?:'m|\s+am)\s+(?:settling\s+on|committing\s+to|landing\s+on)
+      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:identify|give|mark|pick|choose|select)\s+the\s+answer\s+as
+      | the\s+answer\s+I(?:'d|\s+would|'ll|\s+will)?\s+(?:give|choose|pick|go\s+with)\s+is
       | I(?:'m|\s+am)\s+(?:not\s+(?:entirely\s+|completely\s+|100%\s+)?sure|unsure),?\s+but
       | (?:(?<=\band\s)|(?<=\bthen\s))(?:choose|select|pick|go\s+with)  # "rule out D and choose A"
       | (?:^|(?<=[.!?]\s))(?:definitely|certainly|clearly|surely)
@@ -87,7 +90,7 @@ _HEDGE = re.compile(
       | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
       | (?:should|must)\s+be
       | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
-      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet)
+      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response)
         (?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
       | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
@@ -125,7 +128,7 @@ _PREFIX = re.compile(
     r"|(?:pick|choose|select)\s+one)\s*:"
     r"|(?:choice|option)[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought|tentatively"
-    r"|provisionally|presumably|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
+    r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
     r"(?![\w'])[ \t]*[,:]?"
     r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
