@@ -253,6 +253,17 @@ def _is_negation(tokens: Sequence[str], i: int, cues: frozenset[str]) -> bool:
     return word == "out" and i > 0 and tokens[i - 1] in _RULE_VERBS
 
 
+def _less_than(values: Sequence[str], i: int, start: int) -> bool:
+    """Whether ``values[i]`` belongs to "less <word> than" just before the mention at ``start``.
+
+    "X is less likely than Y": Y is the favoured option, so neither "less" nor "than" rules it
+    out (X keeps "less" after it, which does).
+    """
+    if start < 3 or values[start - 1] != "than" or values[start - 3] != "less":
+        return False
+    return i in (start - 3, start - 1)
+
+
 def clause_starts(text: str, tokens: Sequence[Token], *, sentences: bool = False) -> list[int]:
     """For each token, the index of the first token of its clause (or sentence).
 
@@ -301,7 +312,9 @@ def ruled_out(
         end: Token index just after the mention.
     """
     first = max(starts[start], start - _BEFORE_SPAN)
-    if any(_is_negation(values, i, _NEG_BEFORE) for i in range(first, start)):
+    if any(
+        _is_negation(values, i, _NEG_BEFORE) and not _less_than(values, i, start) for i in range(first, start)
+    ):
         return True
     if any(values[i] in _CONDITIONALS for i in range(max(sentences[start], start - _BEFORE_SPAN), start)):
         return True  # "If it is A, we would expect X": X is a hypothesis, not an answer
