@@ -21,7 +21,7 @@ _PHRASE = re.compile(
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
         |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
-        \s+(?:options?|choices?|response)(?:\s+here)?
+        \s+(?:options?|choices?|response|one)(?:\s+here)?
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
           (?:choose|select|pick|go\s+with)
         | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
@@ -46,7 +46,7 @@ _VERDICT = (
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
     r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
-    r"|(?i:does))"
+    r"|(?i:does)|(?i:gets\s+my\s+vote))"
     r"(?:\s+(?i:to\s+me|here|overall))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
@@ -78,10 +78,11 @@ _HEDGE = re.compile(
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:settle\s+on|commit\s+to|land\s+on|prefer|favou?r)
       | I(?:'m|\s+am)\s+(?:settling\s+on|committing\s+to|landing\s+on)
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:identify|give|mark|pick|choose|select)\s+the\s+answer\s+as
-      | the\s+answer\s+I(?:'d|\s+would|'ll|\s+will)?\s+(?:give|choose|pick|go\s+with)\s+is
+      | the\s+(?:answer|option|choice|one)\s+I(?:'d|\s+would|'ll|\s+will)?\s+
+        (?:give|choose|pick|go\s+with|favou?r|prefer|select)\s+is
       | I(?:'m|\s+am)\s+(?:not\s+(?:entirely\s+|completely\s+|100%\s+)?sure|unsure),?\s+but
       | (?:(?<=\band\s)|(?<=\bthen\s))(?:choose|select|pick|go\s+with)  # "rule out D and choose A"
-      | (?:^|(?<=[.!?]\s))(?:definitely|certainly|clearly|surely)
+      | (?:^|(?<=[.!?]\s))(?:definitely|certainly|clearly|surely|absolutely|undoubtedly)
       | let(?:'s|\s+us)\s+go\s+with
       | (?:my\s+)?(?:instinct|gut)\s+says
       | I(?:'m|\s+am)\s+(?:(?:fairly|pretty|quite|very|reasonably|fully)\s+)?(?:sure|confident|certain)
@@ -126,7 +127,7 @@ _VERDICT_TEXT = re.compile(
 _PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+match"
     r"|(?:pick|choose|select)\s+one)\s*:"
-    r"|(?:choice|option)[ \t]*:(?=[ \t]*\S)"
+    r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought|tentatively"
     r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
     r"(?![\w'])[ \t]*[,:]?"

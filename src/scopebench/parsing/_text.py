@@ -253,6 +253,17 @@ def _is_negation(tokens: Sequence[str], i: int, cues: frozenset[str]) -> bool:
     return word == "out" and i > 0 and tokens[i - 1] in _RULE_VERBS
 
 
+def _so_is(values: Sequence[str], sentences: Sequence[int], start: int) -> bool:
+    """Whether the mention at ``start`` follows "so is"/"as is" after a ruling-out in its sentence."""
+    if (
+        start < 2
+        or values[start - 2] not in ("so", "as")
+        or values[start - 1] not in ("is", "are", "was", "were")
+    ):
+        return False
+    return any(_is_negation(values, i, _NEG_AFTER) for i in range(sentences[start], start - 2))
+
+
 def _less_than(values: Sequence[str], i: int, start: int) -> bool:
     """Whether ``values[i]`` belongs to "less <word> than" just before the mention at ``start``.
 
@@ -311,6 +322,8 @@ def ruled_out(
         start: First token of the mention.
         end: Token index just after the mention.
     """
+    if _so_is(values, sentences, start):
+        return True  # "X is unlikely, and so is Y": Y shares X's ruling-out
     first = max(starts[start], start - _BEFORE_SPAN)
     if any(
         _is_negation(values, i, _NEG_BEFORE) and not _less_than(values, i, start) for i in range(first, start)

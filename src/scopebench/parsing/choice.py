@@ -354,11 +354,17 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
     for m in reverse.finditer(text):
-        if clauses.not_asserted(m.start()):
-            continue
+        if clauses.not_asserted(m.start()) or _ALTERNATIVE_BEFORE.search(
+            text, max(0, m.start() - 12), m.start()
+        ):
+            continue  # "Either C or D would be defensible": D is one of two alternatives
         raw = str(m["a"] or m["b"] or m["c"] or m.groupdict().get("d"))
         found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     return found
+
+
+# A label right after "or"/"and"/"nor" is the last of several, not a verdict of its own.
+_ALTERNATIVE_BEFORE = re.compile(r"(?<![\w'])(?i:or|and|nor|and/or)[ \t]+[(\[]?\Z")
 
 
 def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
