@@ -609,6 +609,46 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         "option_text",
         "a mention inside an 'if' clause is a hypothesis, not an answer",
     ),
+    (
+        "ruled-out-then-chosen-label",
+        "I would rule out D and choose A.",
+        FOUR,
+        0,
+        "answer_phrase",
+        "'rule out' negates D only; 'and choose' opens a new clause that commits to A",
+    ),
+    (
+        "argued-against-then-favoured-text",
+        "The features argue against whorled pattern and favour rosette formation.",
+        FOUR,
+        2,
+        "answer_phrase",
+        "'against' rules out the first option only; 'and favour' opens a new clause that commits",
+    ),
+    (
+        "less-likely-than-favours-the-second",
+        "Whorled pattern is less likely than rosette formation here.",
+        FOUR,
+        2,
+        "option_text",
+        "'X is less likely than Y': 'less' after X rules X out, 'less … than' before Y favours Y",
+    ),
+    (
+        "specific-option-beats-the-general-one-inside-it",
+        "This is a carcinoma, specifically small cell carcinoma.",
+        ("Carcinoma", "Lymphoma", "Small cell carcinoma", "Sarcoma"),
+        2,
+        "option_text",
+        "'specifically' introduces the option whose text ends with the general option's text",
+    ),
+    (
+        "nested-answer-phrase-in-tag",
+        "<ANSWER>Answer: B</ANSWER> The answer is C.",
+        FOUR,
+        None,
+        "answer_tag",
+        "the tag's nested phrase reads B; a different answer outside it conflicts, so none",
+    ),
 ]
 
 

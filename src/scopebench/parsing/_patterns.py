@@ -21,7 +21,7 @@ _PHRASE = re.compile(
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
         |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
-        \s+(?:options?|choices?|response)
+        \s+(?:options?|choices?|response|one)(?:\s+here)?
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
           (?:choose|select|pick|go\s+with)
         | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
@@ -42,11 +42,11 @@ _PHRASE = re.compile(
 _VERDICT = (
     r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+"
     r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?(?:"
-    r"(?i:most\s+)?(?i:correct|right|best|appropriate|accurate|likely|probable|plausible|strongest|defensible|reasonable|final)"
+    r"(?i:most\s+)?(?i:correct|right|best|safest|appropriate|accurate|likely|probable|plausible|strongest|defensible|reasonable|final)"
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
     r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
-    r"|(?i:does))"
+    r"|(?i:does)|(?i:gets\s+my\s+vote))"
     r"(?:\s+(?i:to\s+me|here|overall))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
@@ -57,7 +57,9 @@ _REVERSE_LETTERS = re.compile(
 _REVERSE_NUMBERS = re.compile(
     r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
     # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
-    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s))(?P<d>\d{1,2}))" + _VERDICT,
+    # or after an introductory comma ("Looking at the blot, 2 stands out."), never in a list ("1, 2")
+    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t]))(?P<d>\d{1,2}))"
+    + _VERDICT,
     re.M,
 )
 
@@ -73,6 +75,14 @@ _HEDGE = re.compile(
           |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
       | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|meant)
+      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:settle\s+on|commit\s+to|land\s+on|prefer|favou?r)
+      | I(?:'m|\s+am)\s+(?:settling\s+on|committing\s+to|landing\s+on)
+      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:identify|give|mark|pick|choose|select)\s+the\s+answer\s+as
+      | the\s+(?:answer|option|choice|one)\s+I(?:'d|\s+would|'ll|\s+will)?\s+
+        (?:give|choose|pick|go\s+with|favou?r|prefer|select)\s+is
+      | I(?:'m|\s+am)\s+(?:not\s+(?:entirely\s+|completely\s+|100%\s+)?sure|unsure),?\s+but
+      | (?:(?<=\band\s)|(?<=\bthen\s))(?:choose|select|pick|go\s+with)  # "rule out D and choose A"
+      | (?:^|(?<=[.!?]\s))(?:definitely|certainly|clearly|surely|absolutely|undoubtedly)
       | let(?:'s|\s+us)\s+go\s+with
       | (?:my\s+)?(?:instinct|gut)\s+says
       | I(?:'m|\s+am)\s+(?:(?:fairly|pretty|quite|very|reasonably|fully)\s+)?(?:sure|confident|certain)
@@ -81,7 +91,7 @@ _HEDGE = re.compile(
       | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
       | (?:should|must)\s+be
       | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
-      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet)
+      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response)
         (?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
       | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
@@ -117,9 +127,9 @@ _VERDICT_TEXT = re.compile(
 _PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+match"
     r"|(?:pick|choose|select)\s+one)\s*:"
-    r"|(?:choice|option)[ \t]*:(?=[ \t]*\S)"
+    r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought|tentatively"
-    r"|provisionally|presumably|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
+    r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
     r"(?![\w'])[ \t]*[,:]?"
     r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
@@ -171,7 +181,7 @@ _CHINESE = re.compile(
     r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
     r"|答\s*:"  # "答：A" (answer:)
     r"|正确的是|我(?:认为|觉得)(?:应该)?是"  # "正确的是B" (the correct one is), "我认为是C" (I think it is)
-    r"|(?<![不别])选(?:择)?(?:是)?(?!项)"  # "选A", "应该选C"; never "不选A" or "选项"
+    r"|(?<![不别])选(?:择)?(?:是)?(?!项)\s*[:：]?"  # "选A", "应该选C"; never "不选A" or "选项"
     r"|不是[^,;.\n]{1,8}[,;]\s*(?:而)?是"  # "不是D，是A": denied, then affirmed
 )
 

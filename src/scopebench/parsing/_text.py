@@ -222,6 +222,11 @@ _NEG_CONTRACTIONS = frozenset(
 )
 # Before an answer phrase, conditionals also keep it from committing ("If it is A, …").
 _NOT_ASSERTED = _NEG_BEFORE | {"if", "whether", "unless", "suppose", "assuming", "doubt"}
+#: "and"/"then" before one of these verbs opens a new clause (see :func:`clause_starts`).
+_CHOICE_JOINS = frozenset({"and", "then"})
+_CHOICE_VERBS = frozenset(
+    {"choose", "select", "pick", "favour", "favor", "prefer", "settle", "commit", "opt", "land", "go"}
+)
 #: Words that make what follows them a hypothesis, within the same sentence.
 _CONDITIONALS = frozenset({"if", "whether", "unless", "suppose", "assuming"})
 #: Words opening a relative clause that still describes the mention before its comma.
@@ -248,6 +253,28 @@ def _is_negation(tokens: Sequence[str], i: int, cues: frozenset[str]) -> bool:
     return word == "out" and i > 0 and tokens[i - 1] in _RULE_VERBS
 
 
+def _so_is(values: Sequence[str], sentences: Sequence[int], start: int) -> bool:
+    """Whether the mention at ``start`` follows "so is"/"as is" after a ruling-out in its sentence."""
+    if (
+        start < 2
+        or values[start - 2] not in ("so", "as")
+        or values[start - 1] not in ("is", "are", "was", "were")
+    ):
+        return False
+    return any(_is_negation(values, i, _NEG_AFTER) for i in range(sentences[start], start - 2))
+
+
+def _less_than(values: Sequence[str], i: int, start: int) -> bool:
+    """Whether ``values[i]`` belongs to "less <word> than" just before the mention at ``start``.
+
+    "X is less likely than Y": Y is the favoured option, so neither "less" nor "than" rules it
+    out (X keeps "less" after it, which does).
+    """
+    if start < 3 or values[start - 1] != "than" or values[start - 3] != "less":
+        return False
+    return i in (start - 3, start - 1)
+
+
 def clause_starts(text: str, tokens: Sequence[Token], *, sentences: bool = False) -> list[int]:
     """For each token, the index of the first token of its clause (or sentence).
 
@@ -261,6 +288,15 @@ def clause_starts(text: str, tokens: Sequence[Token], *, sentences: bool = False
     current = 0
     for i, tok in enumerate(tokens):
         if i > 0 and (gap.search(text, tokens[i - 1].end, tok.start) or tok.value in words):
+            current = i
+        elif (
+            not sentences
+            and tok.value in _CHOICE_JOINS
+            and i + 1 < len(tokens)
+            and tokens[i + 1].value in _CHOICE_VERBS
+        ):
+            # "rule out D and choose A", "argue against X and favour Y": a new choice, whose
+            # clause the ruling-out before "and" does not reach.
             current = i
         starts.append(current)
     return starts
@@ -286,8 +322,12 @@ def ruled_out(
         start: First token of the mention.
         end: Token index just after the mention.
     """
+    if _so_is(values, sentences, start):
+        return True  # "X is unlikely, and so is Y": Y shares X's ruling-out
     first = max(starts[start], start - _BEFORE_SPAN)
-    if any(_is_negation(values, i, _NEG_BEFORE) for i in range(first, start)):
+    if any(
+        _is_negation(values, i, _NEG_BEFORE) and not _less_than(values, i, start) for i in range(first, start)
+    ):
         return True
     if any(values[i] in _CONDITIONALS for i in range(max(sentences[start], start - _BEFORE_SPAN), start)):
         return True  # "If it is A, we would expect X": X is a hypothesis, not an answer

@@ -170,6 +170,7 @@ from scopebench.parsing._patterns import (
 )
 from scopebench.parsing._text import (
     ClauseIndex,
+    TextMatch,
     clause_starts,
     clean,
     equals_option,
@@ -187,7 +188,7 @@ from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-3"
+PARSER_VERSION = "choice-4"
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +291,12 @@ def parse_choice(
 def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
     tags: list[_Commit] = []
     for m in (*_TAG.finditer(text), *_BOXED.finditer(text)):
-        c = _read_answer(m["body"][:_WINDOW], ctx)
+        body = m["body"][:_WINDOW]
+        # "<ANSWER>Answer: B</ANSWER>": an answer phrase nested in the tag; its label is the answer.
+        nested = _PHRASE.match(body, _skip_space(body, 0))
+        if nested is not None and nested["conn"] is not None:
+            body = body[nested.end() :]
+        c = _read_answer(body, ctx)
         if c is not None:
             tags.append(_Commit(c.labels, c.conflict, m.start(), "answer_tag"))
     phrases = _phrase_commits(text, ctx)
@@ -348,11 +354,17 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
     for m in reverse.finditer(text):
-        if clauses.not_asserted(m.start()):
-            continue
+        if clauses.not_asserted(m.start()) or _ALTERNATIVE_BEFORE.search(
+            text, max(0, m.start() - 12), m.start()
+        ):
+            continue  # "Either C or D would be defensible": D is one of two alternatives
         raw = str(m["a"] or m["b"] or m["c"] or m.groupdict().get("d"))
         found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     return found
+
+
+# A label right after "or"/"and"/"nor" is the last of several, not a verdict of its own.
+_ALTERNATIVE_BEFORE = re.compile(r"(?<![\w'])(?i:or|and|nor|and/or)[ \t]+[(\[]?\Z")
 
 
 def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
@@ -548,10 +560,13 @@ def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> Parse
     if len(named) != 1 or not ctx.in_range(named[0]):
         return None
     method = later[-1].method
+    # Name the first of adjacent markers ("Wait — no, …" names "Wait"), as the reader sees it.
+    before = max(c.pos for c in commits if c.pos < marker.start())
+    shown = min((m for m in markers if m.start() > before), key=lambda m: m.start())
     return ParseResult(
         label_index(named[0], ctx.style),
         method,
-        f"answer after the self-correction {marker.group()!r} names {named[0]}",
+        f"answer after the self-correction {shown.group()!r} names {named[0]}",
     )
 
 
@@ -740,9 +755,41 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     undecided = _UNDECIDED.search(text)
     if undecided is not None:
         return ParseResult(None, "option_text", f"option text with indecision ({undecided.group()!r})")
+    specific = _more_specific(values, mentions, kept, ctx)
+    if specific is not None:
+        return ParseResult(
+            specific, "option_text", f"option {label_for(specific, ctx.style)} named as the specific verdict"
+        )
     if len(kept) > 1:
         return ParseResult(None, "option_text", f"several options named: {', '.join(labels)}")
     return ParseResult(kept[0], "option_text", f"text of option {labels[0]} found")
+
+
+_SPECIFIERS = frozenset({"specifically", "namely", "particularly"})
+
+
+def _more_specific(
+    values: Sequence[str], mentions: Sequence[TextMatch], kept: Sequence[int], ctx: _Ctx
+) -> int | None:
+    """The option named as the specific verdict after a general one it contains, if any.
+
+    "This is a carcinoma, specifically small cell carcinoma." names "Carcinoma" and "Small cell
+    carcinoma"; the second, introduced by "specifically"/"namely" and containing the first's
+    words, is the verdict. Any other pair of options is left to the caller (several named).
+    """
+    if len(kept) != 2:
+        return None
+    general, specific = kept
+    later = [m for m in mentions if m.option == specific]
+    if not later or any(m.option == general and m.start > later[0].start for m in mentions):
+        return None
+    start = later[0].start
+    if not any(values[i] in _SPECIFIERS for i in range(max(0, start - 2), start)):
+        return None
+    inner, outer = ctx.options[general], ctx.options[specific]
+    if len(inner) >= len(outer) or list(outer[len(outer) - len(inner) :]) != list(inner):
+        return None  # the general option must be the tail of the specific one ("… carcinoma")
+    return specific
 
 
 def _skip_space(text: str, pos: int) -> int:
