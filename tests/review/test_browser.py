@@ -34,7 +34,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    from conftest import Server
+    from review_helpers import Server
+
     from scopebench.review.app import AppSettings, create_app
 
     root = tmp_path_factory.mktemp("browser")

@@ -314,9 +314,8 @@ def load_site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[s
     if request.param == "sqlite":
         yield request.getfixturevalue("served")
         return
-    from review_helpers import build_project, write_bench
+    from review_helpers import Server, build_project, write_bench
 
-    from conftest import Server
     from scopebench.review.app import AppSettings, create_app
 
     url = request.getfixturevalue("postgres")

@@ -17,7 +17,8 @@ from review_helpers import PASSWORD, build_project, write_bench
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    from conftest import Server
+    from review_helpers import Server
+
     from scopebench.models.registry import _SCHEMES, register_scheme
     from scopebench.review.app import AppSettings, create_app
 
