@@ -29,7 +29,14 @@ from scopebench.benchmarks.registry import register_benchmark
 from scopebench.errors import DataFormatError, DataNotFoundError, UnsafePathError
 from scopebench.items import LETTERS, Box, ImageRef, Item, ItemKind, safe_join
 
-__all__ = ["DATA_FILE_NAMES", "SUFFIXES", "LocalBenchmark", "find_data_file", "resolve_answer"]
+__all__ = [
+    "DATA_FILE_NAMES",
+    "ITEM_COLUMNS",
+    "SUFFIXES",
+    "LocalBenchmark",
+    "find_data_file",
+    "resolve_answer",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +51,9 @@ SUFFIXES: dict[str, str] = {
     ".parquet": "parquet",
 }
 
-# Columns that become Item fields; everything else goes to metadata.
-_FIELDS = frozenset(
+#: Columns of the local format that become Item fields; every other column goes to the item's
+#: metadata (writers of the format must keep metadata keys out of this set).
+ITEM_COLUMNS = frozenset(
     {
         "id",
         "question",
@@ -680,7 +688,7 @@ class _RowBuilder:
         out: dict[str, Any] = {}
         letters = set(self.letter_columns) if "choices" not in v else set()
         for key, value in v.items():
-            if key in _FIELDS or key in letters:
+            if key in ITEM_COLUMNS or key in letters:
                 continue
             if isinstance(value, bytes):
                 self.binary_columns.add(key)

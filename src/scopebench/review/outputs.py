@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from scopebench.benchmarks.local import ITEM_COLUMNS
 from scopebench.items import Item, Record
 from scopebench.review.db import Arbitration, Event, ImageRow, ItemRow, ItemVersion, Member, Project, User
 from scopebench.review.errors import Conflict
@@ -32,23 +33,9 @@ _EXT = {
     "image/webp": ".webp",
     "image/bmp": ".bmp",
 }
+
 # Columns the local format reads itself; item metadata with these names would be misread.
-_RESERVED = {
-    "id",
-    "question",
-    "choices",
-    "answer",
-    "image",
-    "images",
-    "task",
-    "subset",
-    "split",
-    "context",
-    "captions",
-    "boxes",
-    "class_name",
-    "review",
-}
+_RESERVED = ITEM_COLUMNS | {"class_name", "review"}
 
 
 def _people(db: Session) -> dict[int, str]:
