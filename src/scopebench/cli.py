@@ -510,6 +510,31 @@ def _fmt_acc(row: dict[str, Any]) -> str:
     return "n/a" if acc != acc else f"{100 * acc:.1f}% (n={row['n']})"
 
 
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """The run options shared by ``run`` and ``strategies``, declared once.
+
+    Declared separately, ``strategies`` once had ``--device`` without its ``auto`` default and
+    crashed on ``--model hf:M``; one declaration keeps both commands' RunConfig the same.
+    """
+    p.add_argument("--split", help="split to evaluate (default: the benchmark's default)")
+    p.add_argument("--limit", type=int, help="evaluate only the first N items")
+    p.add_argument("--seed", type=int, default=0, help="seed for every random choice (default 0)")
+    p.add_argument("--batch-size", type=int, help="items per model call")
+    p.add_argument("--protocol", default="default", help="prompt protocol: default or owner")
+    p.add_argument("--mode", help="backend mode, e.g. generate or choice-logprob")
+    p.add_argument("--no-image", action="store_true", help="send prompts without images")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 …")
+    p.add_argument("--base-url", help="server URL for openai: models")
+    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="backend option")
+    p.add_argument("--exclude", help="file of item ids (one per line) to leave out")
+    p.add_argument("--fresh", action="store_true", help="discard results stored in --out and start again")
+    p.add_argument("--retry-errors", action="store_true", help="redo items whose stored result is an error")
+    p.add_argument(
+        "--max-fail-fraction", type=float, default=0.5, help="stop when more items fail (default 0.5)"
+    )
+    _add_engine_args(p)
+
+
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", choices=["local", "ray"], default="local", help="where model calls run")
     p.add_argument("--ray-address", help="Ray cluster address for --executor ray (default: local Ray)")
@@ -551,23 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", help="data location (not needed for `demo`)")
     p.add_argument("--model", required=True, help="model spec: random, frequent, replay:FILE, …")
     p.add_argument("--out", required=True, help="run directory (resumed if it exists)")
-    p.add_argument("--split", help="split to evaluate (default: the benchmark's default)")
-    p.add_argument("--limit", type=int, help="evaluate only the first N items")
-    p.add_argument("--seed", type=int, default=0, help="seed for every random choice (default 0)")
-    p.add_argument("--batch-size", type=int, help="items per model call")
-    p.add_argument("--protocol", default="default", help="prompt protocol: default or owner")
-    p.add_argument("--mode", help="backend mode, e.g. generate or choice-logprob")
-    p.add_argument("--no-image", action="store_true", help="send prompts without images")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 …")
-    p.add_argument("--base-url", help="server URL for openai: models")
-    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="backend option")
-    p.add_argument("--exclude", help="file of item ids (one per line) to leave out")
-    p.add_argument("--fresh", action="store_true", help="discard results stored in --out and start again")
-    p.add_argument("--retry-errors", action="store_true", help="redo items whose stored result is an error")
-    p.add_argument(
-        "--max-fail-fraction", type=float, default=0.5, help="stop when more items fail (default 0.5)"
-    )
-    _add_engine_args(p)
+    _add_run_options(p)
     p.add_argument(
         "--box-repair",
         action="store_true",
@@ -608,18 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--strategies", default="direct,step-by-step,vot,ddcot,cantor", help="comma-separated (default: all)"
     )
-    for flag in ("--split", "--base-url", "--device", "--mode", "--exclude"):
-        p.add_argument(flag)
-    p.add_argument("--limit", type=int)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--protocol", default="default")
-    p.add_argument("--no-image", action="store_true")
-    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--fresh", action="store_true")
-    p.add_argument("--retry-errors", action="store_true")
-    p.add_argument("--max-fail-fraction", type=float, default=0.5)
-    _add_engine_args(p)
+    _add_run_options(p)
     p.set_defaults(func=cmd_strategies)
 
     p = sub.add_parser("models", help="list the model presets of the seed papers and the spec schemes")
