@@ -1,7 +1,21 @@
-"""Command-line interface: thin argument parsing over the library.
+"""Command-line interface: thin argument parsing over the library (the only place that parses).
 
 Every :class:`~scopebench.errors.ScopebenchError` is shown as one message (no traceback) with a
 non-zero exit code; anything else is a bug and keeps its traceback.
+
+How to add a subcommand:
+
+1. Put it in the module of its feature area (``cli/report.py``, ``cli/probe.py``, ``cli/tools.py``,
+   ``cli/review.py``, ``cli/build.py``) or a new ``cli/<area>.py``; a new module is listed in
+   :data:`_EXTENSION_MODULES` below and defines ``add_subcommands(sub)``.
+2. In ``add_subcommands``: ``p = sub.add_parser("name", help=...)``, its options, then
+   ``p.set_defaults(func=cmd_name)``; ``cmd_name(args) -> int`` returns the exit code.
+3. Reuse the shared option groups instead of re-declaring flags: :func:`_add_run_options` (run and
+   engine options with their defaults), ``cli.probe.add_common_probe_args``; build the RunConfig
+   with :func:`_run_config` (never copy fields by hand: that is how ``strategies`` lost ``--device``).
+4. Raise our errors (:mod:`scopebench.errors`) for user mistakes; print only through ``console``.
+5. Global flags (``-q``, ``-v``) work anywhere on the line (:func:`_hoist_global_flags`).
+6. Test it through ``main([...])`` in tests/<area>/test_cli*.py: exit code, message, output files.
 """
 
 from __future__ import annotations
@@ -36,11 +50,11 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 # Feature areas that add their own subcommands (module with `add_subcommands(sub)`); a module
 # that is absent in this installation is simply not offered.
 _EXTENSION_MODULES = (
-    "scopebench.cli_report",
-    "scopebench.cli_probe",
-    "scopebench.cli_tools",
-    "scopebench.cli_review",
-    "scopebench.cli_build",
+    "scopebench.cli.report",
+    "scopebench.cli.probe",
+    "scopebench.cli.tools",
+    "scopebench.cli.review",
+    "scopebench.cli.build",
 )
 
 
