@@ -20,8 +20,8 @@ def test_a_string_target_is_imported_on_first_use_only() -> None:
     assert reg.target("json-dumps") == "json:dumps"  # nothing imported yet
     import json
 
-    assert reg.get("json-dumps") is json.dumps
-    assert reg.get("direct") == 42
+    assert reg.load("json-dumps") is json.dumps
+    assert reg.load("direct") == 42
     assert reg.names() == ["direct", "json-dumps"] and len(reg) == 2 and "direct" in reg
 
 
@@ -30,7 +30,7 @@ def test_a_lazy_target_module_is_not_imported_by_registering() -> None:
     reg.add("x", "scopebench_no_such_module_xyz:Thing")
     assert "scopebench_no_such_module_xyz" not in sys.modules
     with pytest.raises(ModuleNotFoundError):
-        reg.get("x")
+        reg.load("x")
 
 
 def test_unknown_name_raises_the_registry_error_with_a_suggestion() -> None:
@@ -38,7 +38,7 @@ def test_unknown_name_raises_the_registry_error_with_a_suggestion() -> None:
     reg.add("red", 1)
     reg.add("green", 2)
     with pytest.raises(BenchmarkNotFoundError) as exc:
-        reg.get("gren")
+        reg.load("gren")
     assert str(exc.value) == "unknown colour 'gren' (did you mean 'green'?); choose one of: green, red"
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Iterable, Iterator
-from typing import Generic, TypeVar
+from collections.abc import Iterable
+from typing import Any, Generic, TypeVar
 
 from scopebench.errors import ScopebenchError
 
@@ -36,35 +36,29 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
 
 
-class Registry(Generic[T]):
+class Registry(dict[str, Any], Generic[T]):
     """Names → objects of one kind, imported lazily from ``"module:attr"`` targets.
 
+    It is a ``dict`` of name → target (so ``reg[name] = target``, ``in``, ``pop`` and
+    ``monkeypatch.setitem`` work as on the plain dicts it replaces); :meth:`load` imports.
+
     Args:
-        kind: What the names name, for messages (``"benchmark"``, ``"model scheme"``).
+        kind: What the names name, for messages (``"benchmark"``, ``"model spec"``).
         error: The exception type raised for an unknown name.
     """
 
     def __init__(self, kind: str, error: type[ScopebenchError]) -> None:
+        super().__init__()
         self.kind = kind
         self.error = error
-        self._targets: dict[str, str | T] = {}
 
     def add(self, name: str, target: str | T) -> None:
         """Register ``name`` → ``target`` (an object, or ``"module:attr"`` imported on first use)."""
-        self._targets[name] = target
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._targets
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._targets)
-
-    def __len__(self) -> int:
-        return len(self._targets)
+        self[name] = target
 
     def names(self) -> list[str]:
         """The registered names, sorted."""
-        return sorted(self._targets)
+        return sorted(self)
 
     def target(self, name: str) -> str | T:
         """What ``name`` was registered with (nothing is imported).
@@ -72,11 +66,12 @@ class Registry(Generic[T]):
         Raises:
             ScopebenchError: Of the registry's type, for an unknown name.
         """
-        if name not in self._targets:
+        if name not in self:
             raise self.unknown(name)
-        return self._targets[name]
+        target: str | T = self[name]
+        return target
 
-    def get(self, name: str) -> T:
+    def load(self, name: str) -> T:
         """The object registered as ``name``, importing its module on first use.
 
         Raises:
@@ -86,7 +81,7 @@ class Registry(Generic[T]):
         if isinstance(target, str):
             module_name, _, attr = target.partition(":")
             obj: T = getattr(importlib.import_module(module_name), attr)
-            self._targets[name] = obj
+            self[name] = obj  # imported once
             return obj
         return target
 

@@ -97,7 +97,7 @@ def _class(scheme: str) -> type[Backend]:
     if entry is not None:
         plugin: type[Backend] = load_entry(entry, Backend, "model scheme")
         return plugin
-    return _SCHEMES.get(scheme)
+    return _SCHEMES.load(scheme)
 
 
 def _scheme_for_directory(path: Path) -> str:
