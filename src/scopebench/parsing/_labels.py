@@ -33,11 +33,14 @@ _CONNECTIVES = frozenset(
     {"because", "since", "as", "is", "are", "which", "and", "or", "but", "given", "due", "hence", "here"}
 )
 _WORD = re.compile(r"[^\W\d_]+")
-# A hedge closing the sentence after a label ("D I think.", "C to me.", "B on this one."): the
-# label still ends its clause, as before punctuation.
+# A hedge closing the sentence after a label ("D I think.", "C to me.", "B on this one."), or a
+# denied alternative ("C rather than B."): the label still ends its clause, as before punctuation.
 _TAIL = re.compile(
     r"(?:here|to\s+me|for\s+me|most\s+likely|probably|(?:on|for)\s+this(?:\s+one)?"
-    r"|I\s+(?:think|believe|guess|suppose|reckon))[ \t]*(?:[.!;]|$)",
+    r"|I\s+(?:think|believe|guess|suppose|reckon)"
+    # a denied alternative ("C rather than B.", "D, not A"): the label still ends its clause
+    r"|(?:rather\s+than|instead\s+of|not)\s+(?:(?:option|choice)\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?(?![\w']))"
+    r"[ \t]*(?:[.!;,]|$)",
     re.I | re.M,
 )
 

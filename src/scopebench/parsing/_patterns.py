@@ -57,11 +57,23 @@ _REVERSE_LETTERS = re.compile(
 _REVERSE_NUMBERS = re.compile(
     r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
     # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
-    # or after an introductory comma ("Looking at the blot, 2 stands out."), never in a list ("1, 2")
-    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t]))(?P<d>\d{1,2}))"
-    + _VERDICT,
+    # or after an introductory comma ("Looking at the blot, 2 stands out.") or ", but", never in a
+    # list ("1, 2")
+    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t])"
+    r"|(?<=,\sbut\s))(?P<d>\d{1,2}))" + _VERDICT,
     re.M,
 )
+# "which makes C the most appropriate choice", "leaves 2 as the only answer": a verb that names
+# the label as its object and the verdict after it (upper-case or bracketed letters only).
+_OBJECT = (
+    r"(?<![\w'])(?i:makes?|making|made|leaves?|leaving|renders?|consider|regard)\s+"
+    r"(?:(?i:options?|choices?)\s+)?(?:\((?P<a>{lab})\)|\[(?P<b>{lab})\]|(?P<c>{bare}))\s+"
+    r"(?i:as\s+)?(?i:the|my)\s+(?i:(?:most|clearly|only)\s+)?"
+    r"(?i:(?:best|correct|right|likely|likeliest|appropriate|reasonable|plausible|probable|strongest|obvious"
+    r"|remaining|final|logical|sensible)\s+)?(?i:answer|option|choice|candidate|one|pick)(?![\w'])"
+)
+_OBJECT_LETTERS = re.compile(_OBJECT.format(lab="[A-Za-z]", bare="[A-Z]"))
+_OBJECT_NUMBERS = re.compile(_OBJECT.format(lab=r"\d{1,2}", bare=r"\d{1,2}"))
 
 # Hedged or first-person commitments ("I would say D", "I believe it's D", "It is probably B", "My
 # choice: C"): only an explicit label may follow, never option text or a bare lower-case letter.
@@ -90,6 +102,11 @@ _HEDGE = re.compile(
       | (?:gonna|going\s+to)\s+(?:go\s+with|say)
       | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
       | (?:should|must)\s+be
+      | the\s+(?:option|choice|one|answer)\s+that\s+(?:best\s+)?(?:fits|matches)(?:\s+best)?\s+is
+      | (?:suggests?|indicates?|supports?)(?:\s+that)?
+      | I(?:'d|\s+would|'ll|\s+will)?\s+revise(?:\s+(?:my\s+answer|it))?\s+to
+      | (?:(?:this|that|which|it)\s+leaves|leaving)(?:\s+(?:us|me)\s+with)?(?:\s+(?:only|just))?
+        (?:\s+(?:options?|choices?))?
       | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
       | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response)
         (?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
@@ -97,7 +114,7 @@ _HEDGE = re.compile(
       | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
       | (?:my|our)\s+money\s+(?:is|would\s+be)\s+on
       | I(?:'d|\s+would)?\s+put\s+my\s+money\s+on
-      | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?\s*[,;]?\s*but(?:\s+rather)?
+      | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?(?:\s*[,;]?\s*but(?:\s+rather)?|[ \t]*;|[ \t]+-)
     )
     (?![\w'])[ \t]*[:\-]?
     """,
@@ -117,6 +134,7 @@ _VERDICT_TEXT = re.compile(
       | (?:best|most\s+accurately)\s+(?:described|classified|characterized|identified)\s+as
       | (?:best|most\s+likely)\s+(?:explained|represented|accounted\s+for)\s+by
       | (?:aligns?|corresponds?|agrees?)\s+(?:most\s+closely|best)\s+with
+      | (?:which|this|that)\s+(?:corresponds|matches)(?:\s+to)?
       | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
     )
     (?![\w'])
@@ -130,7 +148,7 @@ _PREFIX = re.compile(
     r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought|tentatively"
     r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
-    r"(?![\w'])[ \t]*[,:]?"
+    r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
     r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
     r"|(?:all|everything)(?:\s+things)?\s+considered|putting\s+(?:\w+\s+){0,4}together"
@@ -181,6 +199,8 @@ _CHINESE = re.compile(
     r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
     r"|答\s*:"  # "答：A" (answer:)
     r"|正确的是|我(?:认为|觉得)(?:应该)?是"  # "正确的是B" (the correct one is), "我认为是C" (I think it is)
+    # "应该是C" (it should be C), "可能是B" (it is probably B), "结论：C" (conclusion); never after 不
+    r"|(?<![不])应(?:该|当)?(?:是|选)|(?<![不])(?:很|最)?可能是|结论\s*[:：]?\s*(?:是|为)?"
     r"|(?<![不别])选(?:择)?(?:是)?(?!项)\s*[:：]?"  # "选A", "应该选C"; never "不选A" or "选项"
     r"|不是[^,;.\n]{1,8}[,;]\s*(?:而)?是"  # "不是D，是A": denied, then affirmed
 )
@@ -195,7 +215,7 @@ _CORRECTION = re.compile(
 # Markers that switch between two answers but never withdraw one: "sorry" or "no," after the
 # last answer is politeness or a remark ("Sorry for the confusion"), not a withdrawal.
 _SWITCH = re.compile(
-    r"(?<!\w)(?:sorry|I\s+meant|no(?=\s*,)|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look))(?!\w)",
+    r"(?<!\w)(?:sorry|I\s+meant|no(?=\s*(?:,|-\s))|(?:looking|look)\s+(?:closer|again)|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look))(?!\w)",
     re.I,
 )
 # A label that is a whole sentence of its own, perhaps after an interjection ("D... no, A.",
@@ -204,7 +224,8 @@ _SWITCH = re.compile(
 # of labels, or the first line, which rules 2-3 read).
 _LONE_START = (
     r"(?:(?<=[^\s][.!?;][ \t])|(?<=\.\.\.))[ \t]*"
-    r"(?:(?i:no|yes|so|ok|okay|hmm|then|thus|hence|actually|wait|rather|instead)[ \t]*[,.]?[ \t]+){0,3}"
+    r"(?:(?i:no|yes|so|ok|okay|hmm|then|thus|hence|actually|wait|rather|instead)"
+    r"[ \t]*(?:[,.]|[ \t]-)?[ \t]+){0,3}"
 )
 _LONE_LETTERS = re.compile(_LONE_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!]*[ \t]*$", re.M)
 _LONE_NUMBERS = re.compile(_LONE_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!]*[ \t]*$", re.M)
@@ -247,6 +268,11 @@ _INLINE_LETTERS = re.compile(
     r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
 )
 _INLINE_NUMBERS = re.compile(r"(?<!\S)\((\d{1,2})\)|(?<!\S)(\d{1,2})\)|\b(?i:option|choice)\s*\(?(\d{1,2})\b")
+# A label right after "or"/"and"/"nor" is the last of several, not a verdict of its own.
+_ALTERNATIVE_BEFORE = re.compile(r"(?<![\w'])(?i:or|and|nor|and/or)[ \t]+[(\[]?\Z")
+# Before an inline "option D" that is set against the answer, not walked ("A - because …, whereas
+# option D would …"): such a mention does not make the reply a walk through the options.
+_CONTRASTED = re.compile(r"(?<![\w'])(?i:whereas|unlike|than|not|versus|vs\.?|over|instead\s+of)[ \t]+\Z")
 # A label that is an echoed format placeholder ("The answer is (X)"), ignored next to real ones.
 _PLACEHOLDER = "X"
 # Words after a label on the first line that make it an answer with its reason ("B because …").

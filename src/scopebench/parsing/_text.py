@@ -37,6 +37,8 @@ _TRANSLATE = str.maketrans(
         "\u3001": ",",
         "\u3010": "[",
         "\u3011": "]",
+        # Sentence-final particles ("我觉得是1吧", "I think it is 1, I suppose") end no label.
+        "\u5427": None,
         "\u300c": '"',
         "\u300d": '"',
         # Check marks ("D ✓") confirm, they never name an option.
@@ -213,7 +215,16 @@ _NEG_AFTER = frozenset(
     {
         "not", "no", "never", "unlikely", "absent", "excluded", "incorrect", "wrong", "cannot",
         "less", "ruled", "lacking", "missing", "inconsistent", "implausible", "false", "different",
-        "differs", "nope", "differential",
+        "differs", "nope",
+    }
+)  # fmt: skip
+_DETERMINERS = frozenset({"the", "a", "my", "our", "this"})
+# "The features of X include …": X is the topic of a description, not the verdict. The noun must
+# open its sentence (after at most two words: "The typical features of X").
+_ATTRIBUTES = frozenset(
+    {
+        "features", "feature", "hallmarks", "hallmark", "characteristics", "criteria", "causes",
+        "definition", "differential", "signs", "findings", "appearance", "mimics",
     }
 )  # fmt: skip
 #: Tokens before "t" that form a negative contraction once the apostrophe is split off.
@@ -248,6 +259,10 @@ def _is_negation(tokens: Sequence[str], i: int, cues: frozenset[str]) -> bool:
     word = tokens[i]
     if word in cues:
         return True
+    if word == "differential" and cues is _NEG_AFTER:
+        # "X is in the differential" keeps X open; "X rather than differential interference
+        # contrast" names an option whose text starts with the word.
+        return i > 0 and tokens[i - 1] in _DETERMINERS
     if word == "t" and i > 0 and tokens[i - 1] in _NEG_CONTRACTIONS:
         return True
     return word == "out" and i > 0 and tokens[i - 1] in _RULE_VERBS
@@ -262,6 +277,13 @@ def _so_is(values: Sequence[str], sentences: Sequence[int], start: int) -> bool:
     ):
         return False
     return any(_is_negation(values, i, _NEG_AFTER) for i in range(sentences[start], start - 2))
+
+
+def _described(values: Sequence[str], sentences: Sequence[int], start: int) -> bool:
+    """Whether the mention is the topic of a description opening its sentence ("The features of X …")."""
+    if start < 2 or values[start - 1] != "of" or values[start - 2] not in _ATTRIBUTES:
+        return False
+    return start - 2 - sentences[start] <= 2
 
 
 def _less_than(values: Sequence[str], i: int, start: int) -> bool:
@@ -324,6 +346,8 @@ def ruled_out(
     """
     if _so_is(values, sentences, start):
         return True  # "X is unlikely, and so is Y": Y shares X's ruling-out
+    if _described(values, sentences, start):
+        return True
     first = max(starts[start], start - _BEFORE_SPAN)
     if any(
         _is_negation(values, i, _NEG_BEFORE) and not _less_than(values, i, start) for i in range(first, start)

@@ -129,6 +129,7 @@ from scopebench.parsing._labels import (
     read_label_list,
 )
 from scopebench.parsing._patterns import (
+    _ALTERNATIVE_BEFORE,
     _ARTICLES,
     _ASKS,
     _BARE_TAIL,
@@ -138,6 +139,7 @@ from scopebench.parsing._patterns import (
     _CHINESE_ITEM,
     _CHINESE_REVERSE,
     _CLAUSE_END,
+    _CONTRASTED,
     _CORRECTION,
     _DENIED_BEFORE,
     _EXPLICIT,
@@ -152,6 +154,8 @@ from scopebench.parsing._patterns import (
     _LONE_LETTERS,
     _LONE_NUMBERS,
     _NO_AFTER,
+    _OBJECT_LETTERS,
+    _OBJECT_NUMBERS,
     _PHRASE,
     _PLACEHOLDER,
     _PREFIX,
@@ -188,7 +192,7 @@ from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-4"
+PARSER_VERSION = "choice-5"
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +357,8 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
-    for m in reverse.finditer(text):
+    objects = _OBJECT_LETTERS if ctx.style == "letters" else _OBJECT_NUMBERS
+    for m in (*reverse.finditer(text), *objects.finditer(text)):
         if clauses.not_asserted(m.start()) or _ALTERNATIVE_BEFORE.search(
             text, max(0, m.start() - 12), m.start()
         ):
@@ -361,10 +366,6 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         raw = str(m["a"] or m["b"] or m["c"] or m.groupdict().get("d"))
         found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     return found
-
-
-# A label right after "or"/"and"/"nor" is the last of several, not a verdict of its own.
-_ALTERNATIVE_BEFORE = re.compile(r"(?<![\w'])(?i:or|and|nor|and/or)[ \t]+[(\[]?\Z")
 
 
 def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
@@ -720,6 +721,8 @@ def _enumerates(body: str, ctx: _Ctx) -> bool:
             seen.add(read.label)
     inline = _INLINE_LETTERS if ctx.style == "letters" else _INLINE_NUMBERS
     for m in inline.finditer(body):
+        if _CONTRASTED.search(body, max(0, m.start() - 16), m.start()):
+            continue
         raw = next(g for g in m.groups() if g)
         seen.add(raw.upper() if ctx.style == "letters" else str(int(raw)))
     return len(seen) > 1
