@@ -649,6 +649,56 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         "answer_tag",
         "the tag's nested phrase reads B; a different answer outside it conflicts, so none",
     ),
+    # choice-5
+    (
+        "opening-label-with-denied-alternative",
+        "C rather than B.",
+        FOUR,
+        2,
+        "leading_label",
+        "the closing B is denied by 'rather than', so it does not conflict with the opening C",
+    ),
+    (
+        "glossed-walk-then-answer-phrase",
+        "- A (Whorled pattern): no\n- B (Spindle cells): no\n- C (Rosette formation): yes\n"
+        "- D (Necrosis): no\nSo the answer is B.",
+        FOUR,
+        1,
+        "answer_phrase",
+        "a verdict phrase outranks the walk's marks, also for glossed walk items",
+    ),
+    (
+        "contrasted-option-mention-is-no-walk",
+        "B - because the cells are spindled, whereas option D would show necrosis.",
+        FOUR,
+        1,
+        "leading_label",
+        "'whereas option D' is set against the answer; it does not make the reply a walk",
+    ),
+    (
+        "description-then-verdict-text",
+        "The features of necrosis include karyorrhexis. This is a rosette formation.",
+        FOUR,
+        2,
+        "option_text",
+        "the described option is no verdict, so the one option named otherwise wins",
+    ),
+    (
+        "object-verdict-then-correction",
+        "This leaves D. Wait - that makes C the best option.",
+        FOUR,
+        2,
+        "answer_phrase",
+        "'makes X the best option' after a correction marker replaces the earlier 'leaves D'",
+    ),
+    (
+        "suggests-then-different-answer",
+        "The pattern suggests B. The answer is C.",
+        FOUR,
+        None,
+        "answer_phrase",
+        "'suggests B' commits; a different answer phrase with no correction marker: none",
+    ),
 ]
 
 
