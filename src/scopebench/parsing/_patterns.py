@@ -42,12 +42,13 @@ _PHRASE = re.compile(
 _VERDICT = (
     r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+"
     r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?(?:"
+    r"(?i:most\s+(?:consistent|compatible))|"  # never plain "consistent": one remark of a walk
     r"(?i:most\s+)?(?i:correct|right|best|safest|appropriate|accurate|likely|probable|plausible|strongest|defensible|reasonable|final)"
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
     r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
     r"|(?i:does)|(?i:gets\s+my\s+vote))"
-    r"(?:\s+(?i:to\s+me|here|overall))?"
+    r"(?:\s+(?i:to\s+me|here|overall|with\s+(?:the|these|this|those|all|our)(?:\s+[\w-]+){1,3}))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
 _REVERSE_LETTERS = re.compile(
@@ -114,6 +115,8 @@ _HEDGE = re.compile(
       | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
       | (?:my|our)\s+money\s+(?:is|would\s+be)\s+on
       | I(?:'d|\s+would)?\s+put\s+my\s+money\s+on
+      | I(?:'d|\s+would|'ll|\s+will)\s+put
+      | I(?:'d|\s+would|'ll|\s+will)?\s+bet(?:\s+on)?
       | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?(?:\s*[,;]?\s*but(?:\s+rather)?|[ \t]*;|[ \t]+-)
     )
     (?![\w'])[ \t]*[:\-]?
@@ -153,7 +156,7 @@ _PREFIX = re.compile(
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
     r"|(?:all|everything)(?:\s+things)?\s+considered|putting\s+(?:\w+\s+){0,4}together"
     r"|to\s+summari[sz]e|in\s+short|ultimately)[^.;:\n]{0,80}[,:])"
-    r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→|\u27a1\ufe0f?",
+    r"|(?:selected|chosen|picked)(?:\s+(?:options?|answers?|choices?))?\s*[:=]|=>|->|→|\u27a1\ufe0f?",
     re.I,
 )
 # A short introductory clause, then a label ending the sentence ("After careful consideration,
@@ -232,7 +235,8 @@ _LONE_NUMBERS = re.compile(_LONE_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))
 # Words of indecision: with them, option text alone (the weakest rule) commits to nothing.
 _UNDECIDED = re.compile(
     r"(?<!\w)(?:both|either|not\s+(?:entirely\s+)?sure|unsure|uncertain|can(?:'t|not)\s+(?:tell|decide|say)"
-    r"|hard\s+to\s+(?:say|tell)|torn\s+between)(?!\w)",
+    r"|hard\s+to\s+(?:say|tell)|torn\s+between|can(?:'t|not)\s+(?:confirm|be\s+(?:sure|certain))"
+    r"|not\s+(?:certain|confident)|(?:could|might|may)\s+(?:\w+\s+)?be)(?!\w)",
     re.I,
 )
 _SENTENCE_END = re.compile(r"[.!?\n]")

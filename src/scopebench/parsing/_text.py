@@ -240,6 +240,15 @@ _CHOICE_VERBS = frozenset(
 )
 #: Words that make what follows them a hypothesis, within the same sentence.
 _CONDITIONALS = frozenset({"if", "whether", "unless", "suppose", "assuming"})
+#: After "if", words that make the clause a way of choosing, not a hypothesis ("If I had to
+#: choose, I'd say C", "If forced to pick, C", "If we look closely, the answer is C").
+_FORCED = frozenset({"forced", "pressed", "asked", "pushed", "required", "anything"})
+_FORCED_I = frozenset({"had", "have", "must", "were"})
+_LOOKING = frozenset(
+    {"look", "examine", "consider", "compare", "inspect", "observe", "focus", "review", "zoom"}
+)
+#: Words right after a mention that make the sentence a general remark ("X is typically seen in …").
+_GENERIC = frozenset({"typically", "usually", "often", "commonly", "frequently", "generally", "classically"})
 #: Words opening a relative clause that still describes the mention before its comma.
 _RELATIVES = frozenset({"which", "who"})
 #: "rule out X" / "ruling out X": a verb and particle, two tokens.
@@ -355,6 +364,8 @@ def ruled_out(
         return True
     if any(values[i] in _CONDITIONALS for i in range(max(sentences[start], start - _BEFORE_SPAN), start)):
         return True  # "If it is A, we would expect X": X is a hypothesis, not an answer
+    if any(values[i] in _GENERIC for i in range(end, min(len(values), end + 3))):
+        return True  # "X is typically seen in older patients": a remark about X
     clause = starts[start]
     if verdict_follows and end < len(values):
         clause = starts[end]
@@ -367,6 +378,46 @@ def ruled_out(
         if _is_negation(values, i, _NEG_AFTER):
             return True
     return False
+
+
+_INTERROGATIVES = frozenset(
+    {
+        "is",
+        "are",
+        "was",
+        "were",
+        "could",
+        "can",
+        "might",
+        "would",
+        "should",
+        "does",
+        "do",
+        "did",
+        "what",
+        "which",
+        "why",
+        "how",
+    }
+)
+
+
+def question_sentences(text: str, tokens: Sequence[Token], sentences: Sequence[int]) -> set[int]:
+    """Starts of the sentences that ask ("Is this fibrin?"): a mention there is no verdict.
+
+    Args:
+        text: The cleaned response.
+        tokens: Its tokens.
+        sentences: :func:`clause_starts` with ``sentences=True``.
+    """
+    asked: set[int] = set()
+    for j, start in enumerate(sentences):
+        last = j + 1 == len(tokens) or sentences[j + 1] != start
+        if last and tokens[start].value in _INTERROGATIVES:
+            gap = text[tokens[j].end : tokens[j + 1].start if j + 1 < len(tokens) else len(text)]
+            if "?" in gap:
+                asked.add(start)
+    return asked
 
 
 def negated_after(words: Sequence[str], end: int) -> bool:
@@ -397,15 +448,33 @@ class ClauseIndex:
         self._tokens = tokenize(text)
         self._values = [t.value for t in self._tokens]
         self._starts = clause_starts(text, self._tokens)
+        self._sentences = clause_starts(text, self._tokens, sentences=True)
         self._token_starts = [t.start for t in self._tokens]
 
     def not_asserted(self, pos: int) -> bool:
         """Whether the clause ending at ``pos`` negates or conditions what follows."""
         idx = bisect.bisect_left(self._token_starts, pos)
-        if idx == 0 or _CLAUSE_GAP.search(self._text, self._tokens[idx - 1].end, pos):
+        if idx == 0:
+            return False
+        sentence = max(self._sentences[idx - 1], idx - _BEFORE_SPAN)
+        if any(self._conditional(i) for i in range(sentence, idx)):
+            return True  # "If the cells were larger, I would say C."
+        if _CLAUSE_GAP.search(self._text, self._tokens[idx - 1].end, pos):
             return False
         first = max(self._starts[idx - 1], idx - _BEFORE_SPAN)
         return any(_is_negation(self._values, i, _NOT_ASSERTED) for i in range(first, idx))
+
+    def _conditional(self, i: int) -> bool:
+        """Whether token ``i`` opens a hypothesis (not "If I had to choose", "If we look closely")."""
+        values = self._values
+        if values[i] not in _CONDITIONALS:
+            return False
+        after = values[i + 1 : i + 3]
+        if after[:1] and after[0] in _FORCED:
+            return False
+        if len(after) == 2 and after[0] == "i" and after[1] in _FORCED_I:
+            return False
+        return not (len(after) == 2 and after[0] in ("we", "you", "one") and after[1] in _LOOKING)
 
 
 def equals_option(said: Sequence[str], option: Sequence[str]) -> bool:

@@ -182,6 +182,7 @@ from scopebench.parsing._text import (
     named_options,
     negated_after,
     option_tokens,
+    question_sentences,
     resolve,
     ruled_out,
     tokenize,
@@ -741,10 +742,12 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     sentences = clause_starts(text, tokens, sentences=True)
     kept: list[int] = []
     dropped: list[int] = []
+    asked = question_sentences(text, tokens, sentences)
     for m in sorted(mentions, key=lambda m: (m.start, m.option)):
         into = (
             dropped
-            if ruled_out(
+            if sentences[m.start] in asked
+            or ruled_out(
                 values, starts, sentences, m.start, m.end, verdict_follows=verdict_gap(text, tokens, m.end)
             )
             else kept
