@@ -23,6 +23,7 @@ _PHRASE = re.compile(
         |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
         \s+(?:options?|choices?|response|one)(?:\s+here)?
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
+          (?:(?:probably|tentatively|likely|definitely|still|ultimately|personally|rather|now|therefore)\s+)?
           (?:choose|select|pick|go\s+with)
         | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
         | (?:change|changing|switch|switching)\s+(?:(?:my\s+)?answer|it|that)\s+to)
@@ -42,8 +43,9 @@ _PHRASE = re.compile(
 _VERDICT = (
     r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+"
     r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?(?:"
-    r"(?i:most\s+(?:consistent|compatible))|"  # never plain "consistent": one remark of a walk
-    r"(?i:most\s+)?(?i:correct|right|best|safest|appropriate|accurate|likely|probable|plausible|strongest|defensible|reasonable|final)"
+    # never plain "consistent" (one remark of a walk) or "plausible" (a possibility)
+    r"(?i:most\s+(?:consistent|compatible|plausible|defensible|reasonable)"
+    r"|(?:most\s+)?(?:correct|right|best|better|safest|appropriate|accurate|likely|probable|strongest|final))"
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
     r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
@@ -221,6 +223,14 @@ _SWITCH = re.compile(
     r"(?<!\w)(?:sorry|I\s+meant|no(?=\s*(?:,|-\s))|(?:looking|look)\s+(?:closer|again)|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look))(?!\w)",
     re.I,
 )
+# A first thought named as such ("At first I thought B", "My initial guess was A"): a "but" or
+# "however" after it switches to the later answer, as a correction marker does.
+_FIRST_THOUGHT = re.compile(
+    r"(?<!\w)(?:at\s+first|initially|(?:my\s+)?(?:first|initial)\s+(?:thought|instinct|guess|impression|answer|pick))"
+    r"(?!\w)",
+    re.I,
+)
+_CONTRAST = re.compile(r"(?<!\w)(?:but|however|yet)(?!\w)", re.I)
 # A label that is a whole sentence of its own, perhaps after an interjection ("D... no, A.",
 # "Perhaps 4? Yes, 4.", "No, not C. D."), ending its line, after another sentence on that line:
 # an answer. Never after a comma alone ("It is B, C." is a list), never a line of its own (a list

@@ -33,7 +33,7 @@ _TRANSLATE = str.maketrans(
         "\u2015": "-",
         "\u2212": "-",
         # CJK punctuation that NFKC leaves alone ("A。", "答案是【C】").
-        "\u3002": ".",
+        "\u3002": ". ",  # a space after, as "A。理由" is "A. Reason"
         "\u3001": ",",
         "\u3010": "[",
         "\u3011": "]",
@@ -244,6 +244,7 @@ _CONDITIONALS = frozenset({"if", "whether", "unless", "suppose", "assuming"})
 #: choose, I'd say C", "If forced to pick, C", "If we look closely, the answer is C").
 _FORCED = frozenset({"forced", "pressed", "asked", "pushed", "required", "anything"})
 _FORCED_I = frozenset({"had", "have", "must", "were"})
+_FAVOUR = frozenset({"favour", "favor", "support"})
 _LOOKING = frozenset(
     {"look", "examine", "consider", "compare", "inspect", "observe", "focus", "review", "zoom"}
 )
@@ -306,6 +307,11 @@ def _less_than(values: Sequence[str], i: int, start: int) -> bool:
     return i in (start - 3, start - 1)
 
 
+def _in_favour(tokens: Sequence[Token], i: int) -> bool:
+    """Whether tokens ``i``, ``i + 1`` are "in favour"/"in support" (a new, affirming clause)."""
+    return i + 1 < len(tokens) and tokens[i].value == "in" and tokens[i + 1].value in _FAVOUR
+
+
 def clause_starts(text: str, tokens: Sequence[Token], *, sentences: bool = False) -> list[int]:
     """For each token, the index of the first token of its clause (or sentence).
 
@@ -329,6 +335,8 @@ def clause_starts(text: str, tokens: Sequence[Token], *, sentences: bool = False
             # "rule out D and choose A", "argue against X and favour Y": a new choice, whose
             # clause the ruling-out before "and" does not reach.
             current = i
+        elif not sentences and tok.value == "and" and _in_favour(tokens, i + 1):
+            current = i  # "argues against X and in favour of Y"
         starts.append(current)
     return starts
 
@@ -375,6 +383,8 @@ def ruled_out(
             if starts[i] != i or values[i] not in _RELATIVES:
                 break
             clause = i  # "X, which is not seen": the relative clause still speaks of X
+        if i > end and values[i - 1] in ("and", "or") and values[i] == "not":
+            break  # "consistent with X and not with Y": the "not" speaks of Y
         if _is_negation(values, i, _NEG_AFTER):
             return True
     return False

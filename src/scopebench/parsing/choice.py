@@ -139,11 +139,13 @@ from scopebench.parsing._patterns import (
     _CHINESE_ITEM,
     _CHINESE_REVERSE,
     _CLAUSE_END,
+    _CONTRAST,
     _CONTRASTED,
     _CORRECTION,
     _DENIED_BEFORE,
     _EXPLICIT,
     _FILLER,
+    _FIRST_THOUGHT,
     _HEDGE,
     _INLINE_LETTERS,
     _INLINE_NUMBERS,
@@ -553,6 +555,8 @@ def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> Parse
     """
     # A marker may itself be the phrase of the later answer ("Actually, C."), so ``<=``.
     found = [*_CORRECTION.finditer(text), *_SWITCH.finditer(text)]
+    if _FIRST_THOUGHT.search(text, max(0, commits[0].pos - _WINDOW), commits[0].pos + 1):
+        found.extend(_CONTRAST.finditer(text))  # "At first I thought B. However, … the answer is D"
     markers = [m for m in found if commits[0].pos < m.start() <= commits[-1].pos]
     if not markers:
         return None
