@@ -487,6 +487,36 @@ class ClauseIndex:
         return not (len(after) == 2 and after[0] in ("we", "you", "one") and after[1] in _LOOKING)
 
 
+_SPECIFIERS = frozenset({"specifically", "namely", "particularly"})
+
+
+def more_specific(
+    values: Sequence[str],
+    mentions: Sequence[TextMatch],
+    kept: Sequence[int],
+    options: Sequence[Sequence[str]],
+) -> int | None:
+    """The option named as the specific verdict after a general one it contains, if any.
+
+    "This is a carcinoma, specifically small cell carcinoma." names "Carcinoma" and "Small cell
+    carcinoma"; the second, introduced by "specifically"/"namely" and containing the first's
+    words, is the verdict. Any other pair of options is left to the caller (several named).
+    """
+    if len(kept) != 2:
+        return None
+    general, specific = kept
+    later = [m for m in mentions if m.option == specific]
+    if not later or any(m.option == general and m.start > later[0].start for m in mentions):
+        return None
+    start = later[0].start
+    if not any(values[i] in _SPECIFIERS for i in range(max(0, start - 2), start)):
+        return None
+    inner, outer = options[general], options[specific]
+    if len(inner) >= len(outer) or list(outer[len(outer) - len(inner) :]) != list(inner):
+        return None  # the general option must be the tail of the specific one ("… carcinoma")
+    return specific
+
+
 def equals_option(said: Sequence[str], option: Sequence[str]) -> bool:
     """Whether a token sequence is exactly an option's text (plurals tolerated)."""
     return len(said) == len(option) > 0 and all(

@@ -176,11 +176,11 @@ from scopebench.parsing._patterns import (
 )
 from scopebench.parsing._text import (
     ClauseIndex,
-    TextMatch,
     clause_starts,
     clean,
     equals_option,
     find_mentions,
+    more_specific,
     named_options,
     negated_after,
     option_tokens,
@@ -765,7 +765,7 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     undecided = _UNDECIDED.search(text)
     if undecided is not None:
         return ParseResult(None, "option_text", f"option text with indecision ({undecided.group()!r})")
-    specific = _more_specific(values, mentions, kept, ctx)
+    specific = more_specific(values, mentions, kept, ctx.options)
     if specific is not None:
         return ParseResult(
             specific, "option_text", f"option {label_for(specific, ctx.style)} named as the specific verdict"
@@ -773,33 +773,6 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     if len(kept) > 1:
         return ParseResult(None, "option_text", f"several options named: {', '.join(labels)}")
     return ParseResult(kept[0], "option_text", f"text of option {labels[0]} found")
-
-
-_SPECIFIERS = frozenset({"specifically", "namely", "particularly"})
-
-
-def _more_specific(
-    values: Sequence[str], mentions: Sequence[TextMatch], kept: Sequence[int], ctx: _Ctx
-) -> int | None:
-    """The option named as the specific verdict after a general one it contains, if any.
-
-    "This is a carcinoma, specifically small cell carcinoma." names "Carcinoma" and "Small cell
-    carcinoma"; the second, introduced by "specifically"/"namely" and containing the first's
-    words, is the verdict. Any other pair of options is left to the caller (several named).
-    """
-    if len(kept) != 2:
-        return None
-    general, specific = kept
-    later = [m for m in mentions if m.option == specific]
-    if not later or any(m.option == general and m.start > later[0].start for m in mentions):
-        return None
-    start = later[0].start
-    if not any(values[i] in _SPECIFIERS for i in range(max(0, start - 2), start)):
-        return None
-    inner, outer = ctx.options[general], ctx.options[specific]
-    if len(inner) >= len(outer) or list(outer[len(outer) - len(inner) :]) != list(inner):
-        return None  # the general option must be the tail of the specific one ("… carcinoma")
-    return specific
 
 
 def _skip_space(text: str, pos: int) -> int:
