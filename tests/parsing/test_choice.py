@@ -523,11 +523,19 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
     ),
     (
         "changed-to-unread-label-is-none",
-        "Answer: D\nActually, on closer inspection: (B) maybe",
+        "Answer: D\nActually, on closer inspection, B might fit better.",
         FOUR,
         None,
         "answer_phrase",
         "a marker then a label the rules cannot read: the earlier answer is not kept",
+    ),
+    (
+        "changed-after-closer-inspection-prefix",
+        "Answer: D\nActually, on closer inspection: B",
+        FOUR,
+        1,
+        "answer_phrase",
+        "choice-5 reads 'on closer inspection:' as a prefix, so the corrected answer B is read",
     ),
     (
         "prefix-before-walk-item-is-no-answer",
@@ -655,8 +663,8 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         "C rather than B.",
         FOUR,
         2,
-        "leading_label",
-        "the closing B is denied by 'rather than', so it does not conflict with the opening C",
+        "bare_label",
+        "the closing B is denied by 'rather than': the whole reply is the label C and its denial",
     ),
     (
         "glossed-walk-then-answer-phrase",

@@ -30,7 +30,22 @@ _PAIRS = {"(": ")", "[": "]", "{": "}", "'": "'", '"': '"'}
 # Words that may follow a label but never follow the article "a" or the pronoun "I" in English,
 # so "A because …" is option A while "A cell …" is not.
 _CONNECTIVES = frozenset(
-    {"because", "since", "as", "is", "are", "which", "and", "or", "but", "given", "due", "hence", "here"}
+    {
+        "because",
+        "since",
+        "as",
+        "is",
+        "are",
+        "which",
+        "and",
+        "or",
+        "but",
+        "given",
+        "due",
+        "hence",
+        "here",
+        "without",
+    }
 )
 _WORD = re.compile(r"[^\W\d_]+")
 # A hedge closing the sentence after a label ("D I think.", "C to me.", "B on this one."), or a

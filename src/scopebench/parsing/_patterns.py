@@ -17,7 +17,7 @@ _PHRASE = re.compile(
     (?<![\w<>/])                       # not inside a word or an <ANSWER> tag name
     (?:
         (?:{_QUALIFIER}\s+)*answers?
-        (?:\s+to\s+(?:the|this)\s+question)?
+        (?:\s+to\s+(?:the|this)\s+question|\s+after\s+(?:review|reflection|reconsideration|consideration))?
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
         |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
@@ -72,7 +72,7 @@ _OBJECT = (
     r"(?<![\w'])(?i:makes?|making|made|leaves?|leaving|renders?|consider|regard)\s+"
     r"(?:(?i:options?|choices?)\s+)?(?:\((?P<a>{lab})\)|\[(?P<b>{lab})\]|(?P<c>{bare}))\s+"
     r"(?i:as\s+)?(?i:the|my)\s+(?i:(?:most|clearly|only)\s+)?"
-    r"(?i:(?:best|correct|right|likely|likeliest|appropriate|reasonable|plausible|probable|strongest|obvious"
+    r"(?i:(?:best|better|correct|right|likely|likeliest|appropriate|reasonable|plausible|probable|strongest|obvious"
     r"|remaining|final|logical|sensible)\s+)?(?i:answer|option|choice|candidate|one|pick)(?![\w'])"
 )
 _OBJECT_LETTERS = re.compile(_OBJECT.format(lab="[A-Za-z]", bare="[A-Z]"))
@@ -89,7 +89,7 @@ _HEDGE = re.compile(
       | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?(?:\s+(?:towards?|for))?
           |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
       | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
-      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|meant)
+      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|meant|mean)
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:settle\s+on|commit\s+to|land\s+on|prefer|favou?r)
       | I(?:'m|\s+am)\s+(?:settling\s+on|committing\s+to|landing\s+on)
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:identify|give|mark|pick|choose|select)\s+the\s+answer\s+as
@@ -119,7 +119,8 @@ _HEDGE = re.compile(
       | I(?:'d|\s+would)?\s+put\s+my\s+money\s+on
       | I(?:'d|\s+would|'ll|\s+will)\s+put
       | I(?:'d|\s+would|'ll|\s+will)?\s+bet(?:\s+on)?
-      | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?(?:\s*[,;]?\s*but(?:\s+rather)?|[ \t]*;|[ \t]+-)
+      | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?
+        (?:\s*[,;]?\s*but(?:\s+rather)?|[ \t]*[;,]|[ \t]+-)
     )
     (?![\w'])[ \t]*[:\-]?
     """,
@@ -151,7 +152,8 @@ _PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+match"
     r"|(?:pick|choose|select)\s+one)\s*:"
     r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
-    r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought|tentatively"
+    r"|(?:therefore|thus|hence|so|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead|rather|on\s+second\s+thought"
+    r"|tentatively|(?:up)?on\s+(?:closer|further)\s+(?:inspection|review|examination|look)"
     r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
     r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
     r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
@@ -220,17 +222,18 @@ _CORRECTION = re.compile(
 # Markers that switch between two answers but never withdraw one: "sorry" or "no," after the
 # last answer is politeness or a remark ("Sorry for the confusion"), not a withdrawal.
 _SWITCH = re.compile(
-    r"(?<!\w)(?:sorry|I\s+meant|no(?=\s*(?:,|-\s))|(?:looking|look)\s+(?:closer|again)|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look))(?!\w)",
+    r"(?<!\w)(?:sorry|I\s+mean(?:t)?|no(?=\s*(?:,|-\s))|(?:looking|look)\s+(?:closer|again)"
+    r"|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look))(?!\w)",
     re.I,
 )
-# A first thought named as such ("At first I thought B", "My initial guess was A"): a "but" or
-# "however" after it switches to the later answer, as a correction marker does.
+# A first thought named as such ("At first I thought B", "Initial pick: A"): a "but", "however"
+# or "final" after it switches to the later answer, as a correction marker does.
 _FIRST_THOUGHT = re.compile(
     r"(?<!\w)(?:at\s+first|initially|(?:my\s+)?(?:first|initial)\s+(?:thought|instinct|guess|impression|answer|pick))"
     r"(?!\w)",
     re.I,
 )
-_CONTRAST = re.compile(r"(?<!\w)(?:but|however|yet)(?!\w)", re.I)
+_CONTRAST = re.compile(r"(?<!\w)(?:but|however|yet|final)(?!\w)", re.I)
 # A label that is a whole sentence of its own, perhaps after an interjection ("D... no, A.",
 # "Perhaps 4? Yes, 4.", "No, not C. D."), ending its line, after another sentence on that line:
 # an answer. Never after a comma alone ("It is B, C." is a list), never a line of its own (a list
@@ -268,7 +271,8 @@ _REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
 # A hedge after a whole-response label ("3, probably.", "B, I'd say."): still that label.
 _BARE_TAIL = re.compile(
     r"[ \t]*,?[ \t]*(?:probably|likely|most\s+likely|I(?:'d|\s+would)\s+say"
-    r"|I\s+(?:think|believe|guess|suppose))"
+    r"|I\s+(?:think|believe|guess|suppose)"
+    r"|(?:not|rather\s+than|instead\s+of)\s+(?:option\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?)"  # "3, not 4."
     r"(?![\w'])",
     re.I,
 )

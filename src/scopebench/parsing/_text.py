@@ -45,6 +45,7 @@ _TRANSLATE = str.maketrans(
         "\u2713": None,
         "\u2714": None,
         "\u2611": None,
+        "\u2705": None,
     }
 )
 
