@@ -19,7 +19,8 @@ LabelKind = Literal["bracketed", "closed", "keyword", "punct", "end", "connectiv
 #: Kinds that make any letter, lower-case or not, a label.
 STRONG_KINDS: frozenset[str] = frozenset({"bracketed", "closed", "keyword", "punct", "end"})
 
-_KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)(?:\s+|(?=[(\[])|(?=\d)))"
+# "Option C", "option (B)", "choice #2", "No. 3"
+_KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)(?:\s*\#\s*|\s+|(?=[(\[])|(?=\d)))"
 _OPEN = r"(?:(?P<open>[(\[{'\"])\s*)"
 _CLOSE = r"(?:\s*(?P<close>[)\]}'\"]))"
 _LETTER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>[A-Za-z])(?!\w){_CLOSE}?", re.I)
@@ -51,7 +52,7 @@ _WORD = re.compile(r"[^\W\d_]+")
 # A hedge closing the sentence after a label ("D I think.", "C to me.", "B on this one."), or a
 # denied alternative ("C rather than B."): the label still ends its clause, as before punctuation.
 _TAIL = re.compile(
-    r"(?:here|to\s+me|for\s+me|most\s+likely|probably|(?:on|for)\s+this(?:\s+one)?"
+    r"(?:here|to\s+me|for\s+me|most\s+likely|probably|(?:on|for)\s+this(?:\s+one)?|it\s+is"
     r"|I\s+(?:think|believe|guess|suppose|reckon)|I(?:'d|\s+would)\s+say"
     # a denied alternative ("C rather than B.", "D, not A"): the label still ends its clause
     r"|(?:rather\s+than|instead\s+of|not)\s+(?:(?:option|choice)\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?(?![\w']))"

@@ -58,7 +58,7 @@ _REVERSE_LETTERS = re.compile(
     + _VERDICT
 )
 _REVERSE_NUMBERS = re.compile(
-    r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
+    r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*\#?\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
     # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
     # or after an introductory comma ("Looking at the blot, 2 stands out.") or ", but", never in a
     # list ("1, 2")
@@ -149,7 +149,7 @@ _VERDICT_TEXT = re.compile(
 )
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
 _PREFIX = re.compile(
-    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+match"
+    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
     r"|(?:pick|choose|select)\s+one)\s*:"
     r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead|rather|on\s+second\s+thought"
