@@ -16,7 +16,7 @@ _PHRASE = re.compile(
     rf"""
     (?<![\w<>/])                       # not inside a word or an <ANSWER> tag name
     (?:
-        (?:{_QUALIFIER}\s+)*answers?
+        (?:{_QUALIFIER}[\s_]+)*answers?  # also the JSON key "final_answer"
         (?:\s+to\s+(?:the|this)\s+question|\s+after\s+(?:review|reflection|reconsideration|consideration))?
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
@@ -49,7 +49,7 @@ _VERDICT = (
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
     r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
-    r"|(?i:does)|(?i:gets\s+my\s+vote))"
+    r"|(?i:does)|(?i:gets\s+my\s+vote)|(?i:makes\s+(?:the\s+)?most\s+sense))"
     r"(?:\s+(?i:to\s+me|here|overall|with\s+(?:the|these|this|those|all|our)(?:\s+[\w-]+){1,3}))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
@@ -111,7 +111,7 @@ _HEDGE = re.compile(
       | (?:(?:this|that|which|it)\s+leaves|leaving)(?:\s+(?:us|me)\s+with)?(?:\s+(?:only|just))?
         (?:\s+(?:options?|choices?))?
       | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
-      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response)
+      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response|hunch|instinct|impression)
         (?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
       | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
@@ -152,7 +152,8 @@ _PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
     r"|(?:pick|choose|select)\s+one)\s*:"
     r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
-    r"|(?:therefore|thus|hence|so|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead|rather|on\s+second\s+thought"
+    r"|(?:therefore|thus|hence|so|correction|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead|rather"
+    r"|on\s+second\s+thought"
     r"|tentatively|(?:up)?on\s+(?:closer|further)\s+(?:inspection|review|examination|look)"
     r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
     r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
@@ -198,7 +199,11 @@ _LABEL_WORD = re.compile(r"(?<![\w'])(?:[B-HJ-Z]|\d{1,2})(?![\w'])")
 # word characters and the English word-boundary guards would reject them.
 # "选项C正确" (option C is correct): the label first.
 # "选择A项" (choose item A).
-_CHINESE_ITEM = re.compile(r"选(?:择)?(?:第)?(?P<c>[A-Za-z]|\d{1,2})项")
+# "选项B。" (option B.) as a whole line; never "选项A：不符合" (option A: does not fit), a walk item.
+_CHINESE_ITEM = re.compile(
+    r"选(?:择)?(?:第)?(?P<c>[A-Za-z]|\d{1,2})项|^[ \t]*选项[ \t]*(?P<d>[A-Za-z]|\d{1,2})(?=[ \t]*\.?[ \t]*$)",
+    re.M,
+)
 _CHINESE_REVERSE = re.compile(
     r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?:的)?(?!\w)"
 )
@@ -272,7 +277,8 @@ _REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
 _BARE_TAIL = re.compile(
     r"[ \t]*,?[ \t]*(?:probably|likely|most\s+likely|I(?:'d|\s+would)\s+say"
     r"|I\s+(?:think|believe|guess|suppose)"
-    r"|(?:not|rather\s+than|instead\s+of)\s+(?:option\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?)"  # "3, not 4."
+    r"|(?:not|rather\s+than|instead\s+of)\s+(?:option\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?"  # "3, not 4."
+    r"|[:\-]?[ \t]*\(?(?:correct|right)\)?)"  # "3 (correct)", "2: correct"
     r"(?![\w'])",
     re.I,
 )

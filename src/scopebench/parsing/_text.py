@@ -49,6 +49,10 @@ _TRANSLATE = str.maketrans(
     }
 )
 
+# Full-width punctuation runs into the next character ("答案是A，因为…"); NFKC would make it ASCII
+# with no space after, where a label would not end. So it gets a space first.
+_CJK_SPACING = str.maketrans({"\uff0c": ", ", "\uff1a": ": ", "\uff1b": "; ", "\uff01": "! ", "\uff1f": "? "})
+
 # LaTeX wrappers around a short answer (`\text{C}`, `\textbf{C}`) keep their content.
 _LATEX_WRAP = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mathit)\s*\{([^{}]*)\}")
 
@@ -66,7 +70,7 @@ _PLURAL_MIN = 3
 
 def clean(text: str) -> str:
     """Normalise Unicode and strip markup that never changes which option a response names."""
-    text = unicodedata.normalize("NFKC", text).translate(_TRANSLATE)
+    text = unicodedata.normalize("NFKC", text.translate(_CJK_SPACING)).translate(_TRANSLATE)
     text = _LATEX_WRAP.sub(r"\1", text)
     return _MARKUP.sub("", text)
 
@@ -279,13 +283,12 @@ def _is_negation(tokens: Sequence[str], i: int, cues: frozenset[str]) -> bool:
     return word == "out" and i > 0 and tokens[i - 1] in _RULE_VERBS
 
 
+_SO_VERBS = frozenset({"is", "are", "was", "were", "can", "could", "does", "do", "should", "would", "must"})
+
+
 def _so_is(values: Sequence[str], sentences: Sequence[int], start: int) -> bool:
     """Whether the mention at ``start`` follows "so is"/"as is" after a ruling-out in its sentence."""
-    if (
-        start < 2
-        or values[start - 2] not in ("so", "as")
-        or values[start - 1] not in ("is", "are", "was", "were")
-    ):
+    if start < 2 or values[start - 2] not in ("so", "as") or values[start - 1] not in _SO_VERBS:
         return False
     return any(_is_negation(values, i, _NEG_AFTER) for i in range(sentences[start], start - 2))
 

@@ -356,7 +356,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     for m in _CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
     for m in (*_CHINESE_REVERSE.finditer(text), *_CHINESE_ITEM.finditer(text)):
-        raw = str(m["c"])
+        raw = str(m["c"] or m.groupdict().get("d"))
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
