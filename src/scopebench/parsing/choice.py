@@ -28,7 +28,9 @@ The rules, in order; the first that commits decides:
      say D", "I'd say B", "I believe it's D", "It is probably B", "My choice: C", "My best guess
      would be B", "I'm leaning toward C", "I'd opt for B", "Should be B.", "not A but C", "Final:
      C", "Result: (B)", "Pick: C", "Therefore: A", "So C.", "Going with C", "Taking … into
-     account, C.", "=> D";
+     account, C.", "=> D"; since choice-5 also "which makes C the best option", "This leaves
+     D", "suggests C", "The option that fits is 4", "I'd revise to C", "Not D - C", "C rather
+     than B", "I'd tentatively go with B";
    - weak forms (choice-3; they bring a rule-4 opening label in with them): a label that is a
      sentence of its own after another sentence ("C... no, D."), an introductory clause then a
      label ending the sentence ("After careful consideration, E."), a short sentence ending in a
@@ -40,21 +42,24 @@ The rules, in order; the first that commits decides:
      (with "。" read as ".").
 
    A phrase inside a negated or conditional clause commits to nothing ("I don't think B is the
-   correct answer", "If it is A, …", "The answer is not A"). What follows a phrase must be a
-   label — "C", "(c)", "C)", "Option C", "C because" — or an option's text as above.
-   A label alone on the first line (rule 3) joins these commitments. All are read in order: if
-   they agree (the same label repeated is fine) that option is chosen. If they name different
-   options, an explicit **self-correction** decides: the commitments after the last correction
-   marker ("Wait", "Actually", "on second thought", "I made a mistake", "let me reconsider", …)
-   that has commitments on both sides replace the earlier ones, when they name one option ("The
-   answer is D. Wait — … so the answer is C" → C). Without such a marker, or when the later
-   ones disagree too, the result is none ("several options named: B, D"). A correction marker
-   in a sentence after the last commitment, with no answer after it, withdraws it ("This is A.
-   Actually no, I'm not sure." → none; a plain "Actually," is emphasis, only "actually no"
-   counts); a marker after the last answer followed by a label no rule reads makes it none. A
-   label followed by "?" asks and commits to nothing ("Is the answer C?", "B?"). "The answer
-   is A or B" names two. A lone out-of-range ``X`` next to in-range answers is ignored, since it is the
-   placeholder of an echoed instruction ('answer in the format "The answer is (X)"').
+   correct answer", "If it is A, …", "The answer is not A"), nor one in a sentence opened by a
+   hypothesis ("If the cells were larger, I would say C"; not "If I had to choose, …"). What
+   follows a phrase must be a label — "C", "(c)", "C)", "Option C", "C because" — or an option's
+   text as above. A label alone on the first line (rule 3) joins these commitments. All are read in
+   order: if they agree (the same label repeated is fine) that option is chosen. If they name
+   different options, an explicit **self-correction** decides: the commitments after the last
+   correction marker ("Wait", "Actually", "on second thought", "I made a mistake", "let me
+   reconsider", …) that has commitments on both sides replace the earlier ones, when they name one
+   option ("The answer is D. Wait — … so the answer is C" → C); after a named first thought ("At
+   first I thought B", "Initial pick: A") a "but", "however" or "final" is such a marker too.
+   Without such a marker, or when the later ones disagree too, the result is none ("several options
+   named: B, D"). A correction marker in a sentence after the last commitment, with no answer after
+   it, withdraws it ("This is A. Actually no, I'm not sure." → none; a plain "Actually," is
+   emphasis, only "actually no" counts); a marker after the last answer followed by a label no rule
+   reads makes it none. A label followed by "?" asks and commits to nothing ("Is the answer C?",
+   "B?"). "The answer is A or B" names two. A lone out-of-range ``X`` next to in-range answers is
+   ignored, since it is the placeholder of an echoed instruction ('answer in the format "The answer
+   is (X)"').
 2. **Whole-response label** (``"bare_label"``): the response is only a label, in any usual form
    and any case — "C", "c", "(C)", "C.", "C。", "[C]", "'C'", "Option C" — or only several ("A
    and C", "Either B or D"), which is none.
@@ -84,7 +89,9 @@ The rules, in order; the first that commits decides:
    ("stroma" inside "cancer stroma", "lymphocyte" against "lymphocytes"), the longer or exact
    one wins; two distinct options named → none; only ruled-out options → none ("options named
    only to be ruled out: D"); words of indecision ("both", "either", "not sure", "can't tell")
-   → none. "None of the above" is an ordinary option.
+   → none. "None of the above" is an ordinary option. A mention in a question ("Is this X?"),
+   a general remark ("The features of X include …", "X is typically seen …") or with "could/might
+   … be" or "cannot confirm" in the reply is no verdict (choice-5).
 8. Otherwise none: ``method="none"``, reason "no option committed to".
 
 "Could be X or Y" commits to nothing. docs/parser.md has every rule with examples and figures.
