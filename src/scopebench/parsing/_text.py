@@ -249,6 +249,7 @@ _CONDITIONALS = frozenset({"if", "whether", "unless", "suppose", "assuming"})
 #: choose, I'd say C", "If forced to pick, C", "If we look closely, the answer is C").
 _FORCED = frozenset({"forced", "pressed", "asked", "pushed", "required", "anything"})
 _FORCED_I = frozenset({"had", "have", "must", "were"})
+_CONCESSIVE = frozenset({"even", "regardless", "irrespective", "of"})
 _FAVOUR = frozenset({"favour", "favor", "support"})
 _LOOKING = frozenset(
     {"look", "examine", "consider", "compare", "inspect", "observe", "focus", "review", "zoom"}
@@ -394,26 +395,13 @@ def ruled_out(
     return False
 
 
+#: Words opening a sentence that asks ("Is this X?", "Could it be X?", "Which one …?").
 _INTERROGATIVES = frozenset(
     {
-        "is",
-        "are",
-        "was",
-        "were",
-        "could",
-        "can",
-        "might",
-        "would",
-        "should",
-        "does",
-        "do",
-        "did",
-        "what",
-        "which",
-        "why",
-        "how",
+        "is", "are", "was", "were", "could", "can", "might", "would", "should", "does", "do",
+        "did", "what", "which", "why", "how",
     }
-)
+)  # fmt: skip
 
 
 def question_sentences(text: str, tokens: Sequence[Token], sentences: Sequence[int]) -> set[int]:
@@ -466,7 +454,11 @@ class ClauseIndex:
         self._token_starts = [t.start for t in self._tokens]
 
     def not_asserted(self, pos: int) -> bool:
-        """Whether the clause ending at ``pos`` negates or conditions what follows."""
+        """Whether the clause ending at ``pos`` negates or conditions what follows.
+
+        Also when the sentence so far opens a hypothesis ("If the cells were larger, I would say
+        C"), even across its comma; see :meth:`_conditional` for what is no hypothesis.
+        """
         idx = bisect.bisect_left(self._token_starts, pos)
         if idx == 0:
             return False
@@ -479,11 +471,17 @@ class ClauseIndex:
         return any(_is_negation(self._values, i, _NOT_ASSERTED) for i in range(first, idx))
 
     def _conditional(self, i: int) -> bool:
-        """Whether token ``i`` opens a hypothesis (not "If I had to choose", "If we look closely")."""
+        """Whether token ``i`` opens a hypothesis.
+
+        Not "If I had to choose", "If forced to pick", "If we look closely", "Unless I'm
+        mistaken", "Even if …" (a concession) or "Regardless of whether …".
+        """
         values = self._values
-        if values[i] not in _CONDITIONALS:
+        if values[i] not in _CONDITIONALS or (i > 0 and values[i - 1] in _CONCESSIVE):
             return False
         after = values[i + 1 : i + 3]
+        if values[i] == "unless" and after[:1] == ["i"]:
+            return False
         if after[:1] and after[0] in _FORCED:
             return False
         if len(after) == 2 and after[0] == "i" and after[1] in _FORCED_I:
