@@ -60,8 +60,12 @@ _TAIL = re.compile(
     re.I | re.M,
 )
 
-# Words joining labels into a list: "A and C", "A, C", "B or D", "A/C".
-_JOINER = re.compile(r"[ \t]*(?:,[ \t]*(?:and|or)\b|and/or\b|and\b|or\b|[,;/&+])[ \t]*", re.I)
+# Words joining labels into a list: "A and C", "A, C", "B or D", "A/C", "B, or maybe C".
+_JOINER = re.compile(
+    r"[ \t]*(?:(?:,[ \t]*(?:and|or)\b|and/or\b|and\b|or\b)"
+    r"(?:[ \t]*(?:maybe|perhaps|possibly|probably|likely)\b)?|[,;/&+])[ \t]*",
+    re.I,
+)
 
 
 @dataclass(frozen=True, slots=True)
