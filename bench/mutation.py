@@ -32,7 +32,9 @@ from pathlib import Path
 #: Modules mutated and counted, as ``scopebench.<name>``.
 MODULES: tuple[str, ...] = (
     "parsing._labels",
+    "parsing._patterns",
     "parsing._text",
+    "parsing._walk",
     "parsing.boxes",
     "parsing.choice",
     "parsing.judge",
