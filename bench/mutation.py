@@ -93,6 +93,36 @@ EQUIVALENT: dict[str, str] = {
     "scopebench.scoring.calibration.x_reliability_bins__mutmut_71": "the mean of an empty selection is "
     "NaN (with a RuntimeWarning): the NaN the else branch gives",
     "scopebench.scoring.calibration.x_reliability_bins__mutmut_79": "as reliability_bins__mutmut_71",
+    # scoring/bootstrap.py
+    **{
+        f"scopebench.scoring.bootstrap.x_stratified_mean_ci__mutmut_{k}": "dtype omitted: the values are "
+        "numbers (scores, or 0/1), whose int or bool array has the same means"
+        for k in (3, 5)
+    },
+    **{f"scopebench.scoring.bootstrap.x_stratified_mean_ci__mutmut_{k}": _NAN for k in (21, 24)},
+    "scopebench.scoring.bootstrap.x_stratified_mean_ci__mutmut_30": "size < 1 instead of <= 1: empty "
+    "strata were dropped, and a one-value stratum equals its first value anyway",
+    "scopebench.scoring.bootstrap.x_stratified_mean_ci__mutmut_34": "v == v[1] instead of v == v[0] "
+    "(reached only with two or more values): all equal to one element iff all equal to another",
+    "scopebench.scoring.bootstrap.x_stratified_mean_ci__mutmut_55": "rng.integers(n, size=s) is "
+    "rng.integers(0, n, size=s): numpy reads a lone bound as high, the same draws from the same seed",
+    # scoring/intervals.py
+    **{
+        f"scopebench.scoring.intervals.x_proportion_ci__mutmut_{k}": "dtype omitted: 0/1 outcomes as "
+        "int or bool have the same sum and size"
+        for k in (3, 5)
+    },
+    # parsing/judge.py
+    **{
+        f"scopebench.parsing.judge.x_build_judge_prompt__mutmut_{k}": "zip(names, choices): names are "
+        "built from range(len(choices)), so strict= cannot matter"
+        for k in (15, 16)
+    },
+    "scopebench.parsing.judge.x_read_judge_reply__mutmut_27": "upper-casing for the numbers label "
+    "style too: a reply that can match a number label is digits, which upper() leaves alone",
+    # scoring/aggregate.py
+    "scopebench.scoring.aggregate.x__pathmmu__mutmut_25": "seed=None: accuracy_row deletes its seed "
+    "(Wilson interval, nothing drawn)",
     # scoring/compare.py
     "scopebench.scoring.compare.x_mcnemar_exact__mutmut_1": "b - c == 0 with b = c > 0: the exact two-sided "
     "binomial p-value of the most likely split is 1.0, the value returned for b + c == 0",

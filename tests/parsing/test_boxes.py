@@ -168,3 +168,11 @@ def test_300k_character_replies_parse_well_under_a_second(text: str) -> None:
     assert len(res.boxes) <= 1000
     # Measured alone: 0.02–0.11 s CPU each (the 21,500 JSON lists are the slowest).
     assert elapsed < 1.0, elapsed
+
+
+@pytest.mark.parametrize("value", ["true", '"30"', "null"])
+def test_a_box_list_with_a_non_number_is_no_box(value: str) -> None:
+    # JSON true is a Python bool (an int subclass) and "30" a string: neither is a coordinate, so
+    # the list is not a box at all (never guessed as 1.0 or 30.0).
+    res = parse_boxes(f'[{{"bbox": [10, 20, {value}, 40]}}, [50, 60, 70, 80]]', 100, 200)
+    assert _xyxy(res) == [(50.0, 60.0, 70.0, 80.0)]

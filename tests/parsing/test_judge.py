@@ -135,3 +135,7 @@ def test_a_long_reply_is_quoted_up_to_80_characters() -> None:
     assert read_judge_reply(longer, 4, "letters").error == (
         f"the judge's reply is not one of A, B, C, D or none: {'y' * 79 + '…'!r}"
     )
+
+
+def test_an_empty_reply_says_exactly_that() -> None:
+    assert read_judge_reply(" . ", 4, "letters") == JudgeVerdict(None, None, "the judge's reply is empty")
