@@ -112,6 +112,11 @@ EQUIVALENT: dict[str, str] = {
         "int or bool have the same sum and size"
         for k in (3, 5)
     },
+    **{
+        f"scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_{k}": "dtype omitted: 0/1 outcomes "
+        "as int or bool have the same means, and scipy resamples indices, not values"
+        for k in (3, 5)
+    },
     # parsing/judge.py
     **{
         f"scopebench.parsing.judge.x_build_judge_prompt__mutmut_{k}": "zip(names, choices): names are "
@@ -120,7 +125,30 @@ EQUIVALENT: dict[str, str] = {
     },
     "scopebench.parsing.judge.x_read_judge_reply__mutmut_27": "upper-casing for the numbers label "
     "style too: a reply that can match a number label is digits, which upper() leaves alone",
+    **{f"scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_{k}": _NAN for k in (21, 24)},
+    "scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_30": "as "
+    "bootstrap.stratified_mean_ci__mutmut_30 (size < 1: empty tasks were dropped)",
+    "scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_34": "as "
+    "bootstrap.stratified_mean_ci__mutmut_34 (v[1] for v[0] with two or more values)",
+    **{
+        f"scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_{k}": "scipy.stats.bootstrap's "
+        "vectorized flag (None: read from the statistic's axis parameter; False: one call per resample) "
+        "changes speed, not the draws or the interval (checked: the same bounds from the same seed)"
+        for k in (74, 82, 87)
+    },
+    "scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_80": "confidence_level dropped: "
+    "scipy's default is 0.95, our CONFIDENCE",
+    "scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_86": 'method="BASIC": scipy lower-cases '
+    "the method name",
     # scoring/aggregate.py
+    **{
+        f"scopebench.scoring.aggregate.x__macro_row__mutmut_{k}": "default protocol name: only compared "
+        'with "owner", and every caller passes the run\'s protocol'
+        for k in (1, 2)
+    },
+    "scopebench.scoring.aggregate.x__macro_row__mutmut_8": "the per-task rows' group label is never "
+    "read (only their counts and accuracies are)",
+    "scopebench.scoring.aggregate.x__macro_row__mutmut_27": _NAN,
     "scopebench.scoring.aggregate.x__pathmmu__mutmut_25": "seed=None: accuracy_row deletes its seed "
     "(Wilson interval, nothing drawn)",
     # scoring/compare.py
