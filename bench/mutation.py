@@ -106,6 +106,24 @@ EQUIVALENT: dict[str, str] = {
     "(reached only with two or more values): all equal to one element iff all equal to another",
     "scopebench.scoring.bootstrap.x_stratified_mean_ci__mutmut_55": "rng.integers(n, size=s) is "
     "rng.integers(0, n, size=s): numpy reads a lone bound as high, the same draws from the same seed",
+    **{
+        f"scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_{k}": "as stratified_mean_ci__mutmut_3 "
+        "(dtype omitted: numeric outcomes)"
+        for k in (3, 5)
+    },
+    **{f"scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_{k}": _NAN for k in (20, 23)},
+    "scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_27": "as stratified_mean_ci__mutmut_30",
+    "scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_31": "as stratified_mean_ci__mutmut_34",
+    **{
+        f"scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_{k}": "scipy's batch size (None, dropped, "
+        "at least 2, a budget of 2,000,001): resamples come batch after batch from one stream, so the "
+        "interval is the same (tests/scoring/test_bootstrap.py checks batched = unbatched = by hand)"
+        for k in (49, 56, 64, 70)
+    },
+    "scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_53": "confidence_level dropped: scipy's "
+    "default is 0.95, our _CONFIDENCE",
+    "scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_58": 'method="PERCENTILE": scipy lower-cases '
+    "the method name",
     # scoring/intervals.py
     **{
         f"scopebench.scoring.intervals.x_proportion_ci__mutmut_{k}": "dtype omitted: 0/1 outcomes as "
@@ -145,6 +163,16 @@ EQUIVALENT: dict[str, str] = {
         f"scopebench.scoring.aggregate.x__macro_row__mutmut_{k}": "default protocol name: only compared "
         'with "owner", and every caller passes the run\'s protocol'
         for k in (1, 2)
+    },
+    **{
+        f"scopebench.scoring.aggregate.x__ubench__mutmut_{k}": "as _macro_row__mutmut_1 (default "
+        "protocol name, always passed)"
+        for k in (1, 2)
+    },
+    **{
+        f"scopebench.scoring.aggregate.x__ubench__mutmut_{k}": "default of an absent domain (None, "
+        '"XXXX"): like "", it is not "pathology"'
+        for k in (15, 17, 20)
     },
     "scopebench.scoring.aggregate.x__macro_row__mutmut_8": "the per-task rows' group label is never "
     "read (only their counts and accuracies are)",

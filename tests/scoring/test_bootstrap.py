@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 
-from scopebench.scoring.bootstrap import CI_METHOD, DEGENERATE, Interval, stratified_mean_ci
+import numpy as np
+
+from scopebench.scoring.bootstrap import CI_METHOD, DEGENERATE, Interval, bootstrap_ci, stratified_mean_ci
 
 
 def test_stratified_mean_ci_of_nothing_is_nan_and_records_its_settings() -> None:
@@ -30,3 +32,36 @@ def test_one_varying_stratum_is_resampled_and_the_settings_recorded() -> None:
     # Point 0.5 + 0.5 over 2 = 0.5; the second class's resampled mean is 0, 0.5 or 1, so the
     # macro mean is 0.25, 0.5 or 0.75, and 200 draws reach both ends (each has p = 1/4).
     assert (iv.low, iv.high) == (0.25, 0.75)
+
+
+def _percentile_bootstrap_by_hand(x: np.ndarray, seed: int, resamples: int) -> tuple[float, float]:
+    """The textbook percentile bootstrap: resample n of n with replacement, 2.5th/97.5th percentile."""
+    draws = np.random.default_rng(seed).integers(0, x.size, size=(resamples, x.size))
+    lo, hi = np.percentile(x[draws].mean(axis=1), [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def test_bootstrap_ci_is_the_percentile_interval_of_the_resampled_means() -> None:
+    x = np.array([1.0] * 7 + [0.0] * 5)
+    iv = bootstrap_ci(x, seed=5, resamples=1000)
+    # 4 of 12 and 10 of 12 correct: the 2.5th and 97.5th percentiles of the 1000 resampled means
+    # (a BCa or basic interval from the same draws would differ).
+    assert (iv.low, iv.high) == _percentile_bootstrap_by_hand(x, 5, 1000) == (4 / 12, 10 / 12)
+    assert (iv.method, iv.resamples, iv.seed) == (CI_METHOD, 1000, 5)
+
+
+def test_bootstrap_ci_of_a_large_sample_is_drawn_in_batches_with_the_same_result() -> None:
+    # 2,500 items x 1000 resamples exceed the 2M-element batch budget: scipy gets batch 800, which
+    # must be an int (a float batch is refused) and must not change the draws.
+    x = np.zeros(2500)
+    x[:1500] = 1.0
+    iv = bootstrap_ci(x, seed=2, resamples=1000)
+    assert (iv.low, iv.high) == _percentile_bootstrap_by_hand(x, 2, 1000)
+    assert iv.low < 0.6 < iv.high
+
+
+def test_bootstrap_ci_of_nothing_or_of_a_constant_records_its_settings() -> None:
+    iv = bootstrap_ci([], seed=9, resamples=20)
+    assert math.isnan(iv.low) and math.isnan(iv.high)
+    assert (iv.method, iv.resamples, iv.seed) == (DEGENERATE, 20, 9)
+    assert bootstrap_ci([1.0, 1.0], seed=9, resamples=20) == Interval(1.0, 1.0, DEGENERATE, 20, 9)
