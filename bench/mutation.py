@@ -124,6 +124,12 @@ EQUIVALENT: dict[str, str] = {
     "default is 0.95, our _CONFIDENCE",
     "scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_58": 'method="PERCENTILE": scipy lower-cases '
     "the method name",
+    # scoring/grit.py
+    **{
+        f"scopebench.scoring.grit.x_iou_matrix__mutmut_{k}": "dtype omitted: integer corners give an "
+        "integer intersection and union, and inter / union is true division: the same IoU"
+        for k in (7, 9, 12, 14)
+    },
     # scoring/intervals.py
     **{
         f"scopebench.scoring.intervals.x_proportion_ci__mutmut_{k}": "dtype omitted: 0/1 outcomes as "

@@ -169,3 +169,10 @@ def test_matches_the_official_metric_on_reversed_and_outside_boxes() -> None:
         official = _official_loc_metric(pred_boxes, gt_boxes)
         # Measured: max |difference| 1e-10 over these cases (the official union + 1e-6).
         assert ours == pytest.approx(official, abs=1e-8), (pred_boxes, gt_boxes)
+
+
+def test_iou_matrix_with_no_boxes_on_one_side_has_that_shape() -> None:
+    box = Box(0, 0, 10, 10)
+    assert iou_matrix([], [box, box]).shape == (0, 2)
+    assert iou_matrix([box], []).shape == (1, 0)
+    assert iou_matrix([], []).shape == (0, 0)
