@@ -130,6 +130,16 @@ EQUIVALENT: dict[str, str] = {
         "integer intersection and union, and inter / union is true division: the same IoU"
         for k in (7, 9, 12, 14)
     },
+    "scopebench.scoring.grit.x_grit_score__mutmut_9": "with boxes on one side only (unread > 0 and no "
+    "read ones, or no ground truth) the IoU matrix is empty, nothing matches and the score is "
+    "0 / (#pred + #gt) = 0.0, the value returned early",
+    "scopebench.scoring.grit.x_grit_score__mutmut_21": "2 - IoU instead of 1 - IoU: every full "
+    "assignment has min(#pred, #gt) pairs, so a constant shift keeps the same optimal assignments",
+    **{
+        f"scopebench.scoring.grit.x_grit_score__mutmut_{k}": "zip(rows, cols): linear_sum_assignment "
+        "returns index arrays of one length, so strict= cannot matter"
+        for k in (25, 28, 29)
+    },
     # scoring/intervals.py
     **{
         f"scopebench.scoring.intervals.x_proportion_ci__mutmut_{k}": "dtype omitted: 0/1 outcomes as "
