@@ -140,6 +140,7 @@ EQUIVALENT: dict[str, str] = {
         "returns index arrays of one length, so strict= cannot matter"
         for k in (25, 28, 29)
     },
+    **{f"scopebench.scoring.bootstrap.x_stratified_macro_ci__mutmut_{k}": _NAN for k in (17, 20)},
     # scoring/intervals.py
     **{
         f"scopebench.scoring.intervals.x_proportion_ci__mutmut_{k}": "dtype omitted: 0/1 outcomes as "

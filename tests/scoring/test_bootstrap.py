@@ -10,7 +10,14 @@ import math
 
 import numpy as np
 
-from scopebench.scoring.bootstrap import CI_METHOD, DEGENERATE, Interval, bootstrap_ci, stratified_mean_ci
+from scopebench.scoring.bootstrap import (
+    CI_METHOD,
+    DEGENERATE,
+    Interval,
+    bootstrap_ci,
+    stratified_macro_ci,
+    stratified_mean_ci,
+)
 
 
 def test_stratified_mean_ci_of_nothing_is_nan_and_records_its_settings() -> None:
@@ -65,3 +72,9 @@ def test_bootstrap_ci_of_nothing_or_of_a_constant_records_its_settings() -> None
     assert math.isnan(iv.low) and math.isnan(iv.high)
     assert (iv.method, iv.resamples, iv.seed) == (DEGENERATE, 20, 9)
     assert bootstrap_ci([1.0, 1.0], seed=9, resamples=20) == Interval(1.0, 1.0, DEGENERATE, 20, 9)
+
+
+def test_stratified_macro_ci_of_empty_strata_is_nan_and_records_its_settings() -> None:
+    iv = stratified_macro_ci([(0, 0), (0, 0)], seed=6, resamples=25)
+    assert math.isnan(iv.low) and math.isnan(iv.high)
+    assert (iv.method, iv.resamples, iv.seed) == (DEGENERATE, 25, 6)
