@@ -176,3 +176,17 @@ def test_a_box_list_with_a_non_number_is_no_box(value: str) -> None:
     # the list is not a box at all (never guessed as 1.0 or 30.0).
     res = parse_boxes(f'[{{"bbox": [10, 20, {value}, 40]}}, [50, 60, 70, 80]]', 100, 200)
     assert _xyxy(res) == [(50.0, 60.0, 70.0, 80.0)]
+
+
+def test_a_bare_list_with_a_non_number_is_no_box() -> None:
+    res = parse_boxes('[[10, 20, "x", 40], [50, 60, 70, 80]]', 100, 200)
+    assert _xyxy(res) == [(50.0, 60.0, 70.0, 80.0)]
+
+
+def test_json_labels_come_from_label_then_class_then_the_default() -> None:
+    text = (
+        '[{"bbox": [1, 2, 3, 4], "label": "nucleus", "class": "cell"}, {"bbox": [5, 6, 7, 8], "class": "gland"},'
+        ' {"bbox": [9, 10, 11, 12]}, {"bbox": [13, 14, 15, 16], "label": ""}, [17, 18, 19, 20]]'
+    )
+    res = parse_boxes(text, 100, 200, label="cell")
+    assert [b.label for b in res.boxes] == ["nucleus", "gland", "cell", "cell", "cell"]
