@@ -141,6 +141,20 @@ EQUIVALENT: dict[str, str] = {
         for k in (25, 28, 29)
     },
     **{f"scopebench.scoring.bootstrap.x_stratified_macro_ci__mutmut_{k}": _NAN for k in (17, 20)},
+    **{
+        f"scopebench.scoring.grit.x_iou_matrix__mutmut_{k}": "the area of a box with reversed corners "
+        "(no lower clip at 0): such a box has intersection 0 with every box, so its IoU is 0 whatever "
+        "the (negative) union"
+        for k in (62, 71, 91)
+    },
+    **{
+        f"scopebench.scoring.grit.x_iou_matrix__mutmut_{k}": "divide= of np.errstate: union 0 implies "
+        "intersection 0 (0 / 0 is numpy's invalid, not divide, case), so no x / 0 with x != 0 occurs"
+        for k in (103, 105)
+    },
+    # parsing/boxes.py
+    "scopebench.parsing.boxes.x__coords__mutmut_23": 'obj.get("class") without default: None, and '
+    'None or "" is "" as before',
     # scoring/intervals.py
     **{
         f"scopebench.scoring.intervals.x_proportion_ci__mutmut_{k}": "dtype omitted: 0/1 outcomes as "
@@ -194,6 +208,17 @@ EQUIVALENT: dict[str, str] = {
     "scopebench.scoring.aggregate.x__macro_row__mutmut_8": "the per-task rows' group label is never "
     "read (only their counts and accuracies are)",
     "scopebench.scoring.aggregate.x__macro_row__mutmut_27": _NAN,
+    "scopebench.scoring.aggregate.x__macro_row__mutmut_108": _NAN,
+    **{
+        f"scopebench.scoring.aggregate.x__macro_row__mutmut_{k}": "the group label of the totals row, "
+        "of which only counts are read"
+        for k in (57, 63, 64)
+    },
+    **{
+        f"scopebench.scoring.aggregate.x__pathmmu__mutmut_{k}": "as _pathmmu__mutmut_25 (accuracy_row "
+        "deletes seed and resamples)"
+        for k in (54, 55, 68, 69)
+    },
     "scopebench.scoring.aggregate.x__pathmmu__mutmut_25": "seed=None: accuracy_row deletes its seed "
     "(Wilson interval, nothing drawn)",
     # scoring/compare.py

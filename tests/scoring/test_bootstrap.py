@@ -78,3 +78,12 @@ def test_stratified_macro_ci_of_empty_strata_is_nan_and_records_its_settings() -
     iv = stratified_macro_ci([(0, 0), (0, 0)], seed=6, resamples=25)
     assert math.isnan(iv.low) and math.isnan(iv.high)
     assert (iv.method, iv.resamples, iv.seed) == (DEGENERATE, 25, 6)
+
+
+def test_stratified_macro_ci_records_its_settings() -> None:
+    # All-or-nothing tasks: nothing varies, the point (1 + 0) / 2 is the interval.
+    assert stratified_macro_ci([(2, 2), (0, 3)], seed=6, resamples=25) == Interval(
+        0.5, 0.5, DEGENERATE, 25, 6
+    )
+    iv = stratified_macro_ci([(1, 2), (0, 3)], seed=6, resamples=25)
+    assert (iv.method, iv.resamples, iv.seed) == ("stratified-" + CI_METHOD, 25, 6)
