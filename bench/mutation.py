@@ -155,6 +155,7 @@ EQUIVALENT: dict[str, str] = {
     # parsing/boxes.py
     "scopebench.parsing.boxes.x__coords__mutmut_23": 'obj.get("class") without default: None, and '
     'None or "" is "" as before',
+    **{f"scopebench.scoring.bootstrap.x_paired_diff_ci__mutmut_{k}": _NAN for k in (30, 33)},
     # scoring/intervals.py
     **{
         f"scopebench.scoring.intervals.x_proportion_ci__mutmut_{k}": "dtype omitted: 0/1 outcomes as "

@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from scopebench.scoring.bootstrap import (
     CI_METHOD,
     DEGENERATE,
     Interval,
     bootstrap_ci,
+    paired_diff_ci,
     stratified_macro_ci,
     stratified_mean_ci,
 )
@@ -87,3 +89,19 @@ def test_stratified_macro_ci_records_its_settings() -> None:
     )
     iv = stratified_macro_ci([(1, 2), (0, 3)], seed=6, resamples=25)
     assert (iv.method, iv.resamples, iv.seed) == ("stratified-" + CI_METHOD, 25, 6)
+
+
+def test_paired_diff_ci_with_equal_discordant_counts_is_a_real_interval() -> None:
+    # A wins two items, B wins two: the difference is 0, but it is uncertain, not degenerate.
+    iv = paired_diff_ci([True, False, True, False], [False, True, False, True], seed=1, resamples=200)
+    assert (iv.method, iv.resamples, iv.seed) == ("paired-" + CI_METHOD, 200, 1)
+    assert iv.low < 0.0 < iv.high
+
+
+def test_paired_diff_ci_of_one_item_or_none_is_degenerate_and_records_its_settings() -> None:
+    assert paired_diff_ci([True], [False], seed=2, resamples=30) == Interval(1.0, 1.0, DEGENERATE, 30, 2)
+    iv = paired_diff_ci([], [], seed=2, resamples=30)
+    assert math.isnan(iv.low) and math.isnan(iv.high)
+    assert (iv.method, iv.resamples, iv.seed) == (DEGENERATE, 30, 2)
+    with pytest.raises(ValueError, match="^paired bootstrap needs two outcome vectors of the same length$"):
+        paired_diff_ci([True], [True, False], seed=2)
