@@ -103,5 +103,5 @@ def test_paired_diff_ci_of_one_item_or_none_is_degenerate_and_records_its_settin
     iv = paired_diff_ci([], [], seed=2, resamples=30)
     assert math.isnan(iv.low) and math.isnan(iv.high)
     assert (iv.method, iv.resamples, iv.seed) == (DEGENERATE, 30, 2)
-    with pytest.raises(ValueError, match="^paired bootstrap needs two outcome vectors of the same length$"):
+    with pytest.raises(ValueError, match=r"^paired bootstrap needs two outcome vectors of the same length$"):
         paired_diff_ci([True], [True, False], seed=2)
