@@ -153,6 +153,11 @@ EQUIVALENT: dict[str, str] = {
         for k in (103, 105)
     },
     # parsing/boxes.py
+    **{
+        f"scopebench.parsing.boxes.x__nesting_depth__mutmut_{k}": "None for False: the flags are only "
+        "tested for truth"
+        for k in (3, 5)
+    },
     "scopebench.parsing.boxes.x__coords__mutmut_23": 'obj.get("class") without default: None, and '
     'None or "" is "" as before',
     **{f"scopebench.scoring.bootstrap.x_paired_diff_ci__mutmut_{k}": _NAN for k in (30, 33)},

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from scopebench.parsing.boxes import parse_boxes
+from scopebench.parsing.boxes import _nesting_depth, parse_boxes
 
 
 def _xyxy(res):  # type: ignore[no-untyped-def]
@@ -190,3 +190,20 @@ def test_json_labels_come_from_label_then_class_then_the_default() -> None:
     )
     res = parse_boxes(text, 100, 200, label="cell")
     assert [b.label for b in res.boxes] == ["nucleus", "gland", "cell", "cell", "cell"]
+
+
+@pytest.mark.parametrize(
+    ("chunk", "depth"),
+    [
+        ("[[]]", 2),
+        ("{}", 1),
+        ("no json", 0),
+        ('["[[[["]', 1),  # brackets inside a JSON string do not nest
+        ('["a\\"[[", []]', 2),  # an escaped quote does not end the string
+        ('["\\\\", []]', 2),  # an escaped backslash does not escape the closing quote
+        ("]][[", 2),  # stray closers never go below 0
+    ],
+)
+def test_nesting_depth_counts_brackets_outside_strings(chunk: str, depth: int) -> None:
+    # The depth decides whether a reply is handed to json.loads (MAX_JSON_DEPTH) or read flat.
+    assert _nesting_depth(chunk) == depth
