@@ -202,6 +202,7 @@ def test_json_labels_come_from_label_then_class_then_the_default() -> None:
         ('["a\\"[[", []]', 2),  # an escaped quote does not end the string
         ('["\\\\", []]', 2),  # an escaped backslash does not escape the closing quote
         ("]][[", 2),  # stray closers never go below 0
+        ("[X, [1]]", 2),  # only brackets and braces open a level
     ],
 )
 def test_nesting_depth_counts_brackets_outside_strings(chunk: str, depth: int) -> None:
