@@ -203,8 +203,41 @@ def test_json_labels_come_from_label_then_class_then_the_default() -> None:
         ('["\\\\", []]', 2),  # an escaped backslash does not escape the closing quote
         ("]][[", 2),  # stray closers never go below 0
         ("[X, [1]]", 2),  # only brackets and braces open a level
+        ("[[][[]]]", 3),  # each closer goes back one level
     ],
 )
 def test_nesting_depth_counts_brackets_outside_strings(chunk: str, depth: int) -> None:
     # The depth decides whether a reply is handed to json.loads (MAX_JSON_DEPTH) or read flat.
     assert _nesting_depth(chunk) == depth
+
+
+_NESTED_BOX = '{"x1": 1, "y1": 2, "x2": 3, "y2": 4, "meta": {"score": 0.9}}'  # only json.loads reads it
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _NESTED_BOX,
+        "```\nsee below\n```\n```json\n" + _NESTED_BOX + "\n```",  # a fence that is no JSON first
+        "```json\n{broken\n```\n```json\n" + _NESTED_BOX + "\n```",  # a fence that fails to parse first
+        "[" * 30 + _NESTED_BOX + "]" * 30,  # nesting 32 = MAX_JSON_DEPTH: still parsed whole
+    ],
+)
+def test_a_box_with_nested_fields_is_read_by_the_json_parser(text: str) -> None:
+    assert _xyxy(parse_boxes(text, 100, 200)) == [(1.0, 2.0, 3.0, 4.0)]
+
+
+def test_a_json_string_is_not_a_box_container_but_its_text_is_scanned() -> None:
+    # The reply is one JSON string: no structure to walk, so the flat scan finds the list in it.
+    assert _xyxy(parse_boxes('"[10, 20, 30, 40]"', 100, 200)) == [(10.0, 20.0, 30.0, 40.0)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[0, 0.2, 0.5, 1]", (0.0, 40.0, 50.0, 200.0)),  # 0 and 1 are within [0, 1]: normalised
+        ("[0, 0, 2, 2]", (0.0, 0.0, 2.0, 2.0)),  # a 2-pixel box, not a normalised one
+    ],
+)
+def test_normalised_means_every_value_within_zero_and_one(text: str, expected: tuple[float, ...]) -> None:
+    assert _xyxy(parse_boxes(text, 100, 200)) == [expected]
