@@ -158,6 +158,8 @@ EQUIVALENT: dict[str, str] = {
         "tested for truth"
         for k in (3, 5)
     },
+    "scopebench.parsing.boxes.x__json_candidates__mutmut_8": 'a chunk starting with "X" is tried as '
+    "JSON: json.loads rejects it, so it is skipped all the same",
     "scopebench.parsing.boxes.x__coords__mutmut_23": 'obj.get("class") without default: None, and '
     'None or "" is "" as before',
     **{f"scopebench.scoring.bootstrap.x_paired_diff_ci__mutmut_{k}": _NAN for k in (30, 33)},

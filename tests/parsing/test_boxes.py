@@ -241,3 +241,23 @@ def test_a_json_string_is_not_a_box_container_but_its_text_is_scanned() -> None:
 )
 def test_normalised_means_every_value_within_zero_and_one(text: str, expected: tuple[float, ...]) -> None:
     assert _xyxy(parse_boxes(text, 100, 200)) == [expected]
+
+
+def test_repair_clips_a_box_beyond_the_left_or_top_edge_to_zero_width_or_height() -> None:
+    res = parse_boxes("[[-20, 5, -10, 8], [5, -20, 8, -10]]", 100, 200, repair=True)
+    assert _xyxy(res) == [(0.0, 5.0, 0.0, 8.0), (5.0, 0.0, 8.0, 0.0)]
+    assert res.repaired == 2
+
+
+def test_complete_replies_drop_nothing_and_partial_groups_are_counted_per_segment() -> None:
+    assert parse_boxes("<box>(100,200),(500,600)</box>", 100, 100).dropped == 0
+    two = parse_boxes(
+        "<loc0000><loc0000><loc0512><loc0512><loc0512><loc0512><loc1024><loc1024> cell", 1024, 1024
+    )
+    assert _xyxy(two) == [(0.0, 0.0, 512.0, 512.0), (512.0, 512.0, 1024.0, 1024.0)] and two.dropped == 0
+    partial = parse_boxes("<loc0001><loc0002> a ; <loc0003> b", 1024, 1024)
+    assert (partial.boxes, partial.dropped) == ((), 2)
+
+
+def test_a_box_without_any_label_has_the_empty_label() -> None:
+    assert [b.label for b in parse_boxes("[1, 2, 3, 4]", 10, 10).boxes] == [""]
