@@ -261,3 +261,18 @@ def test_complete_replies_drop_nothing_and_partial_groups_are_counted_per_segmen
 
 def test_a_box_without_any_label_has_the_empty_label() -> None:
     assert [b.label for b in parse_boxes("[1, 2, 3, 4]", 10, 10).boxes] == [""]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text"),
+    [
+        ("qwen", "<box>(100,200),(500,600)</box>"),
+        ("paligemma", "<loc0200><loc0100><loc0600><loc0500>"),
+        ("json", "[10, 20, 50, 60]"),
+    ],
+)
+def test_a_forced_format_reads_only_that_format(fmt: str, text: str) -> None:
+    assert parse_boxes(text, 100, 100, fmt=fmt).format == fmt  # type: ignore[arg-type]
+    other = "json" if fmt != "json" else "qwen"
+    assert parse_boxes(text, 100, 100, fmt=other) == parse_boxes(None, 100, 100)  # type: ignore[arg-type]
+    assert parse_boxes(None, 100, 100).boxes == ()

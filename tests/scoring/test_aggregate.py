@@ -55,6 +55,7 @@ def test_pathmmu_all_rows_pool_both_splits_and_sit_before_other_splits() -> None
         ("val", "PubMed", 1, 1),
         ("val", "overall", 1, 1),
     ]
+    assert {r["weighting"] for r in own["rows"]} == {"instance"}
     assert [r.get("pooled_splits") for r in own["rows"] if r["split_or_group"] == "ALL"] == [
         ["test_tiny", "test"]
     ] * 3
@@ -83,3 +84,12 @@ def test_ubench_macro_row_fields_by_hand() -> None:
     assert row["ci_method"] == "stratified-bootstrap-percentile"
     # Judge-free: modality 1 of 2, stain 1 of 2 -> macro 0.5.
     assert row["judge_free_accuracy"] == 0.5
+
+
+def test_a_record_without_a_split_counts_as_test() -> None:
+    own = owner_aggregation([_rec(0, "PubMed", None, True)], benchmark="pathmmu")  # type: ignore[arg-type]
+    assert own is not None
+    assert [(r["split_or_group"], r["subset_or_task"]) for r in own["rows"]] == [
+        ("test", "PubMed"),
+        ("test", "overall"),
+    ]

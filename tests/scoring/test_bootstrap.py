@@ -105,3 +105,9 @@ def test_paired_diff_ci_of_one_item_or_none_is_degenerate_and_records_its_settin
     assert (iv.method, iv.resamples, iv.seed) == (DEGENERATE, 30, 2)
     with pytest.raises(ValueError, match=r"^paired bootstrap needs two outcome vectors of the same length$"):
         paired_diff_ci([True], [True, False], seed=2)
+
+
+def test_stratified_intervals_are_the_2_5th_and_97_5th_percentiles() -> None:
+    v = np.array([0.1, 0.5, 0.9, 0.3, 0.7, 0.2])
+    iv = stratified_mean_ci([v], seed=8, resamples=300)
+    assert (iv.low, iv.high) == _percentile_bootstrap_by_hand(v, 8, 300)
