@@ -60,10 +60,10 @@ def test_bootstrap_ci_is_the_percentile_interval_of_the_resampled_means() -> Non
 
 
 def test_bootstrap_ci_of_a_large_sample_is_drawn_in_batches_with_the_same_result() -> None:
-    # 2,500 items x 1000 resamples exceed the 2M-element batch budget: scipy gets batch 800, which
-    # must be an int (a float batch is refused) and must not change the draws.
-    x = np.zeros(2500)
-    x[:1500] = 1.0
+    # 2,400 items x 1000 resamples exceed the 2M-element batch budget: scipy gets batch 833, which
+    # must be an int (scipy refuses 833.33) and must not change the draws.
+    x = np.zeros(2400)
+    x[:1440] = 1.0
     iv = bootstrap_ci(x, seed=2, resamples=1000)
     assert (iv.low, iv.high) == _percentile_bootstrap_by_hand(x, 2, 1000)
     assert iv.low < 0.6 < iv.high
