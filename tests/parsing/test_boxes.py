@@ -276,3 +276,9 @@ def test_a_forced_format_reads_only_that_format(fmt: str, text: str) -> None:
     other = "json" if fmt != "json" else "qwen"
     assert parse_boxes(text, 100, 100, fmt=other) == parse_boxes(None, 100, 100)  # type: ignore[arg-type]
     assert parse_boxes(None, 100, 100).boxes == ()
+
+
+def test_a_zero_width_or_height_box_is_not_reversed() -> None:
+    # Degenerate (area 0, IoU 0 with everything) but written in order: not irregular.
+    res = parse_boxes("[[10, 20, 10, 40], [10, 20, 30, 20]]", 100, 100)
+    assert (len(res.boxes), res.irregular) == (2, 0)
