@@ -9,7 +9,7 @@
     results.to_pandas()                     # one row per record
 
 Each function is a thin layer over what the CLI runs (:func:`scopebench.engine.run_benchmark`,
-:func:`scopebench.engine.rundir.load_run`), so a run made here is the run directory
+:func:`scopebench.store.rundir.load_run`), so a run made here is the run directory
 ``scopebench run`` makes, with the same numbers, and each can resume or report the other's runs.
 Documented in docs/api.md.
 """
@@ -189,7 +189,7 @@ def load_run(path: str | Path) -> Results:
         DataNotFoundError: When ``path`` is not a run directory.
         StoreDamagedError: When its store is damaged (the message says how to salvage it).
     """
-    from scopebench.engine.rundir import load_run as _load_run_dir
+    from scopebench.store.rundir import load_run as _load_run_dir
 
     return Results.from_run(_load_run_dir(path))
 

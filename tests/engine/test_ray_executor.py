@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
+from scopebench.store import load_run
 
 
 @pytest.mark.slow

@@ -16,8 +16,8 @@ from scopebench.benchmarks import get_benchmark
 from scopebench.benchmarks.demo import generate_demo
 from scopebench.cli import main
 from scopebench.errors import DataFormatError, MissingDependencyError, ModelSpecError
+from scopebench.experiments import linear_probe as LP
 from scopebench.items import ImageRef, Item
-from scopebench.scoring import linear_probe as LP
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,7 @@ def test_clip_vision_tower_features(demo: Path, tmp_path: Path, monkeypatch: pyt
     pytest.importorskip(
         "transformers", reason="the CLIP feature path needs transformers (extra scopebench[hf])"
     )
-    from scopebench.models.tiny import build_tiny_clip
+    from scopebench.testing.tiny import build_tiny_clip
 
     folder = build_tiny_clip(tmp_path / "clip", kind="clip", seed=0)
     b = get_benchmark("demo")

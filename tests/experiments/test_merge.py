@@ -23,12 +23,12 @@ pytest.importorskip("transformers", reason="tiny CLIP models need transformers (
 
 from safetensors.torch import load_file, save_file  # noqa: E402
 
-from scopebench.models import merge as M  # noqa: E402
+from scopebench.experiments import merge as M  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from scopebench.models.tiny import build_tiny_clip
+    from scopebench.testing.tiny import build_tiny_clip
 
     root = tmp_path_factory.mktemp("merge")
     return {
@@ -218,7 +218,8 @@ def test_cli_merge_and_three_point_sweep(
     for name in ("sweep.json", "sweep.md", "sweep.png", "sweep.svg"):
         assert (sweep / name).stat().st_size > 0
     # α = 1 is the base model: same per-item scores as an ordinary run of the base model.
-    from scopebench.engine import RunConfig, load_run, run_benchmark
+    from scopebench.engine import RunConfig, run_benchmark
+    from scopebench.store import load_run
 
     ref = run_benchmark(RunConfig(benchmark="local", data=data, model=f"clip:{tiny['base']}", limit=4,
                                   device="cpu"), tmp_path / "ref")  # fmt: skip

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from scopebench.cli import main
-from scopebench.engine import RunConfig, RunStore, load_run, run_benchmark
-from scopebench.engine.salvage import salvage_run
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import StoreDamagedError
 from scopebench.items import Record
+from scopebench.store import RunStore, load_run
+from scopebench.store.salvage import salvage_run
 
 N = 200
 
@@ -173,7 +174,7 @@ def test_read_only_folder_is_reported_without_writing(
     finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Stands in for a folder the user may not write (root, who runs these tests here, may).
-    from scopebench.engine import rundir
+    from scopebench.store import rundir
 
     before = _snapshot(finished)
     monkeypatch.setattr(rundir, "is_writable", lambda folder: Path(folder) != finished)

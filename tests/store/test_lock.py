@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO
-from scopebench.engine import RunConfig, load_run, run_benchmark
-from scopebench.engine.lock import LOCK_FILE, RunLock, lock_holder
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import RunLockedError
+from scopebench.store import load_run
+from scopebench.store.lock import LOCK_FILE, RunLock, lock_holder
 
 _SCRIPT = """
 import sys

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from scopebench.engine import RunStore
 from scopebench.items import Record
+from scopebench.store import RunStore
 
 
 def _rec(i: int, status: str = "ok") -> Record:

@@ -14,7 +14,8 @@ from skimage.color import rgb2hsv
 
 from scopebench.errors import ScopebenchError
 from scopebench.items import ImageRef, Item
-from scopebench.probes.image_transforms import (
+from scopebench.transforms import apply_transform, available_transforms
+from scopebench.transforms.image import (
     CORRUPTIONS,
     NOISE_MEAN,
     NOISE_STD,
@@ -23,7 +24,6 @@ from scopebench.probes.image_transforms import (
     noise_items,
     parse_corruption_arg,
 )
-from scopebench.probes.transforms import apply_transform, available_transforms
 
 NAMES = list(CORRUPTIONS)
 

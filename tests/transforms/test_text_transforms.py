@@ -10,8 +10,8 @@ import pytest
 
 from scopebench.errors import ScopebenchError
 from scopebench.items import Item
-from scopebench.probes.text_transforms import derangement, rotate_item, swap_questions
-from scopebench.probes.transforms import apply_transform
+from scopebench.transforms import apply_transform
+from scopebench.transforms.text import derangement, rotate_item, swap_questions
 
 
 def _items(n: int, tasks: tuple[str, ...] = ("t1", "t2")) -> list[Item]:

@@ -30,9 +30,6 @@ from scopebench.engine.judging import (
     judge_provenance,
     judge_unparsed,
 )
-from scopebench.engine.lock import RunLock, check_unlocked
-from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
-from scopebench.engine.store import RunStore
 from scopebench.errors import (
     ConfigMismatchError,
     ImageLoadError,
@@ -50,6 +47,9 @@ from scopebench.parsing import PARSER_VERSION, parse_choice
 from scopebench.parsing.boxes import BOX_PARSER_VERSION, parse_boxes
 from scopebench.protocols import PROTOCOL_VERSION, detection_class, resolve_protocol
 from scopebench.scoring.grit import grit_score
+from scopebench.store.lock import RunLock, check_unlocked
+from scopebench.store.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
+from scopebench.store.runstore import RunStore
 
 __all__ = ["RunConfig", "RunResult", "load_items", "make_record", "run_benchmark"]
 
@@ -193,7 +193,7 @@ def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
     if config.limit is not None:
         items = items[: config.limit]
     if config.transform:
-        from scopebench.probes.transforms import apply_transform
+        from scopebench.transforms import apply_transform
 
         items = apply_transform(config.transform, items, config.seed)
     return loaded, items
@@ -657,8 +657,8 @@ def _cached_metrics(run_dir: Path, store: RunStore, stamp: dict[str, Any] | None
 
 
 def _basic_metrics(run_dir: Path) -> dict[str, Any]:
-    from scopebench.engine.rundir import load_run
     from scopebench.scoring import compute_metrics
+    from scopebench.store.rundir import load_run
 
     # Recomputed from the store: a stale metrics file that is unreadable (a run killed while writing
     # it) must not stop the resume, as load_run would otherwise parse it.

@@ -503,9 +503,10 @@ def sweep_alphas(
     Returns:
         One :class:`SweepRow` per α, in increasing α.
     """
-    from scopebench.engine import RunConfig, load_run, run_benchmark
+    from scopebench.engine import RunConfig, run_benchmark
     from scopebench.scoring.accuracy import outcomes
     from scopebench.scoring.intervals import proportion_ci
+    from scopebench.store import load_run
 
     root = Path(out_dir)
     base_p, tuned_p = Path(base).expanduser().resolve(), Path(tuned).expanduser().resolve()

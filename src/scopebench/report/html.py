@@ -29,7 +29,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine.rundir import RunData, load_run
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
 from scopebench.items import LETTERS, Item, Record, open_image
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
@@ -49,6 +48,7 @@ from scopebench.report.tables import (
 )
 from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.metrics import METADATA_FIELDS, compute_metrics
+from scopebench.store.rundir import RunData, load_run
 
 __all__ = [
     "OUTCOMES",

@@ -298,10 +298,10 @@ def write_baseline(db: Session, project: Project, out_dir: Path, *, seed: int = 
     whether the answer matches the final key, which separates "the expert was wrong" from "the
     item is wrong".
     """
-    from scopebench.engine.rundir import CONFIG_FILE, RECORDS_JSONL, STORE_FILE
     from scopebench.engine.runner import _package_versions  # the same provenance fields as a run
-    from scopebench.engine.store import RunStore
     from scopebench.parsing import PARSER_VERSION
+    from scopebench.store.rundir import CONFIG_FILE, RECORDS_JSONL, STORE_FILE
+    from scopebench.store.runstore import RunStore
 
     groups = dict(
         db.execute(select(Member.user_id, Member.group).where(Member.project_id == project.id)).all()

@@ -21,11 +21,11 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine.rundir import RunData, load_run
 from scopebench.errors import ConfigMismatchError, DataFormatError
 from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, paired_diff_ci
 from scopebench.scoring.metrics import compute_metrics
+from scopebench.store.rundir import RunData, load_run
 
 __all__ = [
     "CHECKED_KEYS",

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine.store import RunStore, salvage_hint
 from scopebench.errors import DataNotFoundError, StoreDamagedError
 from scopebench.items import Record
+from scopebench.store.runstore import RunStore, salvage_hint
 
 __all__ = [
     "CONFIG_FILE",

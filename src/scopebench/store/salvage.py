@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scopebench.engine.lock import RunLock
-from scopebench.engine.rundir import CONFIG_FILE, RECORDS_JSONL, STORE_FILE
-from scopebench.engine.store import RunStore
 from scopebench.errors import ConfigMismatchError, DataNotFoundError
 from scopebench.items import Record
+from scopebench.store.lock import RunLock
+from scopebench.store.rundir import CONFIG_FILE, RECORDS_JSONL, STORE_FILE
+from scopebench.store.runstore import RunStore
 
 __all__ = ["SalvageResult", "salvage_run"]
 

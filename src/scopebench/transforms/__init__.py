@@ -21,7 +21,7 @@ TransformFn = Callable[[Sequence[Item], str, int], list[Item]]
 
 _REGISTRY: dict[str, TransformFn] = {}
 # Modules that register transforms when imported (kept lazy: corruptions pull in scipy/skimage).
-_MODULES = ("scopebench.probes.image_transforms", "scopebench.probes.text_transforms")
+_MODULES = ("scopebench.transforms.image", "scopebench.transforms.text")
 
 
 def register_transform(name: str) -> Callable[[TransformFn], TransformFn]:

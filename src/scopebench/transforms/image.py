@@ -66,7 +66,7 @@ from PIL import Image
 
 from scopebench.errors import ScopebenchError
 from scopebench.items import ImageRef, Item
-from scopebench.probes.transforms import register_transform
+from scopebench.transforms import register_transform
 
 __all__ = [
     "CORRUPTIONS",

@@ -28,7 +28,7 @@ import numpy as np
 
 from scopebench.errors import ScopebenchError
 from scopebench.items import Item
-from scopebench.probes.transforms import register_transform
+from scopebench.transforms import register_transform
 
 __all__ = ["derangement", "rotate_item", "rotate_items", "swap_questions"]
 

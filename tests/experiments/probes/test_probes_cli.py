@@ -24,7 +24,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from scopebench.models.tiny import build_tiny_clip
+    from scopebench.testing.tiny import build_tiny_clip
 
     logging.getLogger("transformers").setLevel(logging.ERROR)
     return build_tiny_clip(tmp_path_factory.mktemp("clip") / "clip", kind="clip", seed=0)
@@ -204,7 +204,7 @@ def test_swap_probe_with_embedding_baseline(demo: Path, tmp_path: Path) -> None:
     }  # chance = mean 1/n_options, n from the stored scores (one per option)
     overall = next(r for r in report["rows"] if r["group"] == "overall")
     assert overall["chance"] == pytest.approx(sum(1 / len(r["scores"]) for r in items.values()) / len(items))
-    from scopebench.engine import load_run
+    from scopebench.store import load_run
 
     stored = load_run(out / "swap-all").items
     changed = sum(1 for s in stored.values() if s["question"] != s["metadata"]["original_question"])
@@ -306,7 +306,7 @@ def test_probe_parser_lists_probes_and_skips_absent_modules(
     import scopebench.cli_probe as cli_probe
 
     monkeypatch.setattr(
-        cli_probe, "_PROBE_MODULES", (*cli_probe._PROBE_MODULES[:2], "scopebench.probes.not_here")
+        cli_probe, "_PROBE_MODULES", (*cli_probe._PROBE_MODULES[:2], "scopebench.experiments.probes.not_here")
     )
     parser = argparse.ArgumentParser()
     cli_probe.add_subcommands(parser.add_subparsers(dest="command"))
@@ -318,8 +318,8 @@ def test_probe_parser_lists_probes_and_skips_absent_modules(
     for name in ("corruptions", "noise", "no-image", "permutation"):
         assert parser.parse_args(["probe", name, "--bench", "b", "--model", "m", "--out", "o"]).func
     # A module that is absent is skipped; one whose own import fails on a missing dependency is not.
-    monkeypatch.setitem(sys.modules, "scopebench.probes.absent_probe", None)  # importing it fails
-    monkeypatch.setattr(cli_probe, "_PROBE_MODULES", ("scopebench.probes.absent_probe",))
+    monkeypatch.setitem(sys.modules, "scopebench.experiments.probes.absent_probe", None)  # importing it fails
+    monkeypatch.setattr(cli_probe, "_PROBE_MODULES", ("scopebench.experiments.probes.absent_probe",))
     cli_probe.add_subcommands(argparse.ArgumentParser().add_subparsers())
     (tmp_path / "probe_with_missing_dep.py").write_text("import no_such_package_for_scopebench_tests\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -389,7 +389,7 @@ def test_other_probes_show_their_published_rows_on_pathmmu(tmp_path: Path) -> No
 def test_a_probe_loads_its_model_once(
     demo: Path, tiny_clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import scopebench.probes.base as base
+    import scopebench.experiments.probes.base as base
 
     built: list[str] = []
     closed: list[str] = []
@@ -413,7 +413,7 @@ def test_a_probe_of_another_model_in_the_same_folder_fails_before_loading_it(
     demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """docs/probes.md's old example: no-image with `frequent`, then swap with another model, same --out."""
-    import scopebench.probes.base as base
+    import scopebench.experiments.probes.base as base
 
     out = tmp_path / "demo"
     _probe("no-image", demo, "frequent", out, "--limit", "4")

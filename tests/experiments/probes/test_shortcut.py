@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 
 from helpers import FIXTURES, make_items
-from scopebench.engine import load_run
 from scopebench.errors import ScopebenchError
-from scopebench.items import Item, Record
-from scopebench.probes.shortcut import (
+from scopebench.experiments.probes.shortcut import (
     ShortcutRule,
     add_probe_parser,
     flag_items,
@@ -21,6 +19,8 @@ from scopebench.probes.shortcut import (
     model_slug,
     summarize,
 )
+from scopebench.items import Item, Record
+from scopebench.store import load_run
 
 PATHMMU = str(FIXTURES / "pathmmu")
 
@@ -275,7 +275,7 @@ def test_temperature_goes_to_sampling_backends_as_a_model_arg(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import scopebench.engine.runner as runner
-    import scopebench.probes.shortcut as shortcut
+    import scopebench.experiments.probes.shortcut as shortcut
 
     seen: list[tuple[str, int, dict[str, object]]] = []
     real = runner.run_benchmark

@@ -1,14 +1,14 @@
 """The seed papers' robustness and shortcut analyses ("probes"), each built on the engine.
 
-* :mod:`scopebench.probes.transforms` — the registry of seeded item transforms a run can name;
-* :mod:`scopebench.probes.image_transforms` — PathMMU's image corruptions and noise images;
-* :mod:`scopebench.probes.text_transforms` — question swap and option rotation;
-* :mod:`scopebench.probes.base` — running a probe's conditions and writing its report;
-* :mod:`scopebench.probes.image_probes`, :mod:`scopebench.probes.text_probes` — the
-  ``scopebench probe`` commands (``corruptions``, ``noise``, ``no-image``, ``swap``,
-  ``permutation``);
-* :mod:`scopebench.probes.shortcut`, :mod:`scopebench.probes.matching` — the text-shortcut filter
-  and the question–option matching baselines (``shortcut``, ``matching``).
+* :mod:`scopebench.experiments.probes.base` — running a probe's conditions and writing its report;
+* :mod:`scopebench.experiments.probes.image_probes`,
+  :mod:`scopebench.experiments.probes.text_probes` — corruptions, noise, no-image, question swap
+  and option permutation;
+* :mod:`scopebench.experiments.probes.shortcut`, :mod:`scopebench.experiments.probes.matching` —
+  the text-shortcut filter and the question–option matching baselines.
 
-Nothing here is imported by ``import scopebench``; the modules load when a probe or transform is used.
+The item transforms a probe's runs name (corruptions, noise images, swap, rotation) live below the
+engine, in :mod:`scopebench.transforms`, because the engine applies them. The ``scopebench probe``
+commands are in the CLI (:mod:`scopebench.cli_probe`). Nothing here is imported by
+``import scopebench``.
 """

@@ -23,8 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine import RunConfig, RunData, load_run, run_benchmark
-from scopebench.engine.rundir import CONFIG_FILE
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ConfigMismatchError
 from scopebench.items import Record
 from scopebench.models import Backend, load_model
@@ -32,6 +31,8 @@ from scopebench.report import json_safe
 from scopebench.report.published import PUBLISHED_NOTE, load_published
 from scopebench.scoring.accuracy import accuracy_row
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, paired_diff_ci
+from scopebench.store import RunData, load_run
+from scopebench.store.rundir import CONFIG_FILE
 
 __all__ = [
     "PAPER_BENCHMARK",
@@ -63,7 +64,7 @@ class Condition:
 
     Attributes:
         name: Folder name under the probe's output (``clean``, ``jpeg-3``, ``rotate-1``…).
-        transform: Item transform ``NAME[:ARG]`` (see :mod:`scopebench.probes.transforms`).
+        transform: Item transform ``NAME[:ARG]`` (see :mod:`scopebench.transforms`).
         no_image: Send prompts without images.
     """
 

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from scopebench.errors import ImageLoadError, ScopebenchError
-from scopebench.items import Item, Record
-from scopebench.probes.base import (
+from scopebench.experiments.probes.base import (
     PAPER_BENCHMARK,
     Condition,
     ProbeRun,
@@ -31,6 +30,7 @@ from scopebench.probes.base import (
     run_condition,
     write_report,
 )
+from scopebench.items import Item, Record
 
 __all__ = [
     "add_probe_parser",
@@ -84,14 +84,14 @@ def corruptions_probe(
 
     Args:
         probe: The base configuration and output folder.
-        corruptions: Corruption names (see :data:`~scopebench.probes.image_transforms.CORRUPTIONS`).
+        corruptions: Corruption names (see :data:`~scopebench.transforms.image.CORRUPTIONS`).
         levels: Severity levels 1..5 to run (level 0 is the clean run).
         gallery_item: Item id shown in the gallery (default: the first item with a readable image).
 
     Returns:
         The report dict (also written to ``OUT/corruptions.json``).
     """
-    from scopebench.probes.image_transforms import canonical_corruption
+    from scopebench.transforms.image import canonical_corruption
 
     names = [canonical_corruption(c) for c in corruptions]
     conditions = [CLEAN] + [Condition(f"{n}-{lv}", f"corrupt:{n}:{lv}") for n in names for lv in levels]
@@ -285,7 +285,7 @@ def gallery(item: Item, names: Sequence[str], levels: Sequence[int], path: Path,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from scopebench.probes.image_transforms import corrupt_items
+    from scopebench.transforms.image import corrupt_items
 
     fig, axes = plt.subplots(
         len(names), len(levels), figsize=(1.6 * len(levels), 1.6 * len(names)), squeeze=False
@@ -382,7 +382,7 @@ def _acc_cell(row: dict[str, Any], label: str) -> str:
 
 def noise_probe(probe: ProbeRun) -> dict[str, Any]:
     """Clean vs every image replaced by Gaussian noise: accuracy and drop per subset (Table 3)."""
-    from scopebench.probes.image_transforms import NOISE_MEAN, NOISE_STD
+    from scopebench.transforms.image import NOISE_MEAN, NOISE_STD
 
     clean_splits = _splits(_mcq(run_condition(probe, CLEAN).records))
     table3 = published_rows(probe.config.benchmark, "Table 3", splits=clean_splits)
@@ -458,7 +458,7 @@ def no_image_probe(probe: ProbeRun) -> dict[str, Any]:
 
 def _cmd_corruptions(args: argparse.Namespace) -> int:
     from scopebench.cli_probe import console, probe_from_args
-    from scopebench.probes.image_transforms import CORRUPTIONS
+    from scopebench.transforms.image import CORRUPTIONS
 
     names = [c.strip() for c in (args.corruptions or ",".join(CORRUPTIONS)).split(",") if c.strip()]
     with probe_from_args(args) as probe:

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scopebench.errors import ScopebenchError
+from scopebench.experiments.probes.shortcut import model_slug, read_id_file
 from scopebench.items import Item, Record
-from scopebench.probes.shortcut import model_slug, read_id_file
 
 if TYPE_CHECKING:
     from scopebench.engine import RunConfig
@@ -197,8 +197,9 @@ def run_matching(
     Returns:
         The content of ``matching.json``.
     """
-    from scopebench.engine import load_items, load_run, run_benchmark
+    from scopebench.engine import load_items, run_benchmark
     from scopebench.models import split_spec
+    from scopebench.store import load_run
 
     if not models:
         raise ScopebenchError("give at least one model (--models nsp:…,embed:default)")

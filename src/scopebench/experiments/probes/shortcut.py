@@ -383,7 +383,8 @@ def run_shortcut(
     Raises:
         ScopebenchError: For repeated models, fewer than one try or an unreachable rule.
     """
-    from scopebench.engine import load_items, load_run, run_benchmark
+    from scopebench.engine import load_items, run_benchmark
+    from scopebench.store import load_run
 
     if tries < 1:
         raise ScopebenchError("--tries must be at least 1")

@@ -17,10 +17,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scopebench.engine import RunData
 from scopebench.errors import ScopebenchError
-from scopebench.items import LETTERS, Record
-from scopebench.probes.base import (
+from scopebench.experiments.probes.base import (
     Condition,
     ProbeRun,
     accuracy_summary,
@@ -34,8 +32,10 @@ from scopebench.probes.base import (
     run_condition,
     write_report,
 )
+from scopebench.items import LETTERS, Record
 from scopebench.scoring.bootstrap import bootstrap_ci
 from scopebench.scoring.intervals import proportion_ci
+from scopebench.store import RunData
 
 __all__ = ["add_probe_parser", "circular_items", "permutation_probe", "position_bias", "swap_probe"]
 
