@@ -797,6 +797,10 @@ def _make_executor(config: RunConfig, backend: Backend, items: Sequence[Item]) -
         return LocalExecutor(backend)
     if config.executor == "ray":
         return RayExecutor(
-            config, [it.id for it in items], num_workers=config.workers, address=config.ray_address
+            config,
+            [it.id for it in items],
+            setup=(load_items, build_backend),
+            num_workers=config.workers,
+            address=config.ray_address,
         )
     raise ScopebenchError(f"unknown executor {config.executor!r}; use local or ray")

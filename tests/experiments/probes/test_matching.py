@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from helpers import FIXTURES
+from scopebench.cli_probe import add_subcommands
 from scopebench.errors import ScopebenchError
-from scopebench.experiments.probes.matching import add_probe_parser, published_matching_rows
+from scopebench.experiments.probes.matching import published_matching_rows
 from scopebench.experiments.probes.shortcut import model_slug
 from scopebench.scoring.intervals import wilson_interval
 from scopebench.store import load_run
@@ -22,8 +23,8 @@ BASE = ["matching", "--bench", "pathmmu", "--data", PATHMMU, "--split", "test_ti
 
 def _probe(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    add_probe_parser(parser.add_subparsers())
-    args = parser.parse_args(argv)
+    add_subcommands(parser.add_subparsers())
+    args = parser.parse_args(["probe", *argv])
     code: int = args.func(args)
     return code
 

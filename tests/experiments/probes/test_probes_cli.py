@@ -300,14 +300,9 @@ def test_noise_probe_shows_published_rows_on_pathmmu(tmp_path: Path) -> None:
     assert "published, not reproduced here" in md and "Qwen-VL-7B" in md
 
 
-def test_probe_parser_lists_probes_and_skips_absent_modules(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_probe_parser_lists_every_probe() -> None:
     import scopebench.cli_probe as cli_probe
 
-    monkeypatch.setattr(
-        cli_probe, "_PROBE_MODULES", (*cli_probe._PROBE_MODULES[:2], "scopebench.experiments.probes.not_here")
-    )
     parser = argparse.ArgumentParser()
     cli_probe.add_subcommands(parser.add_subparsers(dest="command"))
     args = parser.parse_args(
@@ -317,15 +312,24 @@ def test_probe_parser_lists_probes_and_skips_absent_modules(
     assert (cfg.benchmark, cfg.model, cfg.limit, cfg.transform) == ("demo", "random", 3, None)
     for name in ("corruptions", "noise", "no-image", "permutation"):
         assert parser.parse_args(["probe", name, "--bench", "b", "--model", "m", "--out", "o"]).func
-    # A module that is absent is skipped; one whose own import fails on a missing dependency is not.
-    monkeypatch.setitem(sys.modules, "scopebench.experiments.probes.absent_probe", None)  # importing it fails
-    monkeypatch.setattr(cli_probe, "_PROBE_MODULES", ("scopebench.experiments.probes.absent_probe",))
-    cli_probe.add_subcommands(argparse.ArgumentParser().add_subparsers())
-    (tmp_path / "probe_with_missing_dep.py").write_text("import no_such_package_for_scopebench_tests\n")
+    for name in ("shortcut", "matching"):
+        assert parser.parse_args(["probe", name, "--bench", "b", "--models", "m", "--out", "o"]).func
+
+
+def test_absent_cli_extension_modules_are_skipped_but_missing_deps_raise(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # (The probe subcommands used to be discovered this way; the CLI's extension modules still are.)
+    from scopebench.cli import _present_modules
+
+    monkeypatch.setitem(sys.modules, "scopebench.absent_extension", None)  # importing it fails
+    assert [
+        m.__name__ for m in _present_modules(["scopebench.cli_probe", "scopebench.absent_extension"])
+    ] == ["scopebench.cli_probe"]
+    (tmp_path / "extension_with_missing_dep.py").write_text("import no_such_package_for_scopebench_tests\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(cli_probe, "_PROBE_MODULES", ("probe_with_missing_dep",))
     with pytest.raises(ModuleNotFoundError, match="no_such_package_for_scopebench_tests"):
-        cli_probe.add_subcommands(argparse.ArgumentParser().add_subparsers())
+        _present_modules(["extension_with_missing_dep"])
 
 
 def test_bad_probe_options_are_one_message(

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from helpers import FIXTURES, make_items
+from scopebench.cli_probe import add_subcommands
 from scopebench.errors import ScopebenchError
 from scopebench.experiments.probes.shortcut import (
     ShortcutRule,
-    add_probe_parser,
     flag_items,
     model_answers_correctly,
     model_slug,
@@ -166,8 +166,8 @@ def test_model_slugs_never_collide() -> None:
 
 def _probe(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    add_probe_parser(parser.add_subparsers())
-    args = parser.parse_args(argv)
+    add_subcommands(parser.add_subparsers())
+    args = parser.parse_args(["probe", *argv])
     code: int = args.func(args)
     return code
 

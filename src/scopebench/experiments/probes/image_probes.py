@@ -7,7 +7,6 @@ of them, so pointing several probes at one ``--out`` evaluates the clean benchma
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +32,6 @@ from scopebench.experiments.probes.base import (
 from scopebench.items import Item, Record
 
 __all__ = [
-    "add_probe_parser",
     "corruptions_probe",
     "gallery",
     "levels_label",
@@ -451,67 +449,3 @@ def no_image_probe(probe: ProbeRun) -> dict[str, Any]:
             ),
         ],
     )
-
-
-# CLI -----------------------------------------------------------------------------------------------
-
-
-def _cmd_corruptions(args: argparse.Namespace) -> int:
-    from scopebench.cli_probe import console, probe_from_args
-    from scopebench.transforms.image import CORRUPTIONS
-
-    names = [c.strip() for c in (args.corruptions or ",".join(CORRUPTIONS)).split(",") if c.strip()]
-    with probe_from_args(args) as probe:
-        report = corruptions_probe(probe, names, parse_levels(args.levels), args.gallery_item)
-    _print_report(report, f"corruptions — {args.model} (accuracy % [95% CI])")
-    console.print(f"mean accuracy over corruptions and levels: {fmt_pct(report['mean_over_corruptions'])}%")
-    return 0
-
-
-def _print_report(report: dict[str, Any], title: str) -> None:
-    from scopebench.cli_probe import console, print_table
-
-    print_table(title, report["table"]["head"], report["table"]["body"])
-    console.print(f"report and plots written: {', '.join(report['files'])}")
-
-
-def _cmd_noise(args: argparse.Namespace) -> int:
-    from scopebench.cli_probe import probe_from_args
-
-    with probe_from_args(args) as probe:
-        report = noise_probe(probe)
-    _print_report(report, f"noise images — {args.model} (accuracy % [95% CI])")
-    return 0
-
-
-def _cmd_no_image(args: argparse.Namespace) -> int:
-    from scopebench.cli_probe import probe_from_args
-
-    with probe_from_args(args) as probe:
-        report = no_image_probe(probe)
-    _print_report(report, f"no image — {args.model} (accuracy % [95% CI])")
-    return 0
-
-
-def add_probe_parser(probe_sub: Any) -> None:
-    """Add the ``corruptions``, ``noise`` and ``no-image`` probes."""
-    from scopebench.cli_probe import add_common_probe_args
-
-    p = probe_sub.add_parser(
-        "corruptions", help="accuracy under 8 image corruptions × 5 levels (PathMMU §4.2)"
-    )
-    add_common_probe_args(p)
-    p.add_argument("--corruptions", help="comma-separated subset (default: all eight)")
-    p.add_argument(
-        "--levels", default="1,2,3,4,5", help="severity levels to run (default 1,2,3,4,5; 0 = clean)"
-    )
-    p.add_argument("--gallery-item", help="item id shown in the gallery (default: the first with an image)")
-    p.set_defaults(func=_cmd_corruptions)
-
-    p = probe_sub.add_parser("noise", help="images replaced by Gaussian noise (PathMMU Table 3)")
-    add_common_probe_args(p)
-    p.set_defaults(func=_cmd_noise)
-
-    p = probe_sub.add_parser("no-image", help="the same prompts without images (PathMMU Table 1 text-only)")
-    add_common_probe_args(p)
-    p.set_defaults(func=_cmd_no_image)

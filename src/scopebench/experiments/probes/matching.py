@@ -19,7 +19,6 @@ Outputs in ``OUT``: ``matching.json``, ``matching.csv``, ``matching.md`` and a b
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
@@ -39,9 +38,9 @@ if TYPE_CHECKING:
 __all__ = [
     "CHANCE_LABEL",
     "DEFAULT_MODELS",
-    "add_probe_parser",
     "chance_rows",
     "matching_rows",
+    "pct",
     "published_matching_rows",
     "run_matching",
 ]
@@ -279,7 +278,8 @@ def _nan(x: Any) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def _pct(x: Any) -> str:
+def pct(x: Any) -> str:
+    """A proportion as a percentage with one decimal; empty for an undefined value."""
     return "" if _nan(x) else f"{100 * float(x):.1f}"
 
 
@@ -324,11 +324,11 @@ def _markdown(result: Mapping[str, Any]) -> str:
     for r in result["rows"]:
         ci = format_interval(r)
         errors = r["errors"] + r["missing_image"] + r["missing_response"]
-        lines.append(f"| {r['model']} | {r['source']} | {r['group']} | {r['n']} | {_pct(r['accuracy'])} | "
+        lines.append(f"| {r['model']} | {r['source']} | {r['group']} | {r['n']} | {pct(r['accuracy'])} | "
                      f"{ci} | {r['unparsed']} | {errors} |")  # fmt: skip
     for r in result["chance"]:
         lines.append(
-            f"| {r['model']} | {r['source']} | {r['group']} | {r['n']} | {_pct(r['accuracy'])} | | | |"
+            f"| {r['model']} | {r['source']} | {r['group']} | {r['n']} | {pct(r['accuracy'])} | | | |"
         )
     by_table: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in result["published"]:
@@ -337,7 +337,7 @@ def _markdown(result: Mapping[str, Any]) -> str:
         lines += ["", f"{source[:1].upper()}{source[1:]}; *set* is the item set it was measured on:", ""]
         lines += ["| model | set | group | accuracy |", "|---|---|---|---:|"]
         for r in prows:
-            acc = _pct(r["accuracy"]) + ("" if _nan(r["ci_halfwidth"]) else f" ±{_pct(r['ci_halfwidth'])}")
+            acc = pct(r["accuracy"]) + ("" if _nan(r["ci_halfwidth"]) else f" ±{pct(r['ci_halfwidth'])}")
             lines.append(
                 f"| {r['model']} | {r['section'].removeprefix('published:')} | {r['group']} | {acc} |"
             )
@@ -388,56 +388,3 @@ def _plot(stem: Path, result: Mapping[str, Any]) -> None:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     save_figure(fig, stem)
-
-
-# Command line -------------------------------------------------------------------------------------
-
-
-def cmd_matching(args: argparse.Namespace) -> int:
-    """Run the matching baselines and print the accuracy table."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from scopebench.cli_probe import config_from_args, models_from_args
-    from scopebench.report.tables import format_interval
-
-    result = run_matching(
-        config_from_args(args, model="random"),  # the model is replaced per run
-        models_from_args(args, DEFAULT_MODELS),
-        args.out,
-        items_file=args.items,
-        resamples=args.resamples,
-        fresh=args.fresh,
-        retry_errors=args.retry_errors,
-    )
-    table = Table(title=f"question–option matching (text only) — {args.bench}")
-    for h in ("model", "group", "n", "accuracy", "95% CI"):
-        table.add_column(h, justify="left" if h in ("model", "group") else "right")
-    for r in result["rows"]:
-        table.add_row(r["model"], r["group"], str(r["n"]), _pct(r["accuracy"]), format_interval(r))
-    for r in result["chance"]:
-        table.add_row(r["model"], r["group"], str(r["n"]), _pct(r["accuracy"]), "")
-    console = Console()
-    console.print(table)
-    if result["published"]:
-        console.print(f"{len(result['published'])} published row(s) beside ours in {args.out}/matching.md")
-    console.print(f"report in {args.out}/ (matching.json, .csv, .md, .png, .svg)")
-    return 0
-
-
-def add_probe_parser(probe_sub: Any) -> None:
-    """Register ``matching`` on the subparsers of ``scopebench probe``."""
-    p = probe_sub.add_parser(
-        "matching",
-        help="question–option matching baselines: BERT next-sentence prediction and sentence embeddings",
-        description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
-    )
-    from scopebench.cli_probe import add_common_probe_args
-
-    add_common_probe_args(
-        p, models_help="comma-separated matching models (default: " + ",".join(DEFAULT_MODELS) + ")"
-    )
-    p.add_argument(
-        "--items", help="evaluate only the item ids in this file (e.g. the flagged.txt of probe shortcut)"
-    )
-    p.set_defaults(func=cmd_matching)

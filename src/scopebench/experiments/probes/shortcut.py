@@ -30,7 +30,6 @@ runs, the counts and every item's per-model, per-try outcomes), ``shortcut.md``,
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
@@ -55,7 +54,6 @@ __all__ = [
     "ItemVerdict",
     "ModelCorrect",
     "ShortcutRule",
-    "add_probe_parser",
     "flag_items",
     "model_answers_correctly",
     "model_slug",
@@ -632,77 +630,3 @@ def _plot(stem: Path, counts: Mapping[str, Any], rule: ShortcutRule, n_models: i
             ax.set_title(f"rule {name} not used", fontsize=9)
     fig.tight_layout()
     save_figure(fig, stem)
-
-
-# Command line -------------------------------------------------------------------------------------
-
-
-def cmd_shortcut(args: argparse.Namespace) -> int:
-    """Run the text-shortcut filter and print its counts."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from scopebench.cli_probe import config_from_args, models_from_args
-
-    models = models_from_args(args)
-    if not models:
-        raise ScopebenchError("give the text-only models with --models SPEC1,SPEC2,… (any backends)")
-    rule = ShortcutRule(args.min_models, args.min_tries, args.model_correct)
-    result = run_shortcut(
-        config_from_args(args, model="random"),  # the model is replaced per run
-        models,
-        args.out,
-        rule,
-        tries=args.tries,
-        temperature=args.temperature,
-        fresh=args.fresh,
-        retry_errors=args.retry_errors,
-    )
-    c = result["counts"]
-    console = Console()
-    table = Table(title=f"text-shortcut filter — {args.bench}: {c['flagged']} of {c['items']} flagged")
-    for h in ("group", "items", "flagged", "kept"):
-        table.add_column(h, justify="left" if h == "group" else "right")
-    table.add_row("overall", str(c["items"]), str(c["flagged"]), str(c["kept"]))
-    for r in c["by_task"]:
-        table.add_row(r["group"], str(r["items"]), str(r["flagged"]), str(r["kept"]))
-    console.print(table)
-    for d in result["rule"]["description"]:
-        console.print(f"rule {d}")
-    if c["items_with_errors"]:
-        console.print(
-            f"[yellow]warning:[/yellow] {c['items_with_errors']} item(s) had a failed try "
-            f"({c['kept_items_with_errors']} of them kept); see {args.out}/shortcut.md"
-        )
-    console.print(
-        f"kept/flagged lists and report in {args.out}/; evaluate the filtered set with "
-        f"`scopebench run … --exclude {args.out}/flagged.txt`"
-    )
-    return 0
-
-
-def add_probe_parser(probe_sub: Any) -> None:
-    """Register ``shortcut`` on the subparsers of ``scopebench probe``."""
-    p = probe_sub.add_parser(
-        "shortcut",
-        help="flag items text-only models answer correctly (PathMMU 3-of-4, SPUR 5-of-10 filters)",
-        description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
-    )
-    from scopebench.cli_probe import add_common_probe_args
-
-    add_common_probe_args(
-        p,
-        models_help="comma-separated text-only model specs (any backends), e.g. hf:…,openai:…",
-        bootstrap=False,
-    )
-    p.add_argument("--tries", type=int, default=1, help="tries per model (R; try r uses seed + r)")
-    p.add_argument("--temperature", type=float, help="sampling temperature for vllm: and openai: models")
-    p.add_argument("--min-models", type=int, help="flag when at least K models answer correctly (K-of-N)")
-    p.add_argument("--min-tries", type=int, help="flag when a model is correct in at least r of R tries")
-    p.add_argument(
-        "--model-correct",
-        choices=["majority", "any", "all"],
-        default="majority",
-        help="when a model answers correctly across its tries, for --min-models (default majority)",
-    )
-    p.set_defaults(func=cmd_shortcut)

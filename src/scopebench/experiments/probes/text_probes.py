@@ -12,7 +12,6 @@ See ``docs/probes.md``.
 
 from __future__ import annotations
 
-import argparse
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -37,7 +36,7 @@ from scopebench.scoring.bootstrap import bootstrap_ci
 from scopebench.scoring.intervals import proportion_ci
 from scopebench.store import RunData
 
-__all__ = ["add_probe_parser", "circular_items", "permutation_probe", "position_bias", "swap_probe"]
+__all__ = ["circular_items", "permutation_probe", "position_bias", "swap_probe"]
 
 CLEAN = Condition("clean")
 
@@ -401,65 +400,3 @@ def _plot_bias(rows: Sequence[Mapping[str, Any]], stem: Any) -> list[Any]:
     ax.legend(fontsize=8)
     fig.tight_layout()
     return save_figure(fig, stem)
-
-
-# CLI -------------------------------------------------------------------------------------------
-
-
-def _cmd_swap(args: argparse.Namespace) -> int:
-    from scopebench.cli_probe import console, print_table, probe_from_args
-
-    with probe_from_args(args) as probe:
-        report = swap_probe(probe, args.scope)
-    print_table(f"swapped questions — {args.model} (accuracy % [95% CI])", **_table(report))
-    console.print(
-        f"{report['n_question_changed']} of {report['n_items']} items got a different question; "
-        f"files: {', '.join(report['files'])}"
-    )
-    return 0
-
-
-def _table(report: Mapping[str, Any]) -> dict[str, Any]:
-    return {"head": report["table"]["head"], "body": report["table"]["body"]}
-
-
-def _cmd_permutation(args: argparse.Namespace) -> int:
-    from scopebench.cli_probe import console, print_table, probe_from_args
-
-    with probe_from_args(args) as probe:
-        report = permutation_probe(probe, args.rotations)
-    print_table(
-        f"circular evaluation, K = {report['rotations']} — {args.model} (% [95% CI])", **_table(report)
-    )
-    print_table(
-        "position bias (overall)",
-        ["letter", "chosen", "chosen %", "answer", "answer %"],
-        [
-            [b["letter"], b["chosen"], fmt_pct(b["chosen_share"]), b["answer"], fmt_pct(b["answer_share"])]
-            for b in report["position_bias"]["overall"]
-        ],
-    )
-    console.print(f"files: {', '.join(report['files'])}")
-    return 0
-
-
-def add_probe_parser(probe_sub: Any) -> None:
-    """Add the ``swap`` and ``permutation`` probes."""
-    from scopebench.cli_probe import add_common_probe_args
-
-    p = probe_sub.add_parser("swap", help="questions swapped among items, options kept (PathMMU Fig. 5)")
-    add_common_probe_args(p)
-    p.add_argument(
-        "--scope",
-        choices=["task", "all"],
-        default="task",
-        help="swap within benchmark/task (default) or across the whole benchmark",
-    )
-    p.set_defaults(func=_cmd_swap)
-
-    p = probe_sub.add_parser(
-        "permutation", help="circular evaluation: options rotated K times, position bias"
-    )
-    add_common_probe_args(p)
-    p.add_argument("--rotations", type=int, help="K rotations (default: the largest number of options)")
-    p.set_defaults(func=_cmd_permutation)
