@@ -448,40 +448,20 @@ def _salvage(run_dir: Path, new_dir: Path) -> int:
 
 def cmd_strategies(args: argparse.Namespace) -> int:
     """Run the model under each strategy; print accuracy per task and the decoupling split."""
-    from dataclasses import replace
-
-    from scopebench.engine import run_benchmark
-    from scopebench.models.strategies import strategy_steps
-    from scopebench.scoring.decoupling import decoupling_table
-    from scopebench.store import load_run
+    from scopebench.experiments.strategies import run_strategy_sweep
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
-    for n in names:
-        strategy_steps(n)  # fail on a typo before any model work
-    base = _run_config(args)
+    sweep = run_strategy_sweep(_run_config(args), names, args.out, fresh=args.fresh, seed=args.seed)
     per_task: dict[str, dict[str, str]] = {}
     tasks: set[str] = set()
-    decoupling: dict[str, list[Any]] = {}
-    from scopebench.models import load_model
-
-    # One model for every strategy: the strategies wrap it, so its weights load once.
-    backend = load_model(base.model, base.model_options())
-    try:
-        results = [
-            run_benchmark(replace(base, strategy=n), Path(args.out) / n, fresh=args.fresh, backend=backend)
-            for n in names
-        ]
-    finally:
-        backend.close()
-    for name, res in zip(names, results, strict=True):
-        row = {"overall": _fmt_acc(res.metrics["overall"])}
-        for r in res.metrics["by_task"]:
+    decoupling = {s.strategy: s.decoupling for s in sweep}
+    for s in sweep:
+        cells = {"overall": _fmt_acc(s.result.metrics["overall"])}
+        for r in s.result.metrics["by_task"]:
             task = r["group"].removeprefix("task=")
             tasks.add(task)
-            row[task] = _fmt_acc(r)
-        per_task[name] = row
-        run = load_run(res.run_dir)
-        decoupling[name] = decoupling_table(run.records, run.items, seed=args.seed)
+            cells[task] = _fmt_acc(r)
+        per_task[s.strategy] = cells
     table = Table(title=f"{args.bench} — {args.model}: accuracy per strategy")
     table.add_column("strategy")
     cols = ["overall", *sorted(tasks)]

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Self
 
 from scopebench.errors import ScopebenchError
 from scopebench.items import Record
+from scopebench.report import json_safe
+from scopebench.scoring import compute_metrics
 
 if TYPE_CHECKING:  # pandas is a core dependency, imported only when a frame is asked for
     import pandas as pd
@@ -172,9 +174,6 @@ class Results:
         """
         metrics = run.metrics
         if metrics is None:
-            from scopebench.report import json_safe
-            from scopebench.scoring import compute_metrics
-
             metrics = json_safe(
                 compute_metrics(
                     run.records,

@@ -45,6 +45,8 @@ import numpy as np
 from scopebench.display import progress
 from scopebench.errors import DataFormatError, ImageLoadError, MissingDependencyError, ModelSpecError
 from scopebench.items import ImageRef, Item
+from scopebench.models import ModelOptions, load_model, split_spec
+from scopebench.models.contrastive import ContrastiveBackend
 from scopebench.scoring.intervals import proportion_ci
 
 __all__ = [
@@ -210,7 +212,6 @@ def check_features(features: str) -> None:
     """
     if features == "handcrafted":
         return
-    from scopebench.models import split_spec
 
     try:
         scheme, _ = split_spec(features)
@@ -226,8 +227,6 @@ def check_features(features: str) -> None:
 
 
 def _load_backend(spec: str, device: str, batch_size: int | None) -> Any:
-    from scopebench.models import ModelOptions, load_model
-    from scopebench.models.contrastive import ContrastiveBackend
 
     check_features(spec)
     backend = load_model(spec, ModelOptions(device=device, batch_size=batch_size))

@@ -36,7 +36,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import MissingDependencyError, ModelError
+from scopebench.models.contrastive import weights_digest
+from scopebench.scoring.accuracy import outcomes
+from scopebench.scoring.intervals import proportion_ci
+from scopebench.store import load_run
 
 __all__ = [
     "DEFAULT_GRID",
@@ -258,7 +263,6 @@ def interpolate_state_dicts(
 
 
 def _digest(path: Path) -> str | None:
-    from scopebench.models.contrastive import weights_digest
 
     return weights_digest(path)
 
@@ -503,11 +507,6 @@ def sweep_alphas(
     Returns:
         One :class:`SweepRow` per α, in increasing α.
     """
-    from scopebench.engine import RunConfig, run_benchmark
-    from scopebench.scoring.accuracy import outcomes
-    from scopebench.scoring.intervals import proportion_ci
-    from scopebench.store import load_run
-
     root = Path(out_dir)
     base_p, tuned_p = Path(base).expanduser().resolve(), Path(tuned).expanduser().resolve()
     if _layout(base_p) == "open_clip" and not openclip_arch:

@@ -17,6 +17,7 @@ from typing import Any
 
 from scopebench.errors import DataNotFoundError, RunDirReadOnlyError, StoreDamagedError
 from scopebench.items import Item, Record
+from scopebench.store.lock import lock_holder
 
 __all__ = ["RunStore", "salvage_hint"]
 
@@ -147,7 +148,6 @@ class RunStore:
         # a folder a run is writing to is read like that run's other readers (mode=ro, the folder
         # is writable then); a WAL left by a stopped run is read from a private copy; a store with
         # no WAL (every finished run) is read in place, immutable.
-        from scopebench.store.lock import lock_holder
 
         if lock_holder(path.parent) is not None:
             return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)

@@ -14,6 +14,8 @@ import string
 from pathlib import Path
 from typing import Any, Literal
 
+from scopebench.models.hf_generative import build_images_only_processor
+
 __all__ = [
     "GENERATIVE_FAMILIES",
     "build_chat_tokenizer",
@@ -439,7 +441,6 @@ def _tiny_qwen2_vl(hidden: int, layers: int, image_size: int, size: str = "tiny"
     else:
         # Without torchvision transformers cannot build Qwen2-VL's video processor; the saved folder
         # is the same apart from the video processor's entry (rewritten in build_tiny_generative).
-        from scopebench.models.hf_generative import build_images_only_processor
 
         processor = build_images_only_processor(
             Qwen2VLProcessor, image_processor, tok, chat_template=_QWEN2_VL_TEMPLATE
@@ -472,8 +473,6 @@ def _tiny_qwen2_5_vl(hidden: int, layers: int, image_size: int) -> tuple[Any, An
             image_processor=image_processor, tokenizer=tok, chat_template=_QWEN2_VL_TEMPLATE
         )
     else:
-        from scopebench.models.hf_generative import build_images_only_processor
-
         processor = build_images_only_processor(
             Qwen2_5_VLProcessor, image_processor, tok, chat_template=_QWEN2_VL_TEMPLATE
         )
@@ -692,8 +691,6 @@ def _tiny_smolvlm(hidden: int, layers: int, image_size: int) -> tuple[Any, Any]:
             image_processor=image_processor, tokenizer=idefics_proc.tokenizer, **kwargs
         )
     else:
-        from scopebench.models.hf_generative import build_images_only_processor
-
         processor = build_images_only_processor(
             SmolVLMProcessor, image_processor, idefics_proc.tokenizer, **kwargs
         )

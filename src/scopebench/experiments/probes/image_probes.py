@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from scopebench.engine import load_items
 from scopebench.errors import ImageLoadError, ScopebenchError
 from scopebench.experiments.probes.base import (
     PAPER_BENCHMARK,
@@ -30,6 +31,8 @@ from scopebench.experiments.probes.base import (
     write_report,
 )
 from scopebench.items import Item, Record
+from scopebench.models import split_spec
+from scopebench.transforms.image import NOISE_MEAN, NOISE_STD, canonical_corruption, corrupt_items
 
 __all__ = [
     "corruptions_probe",
@@ -89,8 +92,6 @@ def corruptions_probe(
     Returns:
         The report dict (also written to ``OUT/corruptions.json``).
     """
-    from scopebench.transforms.image import canonical_corruption
-
     names = [canonical_corruption(c) for c in corruptions]
     conditions = [CLEAN] + [Condition(f"{n}-{lv}", f"corrupt:{n}:{lv}") for n in names for lv in levels]
     shown = _gallery_items(probe, gallery_item)  # before any model work: a typo fails fast
@@ -262,7 +263,6 @@ def plot_curves(rows: Sequence[dict[str, Any]], names: Sequence[str], stem: Path
 
 
 def _gallery_items(probe: ProbeRun, item_id: str | None) -> list[Item]:
-    from scopebench.engine import load_items
 
     _, items = load_items(probe.config)
     if item_id is not None:
@@ -282,8 +282,6 @@ def gallery(item: Item, names: Sequence[str], levels: Sequence[int], path: Path,
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from scopebench.transforms.image import corrupt_items
 
     fig, axes = plt.subplots(
         len(names), len(levels), figsize=(1.6 * len(levels), 1.6 * len(names)), squeeze=False
@@ -380,8 +378,6 @@ def _acc_cell(row: dict[str, Any], label: str) -> str:
 
 def noise_probe(probe: ProbeRun) -> dict[str, Any]:
     """Clean vs every image replaced by Gaussian noise: accuracy and drop per subset (Table 3)."""
-    from scopebench.transforms.image import NOISE_MEAN, NOISE_STD
-
     clean_splits = _splits(_mcq(run_condition(probe, CLEAN).records))
     table3 = published_rows(probe.config.benchmark, "Table 3", splits=clean_splits)
     models = {r["model"] for r in table3}
@@ -410,8 +406,6 @@ def no_image_probe(probe: ProbeRun) -> dict[str, Any]:
         ScopebenchError: For a contrastive model, which always scores the image against captions
             and has no text-only mode (the ``noise`` probe takes the image's information away).
     """
-    from scopebench.models import split_spec
-
     if split_spec(probe.config.model)[0] in _CONTRASTIVE_SCHEMES:  # refuse before any model work
         raise ScopebenchError(
             f"{probe.config.model} is a contrastive model: it always compares the image with one caption "

@@ -28,9 +28,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scopebench.engine import load_items, run_benchmark
 from scopebench.errors import ScopebenchError
 from scopebench.experiments.probes.shortcut import model_slug, read_id_file
 from scopebench.items import Item, Record
+from scopebench.models import split_spec
+from scopebench.report import json_safe
+from scopebench.report.published import PUBLISHED_NOTE, load_published
+from scopebench.report.tables import format_interval, rows_to_csv
+from scopebench.scoring.accuracy import accuracy_row
+from scopebench.store import load_run
 
 if TYPE_CHECKING:
     from scopebench.engine import RunConfig
@@ -75,8 +82,6 @@ def matching_rows(
 
     Unscorable records (unparsed, error, missing) count as wrong and are counted in the row.
     """
-    from scopebench.scoring.accuracy import accuracy_row
-
     rows = []
     for model, records in records_by_model.items():
         recs = [r for r in records if r.kind == "mcq"]
@@ -125,8 +130,6 @@ def published_matching_rows(benchmark: str) -> list[dict[str, Any]]:
     Values are turned from percent into fractions, like ours; each row names its source table
     and the item set it was measured on (``section``: ``published:<split_or_group>``).
     """
-    from scopebench.report.published import PUBLISHED_NOTE, load_published
-
     rows = load_published(benchmark)
     tables = {r["source_table"] for r in rows if "nsp" in r["model"].lower()}
     out = []
@@ -151,8 +154,6 @@ def published_matching_rows(benchmark: str) -> list[dict[str, Any]]:
 
 def _restrict(base: RunConfig, items_file: str | Path) -> tuple[RunConfig, dict[str, Any]]:
     """Evaluate only the ids listed in ``items_file`` (by excluding every other item)."""
-    from scopebench.engine import load_items
-
     wanted = read_id_file(items_file)
     _, universe = load_items(replace(base, limit=None, exclude_ids=frozenset()))
     ids = {it.id for it in universe}
@@ -196,10 +197,6 @@ def run_matching(
     Returns:
         The content of ``matching.json``.
     """
-    from scopebench.engine import load_items, run_benchmark
-    from scopebench.models import split_spec
-    from scopebench.store import load_run
-
     if not models:
         raise ScopebenchError("give at least one model (--models nsp:…,embed:default)")
     if len(set(models)) != len(models):
@@ -288,8 +285,6 @@ def _all_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _write_outputs(out: Path, result: dict[str, Any]) -> None:
-    from scopebench.report import json_safe
-    from scopebench.report.tables import rows_to_csv
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "matching.json").write_text(
@@ -301,7 +296,6 @@ def _write_outputs(out: Path, result: dict[str, Any]) -> None:
 
 
 def _markdown(result: Mapping[str, Any]) -> str:
-    from scopebench.report.tables import format_interval
 
     split = result["split"] or "default split"
     lines = [f"# Question–option matching — {result['benchmark']} ({split})", ""]

@@ -42,8 +42,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from scopebench.engine import load_items, run_benchmark
 from scopebench.errors import DataNotFoundError, ScopebenchError
 from scopebench.items import Item, Record
+from scopebench.models import split_spec
+from scopebench.report import json_safe
+from scopebench.store import load_run
 
 if TYPE_CHECKING:
     from scopebench.engine import RunConfig
@@ -345,7 +349,6 @@ def read_id_file(path: str | Path) -> list[str]:
 
 
 def _scheme(spec: str) -> str:
-    from scopebench.models import split_spec
 
     return split_spec(spec)[0]
 
@@ -381,9 +384,6 @@ def run_shortcut(
     Raises:
         ScopebenchError: For repeated models, fewer than one try or an unreachable rule.
     """
-    from scopebench.engine import load_items, run_benchmark
-    from scopebench.store import load_run
-
     if tries < 1:
         raise ScopebenchError("--tries must be at least 1")
     if len(set(models)) != len(models):
@@ -470,7 +470,6 @@ def _write_outputs(
     rule: ShortcutRule,
     tries: int,
 ) -> None:
-    from scopebench.report import json_safe
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "flagged.txt").write_text("".join(f"{i}\n" for i in flagged), encoding="utf-8")
