@@ -155,10 +155,8 @@ def test_clip_vision_tower_features(demo: Path, tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv("HOME", str(tmp_path))
     LP.check_features("~/clip")
     calls: list[str] = []
-    import scopebench.models as models
-
-    real_split = models.split_spec
-    monkeypatch.setattr(models, "split_spec", lambda spec: (calls.append(spec), real_split(spec))[1])
+    real_split = LP.split_spec  # the module's own import of scopebench.models.split_spec
+    monkeypatch.setattr(LP, "split_spec", lambda spec: (calls.append(spec), real_split(spec))[1])
     LP.check_features(f"clip:{folder}")
     assert calls == [f"clip:{folder}"]
 

@@ -81,4 +81,8 @@ def test_null_is_nan_and_bad_values_are_refused() -> None:
     with pytest.raises(ValidationError):
         Metrics.from_dict({"schema_version": 4, "benchmark": "b"})  # no overall row
     with pytest.raises(ValidationError):
+        Metrics.from_dict(
+            {"overall": {"group": "overall", "n": 3, "correct": 1, "accuracy": 0.3}}
+        )  # no denominator
+    with pytest.raises(ValidationError):
         row.n = 5  # type: ignore[misc]  # frozen: a typed result cannot drift from the file

@@ -161,7 +161,7 @@ class OwnerTable(MetricsModel):
         rows: Its rows, in table order.
     """
 
-    benchmark: str
+    benchmark: str = ""
     description: str = ""
     rows: tuple[OwnerRow, ...] = ()
 
@@ -235,7 +235,7 @@ class BaselineSection(MetricsModel):
         reference: ``frequent`` only: per task, the split and letter counts it used.
     """
 
-    model: str
+    model: str = ""
     seed: int | None = None
     n_skipped: Count = 0
     overall: AccuracyRow
@@ -261,7 +261,7 @@ class Metrics(MetricsModel):
     """A whole ``metrics.json`` (or :func:`~scopebench.scoring.compute_metrics`' dict), typed.
 
     Attributes:
-        schema_version: ``METRICS_SCHEMA_VERSION`` of the writer.
+        schema_version: ``METRICS_SCHEMA_VERSION`` of the writer (``None`` when absent).
         benchmark: The benchmark name.
         model: The model spec (present once the report has written the file).
         policy: ``wrong`` or ``exclude``.
@@ -280,8 +280,9 @@ class Metrics(MetricsModel):
         judge: The judge section, or ``None`` without a judge.
     """
 
-    schema_version: int
-    benchmark: str
+    # Labels default (a hand-built or partial dict still reads); the numbers of every row do not.
+    schema_version: int | None = None
+    benchmark: str = ""
     model: str | None = None
     policy: str = "wrong"
     bootstrap: dict[str, Any] = {}

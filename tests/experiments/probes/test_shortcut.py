@@ -285,7 +285,7 @@ def test_temperature_goes_to_sampling_backends_as_a_model_arg(
         return real(config, out_dir, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(runner, "run_benchmark", spy)
-    monkeypatch.setattr("scopebench.engine.run_benchmark", spy)
+    monkeypatch.setattr(shortcut, "run_benchmark", spy)  # imported by the probe module
     monkeypatch.setattr(shortcut, "SAMPLING_SCHEMES", frozenset({"random"}))  # pretend random samples
     from scopebench.models.baselines import FrequentBackend, RandomBackend
 
