@@ -60,7 +60,8 @@ class MetricsModel(BaseModel):
     """Base of every typed metrics object: immutable; unknown keys are kept, not rejected."""
 
     # extra="allow": a newer metrics.json (or a benchmark's own row fields) still reads.
-    model_config = ConfigDict(frozen=True, extra="allow")
+    # defer_build: the validators are built on first use, not when `scopebench --help` imports this.
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
     _source: dict[str, Any] | None = PrivateAttr(default=None)
 
     @model_validator(mode="wrap")
