@@ -86,3 +86,29 @@ def test_null_is_nan_and_bad_values_are_refused() -> None:
         )  # no denominator
     with pytest.raises(ValidationError):
         row.n = 5  # type: ignore[misc]  # frozen: a typed result cannot drift from the file
+
+
+def test_leaderboard_entries_read_a_comparison_of_spur_runs(tmp_path) -> None:
+    from helpers import FIXTURES
+    from scopebench.engine import RunConfig, run_benchmark
+    from scopebench.scoring.compare import compare_runs
+    from scopebench.scoring.schema import LeaderboardEntry
+
+    dirs = []
+    for model in ("random", "frequent"):
+        cfg = RunConfig(benchmark="spur", data=str(FIXTURES / "spur"), model=model, limit=30)
+        dirs.append(run_benchmark(cfg, tmp_path / model).run_dir)
+    result = compare_runs(dirs, resamples=50)
+    entries = [LeaderboardEntry.from_dict(e) for e in result["leaderboard"]]
+    for entry, raw in zip(entries, result["leaderboard"], strict=True):
+        assert entry.overall.to_dict() == raw["overall"]
+        assert entry.overall.n == 30 and entry.run is not None and entry.owner
+        # SPUR's owner table: one row per task and split, keyed as the published table.
+        assert set(entry.owner_by_column()) == {
+            f"{r['split_or_group']}/{r['subset_or_task']}" for r in raw["owner"]
+        }
+    assert entries[0].overall.accuracy >= entries[1].overall.accuracy  # the leaderboard's order
+    baselines = [LeaderboardEntry.from_dict(b) for b in result["baselines"]]
+    assert [b.model for b in baselines] == ["random baseline", "frequent baseline"] and baselines[
+        0
+    ].run is None

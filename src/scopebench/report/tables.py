@@ -11,7 +11,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from scopebench.scoring.schema import Metrics
+from scopebench.scoring.schema import LeaderboardEntry, Metrics
 
 __all__ = [
     "format_accuracy",
@@ -327,8 +327,7 @@ def leaderboard_columns(result: Mapping[str, Any]) -> list[str]:
     """``"<split_or_group>/<subset_or_task>"`` owner columns of a comparison, in first-seen order."""
     cols: list[str] = []
     for entry in result["leaderboard"]:
-        for r in entry["owner"]:
-            key = f"{r['split_or_group']}/{r['subset_or_task']}"
+        for key in LeaderboardEntry.from_dict(entry).owner_by_column():
             if key not in cols:
                 cols.append(key)
     return cols
@@ -344,20 +343,20 @@ def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[s
     cols = leaderboard_columns(result)
     head = ["model", "source", "n", "overall", "95% CI", "unparsed", "errors", "missing", *cols]
     body = []
-    for e in [*result["leaderboard"], *result.get("baselines", [])]:
-        owner = {f"{r['split_or_group']}/{r['subset_or_task']}": r for r in e["owner"]}
-        ov = e["overall"]
+    for e in (LeaderboardEntry.from_dict(d) for d in [*result["leaderboard"], *result.get("baselines", [])]):
+        owner = e.owner_by_column()
+        ov = e.overall
         body.append(
             [
-                e["model"],
-                e["source"],
-                str(ov["n"]),
-                format_percent(ov),
-                format_interval(ov),
-                str(ov["unparsed"]),
-                str(ov["errors"]),
-                str(ov["missing_image"] + ov["missing_response"]),
-                *[format_accuracy(owner[c]) if c in owner else "" for c in cols],
+                e.model,
+                e.source,
+                str(ov.n),
+                format_percent(ov.to_dict()),
+                format_interval(ov.to_dict()),
+                str(ov.unparsed),
+                str(ov.errors),
+                str(ov.missing_image + ov.missing_response),
+                *[format_accuracy(owner[c].to_dict()) if c in owner else "" for c in cols],
             ]
         )
     for p in result.get("published", []):

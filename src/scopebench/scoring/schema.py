@@ -32,6 +32,7 @@ __all__ = [
     "CalibrationBin",
     "CalibrationSection",
     "JudgeSection",
+    "LeaderboardEntry",
     "LocalizationRow",
     "Metrics",
     "MetricsModel",
@@ -312,3 +313,31 @@ class Metrics(MetricsModel):
     def owner_rows(self) -> tuple[OwnerRow, ...]:
         """The owner rows (empty for a benchmark without an owner aggregation)."""
         return self.owner.rows if self.owner is not None else ()
+
+
+class LeaderboardEntry(MetricsModel):
+    """One entry of a comparison's leaderboard or baselines (``compare.json``).
+
+    Attributes:
+        model: The model spec (``random baseline``… for a baseline).
+        source: ``this run``, or where a baseline was computed.
+        run: The run directory (``None`` for a baseline).
+        overall: The entry's overall row.
+        by_task: Rows by task (runs only).
+        by_subset: Rows by subset (runs only).
+        owner: Owner rows.
+        config: The run's data fingerprint, protocol, parser version and seed (runs only).
+    """
+
+    model: str = ""
+    source: str = ""
+    run: str | None = None
+    overall: AccuracyRow
+    by_task: tuple[AccuracyRow, ...] = ()
+    by_subset: tuple[AccuracyRow, ...] = ()
+    owner: tuple[OwnerRow, ...] = ()
+    config: dict[str, Any] = {}
+
+    def owner_by_column(self) -> dict[str, OwnerRow]:
+        """Owner rows keyed ``"<split_or_group>/<subset_or_task>"`` (the leaderboard's columns)."""
+        return {f"{r.split_or_group}/{r.subset_or_task}": r for r in self.owner}
