@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import FIXTURES
-from scopebench.cli_probe import add_subcommands
+from scopebench.cli.probe import add_subcommands
 from scopebench.errors import ScopebenchError
 from scopebench.experiments.probes.matching import published_matching_rows
 from scopebench.experiments.probes.shortcut import model_slug

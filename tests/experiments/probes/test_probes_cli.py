@@ -301,7 +301,7 @@ def test_noise_probe_shows_published_rows_on_pathmmu(tmp_path: Path) -> None:
 
 
 def test_probe_parser_lists_every_probe() -> None:
-    import scopebench.cli_probe as cli_probe
+    import scopebench.cli.probe as cli_probe
 
     parser = argparse.ArgumentParser()
     cli_probe.add_subcommands(parser.add_subparsers(dest="command"))
@@ -324,8 +324,8 @@ def test_absent_cli_extension_modules_are_skipped_but_missing_deps_raise(
 
     monkeypatch.setitem(sys.modules, "scopebench.absent_extension", None)  # importing it fails
     assert [
-        m.__name__ for m in _present_modules(["scopebench.cli_probe", "scopebench.absent_extension"])
-    ] == ["scopebench.cli_probe"]
+        m.__name__ for m in _present_modules(["scopebench.cli.probe", "scopebench.absent_extension"])
+    ] == ["scopebench.cli.probe"]
     (tmp_path / "extension_with_missing_dep.py").write_text("import no_such_package_for_scopebench_tests\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ModuleNotFoundError, match="no_such_package_for_scopebench_tests"):

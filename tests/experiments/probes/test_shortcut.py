@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import FIXTURES, make_items
-from scopebench.cli_probe import add_subcommands
+from scopebench.cli.probe import add_subcommands
 from scopebench.errors import ScopebenchError
 from scopebench.experiments.probes.shortcut import (
     ShortcutRule,

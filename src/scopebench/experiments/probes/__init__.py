@@ -9,6 +9,6 @@
 
 The item transforms a probe's runs name (corruptions, noise images, swap, rotation) live below the
 engine, in :mod:`scopebench.transforms`, because the engine applies them. The ``scopebench probe``
-commands are in the CLI (:mod:`scopebench.cli_probe`). Nothing here is imported by
+commands are in the CLI (:mod:`scopebench.cli.probe`). Nothing here is imported by
 ``import scopebench``.
 """
