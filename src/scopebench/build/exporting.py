@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from scopebench.build.output import MARKER, read_rows, write_card, write_summary
+from scopebench.build.output import MARKER, prepare_out, read_rows, write_card, write_summary
 from scopebench.build.report import StepResult
 
 __all__ = ["export", "local_items"]
@@ -58,8 +58,6 @@ def export(data: str | Path, out: str | Path, *, progress: bool = False) -> Step
         dropped (``no_questions``) and kept in the HF dataset.
     """
     from tqdm import tqdm
-
-    from scopebench.build.output import prepare_out
 
     data, out = Path(data), Path(out)
     splits, _ = read_rows(data)

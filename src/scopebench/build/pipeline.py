@@ -19,10 +19,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scopebench import __version__
+from scopebench.build.exporting import export
+from scopebench.build.manifest import load_manifest
 from scopebench.build.output import MARKER
-from scopebench.build.questions import QuestionConfig
+from scopebench.build.questions import QuestionConfig, make_questions
 from scopebench.build.report import StepResult, read_problems
-from scopebench.build.splits import SplitConfig
+from scopebench.build.splits import SplitConfig, split
+from scopebench.build.standardise import ingest, sha256_file
 from scopebench.errors import DataFormatError, DataNotFoundError
 
 __all__ = ["BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
@@ -104,9 +108,6 @@ def load_build_config(path: str | Path) -> BuildConfig:
 
 def _hash_inputs(cfg: BuildConfig) -> str:
     """SHA-256 over the manifest, its taxonomy, metadata tables and every image file's bytes."""
-    from scopebench.build.manifest import load_manifest
-    from scopebench.build.standardise import sha256_file
-
     man = load_manifest(cfg.path(cfg.manifest))
     h = hashlib.sha256()
     files = [cfg.path(cfg.manifest)]
@@ -128,7 +129,6 @@ def _hash_inputs(cfg: BuildConfig) -> str:
 
 
 def _key(*parts: Any) -> str:
-    from scopebench import __version__
 
     return hashlib.sha256(json.dumps([__version__, *parts], sort_keys=True, default=str).encode()).hexdigest()
 
@@ -163,11 +163,6 @@ def run_build(
     Returns:
         Each step's result (``cached`` says which were reused).
     """
-    from scopebench.build.exporting import export
-    from scopebench.build.questions import make_questions
-    from scopebench.build.splits import split
-    from scopebench.build.standardise import ingest
-
     cfg = load_build_config(config)
     out = cfg.path(cfg.out)
     qcfg = QuestionConfig(
