@@ -293,3 +293,35 @@ def test_cli_generate(built: dict[str, Any], tmp_path: Path, capsys: pytest.Capt
     ledger = json.loads((tmp_path / "g" / "ledger.json").read_text())
     assert (ledger["total"]["requests"], ledger["total"]["cached"]) == (0, 13)
     assert (tmp_path / ".cache" / "llm.sqlite").is_file()
+
+
+def test_build_run_chains_generate_between_questions_and_split(tmp_path: Path) -> None:
+    from build_helpers import make_sources
+
+    from scopebench.build import run_build
+
+    make_sources(tmp_path)
+    _setup(tmp_path)
+    (tmp_path / "t.yaml").write_text("tasks: {}\n")
+    (tmp_path / "build.yaml").write_text(
+        "manifest: manifest.yaml\nout: build\n"
+        "generate:\n  model: replay:replies.jsonl\n  inputs: texts.csv\n  templates: t.yaml\n"
+        "  questions_per_image: 2\n  prices: {input_per_mtok: 1.0, output_per_mtok: 2.0}\n"
+    )
+    first = run_build(tmp_path / "build.yaml")
+    assert [s.step for s in first.steps] == ["ingest", "questions", "generate", "split", "export"]
+    gen = first.steps[2]
+    assert (gen.items_in, gen.kept, gen.stats["ledger"]["total"]["requests"]) == (6, 4, 13)
+    items = [json.loads(x) for x in (tmp_path / "build/export/local/data.jsonl").read_text().splitlines()]
+    assert sum(i["task"] == "mcq" for i in items) == 4
+
+    again = run_build(tmp_path / "build.yaml")
+    assert all(s.cached for s in again.steps)
+
+    (tmp_path / "t.yaml").write_text(
+        "tasks:\n  mcq:\n    prompt: 'Questions ({n}, {options}) on {description}'\n"
+    )
+    changed = run_build(tmp_path / "build.yaml")
+    assert [s.cached for s in changed.steps] == [True, True, False, False, False]
+    steps = changed.steps[2].stats["ledger"]["steps"]
+    assert (steps["describe"]["requests"], steps["mcq"]["requests"]) == (0, 7)
