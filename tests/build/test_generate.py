@@ -11,6 +11,7 @@ import pytest
 
 from scopebench.build.generate import GenerateConfig, generate, load_templates, read_generated
 from scopebench.build.generate_schema import Invalid, validate_reply
+from scopebench.build.llm import Prices
 from scopebench.errors import DataFormatError, ModelSpecError
 from scopebench.models import ChatMessage, ModelOptions, Response
 from scopebench.models.replay import ReplayBackend
@@ -242,13 +243,20 @@ def test_open_to_mcq_and_spur_tasks(built: dict[str, Any], tmp_path: Path) -> No
     (tmp_path / "qa.csv").write_text(
         "source,image,question,answer,caption\nsrc_a,img0.png,What is happening?,mitosis,Panel A\n"
         "src_a,img1.png,What is happening?,mitosis,\n"
+        "src_a,img3.png,What is this?,a basophil,\n"  # the replay file has no reply for it
     )
     cfg = GenerateConfig(
         model=f"replay:{replay}", tasks=("open_to_mcq", "spur_ta"), inputs=str(tmp_path / "qa.csv")
     )
     res = generate(built["root"] / "questions", tmp_path / "g", cfg)
     assert res.stats["items"] == {"open_to_mcq": 1, "spur_ta": 1}
-    assert dict(res.dropped) == {"no_nota": 1}
+    assert dict(res.dropped) == {"no_nota": 1, "call_failed": 1}
+    lost = next(r for r in read_generated(tmp_path / "g") if r.get("reason") == "call_failed")
+    assert (lost["row"], lost["raw"], len(lost["attempts"])) == (
+        "img3.png",
+        None,
+        1,
+    )  # not retried: asked next run
     assert res.stats["skipped_no_input"]["spur_ta"] == built["questions"].kept - 1  # only img0 has a caption
     item = next(
         r for r in read_generated(tmp_path / "g") if r["task"] == "open_to_mcq" and r["status"] == "ok"
@@ -325,3 +333,73 @@ def test_build_run_chains_generate_between_questions_and_split(tmp_path: Path) -
     assert [s.cached for s in changed.steps] == [True, True, False, False, False]
     steps = changed.steps[2].stats["ledger"]["steps"]
     assert (steps["describe"]["requests"], steps["mcq"]["requests"]) == (0, 7)
+
+
+@pytest.mark.slow
+def test_a_tiny_local_hf_model_goes_through_the_same_path(built: dict[str, Any], tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from scopebench.models.tiny import build_tiny_generative
+
+    model = build_tiny_generative(tmp_path / "tiny", "qwen2-vl", seed=0)
+    _, texts = _setup(tmp_path)
+    cfg = GenerateConfig(model=f"hf:{model}", tasks=("describe",), inputs=str(texts), retries=1,
+                         max_new_tokens=6, model_args={"device": "cpu"})  # fmt: skip
+    res = generate(built["root"] / "questions", tmp_path / "g", cfg, cache=tmp_path / "c.sqlite")
+    # An untrained model writes no JSON: 3 images × 2 attempts, then 3 failure rows with the raw text.
+    assert (res.items_in, res.kept, dict(res.dropped)) == (3, 0, {"invalid_json": 3})
+    assert res.stats["ledger"]["total"]["requests"] == 6 and res.stats["retries"] == {"describe": 3}
+    recs = read_generated(tmp_path / "g")
+    assert len(recs) == 3 and all(r["status"] == "failed" and r["raw"] is not None for r in recs)
+    assert all(r["model"]["spec"].startswith("hf:") for r in recs)
+    again = generate(built["root"] / "questions", tmp_path / "g2", cfg, cache=tmp_path / "c.sqlite")
+    assert again.stats["ledger"]["total"] == {**again.stats["ledger"]["total"], "requests": 0, "cached": 6}
+
+
+def test_fixing_one_caption_redoes_only_that_images_calls(built: dict[str, Any], tmp_path: Path) -> None:
+    replay, texts = _setup(tmp_path)
+    cache = tmp_path / "llm.sqlite"
+    generate(built["root"] / "questions", tmp_path / "g1", _cfg(replay, texts), cache=cache)
+    texts.write_text(CAPTIONS.replace("Another basophil.", "A basophil (fixed caption)."))
+    res = generate(built["root"] / "questions", tmp_path / "g2", _cfg(replay, texts), cache=cache)
+    steps = res.stats["ledger"]["steps"]
+    # img3: its describe prompt changed (3 attempts), and its mcq reads the caption because its
+    # describe fails, so its mcq prompt changed too (3 attempts); every other call is cached.
+    assert (steps["describe"]["requests"], steps["describe"]["cached"]) == (3, 3)
+    assert (steps["mcq"]["requests"], steps["mcq"]["cached"]) == (3, 4)
+
+
+class _Priced(ReplayBackend):
+    """Replay that reports 100 prompt and 20 completion tokens per reply, as an API server would."""
+
+    def chat(
+        self,
+        conversations: Sequence[Sequence[ChatMessage]],
+        item_ids: Sequence[str],
+        *,
+        max_new_tokens: int | None = None,
+    ) -> list[Response]:
+        out = super().chat(conversations, item_ids, max_new_tokens=max_new_tokens)
+        for r in out:
+            r.extra["usage"] = {"prompt_tokens": 100, "completion_tokens": 20}
+        return out
+
+
+def test_the_ledger_counts_tokens_and_price(built: dict[str, Any], tmp_path: Path) -> None:
+    replay, texts = _setup(tmp_path)
+    backend = _Priced(f"replay:{replay}", ModelOptions())
+    cfg = _cfg(replay, texts, prices=Prices(input_per_mtok=1.0, output_per_mtok=2.0))
+    res = generate(built["root"] / "questions", tmp_path / "g", cfg, backend=backend)
+    ledger = json.loads((tmp_path / "g" / "ledger.json").read_text())
+    assert ledger == res.stats["ledger"]
+    # describe 6 requests, mcq 7: 600 + 700 prompt tokens, 120 + 140 completion tokens.
+    d, m, t = ledger["steps"]["describe"], ledger["steps"]["mcq"], ledger["total"]
+    assert (d["input_tokens"], d["output_tokens"], m["input_tokens"], m["output_tokens"]) == (
+        600,
+        120,
+        700,
+        140,
+    )
+    assert d["price"] == pytest.approx((600 * 1.0 + 120 * 2.0) / 1e6)
+    assert t["price"] == pytest.approx((1300 * 1.0 + 260 * 2.0) / 1e6)  # 0.00182
+    card = (tmp_path / "g" / "README.md").read_text()
+    assert "| mcq | 7 | 0 | 0 | 700 | 140 | 0.0010 |" in card
