@@ -361,48 +361,7 @@ def generate(
         result.items_in += len(jobs)
         done, failed, retries = _run_task(client, jobs, kind, n, options, config, str(templates["retry"]))
         stats["retries"][task] = retries
-        n_items = 0
-        for job, content in done:
-            prov = _provenance(job, client.identity)
-            if kind == "description":
-                descriptions[job.row["image_id"]] = content
-                records.append(_record(job, f"{task}-0", "description", prov, description=content))
-                n_items += 1
-                continue
-            for k, (q, idx) in enumerate(content):
-                item_id = f"{task}-{k}"
-                opts, answer, perm = list(q.options), idx, list(range(len(q.options)))
-                if config.shuffle:
-                    rng = np.random.default_rng([config.seed, _h(f"{job.row['image_id']}|{item_id}")])
-                    opts, answer, perm = _shuffled(q, idx, rng)
-                records.append(
-                    _record(
-                        job,
-                        item_id,
-                        "mcq",
-                        {**prov, "option_order": perm},
-                        question=q.question,
-                        options=opts,
-                        answer_idx=answer,
-                        explanation=q.explanation,
-                    )
-                )
-                n_items += 1
-        for job, why in failed:
-            records.append(_record(job, f"{task}-failed", "failure", _provenance(job, client.identity),
-                                   reason=why.kind, message=why.message))  # fmt: skip
-            result.dropped[why.kind] += 1
-            result.problems.append(
-                BuildProblem(
-                    STEP,
-                    job.row["dataset"],
-                    job.row["source_path"],
-                    task,
-                    why.kind,
-                    f"{job.call_id}: {why.message} (after {len(job.attempts)} attempt(s)); the raw "
-                    "reply is in generated.jsonl",
-                )
-            )
+        n_items = _collect(task, kind, done, failed, client.identity, config, descriptions, records, result)
         stats["items"][task] = n_items
         stats["failures"][task] = dict(Counter(why.kind for _, why in failed))
     result.kept = result.items_in - sum(result.dropped.values())
@@ -411,6 +370,50 @@ def generate(
     client.cache.close()
     write_generate_output(data, out, splits, labels, records, result, client.ledger)
     return result
+
+
+def _collect(
+    task: str, kind: Kind, done: list[tuple[_Job, Any]], failed: list[tuple[_Job, Invalid]],
+    identity: dict[str, Any], config: GenerateConfig, descriptions: dict[str, str],
+    records: list[dict[str, Any]], result: StepResult,
+) -> int:  # fmt: skip
+    """Append one task's items and failure rows to ``records`` (problems and drops to ``result``).
+
+    Returns:
+        The number of items (descriptions or questions) written.
+    """
+    n_items = 0
+    for job, content in done:
+        prov = _provenance(job, identity)
+        if kind == "description":
+            descriptions[job.row["image_id"]] = content
+            records.append(_record(job, f"{task}-0", "description", prov, description=content))
+            n_items += 1
+            continue
+        for k, (q, idx) in enumerate(content):
+            item_id = f"{task}-{k}"
+            opts, answer, perm = list(q.options), idx, list(range(len(q.options)))
+            if config.shuffle:
+                rng = np.random.default_rng([config.seed, _h(f"{job.row['image_id']}|{item_id}")])
+                opts, answer, perm = _shuffled(q, idx, rng)
+            content_ = {
+                "question": q.question,
+                "options": opts,
+                "answer_idx": answer,
+                "explanation": q.explanation,
+            }
+            records.append(_record(job, item_id, "mcq", {**prov, "option_order": perm}, **content_))
+            n_items += 1
+    for job, why in failed:
+        prov = _provenance(job, identity)
+        records.append(_record(job, f"{task}-failed", "failure", prov, reason=why.kind, message=why.message))
+        result.dropped[why.kind] += 1
+        tries = len(job.attempts)
+        msg = f"{job.call_id}: {why.message} (after {tries} attempt(s)); raw reply in generated.jsonl"
+        result.problems.append(
+            BuildProblem(STEP, job.row["dataset"], job.row["source_path"], task, why.kind, msg)
+        )
+    return n_items
 
 
 def _h(text: str) -> int:
