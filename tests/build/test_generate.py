@@ -403,3 +403,29 @@ def test_the_ledger_counts_tokens_and_price(built: dict[str, Any], tmp_path: Pat
     assert t["price"] == pytest.approx((1300 * 1.0 + 260 * 2.0) / 1e6)  # 0.00182
     card = (tmp_path / "g" / "README.md").read_text()
     assert "| mcq | 7 | 0 | 0 | 700 | 140 | 0.0010 |" in card
+
+
+def test_build_run_asks_again_for_calls_that_got_no_reply(tmp_path: Path) -> None:
+    from build_helpers import make_sources
+
+    from scopebench.build import run_build
+
+    make_sources(tmp_path)
+    replies = {k: v for k, v in REPLIES.items() if k != "mcq/src_a/img0.png"}  # one reply missing
+    _setup(tmp_path, replies)
+    (tmp_path / "build.yaml").write_text(
+        "manifest: manifest.yaml\nout: build\n"
+        "generate:\n  model: replay:replies.jsonl\n  inputs: texts.csv\n  questions_per_image: 2\n"
+    )
+    first = run_build(tmp_path / "build.yaml").steps[2]
+    assert dict(first.dropped) == {"invalid_json": 1, "duplicate_options": 1, "call_failed": 1}
+    assert first.stats["incomplete"] is True and first.stats["items"] == {"describe": 2, "mcq": 2}
+    # Not stamped: the next run asks the one unanswered call again (and only it); what it wrote is
+    # unchanged, so split and export are reused.
+    again = run_build(tmp_path / "build.yaml").steps
+    assert [s.cached for s in again] == [True, True, False, True, True]
+    assert again[2].stats["ledger"]["total"]["requests"] == 1
+    _setup(tmp_path)  # the reply is there now (a new replay file is a new model: every call again)
+    fixed = run_build(tmp_path / "build.yaml").steps
+    assert [s.cached for s in fixed] == [True, True, False, False, False]
+    assert fixed[2].stats["incomplete"] is False and fixed[2].stats["items"] == {"describe": 2, "mcq": 4}

@@ -366,6 +366,8 @@ def generate(
         stats["failures"][task] = dict(Counter(why.kind for _, why in failed))
     result.kept = result.items_in - sum(result.dropped.values())
     stats.update(seed=config.seed, model=client.identity, ledger=client.ledger.to_json())
+    stats["incomplete"] = bool(result.dropped.get("call_failed"))
+    stats["output_sha256"] = _output_digest(records)
     result.stats = stats
     client.cache.close()
     write_generate_output(data, out, splits, labels, records, result, client.ledger)
@@ -414,6 +416,14 @@ def _collect(
             BuildProblem(STEP, job.row["dataset"], job.row["source_path"], task, why.kind, msg)
         )
     return n_items
+
+
+def _output_digest(records: list[dict[str, Any]]) -> str:
+    """SHA-256 of what later steps read: the items, and which calls failed and why."""
+    from scopebench.build.generate_out import dataset_entry
+
+    parts = [dataset_entry(r) if r["status"] == "ok" else [r["id"], r["reason"]] for r in records]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _h(text: str) -> int:
