@@ -25,7 +25,7 @@ __all__ = ["export", "generate", "ingest", "make_questions", "run_build", "split
 _WHERE = {
     "ingest": "scopebench.build.standardise",
     "make_questions": "scopebench.build.questions",
-    "generate": "scopebench.build.generate",
+    "generate": "scopebench.build.generation",
     "split": "scopebench.build.splits",
     "export": "scopebench.build.exporting",
     "run_build": "scopebench.build.pipeline",

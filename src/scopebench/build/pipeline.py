@@ -193,7 +193,7 @@ def _generate_step(
     replay file (or a model folder's listing); the LLM calls themselves are cached by content in
     ``OUT/.cache/llm.sqlite``, so even a rerun step sends only the calls that changed.
     """
-    from scopebench.build.generate import GenerateConfig, generate
+    from scopebench.build.generation import GenerateConfig, generate
     from scopebench.build.llm import Prices
     from scopebench.models import split_spec
 

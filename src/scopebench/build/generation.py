@@ -10,7 +10,7 @@ Tasks (prompts in ``build/data/generate_templates.yaml``, overridable):
 * ``spur_np`` … ``spur_quant`` — SPUR's seven task templates over a figure and its caption.
 
 Each (task, image) is one call through :class:`~scopebench.build.llm.LLMClient` (content-keyed
-cache, ledger). The reply is validated (:func:`~scopebench.build.generate_schema.validate_reply`);
+cache, ledger). The reply is validated (:func:`~scopebench.build.generation_schema.validate_reply`);
 an invalid one is retried up to ``retries`` times — the conversation continues with the invalid
 reply and the reason, under seed ``seed + attempt`` — and then written as a **failure row** with the
 raw text and the reason. Nothing is ``None`` and nothing is dropped: ``generated.jsonl`` holds one
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from scopebench.build.generate_schema import MCQ, SCHEMA_VERSION, Invalid, Kind, normalise, validate_reply
+from scopebench.build.generation_schema import MCQ, SCHEMA_VERSION, Invalid, Kind, normalise, validate_reply
 from scopebench.build.llm import CallCache, LLMCall, LLMClient, Prices
 from scopebench.build.report import BuildProblem, StepResult
 from scopebench.errors import DataFormatError, ModelSpecError
@@ -325,7 +325,7 @@ def generate(
         failures by reason; ``stats`` holds items and failures per task, retries, skipped images,
         and the ledger.
     """
-    from scopebench.build.generate_out import write_generate_output
+    from scopebench.build.generation_out import write_generate_output
 
     data, out = Path(data), Path(out)
     from scopebench.build.output import read_rows
@@ -420,7 +420,7 @@ def _collect(
 
 def _output_digest(records: list[dict[str, Any]]) -> str:
     """SHA-256 of what later steps read: the items, and which calls failed and why."""
-    from scopebench.build.generate_out import dataset_entry
+    from scopebench.build.generation_out import dataset_entry
 
     parts = [dataset_entry(r) if r["status"] == "ok" else [r["id"], r["reason"]] for r in records]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()

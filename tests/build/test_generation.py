@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from scopebench.build.generate import GenerateConfig, generate, load_templates, read_generated
-from scopebench.build.generate_schema import Invalid, validate_reply
+from scopebench.build.generation import GenerateConfig, generate, load_templates, read_generated
+from scopebench.build.generation_schema import Invalid, validate_reply
 from scopebench.build.llm import Prices
 from scopebench.errors import DataFormatError, ModelSpecError
 from scopebench.models import ChatMessage, ModelOptions, Response
@@ -429,3 +429,10 @@ def test_build_run_asks_again_for_calls_that_got_no_reply(tmp_path: Path) -> Non
     fixed = run_build(tmp_path / "build.yaml").steps
     assert [s.cached for s in fixed] == [True, True, False, False, False]
     assert fixed[2].stats["incomplete"] is False and fixed[2].stats["items"] == {"describe": 2, "mcq": 4}
+
+
+def test_the_package_exports_the_function() -> None:
+    import scopebench.build
+    import scopebench.build.generation  # a submodule import must not shadow the function
+
+    assert scopebench.build.generate is generate and callable(scopebench.build.generate)
