@@ -436,3 +436,17 @@ def test_the_package_exports_the_function() -> None:
     import scopebench.build.generation  # a submodule import must not shadow the function
 
     assert scopebench.build.generate is generate and callable(scopebench.build.generate)
+
+
+def test_a_second_input_row_for_an_image_is_a_problem_not_a_silent_overwrite(
+    built: dict[str, Any], tmp_path: Path
+) -> None:
+    replay, texts = _setup(tmp_path)
+    texts.write_text(CAPTIONS + "src_a,img0.png,A different caption.\n")
+    res = generate(built["root"] / "questions", tmp_path / "g", _cfg(replay, texts, tasks=("describe",)))
+    dup = [p for p in res.problems if p.kind == "duplicate_input"]
+    assert [(p.source, p.row) for p in dup] == [("texts.csv", "4")]
+    d0 = next(r for r in read_generated(tmp_path / "g") if r["row"] == "img0.png")
+    assert "Original caption: A basophil." in d0["prompt"]
+    with pytest.raises(DataFormatError, match="each task once"):
+        _cfg(replay, texts, tasks=("mcq", "mcq"))

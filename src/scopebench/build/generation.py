@@ -86,8 +86,8 @@ class GenerateConfig:
             raise DataFormatError("generate: retries must be ≥ 0 and max_new_tokens ≥ 1")
         if self.questions_per_image is not None and self.questions_per_image < 1:
             raise DataFormatError("generate: questions_per_image must be ≥ 1")
-        if not self.tasks:
-            raise DataFormatError("generate: name at least one task")
+        if not self.tasks or len(set(self.tasks)) != len(self.tasks):
+            raise DataFormatError(f"generate: name each task once, at least one (got {list(self.tasks)})")
 
 
 def load_templates(path: str | Path | None = None) -> dict[str, Any]:
@@ -141,6 +141,7 @@ def _read_inputs(
     by_path = {(r["dataset"], r["source_path"]): r["image_id"] for r in rows}
     ids = {r["image_id"] for r in rows}
     out: dict[str, dict[str, str]] = {}
+    first: dict[str, int] = {}
     for i, rec in enumerate(read_table(Path(path))):
         image_id = rec.get("image_id") or by_path.get((rec.get("source"), rec.get("image")))
         if image_id not in ids:
@@ -152,6 +153,11 @@ def _read_inputs(
             msg = f"{where} names no image of this build (give source + image as in the metadata table)"
             problems.append(BuildProblem(STEP, Path(path).name, str(i), "image", "unknown_image", msg))
             continue
+        if str(image_id) in out:
+            msg = f"a second row for the same image (row {first[str(image_id)]} is used); merge them"
+            problems.append(BuildProblem(STEP, Path(path).name, str(i), "image", "duplicate_input", msg))
+            continue
+        first[str(image_id)] = i
         out[str(image_id)] = {k: str(rec[k]) for k in _INPUT_FIELDS if rec.get(k) not in (None, "")}
     return out
 
