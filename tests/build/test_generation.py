@@ -450,3 +450,25 @@ def test_a_second_input_row_for_an_image_is_a_problem_not_a_silent_overwrite(
     assert "Original caption: A basophil." in d0["prompt"]
     with pytest.raises(DataFormatError, match="each task once"):
         _cfg(replay, texts, tasks=("mcq", "mcq"))
+
+
+@pytest.mark.parametrize(
+    ("explanation", "options", "keeps_order"),
+    [
+        ("Round cells.", ["round", "flat", "oval", "None of the above"], False),
+        ("Option B is right: the cells are flat.", ["round", "flat", "oval", "long"], True),
+        ("So the answer is (C).", ["round", "flat", "oval", "long"], True),
+        ("The answer a pathologist would give.", ["round", "flat", "oval", "long"], False),
+        ("", ["round", "flat", "A and B", "long"], True),
+        ("", ["round", "flat", "All of the above", "long"], True),
+    ],
+)
+def test_items_that_name_options_by_position_are_not_shuffled(
+    explanation: str, options: list[str], keeps_order: bool
+) -> None:
+    from scopebench.build.generation import positional
+    from scopebench.build.generation_schema import MCQ
+
+    assert (
+        positional(MCQ(question="Shape?", options=options, answer=0, explanation=explanation)) is keeps_order
+    )

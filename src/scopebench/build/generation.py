@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -227,6 +228,25 @@ def _jobs(
     return jobs, skipped
 
 
+#: Text that names options by position ("option B", "the answer is (C)", "A and B", "all of the
+#: above"): shuffling such an item would make it wrong, so it keeps the model's order.
+_POSITIONAL = re.compile(
+    r"\b(?i:options?|choices?|answers?)\s+(?i:is\s+)?\(?[A-F]\)?(?![\w'])"
+    r"|\b[A-F]\s+(?:and|or|&)\s+[A-F]\b"
+    r"|\b(?i:(?:all|both|neither|none) of the (?:above|below|options|choices))\b"
+)
+
+
+def positional(q: MCQ) -> bool:
+    """Whether the item names options by position, so its options must keep their order.
+
+    Looks at the question, the explanation and every option except "None of the above" (which
+    shuffling keeps last).
+    """
+    texts = [q.question, q.explanation, *(o for o in q.options if normalise(o) != "none of the above")]
+    return any(_POSITIONAL.search(t) for t in texts)
+
+
 def _shuffled(q: MCQ, idx: int, rng: np.random.Generator) -> tuple[list[str], int, list[int]]:
     """Options permuted (a "None of the above" kept last) and the answer's new index."""
     nota = [i for i, o in enumerate(q.options) if normalise(o) == "none of the above"]
@@ -401,7 +421,8 @@ def _collect(
         for k, (q, idx) in enumerate(content):
             item_id = f"{task}-{k}"
             opts, answer, perm = list(q.options), idx, list(range(len(q.options)))
-            if config.shuffle:
+            shuffled = config.shuffle and not positional(q)
+            if shuffled:
                 rng = np.random.default_rng([config.seed, _h(f"{job.row['image_id']}|{item_id}")])
                 opts, answer, perm = _shuffled(q, idx, rng)
             content_ = {
@@ -410,7 +431,9 @@ def _collect(
                 "answer_idx": answer,
                 "explanation": q.explanation,
             }
-            records.append(_record(job, item_id, "mcq", {**prov, "option_order": perm}, **content_))
+            records.append(
+                _record(job, item_id, "mcq", {**prov, "option_order": perm, "shuffled": shuffled}, **content_)
+            )
             n_items += 1
     for job, why in failed:
         prov = _provenance(job, identity)
