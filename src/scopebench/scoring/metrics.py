@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scopebench.benchmarks.registry import find_benchmark
 from scopebench.items import Record
 from scopebench.parsing.judge import answered_by_judge, judge_free
 from scopebench.scoring.accuracy import Policy, accuracy_row, group_rows
@@ -27,7 +28,7 @@ from scopebench.scoring.bootstrap import (
 )
 from scopebench.scoring.calibration import calibration_section
 from scopebench.scoring.grit import GRIT_SPLITS, localization_table
-from scopebench.scoring.intervals import OWNER_BASIC, WILSON
+from scopebench.scoring.intervals import WILSON
 
 __all__ = [
     "METADATA_FIELDS",
@@ -171,7 +172,9 @@ def _metadata_rows(
 
 def _interval_methods(benchmark: str, protocol: str) -> dict[str, str]:
     """Which 95% interval each kind of row carries (also recorded per row as ``ci_method``)."""
-    owner_macro = OWNER_BASIC if protocol == "owner" and benchmark == "ubench" else "stratified-" + CI_METHOD
+    bench = find_benchmark(benchmark)
+    owner_interval = bench.owner_macro_interval if bench is not None else None
+    owner_macro = owner_interval if protocol == "owner" and owner_interval else "stratified-" + CI_METHOD
     return {
         "proportion": WILSON,
         "macro_average": owner_macro,
