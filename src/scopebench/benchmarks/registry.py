@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import pkgutil
 from collections.abc import Callable
 
 from scopebench.benchmarks.base import Benchmark
@@ -36,16 +37,22 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# Built-in benchmarks and the module that defines each. Modules are imported only when the
-# benchmark is used, so `import scopebench` stays light (μ-Bench pulls in `datasets`).
-_BUILTIN: dict[str, str] = {
-    "ubench": "scopebench.benchmarks.ubench",
-    "pathmmu": "scopebench.benchmarks.pathmmu",
-    "spur": "scopebench.benchmarks.spur",
-    "microvqa": "scopebench.benchmarks.microvqa",
-    "local": "scopebench.benchmarks.local",
-    "demo": "scopebench.benchmarks.demo",
-}
+# Built-in benchmarks: every public module of this package (``ubench.py`` defines ``ubench``), found
+# by listing the package, so adding a benchmark is adding its module. Modules are imported only
+# when the benchmark is used, so `import scopebench` stays light (μ-Bench pulls in `datasets`).
+_NOT_BENCHMARKS = frozenset({"base", "registry", "validate"})  # helpers: name others with a leading _
+
+
+def _builtin_modules() -> dict[str, str]:
+    package = importlib.import_module("scopebench.benchmarks")
+    return {
+        m.name: f"scopebench.benchmarks.{m.name}"
+        for m in pkgutil.iter_modules(package.__path__)
+        if not m.name.startswith("_") and m.name not in _NOT_BENCHMARKS
+    }
+
+
+_BUILTIN: dict[str, str] = _builtin_modules()
 _REGISTRY: dict[str, type[Benchmark]] = {}
 
 
