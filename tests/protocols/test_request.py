@@ -115,3 +115,23 @@ def test_no_per_benchmark_branches_left_in_scoring_or_backends() -> None:
         text = (SRC / rel).read_text(encoding="utf-8")
         for name in ("ubench", "pathmmu", "spur", "microvqa"):
             assert f'benchmark == "{name}"' not in text and f'"{name}-owner"' not in text, (rel, name)
+
+
+def test_an_item_based_backend_still_answers_requests_and_an_empty_one_is_refused() -> None:
+    from collections.abc import Sequence
+
+    from scopebench.errors import ModelSpecError
+    from scopebench.models import Backend
+
+    class Legacy(Backend):  # written against the older contract: items in, responses out
+        def predict(self, items: Sequence[Item]) -> list[Response]:
+            return [Response(it.id, text="The answer is (2)") for it in items]
+
+    class Empty(Backend):
+        pass
+
+    request = render(_microvqa(), "owner")
+    [response] = Legacy("legacy", ModelOptions()).answer([request])
+    assert parse(request, response, model="legacy").choice == 1  # read with the request's labels
+    with pytest.raises(ModelSpecError, match="implements neither answer"):
+        Empty("empty", ModelOptions())

@@ -126,6 +126,11 @@ class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() 
         return "json" if fmt == "auto" else fmt
 
     def __init__(self, spec: str, options: ModelOptions) -> None:
+        if type(self).answer is Backend.answer and type(self).predict is Backend.predict:
+            raise ModelSpecError(
+                f"{type(self).__module__}.{type(self).__qualname__} implements neither answer(requests) "
+                "nor predict(items); a backend must answer requests (docs/extending.md)"
+            )
         self.spec = spec
         self.options = options
 

@@ -136,6 +136,13 @@ def resolve_protocol(name: str, benchmark: str) -> str:
     Raises:
         ModelSpecError: For an unknown protocol, or ``owner`` on a benchmark without one.
     """
+    return _resolve(name, benchmark)[0]
+
+
+def _resolve(name: str, benchmark: str) -> tuple[str, Benchmark | None]:
+    """The resolved protocol name and, for an owner protocol, the benchmark that owns it."""
+    if name in PROTOCOLS:
+        return name, None
     if name == "owner":
         bench = find_benchmark(benchmark)
         if bench is None or not bench.has_owner_protocol():
@@ -143,11 +150,12 @@ def resolve_protocol(name: str, benchmark: str) -> str:
                 f"benchmark {benchmark!r} has no owner protocol; use --protocol default "
                 f"(owner protocols exist for: {', '.join(owner_protocol_benchmarks())})"
             )
-        return bench.name + _OWNER_SUFFIX
-    if name not in PROTOCOLS and _owner_benchmark(name) is None:
+        return bench.name + _OWNER_SUFFIX, bench
+    owner = _owner_benchmark(name)
+    if owner is None:
         known = ["owner", *PROTOCOLS, *(b + _OWNER_SUFFIX for b in owner_protocol_benchmarks())]
         raise ModelSpecError(f"unknown protocol {name!r}; choose one of: {', '.join(known)}")
-    return name
+    return name, owner
 
 
 def render(
@@ -179,8 +187,7 @@ def render(
             option_labels=(),
             protocol=f"detection-{detection_style}",
         )
-    name = resolve_protocol(protocol, item.benchmark)
-    owner = _owner_benchmark(name) if name not in PROTOCOLS else None
+    name, owner = _resolve(protocol, item.benchmark)
     if owner is not None:
         got = owner.owner_prompt(item)
         if got is None:  # has_owner_protocol() said otherwise: a plugin returning None for an item
