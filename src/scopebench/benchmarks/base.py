@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from scopebench.items import Record
-    from scopebench.scoring.accuracy import Policy
+    from scopebench.scoring.aggregate import OwnerRows
 
 __all__ = ["Benchmark", "Labels", "LoadedBenchmark", "OwnerPrompt", "Problem", "fingerprint_files"]
 
@@ -123,9 +123,9 @@ class Benchmark(ABC):
     published_key: ClassVar[str | None] = None
     #: What :meth:`owner_rows` computes, shown as ``metrics["owner"]["description"]``.
     owner_description: ClassVar[str] = ""
-    #: The ``ci_method`` of the owner's macro-average rows under ``--protocol owner`` (μ-Bench:
-    #: ``basic-bootstrap-owner``); ``None``: the default stratified bootstrap.
-    owner_macro_interval: ClassVar[str | None] = None
+    #: Whether :meth:`owner_rows` has macro-average rows, whose interval under ``--protocol owner``
+    #: is the owner's basic bootstrap (μ-Bench; recorded in ``metrics["intervals"]``).
+    owner_macro_rows: ClassVar[bool] = False
 
     def owner_prompt(self, item: Item) -> OwnerPrompt | None:
         """The benchmark owner's own prompt for ``item`` (``--protocol owner``).
@@ -140,24 +140,16 @@ class Benchmark(ABC):
         return type(self).owner_prompt is not Benchmark.owner_prompt
 
     def owner_rows(
-        self,
-        records: Sequence[Record],
-        *,
-        items: Mapping[str, Mapping[str, Any]],
-        policy: Policy,
-        seed: int,
-        resamples: int,
-        protocol: str,
+        self, records: Sequence[Record], *, items: Mapping[str, Mapping[str, Any]], rows: OwnerRows
     ) -> list[dict[str, Any]] | None:
         """The benchmark owners' headline aggregation of its multiple-choice records.
 
         Args:
             records: The run's multiple-choice records.
             items: Item summaries by id (metadata for views such as μ-Bench's pathology rows).
-            policy: What unscorable records count as (``wrong``/``exclude``).
-            seed: Bootstrap seed.
-            resamples: Bootstrap resamples.
-            protocol: The run's prompt protocol (``owner`` may change the interval method).
+            rows: Row builders bound to the run's policy, seed, resamples and protocol
+                (:class:`~scopebench.scoring.aggregate.OwnerRows`: ``instance``, ``macro``,
+                ``per_task``), so the benchmark needs no import of the scoring layer.
 
         Returns:
             Rows with ``split_or_group`` and ``subset_or_task`` (the keys of the published table),

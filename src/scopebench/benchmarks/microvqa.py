@@ -29,7 +29,7 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scopebench.benchmarks._hf import (
     HFData,
@@ -52,8 +52,9 @@ from scopebench.benchmarks.base import (
 from scopebench.benchmarks.registry import register_benchmark
 from scopebench.errors import DataFormatError
 from scopebench.items import LETTERS, ImageRef, Item, Record
-from scopebench.scoring.accuracy import Policy
-from scopebench.scoring.aggregate import per_task_rows
+
+if TYPE_CHECKING:
+    from scopebench.scoring.aggregate import OwnerRows
 
 __all__ = ["HUB_ID", "MICROVQA_TASKS", "TASK_NAMES", "UNSPECIFIED_TASK", "MicroVQABenchmark"]
 
@@ -118,17 +119,10 @@ class MicroVQABenchmark(Benchmark):
         return OwnerPrompt(text, labels="numbers")
 
     def owner_rows(
-        self,
-        records: Sequence[Record],
-        *,
-        items: Mapping[str, Mapping[str, Any]],
-        policy: Policy,
-        seed: int,
-        resamples: int,
-        protocol: str,
+        self, records: Sequence[Record], *, items: Mapping[str, Mapping[str, Any]], rows: OwnerRows
     ) -> list[dict[str, Any]]:
         """Accuracy per task 1, 2, 3 and instance-weighted ``overall``."""
-        return per_task_rows(records, MICROVQA_TASKS, policy, seed, resamples)
+        return rows.per_task(records, MICROVQA_TASKS)
 
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
         """Load MicroVQA questions, images left lazy.

@@ -26,15 +26,16 @@ import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scopebench.benchmarks._options import normalize_text, parse_answer_label, strip_label
 from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, OwnerPrompt, Problem, fingerprint_files
 from scopebench.benchmarks.registry import register_benchmark
 from scopebench.errors import DataFormatError, DataNotFoundError, UnsafePathError
 from scopebench.items import LETTERS, ImageRef, Item, Record, letter, safe_join
-from scopebench.scoring.accuracy import Policy
-from scopebench.scoring.aggregate import instance_row, per_task_rows
+
+if TYPE_CHECKING:
+    from scopebench.scoring.aggregate import OwnerRows
 
 __all__ = ["PATHMMU_ALL", "SUBSETS", "PathMMUBenchmark", "pathmmu_option_text"]
 
@@ -84,14 +85,7 @@ class PathMMUBenchmark(Benchmark):
         return OwnerPrompt(text)
 
     def owner_rows(
-        self,
-        records: Sequence[Record],
-        *,
-        items: Mapping[str, Mapping[str, Any]],
-        policy: Policy,
-        seed: int,
-        resamples: int,
-        protocol: str,
+        self, records: Sequence[Record], *, items: Mapping[str, Mapping[str, Any]], rows: OwnerRows
     ) -> list[dict[str, Any]]:
         """Instance-weighted accuracy per subset and ``overall`` for each split, and the ALL rows.
 
@@ -99,7 +93,7 @@ class PathMMUBenchmark(Benchmark):
         (disjoint in the release; the paper's ALL columns count both, e.g. SocialPath 1,620 + 235
         = 1,855, as ``eval/print_results.py`` does), only when both splits are present.
         """
-        return _owner_rows(records, policy, seed, resamples)
+        return _owner_rows(records, rows)
 
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
         """Load every subset (and every split unless ``split`` is given).
@@ -420,11 +414,11 @@ PATHMMU_ALL = "ALL"
 _PATHMMU_POOLED = ("test_tiny", "test")
 
 
-def _owner_rows(records: Sequence[Record], policy: Policy, seed: int, resamples: int) -> list[dict[str, Any]]:
+def _owner_rows(records: Sequence[Record], builder: OwnerRows) -> list[dict[str, Any]]:
     """Instance-weighted accuracy per subset and overall, per split, plus the paper's ALL rows."""
     order = SUBSETS
     regrouped = [Record(**{**r.to_dict(), "task": r.subset or r.task}) for r in records]
-    rows = per_task_rows(regrouped, order, policy, seed, resamples)
+    rows = builder.per_task(regrouped, order)
     # The paper's ALL = test ∪ test_tiny, per subset and overall; only where both splits are
     # present (with one of them, "ALL" would silently be Tiny or the rest of the test set).
     pooled = [r for r in regrouped if r.split in _PATHMMU_POOLED]
@@ -435,11 +429,8 @@ def _owner_rows(records: Sequence[Record], policy: Policy, seed: int, resamples:
         return rows
     both = [t for t in order if len(splits_of.get(t, ())) == 2]
     both += sorted(t for t, ss in splits_of.items() if len(ss) == 2 and t not in order)
-    all_rows = [
-        instance_row(PATHMMU_ALL, t, [r for r in pooled if r.task == t], policy, seed, resamples)
-        for t in both
-    ]
-    all_rows.append(instance_row(PATHMMU_ALL, "overall", pooled, policy, seed, resamples))
+    all_rows = [builder.instance(PATHMMU_ALL, t, [r for r in pooled if r.task == t]) for t in both]
+    all_rows.append(builder.instance(PATHMMU_ALL, "overall", pooled))
     for row in all_rows:
         row["pooled_splits"] = list(_PATHMMU_POOLED)
     # Beside Tiny and test, before any other split (val).

@@ -38,15 +38,16 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scopebench.benchmarks._options import split_labelled_options
 from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, OwnerPrompt, Problem, fingerprint_files
 from scopebench.benchmarks.registry import register_benchmark
 from scopebench.errors import DataFormatError, DataNotFoundError, UnsafePathError
 from scopebench.items import LETTERS, ImageRef, Item, Record, letter, safe_join
-from scopebench.scoring.accuracy import Policy
-from scopebench.scoring.aggregate import per_task_rows
+
+if TYPE_CHECKING:
+    from scopebench.scoring.aggregate import OwnerRows
 
 __all__ = ["FILES", "SPUR_TASKS", "TASK_MAP", "SpurBenchmark", "figure_id_of", "normalize_tag"]
 
@@ -141,17 +142,10 @@ class SpurBenchmark(Benchmark):
         return OwnerPrompt(f"{item.question}\n {{Options}}:{opts}", _SPUR_SYSTEM)
 
     def owner_rows(
-        self,
-        records: Sequence[Record],
-        *,
-        items: Mapping[str, Mapping[str, Any]],
-        policy: Policy,
-        seed: int,
-        resamples: int,
-        protocol: str,
+        self, records: Sequence[Record], *, items: Mapping[str, Mapping[str, Any]], rows: OwnerRows
     ) -> list[dict[str, Any]]:
         """Accuracy per task NP, MP, IL, TA, HI, Qual, Quant and instance-weighted ``overall``."""
-        return per_task_rows(records, SPUR_TASKS, policy, seed, resamples)
+        return rows.per_task(records, SPUR_TASKS)
 
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
         """Load the three question files.

@@ -48,7 +48,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scopebench.benchmarks._hf import (
     HFData,
@@ -63,9 +63,9 @@ from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, OwnerPrompt, 
 from scopebench.benchmarks.registry import register_benchmark
 from scopebench.errors import DataFormatError
 from scopebench.items import LETTERS, Box, ImageRef, Item, Record, letter
-from scopebench.scoring.accuracy import Policy
-from scopebench.scoring.aggregate import macro_row
-from scopebench.scoring.intervals import OWNER_BASIC
+
+if TYPE_CHECKING:
+    from scopebench.scoring.aggregate import OwnerRows
 
 __all__ = [
     "CAPTION_QUESTION",
@@ -128,7 +128,7 @@ class UbenchBenchmark(Benchmark):
     # Owner protocol (eVLLM, the μ-Bench authors' code) -----------------------------------------
 
     published_key = "ubench"
-    owner_macro_interval = OWNER_BASIC
+    owner_macro_rows = True
     owner_description = (
         "μ-Bench: macro-average over tasks (coarse, fine, cognition; all items and pathology only); "
         "CI by stratified bootstrap within tasks (percentile; basic, as eVLLM, under --protocol owner)"
@@ -146,14 +146,7 @@ class UbenchBenchmark(Benchmark):
         )
 
     def owner_rows(
-        self,
-        records: Sequence[Record],
-        *,
-        items: Mapping[str, Mapping[str, Any]],
-        policy: Policy,
-        seed: int,
-        resamples: int,
-        protocol: str,
+        self, records: Sequence[Record], *, items: Mapping[str, Mapping[str, Any]], rows: OwnerRows
     ) -> list[dict[str, Any]]:
         """Macro-averages over tasks for coarse, fine and cognition, on all items and pathology only.
 
@@ -172,13 +165,13 @@ class UbenchBenchmark(Benchmark):
             "fine": [r for r in records if r.task in FINE_TASKS],
             "cognition": [r for r in records if r.task not in COARSE_TASKS + FINE_TASKS],
         }
-        rows = []
+        out = []
         for name, recs in groups.items():
             for view, sel in (("all", recs), ("pathology", [r for r in recs if is_pathology(r)])):
-                row = macro_row(name, view, sel, policy, seed, resamples, protocol)
+                row = rows.macro(name, view, sel)
                 if row is not None:
-                    rows.append(row)
-        return rows
+                    out.append(row)
+        return out
 
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
         """Load μ-Bench rows into items, images left lazy.

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from scopebench.benchmarks.registry import find_benchmark
@@ -29,7 +30,7 @@ from scopebench.scoring.accuracy import Policy, accuracy_row, outcomes
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, stratified_macro_ci
 from scopebench.scoring.intervals import owner_macro_basic_ci
 
-__all__ = ["SPLIT_ORDER", "instance_row", "macro_row", "owner_aggregation", "per_task_rows"]
+__all__ = ["SPLIT_ORDER", "OwnerRows", "instance_row", "macro_row", "owner_aggregation", "per_task_rows"]
 
 #: The order of split rows: PathMMU's Tiny before the full test set, then any other split.
 SPLIT_ORDER = ("test_tiny", "test")
@@ -129,6 +130,42 @@ def per_task_rows(
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class OwnerRows:
+    """The row builders a benchmark's owner aggregation uses, bound to the run's settings.
+
+    Handed to :meth:`~scopebench.benchmarks.Benchmark.owner_rows`, so a benchmark module computes
+    its owners' table without importing the scoring layer.
+
+    Attributes:
+        policy: What unscorable records count as.
+        seed: Bootstrap seed.
+        resamples: Bootstrap resamples.
+        protocol: The run's prompt protocol (``owner`` gives macro rows the owner's interval).
+    """
+
+    policy: Policy
+    seed: int
+    resamples: int
+    protocol: str
+
+    def instance(self, split_or_group: str, subset_or_task: str, records: Sequence[Record]) -> dict[str, Any]:
+        """An instance-weighted row (:func:`instance_row`)."""
+        return instance_row(split_or_group, subset_or_task, records, self.policy, self.seed, self.resamples)
+
+    def macro(
+        self, split_or_group: str, subset_or_task: str, records: Sequence[Record]
+    ) -> dict[str, Any] | None:
+        """A macro-average over tasks (:func:`macro_row`); ``None`` without records."""
+        return macro_row(
+            split_or_group, subset_or_task, records, self.policy, self.seed, self.resamples, self.protocol
+        )
+
+    def per_task(self, records: Sequence[Record], order: Sequence[str]) -> list[dict[str, Any]]:
+        """Per split, a row per task and ``overall`` (:func:`per_task_rows`)."""
+        return per_task_rows(records, order, self.policy, self.seed, self.resamples)
+
+
 def owner_aggregation(
     records: Sequence[Record],
     *,
@@ -160,9 +197,7 @@ def owner_aggregation(
     if bench is None:
         return None
     mcq = [r for r in records if r.kind == "mcq"]
-    rows = bench.owner_rows(
-        mcq, items=items or {}, policy=policy, seed=seed, resamples=resamples, protocol=protocol
-    )
+    rows = bench.owner_rows(mcq, items=items or {}, rows=OwnerRows(policy, seed, resamples, protocol))
     if rows is None:
         return None
     return {"benchmark": benchmark, "description": bench.owner_description, "rows": rows}

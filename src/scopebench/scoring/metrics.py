@@ -28,7 +28,7 @@ from scopebench.scoring.bootstrap import (
 )
 from scopebench.scoring.calibration import calibration_section
 from scopebench.scoring.grit import GRIT_SPLITS, localization_table
-from scopebench.scoring.intervals import WILSON
+from scopebench.scoring.intervals import OWNER_BASIC, WILSON
 
 __all__ = [
     "METADATA_FIELDS",
@@ -173,8 +173,8 @@ def _metadata_rows(
 def _interval_methods(benchmark: str, protocol: str) -> dict[str, str]:
     """Which 95% interval each kind of row carries (also recorded per row as ``ci_method``)."""
     bench = find_benchmark(benchmark)
-    owner_interval = bench.owner_macro_interval if bench is not None else None
-    owner_macro = owner_interval if protocol == "owner" and owner_interval else "stratified-" + CI_METHOD
+    owner_basic = protocol == "owner" and bench is not None and bench.owner_macro_rows
+    owner_macro = OWNER_BASIC if owner_basic else "stratified-" + CI_METHOD
     return {
         "proportion": WILSON,
         "macro_average": owner_macro,
