@@ -23,6 +23,7 @@ from scopebench.plugins import (
     load_entry,
     load_file_class,
 )
+from scopebench.registry import Registry
 
 __all__ = [
     "available_benchmarks",
@@ -41,18 +42,10 @@ log = logging.getLogger(__name__)
 # by listing the package, so adding a benchmark is adding its module. Modules are imported only
 # when the benchmark is used, so `import scopebench` stays light (μ-Bench pulls in `datasets`).
 _NOT_BENCHMARKS = frozenset({"base", "registry", "validate"})  # helpers: name others with a leading _
-
-
-def _builtin_modules() -> dict[str, str]:
-    package = importlib.import_module("scopebench.benchmarks")
-    return {
-        m.name: f"scopebench.benchmarks.{m.name}"
-        for m in pkgutil.iter_modules(package.__path__)
-        if not m.name.startswith("_") and m.name not in _NOT_BENCHMARKS
-    }
-
-
-_BUILTIN: dict[str, str] = _builtin_modules()
+_BUILTIN: Registry[str] = Registry("benchmark", BenchmarkNotFoundError)
+for _module in pkgutil.iter_modules(importlib.import_module("scopebench.benchmarks").__path__):
+    if not _module.name.startswith("_") and _module.name not in _NOT_BENCHMARKS:
+        _BUILTIN.add(_module.name, f"scopebench.benchmarks.{_module.name}")  # importing it registers it
 _REGISTRY: dict[str, type[Benchmark]] = {}
 
 
@@ -65,7 +58,7 @@ def register_benchmark(name: str) -> Callable[[type[Benchmark]], type[Benchmark]
     """
 
     def deco(cls: type[Benchmark]) -> type[Benchmark]:
-        if name in _BUILTIN and cls.__module__ != _BUILTIN[name]:
+        if name in _BUILTIN and cls.__module__ != _BUILTIN.target(name):
             raise PluginError(
                 f"{cls.__module__}.{cls.__qualname__} registers the benchmark name {name!r}, which "
                 "is a built-in benchmark's; register it under another name"
@@ -124,15 +117,15 @@ def get_benchmark(name: str) -> Benchmark:
             _REGISTRY.setdefault(cls.name, cls)
         return cls()
     if name not in _REGISTRY and name in _BUILTIN:
-        importlib.import_module(_BUILTIN[name])
+        importlib.import_module(_BUILTIN.target(name))
     if name not in _REGISTRY and name in _entry_points():
         plugin: type[Benchmark] = load_entry(_entry_points()[name], Benchmark, "benchmark")
         plugin.name = name
         _REGISTRY[name] = plugin
     if name not in _REGISTRY:
-        raise BenchmarkNotFoundError(
-            f"unknown benchmark {name!r}; known benchmarks: {', '.join(available_benchmarks())} "
-            "(`scopebench benchmarks` describes each)"
+        known = available_benchmarks()
+        raise _BUILTIN.unknown(
+            name, known, f"known benchmarks: {', '.join(known)} (`scopebench benchmarks` describes each)"
         )
     return _REGISTRY[name]()
 
@@ -161,6 +154,6 @@ def published_key(name: str) -> str | None:
 
 def owner_protocol_benchmarks() -> list[str]:
     """Names of the built-in and registered benchmarks that have an owner protocol (for messages)."""
-    for module in _BUILTIN.values():
-        importlib.import_module(module)
+    for name in _BUILTIN:
+        importlib.import_module(_BUILTIN.target(name))
     return sorted(n for n, cls in _REGISTRY.items() if cls.owner_prompt is not Benchmark.owner_prompt)
