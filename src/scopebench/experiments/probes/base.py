@@ -27,6 +27,7 @@ from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ConfigMismatchError
 from scopebench.items import Record
 from scopebench.models import Backend, load_model
+from scopebench.transforms import transform_hook
 from scopebench.report import json_safe
 from scopebench.report.published import PUBLISHED_NOTE, load_published
 from scopebench.scoring.accuracy import accuracy_row
@@ -198,6 +199,7 @@ def run_condition(probe: ProbeRun, condition: Condition) -> RunData:
         fresh=probe.fresh,
         retry_errors=probe.retry_errors,
         backend=probe.backend_for(config),
+        item_hook=transform_hook(config.transform, config.seed),
     )
     return load_run(result.run_dir)
 
