@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scopebench.build.filtering import FilterSection
 from scopebench.build.output import MARKER
 from scopebench.build.questions import QuestionConfig
 from scopebench.build.report import StepResult, read_problems
@@ -27,7 +28,7 @@ from scopebench.errors import DataFormatError, DataNotFoundError
 
 __all__ = ["BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
 
-STEPS = ("ingest", "questions", "split", "export")
+STEPS = ("ingest", "questions", "filter", "split", "export")
 
 
 class _Questions(BaseModel):
@@ -55,6 +56,7 @@ class BuildConfig(BaseModel):
             is used by ingest).
         questions: Options, difficulty, "none of the above", tasks.
         split: Fractions per split and the ``test_tiny`` size.
+        filter: The quality gates (docs/build.md); the filter step runs only when this is given.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -64,6 +66,7 @@ class BuildConfig(BaseModel):
     taxonomy: str | None = None
     questions: _Questions = Field(default_factory=_Questions)
     split: _Split = Field(default_factory=_Split)
+    filter: FilterSection | None = None
     root: Path = Path(".")
 
     def path(self, rel: str) -> Path:
@@ -150,10 +153,56 @@ def _stamp(folder: Path, key: str) -> None:
     summary.write_text(json.dumps(raw, indent=2), encoding="utf-8")
 
 
+Plan = list[tuple[str, Any, Callable[[Path, Path], StepResult]]]
+
+
+def _filter_plan(cfg: BuildConfig, progress: bool) -> Plan:
+    """The filter step, when build.yaml has a ``filter:`` section (its key covers replay files' bytes)."""
+    from scopebench.build.filtering import filter_questions
+
+    if cfg.filter is None:
+        return []
+    section = _resolve_replays(cfg.filter, cfg)
+    fcfg = section.to_config(cfg.seed)  # refuses a bad gate configuration before any step runs
+    specs = sorted(set(_specs(section)))
+    replays = {s: _file_hash(s.partition(":")[2]) for s in specs if s.startswith("replay:")}
+    settings = [section.model_dump(), replays]
+    return [("filter", settings, lambda s, d: filter_questions(s, d, fcfg, progress=progress))]
+
+
+def _resolve_replays(section: FilterSection, cfg: BuildConfig) -> FilterSection:
+    """``replay:FILE`` specs with FILE relative to build.yaml, as every other path in it."""
+
+    def fix(specs: list[str]) -> list[str]:
+        return [f"replay:{cfg.path(s[7:])}" if s.startswith("replay:") else s for s in specs]
+
+    section = section.model_copy(deep=True)
+    if section.shortcut:
+        section.shortcut.models = fix(section.shortcut.models)
+    if section.refine:
+        r = section.refine
+        r.rewriters, r.testers, r.judges = fix(r.rewriters), fix(r.testers), fix(r.judges)
+    return section
+
+
+def _specs(section: FilterSection) -> list[str]:
+    out: list[str] = []
+    if section.shortcut:
+        out += section.shortcut.models
+    if section.refine:
+        out += [*section.refine.rewriters, *section.refine.testers, *section.refine.judges]
+    return out
+
+
+def _file_hash(path: str) -> str:
+    p = Path(path).expanduser()
+    return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "missing"
+
+
 def run_build(
     config: str | Path, *, progress: bool = False, on_step: Callable[[StepResult], None] | None = None
 ) -> BuildOutcome:
-    """Run ingest → questions → split → export as ``build.yaml`` says, reusing unchanged steps.
+    """Run ingest → questions → (filter) → split → export as ``build.yaml`` says, reusing unchanged steps.
 
     Args:
         config: The ``build.yaml`` file.
@@ -192,6 +241,7 @@ def run_build(
             lambda _s, d: ingest(cfg.path(cfg.manifest), d, cache_dir=cache, progress=progress),
         ),
         ("questions", [qcfg.__dict__, tax_hash], lambda s, d: make_questions(s, d, qcfg, progress=progress)),
+        *_filter_plan(cfg, progress),
         ("split", scfg.__dict__, lambda s, d: split(s, d, scfg, progress=progress)),
         ("export", None, lambda s, d: export(s, d, progress=progress)),
     ]

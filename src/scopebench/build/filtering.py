@@ -1,0 +1,447 @@
+"""``build filter``: the quality gates, in order, on a questions output.
+
+1. **figures** (SPUR's figure gate, :mod:`scopebench.build.panels`): images with fewer than
+   ``min_panels`` panels are dropped with all their questions (reason ``too_few_panels``);
+2. **refine** (RefineBot, :mod:`scopebench.build.refine`): questions answerable without the image
+   are rewritten; ``gave_up`` ones go to ``OUT/review_queue`` (reason ``refine_gave_up``),
+   ``meaning_drifted`` ones are dropped;
+3. **shortcut** (:mod:`scopebench.build.gates`): questions still answerable without the image are
+   dropped (``shortcut``; ``choices_only`` when asked); both blind accuracies are measured;
+4. **quotas** (:mod:`scopebench.build.quotas`): questions beyond their cell's target are dropped
+   (``quota``), a seeded choice.
+
+Every gate writes what it kept and dropped, and why, one JSON line per image or question, to
+``OUT/gates/<gate>.jsonl``. The statistics a dataset card publishes (blind accuracies, quota table,
+RefineBot codes, panel counts) are written to ``OUT/benchmark_stats.json``, which later steps carry
+to the exported card. ``items_in`` and ``kept`` count questions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from scopebench.build.gates import Answerer, GateItem, ShortcutGateConfig, default_answerer, run_shortcut_gate
+from scopebench.build.output import (
+    copy_sources,
+    prepare_out,
+    read_rows,
+    read_sources,
+    save_dataset,
+    write_card,
+    write_summary,
+)
+from scopebench.build.panels import PanelConfig, count_panels_bytes
+from scopebench.build.quotas import QuotaConfig, apply_quotas, quota_table_markdown
+from scopebench.build.refine import RefineConfig, run_refine
+from scopebench.build.report import BuildProblem, StepResult
+from scopebench.errors import DataFormatError, ImageLoadError
+
+__all__ = ["STATS_FILE", "FilterConfig", "FilterSection", "card_sections", "filter_questions"]
+
+STEP = "filter"
+#: The statistics a card publishes, carried from the filter output to the export.
+STATS_FILE = "benchmark_stats.json"
+
+
+class _Figures(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    min_panels: int = 2
+    method: str = "xycut"
+    tol: float = 0.04
+    min_gutter: int = 2
+    min_area: float = 0.01
+    min_side: int = 8
+    weights: str | None = None
+    conf: float = 0.25
+
+
+class _Shortcut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    models: list[str]
+    tries: int = 1
+    min_models: int = 1
+    min_tries: int = 1
+    choices_only: bool = True
+    drop_choices_only: bool = False
+
+
+class _Refine(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rewriters: list[str]
+    testers: list[str]
+    judges: list[str]
+    rounds: int = 3
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    min_models: int = 1
+    min_tries: int = 2
+
+
+class _Quotas(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    default: int | None = None
+    cells: dict[str, int] = Field(default_factory=dict)
+
+
+class FilterSection(BaseModel):
+    """The ``filter:`` section of ``build.yaml`` (each gate is off when its key is absent)."""
+
+    model_config = ConfigDict(extra="forbid")
+    figures: _Figures | None = None
+    refine: _Refine | None = None
+    shortcut: _Shortcut | None = None
+    quotas: _Quotas | None = None
+
+    def to_config(self, seed: int) -> FilterConfig:
+        """The library configuration (each gate's own checks run here)."""
+        return FilterConfig(
+            seed=seed,
+            figures=PanelConfig(**self.figures.model_dump()) if self.figures else None,
+            refine=_refine_config(self.refine) if self.refine else None,
+            shortcut=_shortcut_config(self.shortcut) if self.shortcut else None,
+            quotas=QuotaConfig(**self.quotas.model_dump()) if self.quotas else None,
+        )
+
+
+def _refine_config(r: _Refine) -> RefineConfig:
+    lists = {k: tuple(getattr(r, k)) for k in ("rewriters", "testers", "judges", "seeds")}
+    return RefineConfig(**{**r.model_dump(), **lists})
+
+
+def _shortcut_config(s: _Shortcut) -> ShortcutGateConfig:
+    return ShortcutGateConfig(**{**s.model_dump(), "models": tuple(s.models)})
+
+
+def load_filter_section(path: str | Path) -> FilterSection:
+    """Read a filter configuration: a YAML file holding the gates, at top level or under ``filter:``.
+
+    Raises:
+        DataFormatError: When it is not valid (every violation listed).
+    """
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataFormatError(f"filter configuration not found: {p}")
+    raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    if isinstance(raw, dict) and "filter" in raw:
+        raw = raw["filter"] or {}
+    try:
+        return FilterSection.model_validate(raw)
+    except ValidationError as exc:
+        lines = [f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        raise DataFormatError(f"{p} is not a valid filter configuration:\n" + "\n".join(lines)) from exc
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """Which gates run, and how (``None``: the gate is off).
+
+    Attributes:
+        seed: Seed of the shortcut tries (``seed + t``) and the quota choice (recorded).
+        figures: The figure gate.
+        refine: RefineBot.
+        shortcut: The shortcut gate.
+        quotas: Coverage quotas.
+    """
+
+    seed: int = 0
+    figures: PanelConfig | None = None
+    refine: RefineConfig | None = None
+    shortcut: ShortcutGateConfig | None = None
+    quotas: QuotaConfig | None = None
+
+
+def gate_items(row: dict[str, Any]) -> list[GateItem]:
+    """The questions of one dataset row, as the gates see them (ids as exported)."""
+    out = []
+    for task, q in (row.get("questions") or {}).items():
+        if q:
+            out.append(
+                GateItem(
+                    id=f"{row['image_id']}-{task}",
+                    image_id=row["image_id"],
+                    task=task,
+                    question=q["question"],
+                    options=tuple(q["options"]),
+                    answer=int(q["answer_idx"]),
+                    modality=row.get("modality"),
+                    domain=row.get("domain"),
+                    subset=row.get("dataset"),
+                )
+            )
+    return out
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
+    path.write_text(text, encoding="utf-8")
+
+
+def _figure_gate(
+    rows: list[dict[str, Any]], cfg: PanelConfig, result: StepResult
+) -> tuple[set[str], list[dict[str, Any]]]:
+    """Image ids dropped by the figure gate, and one record per image."""
+    dropped: set[str] = set()
+    records = []
+    for r in rows:
+        try:
+            pc = count_panels_bytes(r["image"]["bytes"], cfg)
+        except ImageLoadError as exc:
+            # An unreadable figure cannot be counted: kept out, and said so.
+            result.problems.append(
+                BuildProblem(
+                    STEP,
+                    r.get("dataset") or "",
+                    r["image_id"],
+                    "image",
+                    "bad_image",
+                    f"cannot count panels: {exc}",
+                )
+            )
+            dropped.add(r["image_id"])
+            records.append(
+                {
+                    "gate": "figures",
+                    "image_id": r["image_id"],
+                    "decision": "dropped",
+                    "reason": "bad_image",
+                    "panels": None,
+                }
+            )
+            continue
+        keep = pc.count >= cfg.min_panels
+        if not keep:
+            dropped.add(r["image_id"])
+        records.append(
+            {
+                "gate": "figures",
+                "image_id": r["image_id"],
+                "decision": "kept" if keep else "dropped",
+                "reason": None if keep else "too_few_panels",
+                "panels": pc.count,
+                "boxes": pc.boxes,
+                "rejected_candidates": pc.rejected,
+                "method": pc.method,
+            }
+        )
+    return dropped, records
+
+
+def _review_queue(
+    out: Path, rows: dict[str, dict[str, Any]], items: list[GateItem], codes: dict[str, str]
+) -> None:
+    """Write gave-up questions as a ``local``-format folder the review app imports."""
+    from scopebench.build.exporting import local_items
+
+    queue = out / "review_queue"
+    (queue / "images").mkdir(parents=True, exist_ok=True)
+    lines = []
+    for it in items:
+        row = rows[it.image_id]
+        (queue / "images" / f"{it.image_id}.png").write_bytes(row["image"]["bytes"])
+        one = {**row, "questions": {it.task: row["questions"][it.task]}, "captions": None}
+        for item in local_items(one):
+            item.update(
+                refine_code=codes[it.id],
+                review_reason="RefineBot gave up: still answerable "
+                "without the image after every round (see gates/refine.jsonl)",
+            )
+            lines.append(item)
+    _write_jsonl(queue / "data.jsonl", lines)
+
+
+def filter_questions(
+    data: str | Path,
+    out: str | Path,
+    config: FilterConfig | None = None,
+    *,
+    progress: bool = False,
+    answerer: Answerer | None = None,
+) -> StepResult:
+    """Run the configured gates on a questions output (module docstring) and write what is kept.
+
+    Args:
+        data: A questions (or generate) output folder.
+        out: The output folder.
+        config: The gates (none: everything is kept, and said so).
+        progress: Unused by the gates (kept for the steps' common signature).
+        answerer: Who answers text-only and rewrites (default: scopebench backends from the specs).
+
+    Returns:
+        Questions in, kept and dropped by reason; ``stats`` holds each gate's statistics.
+    """
+    cfg = config or FilterConfig()
+    data, out = Path(data), Path(out)
+    splits, labels = read_rows(data)
+    rows = [r for rs in splits.values() for r in rs if r.get("split") != "test_tiny"]
+    by_image = {r["image_id"]: r for r in rows}
+    items = [it for r in rows for it in gate_items(r)]
+    result = StepResult(STEP, items_in=len(items), out=str(out))
+    prepare_out(out)
+    dropped: dict[str, str] = {}
+    stats: dict[str, Any] = {"seed": cfg.seed}
+    if cfg.figures is not None:
+        bad_images, records = _figure_gate(rows, cfg.figures, result)
+        _write_jsonl(out / "gates" / "figures.jsonl", records)
+        dropped.update({it.id: "too_few_panels" for it in items if it.image_id in bad_images})
+        panels = [r["panels"] for r in records if r["panels"] is not None]
+        stats["figures"] = {
+            "images": len(rows),
+            "dropped_images": len(bad_images),
+            "min_panels": cfg.figures.min_panels,
+            "method": cfg.figures.method,
+            "panels_histogram": dict(sorted(Counter(panels).items())),
+        }
+    final = {it.id: it for it in items}
+    with default_answerer(answerer) as who:
+        if cfg.refine is not None:
+            todo = [it for it in items if it.id not in dropped]
+            ref = run_refine(todo, cfg.refine, who)
+            _write_jsonl(out / "gates" / "refine.jsonl", ref.records)
+            final.update(ref.final)
+            reasons = {"gave_up": "refine_gave_up", "meaning_drifted": "meaning_drifted"}
+            dropped.update({i: reasons[c] for i, c in ref.codes.items() if c in reasons})
+            _review_queue(out, by_image, [it for it in todo if ref.codes[it.id] == "gave_up"], ref.codes)
+            stats["refine"] = ref.stats
+        if cfg.shortcut is not None:
+            todo = [final[it.id] for it in items if it.id not in dropped]
+            sc = run_shortcut_gate(todo, cfg.shortcut, cfg.seed, who)
+            _write_jsonl(out / "gates" / "shortcut.jsonl", sc.records)
+            dropped.update(sc.dropped)
+            stats["shortcut"] = sc.stats
+    if cfg.quotas is not None:
+        todo = [it for it in items if it.id not in dropped]
+        qo = apply_quotas([it.cell() for it in todo], cfg.quotas, cfg.seed)
+        dropped.update(dict.fromkeys(qo.dropped, "quota"))
+        _write_jsonl(
+            out / "gates" / "quotas.jsonl",
+            [
+                {
+                    "gate": "quotas",
+                    "id": i,
+                    "decision": "dropped" if i in set(qo.dropped) else "kept",
+                    "reason": "quota" if i in set(qo.dropped) else None,
+                }
+                for i in sorted(it.id for it in todo)
+            ],
+        )
+        stats["quotas"] = {"default": cfg.quotas.default, "cells": dict(cfg.quotas.cells), "table": qo.table}
+    result.dropped = Counter(dropped.values())
+    result.kept = result.items_in - len(dropped)
+    _write_rows(rows, final, dropped)
+    kept_rows = [r for r in rows if not (cfg.figures is not None and _all_dropped(r, dropped))]
+    stats["dropped_questions"] = [{"id": i, "reason": why} for i, why in sorted(dropped.items())]
+    (out / STATS_FILE).write_text(json.dumps(stats, indent=2, default=str), encoding="utf-8")
+    result.stats = {k: v for k, v in stats.items() if k != "dropped_questions"}
+    save_dataset({"test": kept_rows} if kept_rows else {"test": []}, labels, out)
+    copy_sources(data, out)
+    write_summary(out, result)
+    write_card(
+        out,
+        title=f"{data.name} filtered",
+        description="",
+        rows=kept_rows,
+        sources=read_sources(out),
+        result=result,
+        inputs={"previous build.json": str(data / "build.json")},
+        extra=card_sections(stats),
+    )
+    return result
+
+
+def _all_dropped(row: dict[str, Any], dropped: dict[str, str]) -> bool:
+    """Whether the figure gate dropped this image (its questions all carry ``too_few_panels``)."""
+    ids = [f"{row['image_id']}-{t}" for t, q in (row.get("questions") or {}).items() if q]
+    return bool(ids) and all(dropped.get(i) == "too_few_panels" for i in ids)
+
+
+def _write_rows(rows: list[dict[str, Any]], final: dict[str, GateItem], dropped: dict[str, str]) -> None:
+    """Put rewrites in place and blank dropped questions (in the rows, in place)."""
+    for r in rows:
+        qs = dict(r.get("questions") or {})
+        for task, q in qs.items():
+            if not q:
+                continue
+            qid = f"{r['image_id']}-{task}"
+            if qid in dropped:
+                qs[task] = None
+            elif final[qid].question != q["question"] or tuple(final[qid].options) != tuple(q["options"]):
+                new = final[qid]
+                qs[task] = {**q, "question": new.question, "options": list(new.options)}
+                qs[task]["answer_idx"] = str(new.answer)
+        r["questions"] = qs
+        r["split"] = "test"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def card_sections(stats: dict[str, Any]) -> list[str]:
+    """Markdown sections of the dataset card for the filter statistics (blind accuracies, quotas…)."""
+    lines: list[str] = []
+    sc = stats.get("shortcut")
+    if sc:
+        lines += [
+            "## Blind accuracies (text-only shortcut gate)",
+            "",
+            f"Models: {', '.join(sc['models'])}; {sc['tries']} tries each (seeds {sc['seeds']}). "
+            f"Rule: {sc['rule']}. Accuracy = correct tries ÷ (questions × models × tries); an "
+            "unparsed or failed answer counts as not correct.",
+            "",
+            "| test | questions entering | accuracy entering | accuracy of the published questions "
+            "| chance |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name, key in (
+            ("text only (question + options, no image)", "text_only"),
+            ("choices only (options, no question, no image)", "choices_only"),
+        ):
+            acc = sc.get(key)
+            if acc:
+                lines.append(
+                    f"| {name} | {sc['questions_entering']} | {_pct(acc['entering'])} | "
+                    f"{_pct(acc['kept'])} | {_pct(sc['chance_entering'])} |"
+                )
+        lines.append("")
+    ref = stats.get("refine")
+    if ref:
+        lines += [
+            "## RefineBot",
+            "",
+            f"Rewriters {', '.join(ref['rewriters'])}; testers "
+            f"{', '.join(ref['testers'])}; equivalence judges {', '.join(ref['judges'])}; up to "
+            f"{ref['rounds']} rounds; seeds {ref['seeds']}. {ref['rule']}.",
+            "",
+            "| code | questions |",
+            "|---|---:|",
+        ]
+        lines += [f"| {c} | {n} |" for c, n in ref["codes"].items()] + [""]
+    fig = stats.get("figures")
+    if fig:
+        lines += [
+            "## Figure gate",
+            "",
+            f"Panels counted with `{fig['method']}`; figures with fewer than "
+            f"{fig['min_panels']} panels dropped: {fig['dropped_images']} of {fig['images']}. "
+            f"Panels per figure: {fig['panels_histogram']}.",
+            "",
+        ]
+    q = stats.get("quotas")
+    if q:
+        lines += [
+            "## Coverage quotas (modality × domain × task)",
+            "",
+            f"Seeded choice (seed {stats.get('seed')}) of the questions a cell keeps over its target.",
+            "",
+            *quota_table_markdown(q["table"]),
+            "",
+        ]
+    return lines
