@@ -50,5 +50,7 @@ class Scripted:
             self.calls.append(("chat", spec, key, seed))
             self.prompts[key] = prompt
             reply = self.chats.get((spec, key))
-            out.append(Answer(None, "ok", reply) if reply is not None else Answer(None, "error", None, "no reply"))
+            out.append(
+                Answer(None, "ok", reply) if reply is not None else Answer(None, "error", None, "no reply")
+            )
         return out

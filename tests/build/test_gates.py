@@ -19,7 +19,9 @@ from scopebench.errors import DataFormatError
 
 
 def _item(i: str) -> GateItem:
-    return GateItem(id=i, image_id="img", task="stain", question=f"stain of {i}?", options=("A", "B", "C", "D"), answer=0)
+    return GateItem(
+        id=i, image_id="img", task="stain", question=f"stain of {i}?", options=("A", "B", "C", "D"), answer=0
+    )
 
 
 ITEMS = [_item(i) for i in ("q1", "q2", "q3", "q4")]
@@ -100,13 +102,20 @@ def test_backend_answerer_parses_replayed_text(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     who = BackendAnswerer()
     got = who.answer(f"replay:{path}", ITEMS, 0)
-    assert [(a.index, a.status) for a in got] == [(0, "correct"), (1, "wrong"), (None, "unparsed"), (None, "missing_response")]
+    assert [(a.index, a.status) for a in got] == [
+        (0, "correct"),
+        (1, "wrong"),
+        (None, "unparsed"),
+        (None, "missing_response"),
+    ]
     blind = who.answer(f"replay:{path}", ITEMS[:1], 0, key_suffix="#choices-only")
     assert blind[0].status == "correct"
     who.close()
 
 
-def test_backends_see_no_image_and_no_question_in_the_choices_only_test(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_backends_see_no_image_and_no_question_in_the_choices_only_test(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import scopebench.models as models
     from scopebench.models.base import Response
 

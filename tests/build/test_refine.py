@@ -45,10 +45,18 @@ def _script() -> Scripted:
 def test_every_question_ends_with_one_code() -> None:
     who = _script()
     got = run_refine([_item(i) for i in "abcde"], CFG, who)
-    assert got.codes == {"a": "unchanged", "b": "fixed", "c": "gave_up", "d": "meaning_drifted", "e": "gave_up"}
+    assert got.codes == {
+        "a": "unchanged",
+        "b": "fixed",
+        "c": "gave_up",
+        "d": "meaning_drifted",
+        "e": "gave_up",
+    }
     assert got.stats["codes"] == {"unchanged": 1, "fixed": 1, "gave_up": 2, "meaning_drifted": 1}
     # b keeps its round-2 rewrite; a and the others keep what they had (c its last accepted rewrite).
-    assert got.final["b"].question == "b rewritten in round 2?" and got.final["a"].question == "Which stain, a?"
+    assert (
+        got.final["b"].question == "b rewritten in round 2?" and got.final["a"].question == "Which stain, a?"
+    )
     assert got.final["c"].question == "c rewritten in round 2?"
     assert got.final["d"].question == "Which stain, d?"  # drifted rewrites are never accepted
     # Round 2 starts from the accepted round-1 rewrite, and its cue prompt says so.
@@ -61,7 +69,13 @@ def test_provenance_of_every_round() -> None:
     rec = {r["id"]: r for r in got.records}
     assert rec["a"]["rounds"] == [] and rec["a"]["initial_blind"]["correct_tries"] == {"t1": 1}
     b1, b2 = rec["b"]["rounds"]
-    assert (b1["round"], b1["rewriter"], b1["seed"], b1["equivalent"], b1["answerable"]) == (1, "rw", 1, True, True)
+    assert (b1["round"], b1["rewriter"], b1["seed"], b1["equivalent"], b1["answerable"]) == (
+        1,
+        "rw",
+        1,
+        True,
+        True,
+    )
     assert (b2["seed"], b2["answerable"], b2["blind"]["correct_tries"]) == (2, False, {"t1": 0})
     assert b2["cue"] == "the word b gives it away" and b2["rewrite_raw"].startswith("Here it is")
     e1 = rec["e"]["rounds"][0]
@@ -102,7 +116,10 @@ def test_parse_rewrite_rejects_what_is_not_one_answer_among_distinct_options() -
     assert ok is not None and (ok.question, ok.options, ok.answer, ok.id) == ("Q?", ("a", "b"), 1, "x")
     for text, reason in [
         ('{"question": "Q?", "options": ["a", "A"], "answer": 0}', "two options are the same"),
-        ('{"question": "Q?", "options": ["a", "b"], "answer": 2}', "answer must be an option index from 0 to 1"),
+        (
+            '{"question": "Q?", "options": ["a", "b"], "answer": 2}',
+            "answer must be an option index from 0 to 1",
+        ),
         ('{"question": "Q?", "options": ["a", "b"], "answer": true}', "answer must be"),
         ('{"question": "", "options": ["a", "b"], "answer": 0}', "no question text"),
         ('{"question": "Q?", "options": "a", "answer": 0', "no JSON object in the reply"),

@@ -40,7 +40,7 @@ from scopebench.build.panels import PanelConfig, count_panels_bytes
 from scopebench.build.quotas import QuotaConfig, apply_quotas, quota_table_markdown
 from scopebench.build.refine import RefineConfig, run_refine
 from scopebench.build.report import BuildProblem, StepResult
-from scopebench.errors import DataFormatError, ImageLoadError
+from scopebench.errors import DataFormatError, ImageLoadError, NoItemsError
 
 __all__ = ["STATS_FILE", "FilterConfig", "FilterSection", "card_sections", "filter_questions"]
 
@@ -286,6 +286,7 @@ def filter_questions(
     result = StepResult(STEP, items_in=len(items), out=str(out))
     prepare_out(out)
     dropped: dict[str, str] = {}
+    bad_images: set[str] = set()
     stats: dict[str, Any] = {"seed": cfg.seed}
     if cfg.figures is not None:
         bad_images, records = _figure_gate(rows, cfg.figures, result)
@@ -336,11 +337,20 @@ def filter_questions(
     result.dropped = Counter(dropped.values())
     result.kept = result.items_in - len(dropped)
     _write_rows(rows, final, dropped)
-    kept_rows = [r for r in rows if not (cfg.figures is not None and _all_dropped(r, dropped))]
+    # The figure gate drops whole images; the other gates drop questions and keep the image.
+    kept_rows = [r for r in rows if r["image_id"] not in bad_images]
     stats["dropped_questions"] = [{"id": i, "reason": why} for i, why in sorted(dropped.items())]
     (out / STATS_FILE).write_text(json.dumps(stats, indent=2, default=str), encoding="utf-8")
     result.stats = {k: v for k, v in stats.items() if k != "dropped_questions"}
-    save_dataset({"test": kept_rows} if kept_rows else {"test": []}, labels, out)
+    if not kept_rows:
+        # datasets cannot load a saved dataset of zero rows back: stop here, saying why.
+        write_summary(out, result)
+        where = out / "gates" / "figures.jsonl"
+        raise NoItemsError(
+            f"the figure gate dropped all {len(rows)} images (too few panels each; every count is in "
+            f"{where}); lower figures.min_panels or check the figures"
+        )
+    save_dataset({"test": kept_rows}, labels, out)
     copy_sources(data, out)
     write_summary(out, result)
     write_card(
@@ -354,12 +364,6 @@ def filter_questions(
         extra=card_sections(stats),
     )
     return result
-
-
-def _all_dropped(row: dict[str, Any], dropped: dict[str, str]) -> bool:
-    """Whether the figure gate dropped this image (its questions all carry ``too_few_panels``)."""
-    ids = [f"{row['image_id']}-{t}" for t, q in (row.get("questions") or {}).items() if q]
-    return bool(ids) and all(dropped.get(i) == "too_few_panels" for i in ids)
 
 
 def _write_rows(rows: list[dict[str, Any]], final: dict[str, GateItem], dropped: dict[str, str]) -> None:
