@@ -291,3 +291,29 @@ def test_cli_filter_and_config_errors(
     conf.write_text("shortcut: {model: [a]}\n")
     with pytest.raises(DataFormatError, match=r"shortcut\.model"):
         load_filter_section(conf)
+
+
+def test_the_docs_filter_example_runs(built: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "build.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- filter-example: filter.yaml -->\n```yaml\n(?P<body>.*?)```", doc, re.S)
+    assert m is not None
+    conf = tmp_path / "cfg"
+    conf.mkdir()
+    (conf / "filter.yaml").write_text(m["body"])
+    _replays(conf, built)
+    monkeypatch.chdir(tmp_path)  # replay files are found next to filter.yaml, not in the cwd
+    argv = [
+        "-q",
+        "build",
+        "filter",
+        str(built["root"] / "questions"),
+        "--out",
+        "o",
+        "--config",
+        "cfg/filter.yaml",
+    ]
+    assert main(argv) == 0
+    summary = json.loads((tmp_path / "o/build.json").read_text())
+    assert (summary["kept"], summary["dropped"]) == (19, {"quota": 5, "shortcut": 3})

@@ -97,6 +97,26 @@ class FilterSection(BaseModel):
     shortcut: _Shortcut | None = None
     quotas: _Quotas | None = None
 
+    def resolved(self, root: Path) -> FilterSection:
+        """A copy whose ``replay:FILE`` specs are relative to ``root`` (the YAML file's folder)."""
+
+        def fix(specs: list[str]) -> list[str]:
+            out = []
+            for s in specs:
+                if s.startswith("replay:"):
+                    p = Path(s[7:]).expanduser()
+                    s = f"replay:{p if p.is_absolute() else root / p}"
+                out.append(s)
+            return out
+
+        section = self.model_copy(deep=True)
+        if section.shortcut:
+            section.shortcut.models = fix(section.shortcut.models)
+        if section.refine:
+            r = section.refine
+            r.rewriters, r.testers, r.judges = fix(r.rewriters), fix(r.testers), fix(r.judges)
+        return section
+
     def to_config(self, seed: int) -> FilterConfig:
         """The library configuration (each gate's own checks run here)."""
         return FilterConfig(
@@ -120,6 +140,8 @@ def _shortcut_config(s: _Shortcut) -> ShortcutGateConfig:
 def load_filter_section(path: str | Path) -> FilterSection:
     """Read a filter configuration: a YAML file holding the gates, at top level or under ``filter:``.
 
+    ``replay:FILE`` specs are read relative to the YAML file's folder, as in ``build.yaml``.
+
     Raises:
         DataFormatError: When it is not valid (every violation listed).
     """
@@ -132,7 +154,7 @@ def load_filter_section(path: str | Path) -> FilterSection:
     if isinstance(raw, dict) and "filter" in raw:
         raw = raw["filter"] or {}
     try:
-        return FilterSection.model_validate(raw)
+        return FilterSection.model_validate(raw).resolved(p.parent)
     except ValidationError as exc:
         lines = [f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
         raise DataFormatError(f"{p} is not a valid filter configuration:\n" + "\n".join(lines)) from exc

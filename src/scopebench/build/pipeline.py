@@ -162,27 +162,12 @@ def _filter_plan(cfg: BuildConfig, progress: bool) -> Plan:
 
     if cfg.filter is None:
         return []
-    section = _resolve_replays(cfg.filter, cfg)
+    section = cfg.filter.resolved(cfg.root)
     fcfg = section.to_config(cfg.seed)  # refuses a bad gate configuration before any step runs
     specs = sorted(set(_specs(section)))
     replays = {s: _file_hash(s.partition(":")[2]) for s in specs if s.startswith("replay:")}
     settings = [section.model_dump(), replays]
     return [("filter", settings, lambda s, d: filter_questions(s, d, fcfg, progress=progress))]
-
-
-def _resolve_replays(section: FilterSection, cfg: BuildConfig) -> FilterSection:
-    """``replay:FILE`` specs with FILE relative to build.yaml, as every other path in it."""
-
-    def fix(specs: list[str]) -> list[str]:
-        return [f"replay:{cfg.path(s[7:])}" if s.startswith("replay:") else s for s in specs]
-
-    section = section.model_copy(deep=True)
-    if section.shortcut:
-        section.shortcut.models = fix(section.shortcut.models)
-    if section.refine:
-        r = section.refine
-        r.rewriters, r.testers, r.judges = fix(r.rewriters), fix(r.testers), fix(r.judges)
-    return section
 
 
 def _specs(section: FilterSection) -> list[str]:
