@@ -317,3 +317,31 @@ def test_the_docs_filter_example_runs(built: dict, tmp_path: Path, monkeypatch: 
     assert main(argv) == 0
     summary = json.loads((tmp_path / "o/build.json").read_text())
     assert (summary["kept"], summary["dropped"]) == (19, {"quota": 5, "shortcut": 3})
+
+
+def test_generated_items_pass_through_the_gates(built: dict, tmp_path: Path) -> None:
+    from scopebench.build.generate import GenerateConfig, generate, read_generated
+
+    reply = {"questions": [
+        {"question": "Shape?", "options": ["round", "oval", "flat", "long"], "answer": "round", "explanation": "e"},
+        {"question": "Size?", "options": ["small", "large", "tiny", "huge"], "answer": "small", "explanation": "e"},
+    ]}  # fmt: skip
+    (tmp_path / "r.jsonl").write_text(
+        json.dumps({"item_id": "mcq/src_a/img0.png", "response": json.dumps(reply)})
+    )
+    (tmp_path / "t.csv").write_text("source,image,caption\nsrc_a,img0.png,A basophil.\n")
+    gcfg = GenerateConfig(model=f"replay:{tmp_path / 'r.jsonl'}", inputs=str(tmp_path / "t.csv"), tasks=("mcq",),
+                          questions_per_image=2)  # fmt: skip
+    generate(built["root"] / "questions", tmp_path / "gen", gcfg)
+    made = [r for r in read_generated(tmp_path / "gen") if r["status"] == "ok"]
+    assert len(made) == 2
+    first = next(r for r in made if r["question"] == "Shape?")
+    cfg = FilterConfig(shortcut=ShortcutGateConfig(models=("m",), choices_only=False))
+    r = filter_questions(
+        tmp_path / "gen", tmp_path / "f", cfg, answerer=Scripted({("m", 0, first["id"]): "c"})
+    )
+    assert (r.items_in, r.kept, dict(r.dropped)) == (29, 28, {"shortcut": 1})
+    split(tmp_path / "f", tmp_path / "s", SplitConfig())
+    export(tmp_path / "s", tmp_path / "e")
+    items = [json.loads(x) for x in (tmp_path / "e/local/data.jsonl").read_text().splitlines()]
+    assert len(items) == 28 and [i["question"] for i in items if i["task"] == "mcq"] == ["Size?"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -180,23 +180,27 @@ class FilterConfig:
 
 
 def gate_items(row: dict[str, Any]) -> list[GateItem]:
-    """The questions of one dataset row, as the gates see them (ids as exported)."""
+    """The questions of one dataset row as the gates see them, ids as exported.
+
+    The metadata questions (``<image_id>-<task>``) and the LLM-written multiple-choice items of
+    ``build generate`` (their own ids).
+    """
+    common = {"image_id": row["image_id"], "modality": row.get("modality"), "domain": row.get("domain"),
+              "subset": row.get("dataset")}  # fmt: skip
     out = []
     for task, q in (row.get("questions") or {}).items():
         if q:
+            qid, opts, answer = f"{row['image_id']}-{task}", tuple(q["options"]), int(q["answer_idx"])
             out.append(
-                GateItem(
-                    id=f"{row['image_id']}-{task}",
-                    image_id=row["image_id"],
-                    task=task,
-                    question=q["question"],
-                    options=tuple(q["options"]),
-                    answer=int(q["answer_idx"]),
-                    modality=row.get("modality"),
-                    domain=row.get("domain"),
-                    subset=row.get("dataset"),
-                )
+                GateItem(id=qid, task=task, question=q["question"], options=opts, answer=answer, **common)
             )
+    for g in row.get("generated") or []:
+        if g.get("kind") == "mcq":
+            opts, answer, q_text = tuple(g["options"]), int(g["answer_idx"]), g["question"]
+            item = GateItem(
+                id=g["id"], task=g["task"], question=q_text, options=opts, answer=answer, **common
+            )
+            out.append(replace(item, generated=True))
     return out
 
 
@@ -268,7 +272,16 @@ def _review_queue(
     for it in items:
         row = rows[it.image_id]
         (queue / "images" / f"{it.image_id}.png").write_bytes(row["image"]["bytes"])
-        one = {**row, "questions": {it.task: row["questions"][it.task]}, "captions": None}
+        if it.generated:
+            one = {**row, "questions": {}, "captions": None,
+                   "generated": [g for g in row["generated"] if g["id"] == it.id]}  # fmt: skip
+        else:
+            one = {
+                **row,
+                "questions": {it.task: row["questions"][it.task]},
+                "captions": None,
+                "generated": [],
+            }
         for item in local_items(one):
             item.update(
                 refine_code=codes[it.id],
@@ -389,20 +402,32 @@ def filter_questions(
 
 
 def _write_rows(rows: list[dict[str, Any]], final: dict[str, GateItem], dropped: dict[str, str]) -> None:
-    """Put rewrites in place and blank dropped questions (in the rows, in place)."""
+    """Put rewrites in place and take dropped questions out (in the rows, in place)."""
+
+    def updated(entry: dict[str, Any], qid: str) -> dict[str, Any]:
+        new = final[qid]
+        if new.question == entry["question"] and tuple(new.options) == tuple(entry["options"]):
+            return entry
+        return {
+            **entry,
+            "question": new.question,
+            "options": list(new.options),
+            "answer_idx": str(new.answer),
+        }
+
     for r in rows:
         qs = dict(r.get("questions") or {})
         for task, q in qs.items():
-            if not q:
-                continue
-            qid = f"{r['image_id']}-{task}"
-            if qid in dropped:
-                qs[task] = None
-            elif final[qid].question != q["question"] or tuple(final[qid].options) != tuple(q["options"]):
-                new = final[qid]
-                qs[task] = {**q, "question": new.question, "options": list(new.options)}
-                qs[task]["answer_idx"] = str(new.answer)
+            if q:
+                qid = f"{r['image_id']}-{task}"
+                qs[task] = None if qid in dropped else updated(q, qid)
         r["questions"] = qs
+        if r.get("generated"):
+            r["generated"] = [
+                g if g.get("kind") != "mcq" else updated(g, g["id"])
+                for g in r["generated"]
+                if g.get("kind") != "mcq" or g["id"] not in dropped
+            ]
         r["split"] = "test"
 
 

@@ -54,7 +54,7 @@ class GateItem:
     """One question as the gates see it.
 
     Attributes:
-        id: The question id (``<image_id>-<task>``, as exported).
+        id: The question id, as exported (``<image_id>-<task>``, or a generated item's id).
         image_id: Its image.
         task: Its task.
         question: The question text.
@@ -63,6 +63,7 @@ class GateItem:
         modality: The image's modality (quota cell).
         domain: The image's domain (quota cell).
         subset: The image's source dataset.
+        generated: Whether ``build generate`` wrote it (else a metadata question).
     """
 
     id: str
@@ -74,6 +75,7 @@ class GateItem:
     modality: str | None = None
     domain: str | None = None
     subset: str | None = None
+    generated: bool = False
 
     def cell(self) -> dict[str, Any]:
         """The fields of its quota cell, and its id."""
