@@ -117,7 +117,9 @@ def cmd_filter(args: argparse.Namespace) -> int:
     from scopebench.build.filtering import filter_questions, load_filter_section
 
     cfg = load_filter_section(args.config).to_config(args.seed)
-    result = filter_questions(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))
+    result = filter_questions(
+        args.data, args.out, cfg, progress=not getattr(args, "quiet", False), cache=args.cache
+    )
     code = _show([result])
     _show_filter(result)
     return code
@@ -273,6 +275,7 @@ def add_subcommands(sub: Any) -> None:
     common(p)
     p.add_argument("--config", required=True, help="YAML with the gates (a build.yaml's filter: section)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
     p.set_defaults(func=cmd_filter)
 
     p = bs.add_parser("split", help="image-level splits (near-duplicates together) and test_tiny")

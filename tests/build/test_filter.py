@@ -84,6 +84,13 @@ def test_shortcut_and_quotas_on_replayed_models(built: dict, tmp_path: Path) -> 
         == stats["dropped_questions"]
     )
     assert again.stats["quotas"]["table"] == r.stats["quotas"]["table"]
+    # 2 models × 27 questions × (text + choices-only) = 108 calls; the 54 choices-only ones have no
+    # replay line (failed). The re-run (same cache beside the output) asks only those again.
+    blind = r.stats["ledger"]["steps"]["filter/blind"]
+    assert (blind["requests"], blind["cached"], blind["failed"]) == (108, 0, 54)
+    blind = again.stats["ledger"]["steps"]["filter/blind"]
+    assert (blind["requests"], blind["cached"], blind["failed"]) == (54, 54, 54)
+    assert json.loads((tmp_path / "f2/ledger.json").read_text())["total"]["cached"] == 54
 
     # The exported card publishes both blind accuracies and the quota table. Chance: 6 modality
     # questions of 3 options, 3 classification of 2, 18 of 4 → (2 + 1.5 + 4.5) / 27 = 29.6%.

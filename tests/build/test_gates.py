@@ -135,8 +135,65 @@ def test_backends_see_no_image_and_no_question_in_the_choices_only_test(
         def close(self) -> None:
             pass
 
+        def identity(self) -> dict:
+            return {"spec": "fake"}
+
     monkeypatch.setattr(models, "load_model", lambda spec, opts: Fake(opts))
     who = BackendAnswerer()
     got = who.answer("x", ITEMS[:1], 3, key_suffix="#choices-only")
     assert seen == [(True, 3, CHOICES_ONLY_QUESTION, ("A", "B", "C", "D"), 0)]
     assert (got[0].index, got[0].status) == (1, "wrong")  # scores: the highest option wins
+
+
+def test_blind_answers_are_cached_by_content_and_failures_are_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scopebench.models as models
+    from scopebench.models.base import Response
+
+    asked: list[str] = []
+
+    class Fake:
+        answer_labels = "letters"
+
+        def __init__(self, opts: object) -> None:
+            self.opts = opts
+
+        def predict(self, items: list) -> list[Response]:
+            asked.extend(it.id for it in items)
+            return [
+                Response(it.id, status="error", error="timeout")
+                if it.id == "q2"
+                else Response(it.id, text="A")
+                for it in items
+            ]
+
+        def identity(self) -> dict:
+            return {"spec": "fake", "weights": "w1"}
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(models, "load_model", lambda spec, opts: Fake(opts))
+    cache = tmp_path / "llm.sqlite"
+    first = BackendAnswerer(cache)
+    got = first.answer("x", ITEMS[:2], 0)
+    assert [a.status for a in got] == ["correct", "error"] and asked == ["q1", "q2"]
+    assert first.ledger.to_json()["steps"]["filter/blind"] == {
+        "requests": 2,
+        "cached": 0,
+        "failed": 1,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "price": None,
+    }
+    first.close()
+    asked.clear()
+    again = BackendAnswerer(cache)  # a re-run: only the failed call is asked again
+    assert [a.status for a in again.answer("x", ITEMS[:2], 0)] == ["correct", "error"] and asked == ["q2"]
+    asked.clear()
+    again.answer("x", ITEMS[:1], 1)  # another seed is another call
+    changed = GateItem(**{**ITEMS[0].__dict__, "question": "reworded?"})
+    again.answer("x", [changed], 0)  # so is a changed question
+    assert asked == ["q1", "q1"]
+    again.close()

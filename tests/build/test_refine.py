@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from gate_helpers import Scripted
@@ -136,3 +137,35 @@ def test_parse_equivalence() -> None:
     assert parse_equivalence("not equivalent") is False
     assert parse_equivalence("SAME question, DIFFERENT answer") is None
     assert parse_equivalence("maybe") is None and parse_equivalence(None) is None
+
+
+def test_replay_files_drive_refinebot_through_the_cached_backends(tmp_path: Path) -> None:
+    from scopebench.build.gates import BackendAnswerer
+
+    def write(name: str, lines: dict[str, str]) -> str:
+        path = tmp_path / name
+        path.write_text("".join(json.dumps({"item_id": k, "response": v}) + "\n" for k, v in lines.items()))
+        return f"replay:{path}"
+
+    testers = write("t.jsonl", {"x": "The answer is (B)", "x@round1": "The answer is (A)"})
+    rewriters = write(
+        "rw.jsonl", {"x@cue1": "'H&E' is the only common stain", "x@rewrite1": _rewrite("Which dye?")}
+    )
+    judges = write("j.jsonl", {"x@equiv1": "SAME"})
+    cfg = RefineConfig(rewriters=(rewriters,), testers=(testers,), judges=(judges,), rounds=2, seeds=(0, 1))
+    who = BackendAnswerer(tmp_path / "llm.sqlite")
+    got = run_refine([_item("x")], cfg, who)
+    assert got.codes == {"x": "fixed"} and got.final["x"].question == "Which dye?"
+    ledger = who.ledger.to_json()["steps"]
+    # Blind: 2 seeds at round 0 and 2 at round 1; one cue, one rewrite, one equivalence check.
+    assert {k: v["requests"] for k, v in ledger.items()} == {
+        "filter/blind": 4,
+        "filter/cue": 1,
+        "filter/rewrite": 1,
+        "filter/equiv": 1,
+    }
+    who.close()
+    again = BackendAnswerer(tmp_path / "llm.sqlite")
+    assert run_refine([_item("x")], cfg, again).codes == {"x": "fixed"}
+    assert sum(v["requests"] for v in again.ledger.to_json()["steps"].values()) == 0  # all cached
+    again.close()

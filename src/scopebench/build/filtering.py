@@ -299,6 +299,7 @@ def filter_questions(
     *,
     progress: bool = False,
     answerer: Answerer | None = None,
+    cache: str | Path | None = None,
 ) -> StepResult:
     """Run the configured gates on a questions output (module docstring) and write what is kept.
 
@@ -307,7 +308,10 @@ def filter_questions(
         out: The output folder.
         config: The gates (none: everything is kept, and said so).
         progress: Unused by the gates (kept for the steps' common signature).
-        answerer: Who answers text-only and rewrites (default: scopebench backends from the specs).
+        answerer: Who answers text-only and rewrites (default: scopebench backends from the specs,
+            cached by content in ``cache``, costs in ``ledger.json`` and ``stats["ledger"]``).
+        cache: The LLM call cache file (default: ``.cache/llm.sqlite`` beside ``out``, the file
+            ``build generate`` uses too).
 
     Returns:
         Questions in, kept and dropped by reason; ``stats`` holds each gate's statistics.
@@ -336,7 +340,7 @@ def filter_questions(
             "panels_histogram": dict(sorted(Counter(panels).items())),
         }
     final = {it.id: it for it in items}
-    with default_answerer(answerer) as who:
+    with default_answerer(answerer, cache or out.parent / ".cache" / "llm.sqlite") as who:
         if cfg.refine is not None:
             todo = [it for it in items if it.id not in dropped]
             ref = run_refine(todo, cfg.refine, who)
@@ -352,6 +356,10 @@ def filter_questions(
             _write_jsonl(out / "gates" / "shortcut.jsonl", sc.records)
             dropped.update(sc.dropped)
             stats["shortcut"] = sc.stats
+        ledger = getattr(who, "ledger", None)
+        if ledger is not None:
+            stats["ledger"] = ledger.to_json()
+            ledger.write(out / "ledger.json")
     if cfg.quotas is not None:
         todo = [it for it in items if it.id not in dropped]
         qo = apply_quotas([it.cell() for it in todo], cfg.quotas, cfg.seed)

@@ -22,15 +22,19 @@ the choices-only test).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scopebench.errors import DataFormatError
 
 if TYPE_CHECKING:
-    from scopebench.models.base import Backend
+    from scopebench.items import Item
+    from scopebench.models.base import Backend, Response
 
 __all__ = [
     "CHOICES_ONLY_QUESTION",
@@ -109,11 +113,32 @@ class Answerer(Protocol):
         ...
 
 
-class BackendAnswerer:
-    """:class:`Answerer` over scopebench backends (loaded once per (spec, seed), ``no_image`` on)."""
+#: Version of the blind-answer cache entries; bump when what an entry holds changes.
+BLIND_SCHEMA = "blind-answer-v1"
 
-    def __init__(self) -> None:
+
+class BackendAnswerer:
+    """:class:`Answerer` over scopebench backends, cached by content, with a cost ledger.
+
+    Backends are loaded once per (spec, seed) with ``no_image`` on. Every answer and chat reply is
+    kept in the build's LLM call cache (:mod:`scopebench.build.llm`: a SQLite file keyed by the
+    SHA-256 of the prompt's content, the backend's identity — a replay file's hash included — and
+    the seed), so a re-run sends no request and a changed question or model asks only its calls.
+    Failed calls (errors, missing replay lines) are never cached. The ledger counts requests, cache
+    hits and failures per gate call kind (``filter/blind``, ``filter/cue``, ``filter/rewrite``,
+    ``filter/equiv``).
+
+    Args:
+        cache: The call cache file (``None``: a cache in memory, for this run only).
+    """
+
+    def __init__(self, cache: str | Path | None = None) -> None:
+        from scopebench.build.llm import CallCache, Ledger
+
         self._backends: dict[tuple[str, int], Backend] = {}
+        # Without a file the cache lives in memory for this run (one call is still asked once).
+        self.cache = CallCache(cache if cache is not None else ":memory:")
+        self.ledger = Ledger()
 
     def _backend(self, spec: str, seed: int) -> Backend:
         from scopebench.models import ModelOptions, load_model
@@ -126,71 +151,111 @@ class BackendAnswerer:
     def answer(
         self, spec: str, items: Sequence[GateItem], seed: int, *, key_suffix: str = ""
     ) -> list[Answer]:
-        """Run the backend's ``predict`` on blind items; parse text answers like a run does."""
-        from scopebench.items import Item
-        from scopebench.parsing import parse_choice
-
+        """Run the backend's ``predict`` on blind items (cache first); parse text answers like a run."""
         if not items:
             return []
         backend = self._backend(spec, seed)
-        blind = [
-            Item(
-                id=it.id + key_suffix,
-                benchmark="build",
-                split="test",
-                task=it.task,
-                question=CHOICES_ONLY_QUESTION if key_suffix == CHOICES_ONLY_SUFFIX else it.question,
-                choices=it.options,
-                answer_index=it.answer,
-                subset=it.subset,
-            )
-            for it in items
-        ]
-        out = []
-        for it, resp in zip(items, backend.predict(blind), strict=True):
-            if resp.status != "ok":
-                out.append(Answer(None, resp.status, resp.text, resp.error))
-                continue
-            index: int | None = resp.choice
-            reason = None
-            if index is None and resp.scores is not None:
-                index = max(range(len(resp.scores)), key=lambda i: resp.scores[i])  # type: ignore[index]
-            if index is None:
-                parsed = parse_choice(resp.text, it.options, labels=backend.answer_labels)
-                index, reason = parsed.index, parsed.reason
-            if index is None:
-                out.append(Answer(None, "unparsed", resp.text, reason))
+        blind = [_blind_item(it, key_suffix) for it in items]
+        entry = self.ledger.entry("filter/blind")
+        identity = backend.identity()
+        keys = [_blind_key(b, identity, seed) for b in blind]
+        out: list[Answer | None] = [None] * len(items)
+        todo = []
+        for i, key in enumerate(keys):
+            hit = self.cache.get(key)
+            if hit is None:
+                todo.append(i)
             else:
-                out.append(Answer(index, "correct" if index == it.answer else "wrong", resp.text))
-        return out
+                out[i] = Answer(**json.loads(hit[0]))
+                entry.cached += 1
+        if todo:
+            fresh = backend.predict([blind[i] for i in todo])
+            stored: list[tuple[str, str, str, dict[str, Any]]] = []
+            for i, resp in zip(todo, fresh, strict=True):
+                a = _read_response(resp, items[i], backend.answer_labels)
+                out[i] = a
+                entry.requests += 1
+                if a.status in ("error", "missing_response"):
+                    entry.failed += 1
+                else:
+                    stored.append((keys[i], blind[i].id, json.dumps(asdict(a)), {}))
+            self.cache.put(stored)
+        return [a for a in out if a is not None]
 
     def chat(self, spec: str, prompts: Sequence[str], keys: Sequence[str], seed: int) -> list[Answer]:
-        """One single-turn conversation per prompt, through the backend's ``chat``."""
+        """One single-turn conversation per prompt, through the build's cached LLM client."""
+        from scopebench.build.llm import LLMCall, LLMClient
         from scopebench.models.base import ChatMessage
 
         if not prompts:
             return []
-        backend = self._backend(spec, seed)
-        convs = [[ChatMessage("user", p)] for p in prompts]
+        kind = keys[0].rsplit("@", 1)[-1].rstrip("0123456789") or "chat"
+        client = LLMClient(self._backend(spec, seed), self.cache, self.ledger)
+        calls = [
+            LLMCall(k, [ChatMessage("user", p)], schema=f"refine-{kind}-v1")
+            for p, k in zip(prompts, keys, strict=True)
+        ]
         return [
             Answer(None, "ok" if r.status == "ok" else r.status, r.text, r.error)
-            for r in backend.chat(convs, list(keys))
+            for r in client.chat(f"filter/{kind}", calls, seed=seed)
         ]
 
     def close(self) -> None:
-        """Release every loaded backend."""
+        """Release every loaded backend and the cache."""
         for b in self._backends.values():
             b.close()
         self._backends.clear()
+        self.cache.close()
+
+
+def _blind_item(it: GateItem, key_suffix: str) -> Item:
+    from scopebench.items import Item
+
+    choices_only = key_suffix == CHOICES_ONLY_SUFFIX
+    return Item(
+        id=it.id + key_suffix,
+        benchmark="build",
+        split="test",
+        task=it.task,
+        question=CHOICES_ONLY_QUESTION if choices_only else it.question,
+        choices=it.options,
+        answer_index=it.answer,
+        subset=it.subset,
+    )
+
+
+def _blind_key(item: Item, identity: dict[str, Any], seed: int) -> str:
+    payload = {"question": item.question, "choices": list(item.choices), "answer": item.answer_index,
+               "id": item.id, "model": identity, "seed": seed, "schema": BLIND_SCHEMA}  # fmt: skip
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _read_response(resp: Response, it: GateItem, labels: Any) -> Answer:
+    """The option a backend's response commits to, as a run reads it (choice, scores, parsed text)."""
+    from scopebench.parsing import parse_choice
+
+    if resp.status != "ok":
+        return Answer(None, resp.status, resp.text, resp.error)
+    index: int | None = resp.choice
+    reason = None
+    if index is None and resp.scores is not None:
+        scores = resp.scores
+        index = max(range(len(scores)), key=lambda i: scores[i])
+    if index is None:
+        parsed = parse_choice(resp.text, it.options, labels=labels)
+        index, reason = parsed.index, parsed.reason
+    if index is None:
+        return Answer(None, "unparsed", resp.text, reason)
+    return Answer(index, "correct" if index == it.answer else "wrong", resp.text)
 
 
 @contextmanager
-def default_answerer(given: Answerer | None) -> Iterator[Answerer]:
-    """``given``, or a :class:`BackendAnswerer` closed on exit."""
+def default_answerer(given: Answerer | None, cache: str | Path | None = None) -> Iterator[Answerer]:
+    """``given``, or a :class:`BackendAnswerer` (with ``cache``) closed on exit."""
     if given is not None:
         yield given
         return
-    made = BackendAnswerer()
+    made = BackendAnswerer(cache)
     try:
         yield made
     finally:
