@@ -211,12 +211,14 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
 
 
 def _figure_gate(
-    rows: list[dict[str, Any]], cfg: PanelConfig, result: StepResult
+    rows: list[dict[str, Any]], cfg: PanelConfig, result: StepResult, progress: bool
 ) -> tuple[set[str], list[dict[str, Any]]]:
     """Image ids dropped by the figure gate, and one record per image."""
+    from tqdm import tqdm
+
     dropped: set[str] = set()
     records = []
-    for r in rows:
+    for r in tqdm(rows, desc="filter: panels", unit="img", disable=not progress):
         try:
             pc = count_panels_bytes(r["image"]["bytes"], cfg)
         except ImageLoadError as exc:
@@ -292,6 +294,69 @@ def _review_queue(
     _write_jsonl(queue / "data.jsonl", lines)
 
 
+@dataclass
+class _Tally:
+    """What the gates have decided so far: final versions, drops with reasons, statistics."""
+
+    final: dict[str, GateItem]
+    dropped: dict[str, str]
+    stats: dict[str, Any]
+
+
+def _model_gates(
+    items: list[GateItem],
+    cfg: FilterConfig,
+    tally: _Tally,
+    by_image: dict[str, dict[str, Any]],
+    out: Path,
+    who: Answerer,
+    progress: bool,
+) -> None:
+    """RefineBot, then the shortcut gate, on the questions still in; the cost ledger."""
+    from tqdm import tqdm
+
+    final, dropped, stats = tally.final, tally.dropped, tally.stats
+    bar = tqdm(total=(cfg.refine is not None) + (cfg.shortcut is not None), desc="filter: model gates",
+               disable=not progress)  # fmt: skip
+    if cfg.refine is not None:
+        todo = [it for it in items if it.id not in dropped]
+        ref = run_refine(todo, cfg.refine, who)
+        _write_jsonl(out / "gates" / "refine.jsonl", ref.records)
+        final.update(ref.final)
+        reasons = {"gave_up": "refine_gave_up", "meaning_drifted": "meaning_drifted"}
+        dropped.update({i: reasons[c] for i, c in ref.codes.items() if c in reasons})
+        _review_queue(out, by_image, [it for it in todo if ref.codes[it.id] == "gave_up"], ref.codes)
+        stats["refine"] = ref.stats
+        bar.update()
+    if cfg.shortcut is not None:
+        todo = [final[it.id] for it in items if it.id not in dropped]
+        sc = run_shortcut_gate(todo, cfg.shortcut, cfg.seed, who)
+        _write_jsonl(out / "gates" / "shortcut.jsonl", sc.records)
+        dropped.update(sc.dropped)
+        stats["shortcut"] = sc.stats
+        bar.update()
+    bar.close()
+    ledger = getattr(who, "ledger", None)
+    if ledger is not None:
+        stats["ledger"] = ledger.to_json()
+        ledger.write(out / "ledger.json")
+
+
+def _quota_gate(items: list[GateItem], quotas: QuotaConfig, seed: int, tally: _Tally, out: Path) -> None:
+    """Coverage quotas on the questions still in (one record per question, the table in stats)."""
+    todo = [it for it in items if it.id not in tally.dropped]
+    qo = apply_quotas([it.cell() for it in todo], quotas, seed)
+    over = set(qo.dropped)
+    tally.dropped.update(dict.fromkeys(qo.dropped, "quota"))
+    records = [
+        {"gate": "quotas", "id": i, "decision": "dropped" if i in over else "kept",
+         "reason": "quota" if i in over else None}
+        for i in sorted(it.id for it in todo)
+    ]  # fmt: skip
+    _write_jsonl(out / "gates" / "quotas.jsonl", records)
+    tally.stats["quotas"] = {"default": quotas.default, "cells": dict(quotas.cells), "table": qo.table}
+
+
 def filter_questions(
     data: str | Path,
     out: str | Path,
@@ -307,7 +372,7 @@ def filter_questions(
         data: A questions (or generate) output folder.
         out: The output folder.
         config: The gates (none: everything is kept, and said so).
-        progress: Unused by the gates (kept for the steps' common signature).
+        progress: Show a progress bar (panel counting; one tick per model gate).
         answerer: Who answers text-only and rewrites (default: scopebench backends from the specs,
             cached by content in ``cache``, costs in ``ledger.json`` and ``stats["ledger"]``).
         cache: The LLM call cache file (default: ``.cache/llm.sqlite`` beside ``out``, the file
@@ -328,7 +393,7 @@ def filter_questions(
     bad_images: set[str] = set()
     stats: dict[str, Any] = {"seed": cfg.seed}
     if cfg.figures is not None:
-        bad_images, records = _figure_gate(rows, cfg.figures, result)
+        bad_images, records = _figure_gate(rows, cfg.figures, result, progress)
         _write_jsonl(out / "gates" / "figures.jsonl", records)
         dropped.update({it.id: "too_few_panels" for it in items if it.image_id in bad_images})
         panels = [r["panels"] for r in records if r["panels"] is not None]
@@ -340,43 +405,11 @@ def filter_questions(
             "panels_histogram": dict(sorted(Counter(panels).items())),
         }
     final = {it.id: it for it in items}
-    with default_answerer(answerer, cache or out.parent / ".cache" / "llm.sqlite") as who:
-        if cfg.refine is not None:
-            todo = [it for it in items if it.id not in dropped]
-            ref = run_refine(todo, cfg.refine, who)
-            _write_jsonl(out / "gates" / "refine.jsonl", ref.records)
-            final.update(ref.final)
-            reasons = {"gave_up": "refine_gave_up", "meaning_drifted": "meaning_drifted"}
-            dropped.update({i: reasons[c] for i, c in ref.codes.items() if c in reasons})
-            _review_queue(out, by_image, [it for it in todo if ref.codes[it.id] == "gave_up"], ref.codes)
-            stats["refine"] = ref.stats
-        if cfg.shortcut is not None:
-            todo = [final[it.id] for it in items if it.id not in dropped]
-            sc = run_shortcut_gate(todo, cfg.shortcut, cfg.seed, who)
-            _write_jsonl(out / "gates" / "shortcut.jsonl", sc.records)
-            dropped.update(sc.dropped)
-            stats["shortcut"] = sc.stats
-        ledger = getattr(who, "ledger", None)
-        if ledger is not None:
-            stats["ledger"] = ledger.to_json()
-            ledger.write(out / "ledger.json")
+    if cfg.refine is not None or cfg.shortcut is not None:
+        with default_answerer(answerer, cache or out.parent / ".cache" / "llm.sqlite") as who:
+            _model_gates(items, cfg, _Tally(final, dropped, stats), by_image, out, who, progress)
     if cfg.quotas is not None:
-        todo = [it for it in items if it.id not in dropped]
-        qo = apply_quotas([it.cell() for it in todo], cfg.quotas, cfg.seed)
-        dropped.update(dict.fromkeys(qo.dropped, "quota"))
-        _write_jsonl(
-            out / "gates" / "quotas.jsonl",
-            [
-                {
-                    "gate": "quotas",
-                    "id": i,
-                    "decision": "dropped" if i in set(qo.dropped) else "kept",
-                    "reason": "quota" if i in set(qo.dropped) else None,
-                }
-                for i in sorted(it.id for it in todo)
-            ],
-        )
-        stats["quotas"] = {"default": cfg.quotas.default, "cells": dict(cfg.quotas.cells), "table": qo.table}
+        _quota_gate(items, cfg.quotas, cfg.seed, _Tally(final, dropped, stats), out)
     result.dropped = Counter(dropped.values())
     result.kept = result.items_in - len(dropped)
     _write_rows(rows, final, dropped)
