@@ -156,7 +156,7 @@ def _model_args(pairs: list[str]) -> dict[str, Any]:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Write items with an LLM (describe, mcq, open_to_mcq, SPUR templates)."""
-    from scopebench.build.generate import GenerateConfig, generate
+    from scopebench.build.generation import GenerateConfig, generate
 
     cfg = GenerateConfig(
         model=args.model,

@@ -327,7 +327,7 @@ def test_the_docs_filter_example_runs(built: dict, tmp_path: Path, monkeypatch: 
 
 
 def test_generated_items_pass_through_the_gates(built: dict, tmp_path: Path) -> None:
-    from scopebench.build.generate import GenerateConfig, generate, read_generated
+    from scopebench.build.generation import GenerateConfig, generate, read_generated
 
     reply = {"questions": [
         {"question": "Shape?", "options": ["round", "oval", "flat", "long"], "answer": "round", "explanation": "e"},

@@ -179,6 +179,7 @@ def test_blind_answers_are_cached_by_content_and_failures_are_not(
     first = BackendAnswerer(cache)
     got = first.answer("x", ITEMS[:2], 0)
     assert [a.status for a in got] == ["correct", "error"] and asked == ["q1", "q2"]
+    assert first.errors == 1  # the filter step is then marked incomplete (build run asks again)
     assert first.ledger.to_json()["steps"]["filter/blind"] == {
         "requests": 2,
         "cached": 0,

@@ -26,7 +26,7 @@ __all__ = ["export", "filter_questions", "generate", "ingest", "make_questions",
 _WHERE = {
     "ingest": "scopebench.build.standardise",
     "make_questions": "scopebench.build.questions",
-    "generate": "scopebench.build.generate",
+    "generate": "scopebench.build.generation",
     "filter_questions": "scopebench.build.filtering",
     "split": "scopebench.build.splits",
     "export": "scopebench.build.exporting",

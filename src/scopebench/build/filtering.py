@@ -336,6 +336,10 @@ def _model_gates(
         stats["shortcut"] = sc.stats
         bar.update()
     bar.close()
+    if getattr(who, "errors", 0):
+        # A call failed (network, server): its try counted as not correct. The step is not
+        # reused by `build run`, so the next run asks the failed calls again (they are not cached).
+        stats["incomplete"] = True
     ledger = getattr(who, "ledger", None)
     if ledger is not None:
         stats["ledger"] = ledger.to_json()

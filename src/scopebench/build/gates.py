@@ -139,6 +139,8 @@ class BackendAnswerer:
         # Without a file the cache lives in memory for this run (one call is still asked once).
         self.cache = CallCache(cache if cache is not None else ":memory:")
         self.ledger = Ledger()
+        #: Calls that failed with an error (not a missing replay line): the step is incomplete.
+        self.errors = 0
 
     def _backend(self, spec: str, seed: int) -> Backend:
         from scopebench.models import ModelOptions, load_model
@@ -175,6 +177,7 @@ class BackendAnswerer:
                 a = _read_response(resp, items[i], backend.answer_labels)
                 out[i] = a
                 entry.requests += 1
+                self.errors += a.status == "error"
                 if a.status in ("error", "missing_response"):
                     entry.failed += 1
                 else:
@@ -195,10 +198,9 @@ class BackendAnswerer:
             LLMCall(k, [ChatMessage("user", p)], schema=f"refine-{kind}-v1")
             for p, k in zip(prompts, keys, strict=True)
         ]
-        return [
-            Answer(None, "ok" if r.status == "ok" else r.status, r.text, r.error)
-            for r in client.chat(f"filter/{kind}", calls, seed=seed)
-        ]
+        replies = client.chat(f"filter/{kind}", calls, seed=seed)
+        self.errors += sum(r.status == "error" for r in replies)
+        return [Answer(None, "ok" if r.status == "ok" else r.status, r.text, r.error) for r in replies]
 
     def close(self) -> None:
         """Release every loaded backend and the cache."""

@@ -196,7 +196,7 @@ def _generate_step(
     replay file (or a model folder's listing); the LLM calls themselves are cached by content in
     ``OUT/.cache/llm.sqlite``, so even a rerun step sends only the calls that changed.
     """
-    from scopebench.build.generate import GenerateConfig, generate
+    from scopebench.build.generation import GenerateConfig, generate
     from scopebench.build.llm import Prices
     from scopebench.models import split_spec
 
@@ -317,7 +317,13 @@ def run_build(
         result = _cached(folder, key)
         if result is None:
             result = fn(previous, folder)
-            _stamp(folder, key)
+            # A step with calls that got no reply (generate) is not stamped: the next run asks again.
+            if not result.stats.get("incomplete"):
+                _stamp(folder, key)
+        if result.stats.get("output_sha256"):
+            # Later steps depend on what the step wrote, not only on its settings (an LLM step
+            # rerun after a failed call may write more).
+            key = _key(key, result.stats["output_sha256"])
         outcome.steps.append(result)
         if on_step is not None:
             on_step(result)

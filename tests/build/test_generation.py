@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from scopebench.build.generate import GenerateConfig, generate, load_templates, read_generated
-from scopebench.build.generate_schema import Invalid, validate_reply
+from scopebench.build.generation import GenerateConfig, generate, load_templates, read_generated
+from scopebench.build.generation_schema import Invalid, validate_reply
 from scopebench.build.llm import Prices
 from scopebench.errors import DataFormatError, ModelSpecError
 from scopebench.models import ChatMessage, ModelOptions, Response
@@ -403,3 +403,72 @@ def test_the_ledger_counts_tokens_and_price(built: dict[str, Any], tmp_path: Pat
     assert t["price"] == pytest.approx((1300 * 1.0 + 260 * 2.0) / 1e6)  # 0.00182
     card = (tmp_path / "g" / "README.md").read_text()
     assert "| mcq | 7 | 0 | 0 | 700 | 140 | 0.0010 |" in card
+
+
+def test_build_run_asks_again_for_calls_that_got_no_reply(tmp_path: Path) -> None:
+    from build_helpers import make_sources
+
+    from scopebench.build import run_build
+
+    make_sources(tmp_path)
+    replies = {k: v for k, v in REPLIES.items() if k != "mcq/src_a/img0.png"}  # one reply missing
+    _setup(tmp_path, replies)
+    (tmp_path / "build.yaml").write_text(
+        "manifest: manifest.yaml\nout: build\n"
+        "generate:\n  model: replay:replies.jsonl\n  inputs: texts.csv\n  questions_per_image: 2\n"
+    )
+    first = run_build(tmp_path / "build.yaml").steps[2]
+    assert dict(first.dropped) == {"invalid_json": 1, "duplicate_options": 1, "call_failed": 1}
+    assert first.stats["incomplete"] is True and first.stats["items"] == {"describe": 2, "mcq": 2}
+    # Not stamped: the next run asks the one unanswered call again (and only it); what it wrote is
+    # unchanged, so split and export are reused.
+    again = run_build(tmp_path / "build.yaml").steps
+    assert [s.cached for s in again] == [True, True, False, True, True]
+    assert again[2].stats["ledger"]["total"]["requests"] == 1
+    _setup(tmp_path)  # the reply is there now (a new replay file is a new model: every call again)
+    fixed = run_build(tmp_path / "build.yaml").steps
+    assert [s.cached for s in fixed] == [True, True, False, False, False]
+    assert fixed[2].stats["incomplete"] is False and fixed[2].stats["items"] == {"describe": 2, "mcq": 4}
+
+
+def test_the_package_exports_the_function() -> None:
+    import scopebench.build
+    import scopebench.build.generation  # a submodule import must not shadow the function
+
+    assert scopebench.build.generate is generate and callable(scopebench.build.generate)
+
+
+def test_a_second_input_row_for_an_image_is_a_problem_not_a_silent_overwrite(
+    built: dict[str, Any], tmp_path: Path
+) -> None:
+    replay, texts = _setup(tmp_path)
+    texts.write_text(CAPTIONS + "src_a,img0.png,A different caption.\n")
+    res = generate(built["root"] / "questions", tmp_path / "g", _cfg(replay, texts, tasks=("describe",)))
+    dup = [p for p in res.problems if p.kind == "duplicate_input"]
+    assert [(p.source, p.row) for p in dup] == [("texts.csv", "4")]
+    d0 = next(r for r in read_generated(tmp_path / "g") if r["row"] == "img0.png")
+    assert "Original caption: A basophil." in d0["prompt"]
+    with pytest.raises(DataFormatError, match="each task once"):
+        _cfg(replay, texts, tasks=("mcq", "mcq"))
+
+
+@pytest.mark.parametrize(
+    ("explanation", "options", "keeps_order"),
+    [
+        ("Round cells.", ["round", "flat", "oval", "None of the above"], False),
+        ("Option B is right: the cells are flat.", ["round", "flat", "oval", "long"], True),
+        ("So the answer is (C).", ["round", "flat", "oval", "long"], True),
+        ("The answer a pathologist would give.", ["round", "flat", "oval", "long"], False),
+        ("", ["round", "flat", "A and B", "long"], True),
+        ("", ["round", "flat", "All of the above", "long"], True),
+    ],
+)
+def test_items_that_name_options_by_position_are_not_shuffled(
+    explanation: str, options: list[str], keeps_order: bool
+) -> None:
+    from scopebench.build.generation import positional
+    from scopebench.build.generation_schema import MCQ
+
+    assert (
+        positional(MCQ(question="Shape?", options=options, answer=0, explanation=explanation)) is keeps_order
+    )

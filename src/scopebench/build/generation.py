@@ -10,7 +10,7 @@ Tasks (prompts in ``build/data/generate_templates.yaml``, overridable):
 * ``spur_np`` … ``spur_quant`` — SPUR's seven task templates over a figure and its caption.
 
 Each (task, image) is one call through :class:`~scopebench.build.llm.LLMClient` (content-keyed
-cache, ledger). The reply is validated (:func:`~scopebench.build.generate_schema.validate_reply`);
+cache, ledger). The reply is validated (:func:`~scopebench.build.generation_schema.validate_reply`);
 an invalid one is retried up to ``retries`` times — the conversation continues with the invalid
 reply and the reason, under seed ``seed + attempt`` — and then written as a **failure row** with the
 raw text and the reason. Nothing is ``None`` and nothing is dropped: ``generated.jsonl`` holds one
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from scopebench.build.generate_schema import MCQ, SCHEMA_VERSION, Invalid, Kind, normalise, validate_reply
+from scopebench.build.generation_schema import MCQ, SCHEMA_VERSION, Invalid, Kind, normalise, validate_reply
 from scopebench.build.llm import CallCache, LLMCall, LLMClient, Prices
 from scopebench.build.report import BuildProblem, StepResult
 from scopebench.errors import DataFormatError, ModelSpecError
@@ -86,8 +87,8 @@ class GenerateConfig:
             raise DataFormatError("generate: retries must be ≥ 0 and max_new_tokens ≥ 1")
         if self.questions_per_image is not None and self.questions_per_image < 1:
             raise DataFormatError("generate: questions_per_image must be ≥ 1")
-        if not self.tasks:
-            raise DataFormatError("generate: name at least one task")
+        if not self.tasks or len(set(self.tasks)) != len(self.tasks):
+            raise DataFormatError(f"generate: name each task once, at least one (got {list(self.tasks)})")
 
 
 def load_templates(path: str | Path | None = None) -> dict[str, Any]:
@@ -141,6 +142,7 @@ def _read_inputs(
     by_path = {(r["dataset"], r["source_path"]): r["image_id"] for r in rows}
     ids = {r["image_id"] for r in rows}
     out: dict[str, dict[str, str]] = {}
+    first: dict[str, int] = {}
     for i, rec in enumerate(read_table(Path(path))):
         image_id = rec.get("image_id") or by_path.get((rec.get("source"), rec.get("image")))
         if image_id not in ids:
@@ -152,6 +154,11 @@ def _read_inputs(
             msg = f"{where} names no image of this build (give source + image as in the metadata table)"
             problems.append(BuildProblem(STEP, Path(path).name, str(i), "image", "unknown_image", msg))
             continue
+        if str(image_id) in out:
+            msg = f"a second row for the same image (row {first[str(image_id)]} is used); merge them"
+            problems.append(BuildProblem(STEP, Path(path).name, str(i), "image", "duplicate_input", msg))
+            continue
+        first[str(image_id)] = i
         out[str(image_id)] = {k: str(rec[k]) for k in _INPUT_FIELDS if rec.get(k) not in (None, "")}
     return out
 
@@ -219,6 +226,25 @@ def _jobs(
         ]
         jobs.append(_Job(task, row, f"{task}/{row['dataset']}/{row['source_path']}", messages))
     return jobs, skipped
+
+
+#: Text that names options by position ("option B", "the answer is (C)", "A and B", "all of the
+#: above"): shuffling such an item would make it wrong, so it keeps the model's order.
+_POSITIONAL = re.compile(
+    r"\b(?i:options?|choices?|answers?)\s+(?i:is\s+)?\(?[A-F]\)?(?![\w'])"
+    r"|\b[A-F]\s+(?:and|or|&)\s+[A-F]\b"
+    r"|\b(?i:(?:all|both|neither|none) of the (?:above|below|options|choices))\b"
+)
+
+
+def positional(q: MCQ) -> bool:
+    """Whether the item names options by position, so its options must keep their order.
+
+    Looks at the question, the explanation and every option except "None of the above" (which
+    shuffling keeps last).
+    """
+    texts = [q.question, q.explanation, *(o for o in q.options if normalise(o) != "none of the above")]
+    return any(_POSITIONAL.search(t) for t in texts)
 
 
 def _shuffled(q: MCQ, idx: int, rng: np.random.Generator) -> tuple[list[str], int, list[int]]:
@@ -325,7 +351,7 @@ def generate(
         failures by reason; ``stats`` holds items and failures per task, retries, skipped images,
         and the ledger.
     """
-    from scopebench.build.generate_out import write_generate_output
+    from scopebench.build.generation_out import write_generate_output
 
     data, out = Path(data), Path(out)
     from scopebench.build.output import read_rows
@@ -361,56 +387,72 @@ def generate(
         result.items_in += len(jobs)
         done, failed, retries = _run_task(client, jobs, kind, n, options, config, str(templates["retry"]))
         stats["retries"][task] = retries
-        n_items = 0
-        for job, content in done:
-            prov = _provenance(job, client.identity)
-            if kind == "description":
-                descriptions[job.row["image_id"]] = content
-                records.append(_record(job, f"{task}-0", "description", prov, description=content))
-                n_items += 1
-                continue
-            for k, (q, idx) in enumerate(content):
-                item_id = f"{task}-{k}"
-                opts, answer, perm = list(q.options), idx, list(range(len(q.options)))
-                if config.shuffle:
-                    rng = np.random.default_rng([config.seed, _h(f"{job.row['image_id']}|{item_id}")])
-                    opts, answer, perm = _shuffled(q, idx, rng)
-                records.append(
-                    _record(
-                        job,
-                        item_id,
-                        "mcq",
-                        {**prov, "option_order": perm},
-                        question=q.question,
-                        options=opts,
-                        answer_idx=answer,
-                        explanation=q.explanation,
-                    )
-                )
-                n_items += 1
-        for job, why in failed:
-            records.append(_record(job, f"{task}-failed", "failure", _provenance(job, client.identity),
-                                   reason=why.kind, message=why.message))  # fmt: skip
-            result.dropped[why.kind] += 1
-            result.problems.append(
-                BuildProblem(
-                    STEP,
-                    job.row["dataset"],
-                    job.row["source_path"],
-                    task,
-                    why.kind,
-                    f"{job.call_id}: {why.message} (after {len(job.attempts)} attempt(s)); the raw "
-                    "reply is in generated.jsonl",
-                )
-            )
+        n_items = _collect(task, kind, done, failed, client.identity, config, descriptions, records, result)
         stats["items"][task] = n_items
         stats["failures"][task] = dict(Counter(why.kind for _, why in failed))
     result.kept = result.items_in - sum(result.dropped.values())
     stats.update(seed=config.seed, model=client.identity, ledger=client.ledger.to_json())
+    stats["incomplete"] = bool(result.dropped.get("call_failed"))
+    stats["output_sha256"] = _output_digest(records)
     result.stats = stats
     client.cache.close()
     write_generate_output(data, out, splits, labels, records, result, client.ledger)
     return result
+
+
+def _collect(
+    task: str, kind: Kind, done: list[tuple[_Job, Any]], failed: list[tuple[_Job, Invalid]],
+    identity: dict[str, Any], config: GenerateConfig, descriptions: dict[str, str],
+    records: list[dict[str, Any]], result: StepResult,
+) -> int:  # fmt: skip
+    """Append one task's items and failure rows to ``records`` (problems and drops to ``result``).
+
+    Returns:
+        The number of items (descriptions or questions) written.
+    """
+    n_items = 0
+    for job, content in done:
+        prov = _provenance(job, identity)
+        if kind == "description":
+            descriptions[job.row["image_id"]] = content
+            records.append(_record(job, f"{task}-0", "description", prov, description=content))
+            n_items += 1
+            continue
+        for k, (q, idx) in enumerate(content):
+            item_id = f"{task}-{k}"
+            opts, answer, perm = list(q.options), idx, list(range(len(q.options)))
+            shuffled = config.shuffle and not positional(q)
+            if shuffled:
+                rng = np.random.default_rng([config.seed, _h(f"{job.row['image_id']}|{item_id}")])
+                opts, answer, perm = _shuffled(q, idx, rng)
+            content_ = {
+                "question": q.question,
+                "options": opts,
+                "answer_idx": answer,
+                "explanation": q.explanation,
+            }
+            records.append(
+                _record(job, item_id, "mcq", {**prov, "option_order": perm, "shuffled": shuffled}, **content_)
+            )
+            n_items += 1
+    for job, why in failed:
+        prov = _provenance(job, identity)
+        records.append(_record(job, f"{task}-failed", "failure", prov, reason=why.kind, message=why.message))
+        result.dropped[why.kind] += 1
+        tries = len(job.attempts)
+        msg = f"{job.call_id}: {why.message} (after {tries} attempt(s)); raw reply in generated.jsonl"
+        result.problems.append(
+            BuildProblem(STEP, job.row["dataset"], job.row["source_path"], task, why.kind, msg)
+        )
+    return n_items
+
+
+def _output_digest(records: list[dict[str, Any]]) -> str:
+    """SHA-256 of what later steps read: the items, and which calls failed and why."""
+    from scopebench.build.generation_out import dataset_entry
+
+    parts = [dataset_entry(r) if r["status"] == "ok" else [r["id"], r["reason"]] for r in records]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _h(text: str) -> int:
