@@ -17,8 +17,17 @@ from scopebench.report.breakdowns import panel_category, relation_count, spur_br
 
 
 def _record(item_id: str, task: str, status: str = "ok", correct: bool = True) -> Record:
-    return Record(item_id=item_id, model="m", status=status, choice=0 if status == "ok" else None,  # type: ignore[arg-type]
-                  correct=correct, task=task, subset="x", split="test", answer_index=0)  # fmt: skip
+    return Record(
+        item_id=item_id,
+        model="m",
+        status=status,
+        choice=0 if status == "ok" else None,  # type: ignore[arg-type]
+        correct=correct,
+        task=task,
+        subset="x",
+        split="test",
+        answer_index=0,
+    )
 
 
 def _summary(meta: dict[str, Any]) -> dict[str, Any]:
@@ -48,8 +57,16 @@ def test_panel_category(figure_type: str | None, category: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "count"), [("1", "1"), (" 4 ", "4"), (3, "3"), ("0", "unknown"), ("two", "unknown"),
-                         (None, "unknown"), (True, "unknown")]  # fmt: skip
+    ("value", "count"),
+    [
+        ("1", "1"),
+        (" 4 ", "4"),
+        (3, "3"),
+        ("0", "unknown"),
+        ("two", "unknown"),
+        (None, "unknown"),
+        (True, "unknown"),
+    ],
 )
 def test_relation_count(value: Any, count: str) -> None:
     assert relation_count({} if value is None else {"relation_number": value}) == count
@@ -81,17 +98,27 @@ def test_hand_built_groups_counts_and_intervals() -> None:
     out = spur_breakdowns(records, items)
     mp = {r["group"]: r for r in out["mp_by_category"]}
     # The paper's order, unknown last; nothing of MP dropped (4 records in 3 groups).
-    assert [r["group"] for r in out["mp_by_category"]] == ["category=Cell", "category=Subcellular",
-                                                          "category=unknown"]  # fmt: skip
-    assert _rows(out["mp_by_category"]) == {"category=Cell": (1, 2), "category=Subcellular": (1, 1),
-                                            "category=unknown": (0, 1)}  # fmt: skip
+    assert [r["group"] for r in out["mp_by_category"]] == [
+        "category=Cell",
+        "category=Subcellular",
+        "category=unknown",
+    ]
+    assert _rows(out["mp_by_category"]) == {
+        "category=Cell": (1, 2),
+        "category=Subcellular": (1, 1),
+        "category=unknown": (0, 1),
+    }
     # Wilson 95 % for 1/2: 0.5 ± 1.95996·sqrt(0.125 + 3.84146/16) / (1 + 3.84146/2) = 0.5 ± 0.40547.
     assert mp["category=Cell"]["accuracy"] == 0.5
     assert mp["category=Cell"]["ci_low"] == pytest.approx(0.09453, abs=1e-4)
     assert mp["category=Cell"]["ci_high"] == pytest.approx(0.90547, abs=1e-4)
     assert mp["category=unknown"]["unparsed"] == 1
     assert [r["group"] for r in out["ta_by_relations"]] == ["relations=1", "relations=2", "relations=4"]
-    assert _rows(out["ta_by_relations"]) == {"relations=1": (2, 2), "relations=2": (0, 1), "relations=4": (0, 1)}
+    assert _rows(out["ta_by_relations"]) == {
+        "relations=1": (2, 2),
+        "relations=2": (0, 1),
+        "relations=4": (0, 1),
+    }
     # Under ``exclude`` the missing image leaves the denominator: relations=2 has nothing to score.
     excl = {r["group"]: r for r in spur_breakdowns(records, items, policy="exclude")["ta_by_relations"]}
     assert excl["relations=2"]["denominator"] == 0 and math.isnan(excl["relations=2"]["accuracy"])
@@ -105,14 +132,29 @@ def _fixture_run(root: Path) -> Path:
     loaded = SpurBenchmark().load(FIXTURES / "spur")
     run = root / "run"
     run.mkdir()
-    cfg = {"benchmark": "spur", "model": "always-A", "data": None, "data_fingerprint": "fp",
-           "protocol": "default", "parser_version": "choice-1"}  # fmt: skip
+    cfg = {
+        "benchmark": "spur",
+        "model": "always-A",
+        "data": None,
+        "data_fingerprint": "fp",
+        "protocol": "default",
+        "parser_version": "choice-1",
+    }
     (run / "run.json").write_text(json.dumps(cfg), encoding="utf-8")
     items: list[Item] = list(loaded.items)
 
     def rec(it: Item) -> Record:
-        return Record(item_id=it.id, model="always-A", status="ok", choice=0, correct=it.answer_index == 0,
-                      task=it.task, subset=it.subset, split=it.split, answer_index=it.answer_index)  # fmt: skip
+        return Record(
+            item_id=it.id,
+            model="always-A",
+            status="ok",
+            choice=0,
+            correct=it.answer_index == 0,
+            task=it.task,
+            subset=it.subset,
+            split=it.split,
+            answer_index=it.answer_index,
+        )
 
     with RunStore(run / "records.sqlite") as store:
         store.add_items(items)
@@ -135,7 +177,11 @@ def test_fixture_run_report_writes_breakdowns(tmp_path: Path) -> None:
         "category=Subcellular": (0, 4),
     }
     assert [r["group"] for r in data["mp_by_category"]] == [
-        "category=Cell", "category=Tissue", "category=Microorganism", "category=Subcellular"]  # fmt: skip
+        "category=Cell",
+        "category=Tissue",
+        "category=Microorganism",
+        "category=Subcellular",
+    ]
     assert _rows(data["ta_by_relations"]) == {
         "relations=1": (1, 5),
         "relations=2": (10, 34),

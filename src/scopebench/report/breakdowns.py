@@ -120,7 +120,9 @@ def spur_breakdowns(
     mp = [r for r in records if r.task == "MP" and r.kind == "mcq"]
     ta = [r for r in records if r.task == "TA" and r.kind == "mcq"]
     mp_rows = [row.to_dict() for row in group_rows(mp, lambda r: panel_category(meta(r)), "category", policy)]
-    ta_rows = [row.to_dict() for row in group_rows(ta, lambda r: relation_count(meta(r)), "relations", policy)]
+    ta_rows = [
+        row.to_dict() for row in group_rows(ta, lambda r: relation_count(meta(r)), "relations", policy)
+    ]
     return {
         "policy": policy,
         "mp_by_category": sorted(mp_rows, key=_sort_key(_CATEGORY_ORDER)),
@@ -148,7 +150,9 @@ def spur_breakdowns_markdown(breakdowns: Mapping[str, Any], title: str = "") -> 
                 f"[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]")  # fmt: skip
             refs = pub.get(f"{task}|{r['group']}", [])
             shown = "; ".join(f"{v:.2f} ({m})" for m, v in refs) or "–"
-            lines.append(f"| {r['group']} | {r['n']} | {r['correct']} | {_pct(r['accuracy'])} | {ci} | {shown} |")
+            lines.append(
+                f"| {r['group']} | {r['n']} | {r['correct']} | {_pct(r['accuracy'])} | {ci} | {shown} |"
+            )
         lines.append("")
     lines.append(
         f"Policy `{breakdowns['policy']}`; 95% Wilson score intervals. Categories come from the items' "
