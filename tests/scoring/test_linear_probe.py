@@ -79,8 +79,9 @@ def test_probe_beats_chance_on_the_demo_cell_shape_tasks(demo_result: LP.ProbeRe
     assert by["contour"].macro_f1 >= 0.9 and by["texture"].balanced_accuracy >= 0.8
     # Tasks without training data are reported, with their item counts, not dropped.
     untrained = {t.task: t.n_test for t in demo_result.tasks if t.status == "no_training_data"}
-    assert untrained == {"bar_max": 12, "bar_value": 12, "colocalization": 18, "modality": 24, "stain": 12}
-    assert demo_result.skipped == {"no_training_data": 78} and len(demo_result.predictions) == 114
+    assert untrained == {"bar_max": 12, "bar_value": 12, "colocalization": 18, "modality": 24, "stain": 12,
+                         "cognition": 6}  # fmt: skip
+    assert demo_result.skipped == {"no_training_data": 84} and len(demo_result.predictions) == 120
     o = demo_result.overall
     assert (
         o["n"] == 36 and o["accuracy"] == o["correct"] / 36 and o["ci_low"] <= o["accuracy"] <= o["ci_high"]
@@ -171,7 +172,8 @@ def test_feature_values_are_named_for_a_bad_features_option(
             LP.check_features(bad)
         msg = str(info.value)
         assert msg.startswith(f"--features {bad!r}")
-        assert "valid values: handcrafted, clip:<folder or hub id>, openclip:<model>" in msg
+        assert "valid values: handcrafted, dinov2:<folder or hub id>, vision:<folder or hub id>, " in msg
+        assert "clip:<folder or hub id>, openclip:<model>" in msg
         assert "frequent" not in msg and "nsp:" not in msg  # not the list of every model scheme
     with pytest.raises(ModelSpecError, match="needs an argument after 'clip:'"):
         LP.check_features("clip:")

@@ -389,7 +389,7 @@ class _RowBuilder:
         # lacks the perception tasks; only a file holding some perception task warns of the others.
         if keys is not None and any(k == t or k.startswith(f"{t}_") for t in _PERCEPTION_TASKS for k in keys):
             for task in _PERCEPTION_TASKS:
-                if not any(k == task or k.startswith(f"{task}_") for k in self.question_keys):
+                if not any(k == task or k.startswith(f"{task}_") for k in keys):
                     self.problem(
                         f"questions[{task!r}]",
                         f"the data have no {task} questions at all; no {task} items are built "

@@ -19,7 +19,10 @@ Features (:func:`extract_features`):
   shape properties of the Otsu foreground (see the function for the exact list);
 * ``clip:<folder or hub id>`` / ``openclip:…`` — the image embedding of a contrastive backend (its
   vision tower and projection, L2-normalised, as CLIP_benchmark's linear probe uses), computed with
-  the backend's own ``encode_images``.
+  the backend's own ``encode_images``;
+* ``dinov2:<folder or hub id>[?pool=cls|mean]`` / ``vision:<…>[?pool=pooler|cls|mean]`` — a frozen
+  ``transformers`` vision encoder (:mod:`scopebench.models.vision_features`); ``dinov2:`` with the
+  default CLS pooling gives the DINOv2 features of μ-Bench §C.7 (384 dims for ViT-S/14).
 
 Optional: ``optuna_trials > 0`` tunes the inverse regularisation ``C`` per task by stratified
 cross-validation on the training split (Optuna, seeded TPE sampler; extra ``scopebench[probe]``).
@@ -192,8 +195,9 @@ class FeatureSet:
 CONTRASTIVE_SCHEMES = ("clip", "openclip")
 
 _FEATURES_HELP = (
-    "valid values: handcrafted, clip:<folder or hub id>, openclip:<model>, or the folder or preset "
-    "name of a contrastive (CLIP-like) model"
+    "valid values: handcrafted, dinov2:<folder or hub id>, vision:<folder or hub id>, "
+    "clip:<folder or hub id>, openclip:<model>, or the folder or preset name of a contrastive "
+    "(CLIP-like) model"
 )
 
 
@@ -211,6 +215,10 @@ def check_features(features: str) -> None:
     if features == "handcrafted":
         return
     from scopebench.models import split_spec
+    from scopebench.models.vision_features import parse_vision_spec
+
+    if parse_vision_spec(features) is not None:  # raises on a malformed dinov2:/vision: spec
+        return
 
     try:
         scheme, _ = split_spec(features)
@@ -228,8 +236,12 @@ def check_features(features: str) -> None:
 def _load_backend(spec: str, device: str, batch_size: int | None) -> Any:
     from scopebench.models import ModelOptions, load_model
     from scopebench.models.contrastive import ContrastiveBackend
+    from scopebench.models.vision_features import VisionEncoder, parse_vision_spec
 
     check_features(spec)
+    vision = parse_vision_spec(spec)
+    if vision is not None:  # a frozen vision encoder: no text tower, no predict()
+        return VisionEncoder(vision, device=device, batch_size=batch_size)
     backend = load_model(spec, ModelOptions(device=device, batch_size=batch_size))
     if not isinstance(backend, ContrastiveBackend):  # a scheme registered by a plugin, say
         backend.close()
@@ -250,7 +262,7 @@ def extract_features(
     """Compute features for every image reference (each unique :attr:`ImageRef.key` once).
 
     Args:
-        features: ``handcrafted``, ``clip:…`` or ``openclip:…``.
+        features: ``handcrafted``, ``dinov2:…``, ``vision:…``, ``clip:…`` or ``openclip:…``.
         refs: One reference per row; ``None`` (an item without image) gives a failed row.
         device: Device for model features.
         batch_size: Images per model call (default: the backend's).
@@ -457,7 +469,7 @@ def run_linear_probe(
     Args:
         train_items: Labelled training items (label = correct option text).
         test_items: The benchmark's items (detection and unanswerable items are counted, skipped).
-        features: ``handcrafted``, ``clip:…`` or ``openclip:…``.
+        features: ``handcrafted``, ``dinov2:…``, ``vision:…``, ``clip:…`` or ``openclip:…``.
         seed: Seed of the logistic regression, the CV folds, the Optuna sampler and the bootstrap.
         C: Inverse regularisation strength when no search is run.
         optuna_trials: Trials of the Optuna search of ``C`` per task (0: no search).
