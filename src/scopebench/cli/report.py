@@ -12,13 +12,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from scopebench.engine import rundir
 from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows
 from scopebench.scoring.compare import compare_runs, run_folder_names, run_labels
+from scopebench.store import rundir
 
 __all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
 
@@ -65,8 +65,8 @@ def _print_table(title: str, head: Sequence[str], body: Sequence[Sequence[str]])
 
 
 def _run_seed(run: str) -> int:
-    from scopebench.engine.rundir import load_run
     from scopebench.report import run_seed
+    from scopebench.store.rundir import load_run
 
     return run_seed(load_run(run))
 
@@ -80,8 +80,8 @@ def _check_runs(runs: Sequence[str], *, one_benchmark: bool) -> None:
         DataNotFoundError: When a RUN is not a run directory.
         ConfigMismatchError: When ``one_benchmark`` and the runs are of different benchmarks.
     """
-    from scopebench.engine.rundir import CONFIG_FILE, STORE_FILE
     from scopebench.errors import ConfigMismatchError, DataNotFoundError
+    from scopebench.store.rundir import CONFIG_FILE, STORE_FILE
 
     benches: dict[str, list[str]] = {}
     for run in runs:
@@ -186,9 +186,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _metrics_only(run: str, args: argparse.Namespace) -> dict[str, Any]:
     """The metrics ``report`` would write, computed without writing anything."""
-    from scopebench.engine.rundir import load_run
     from scopebench.report import run_seed
     from scopebench.scoring import compute_metrics
+    from scopebench.store.rundir import load_run
 
     data = load_run(run)
     seed = args.seed if args.seed is not None else run_seed(data)
@@ -206,8 +206,8 @@ def _incomplete_note(run: str) -> str | None:
     An interrupted run (Ctrl-C, SIGTERM, a crash) or one still running has its items in the store
     but not all their records; its numbers are then those of a subset, which a table alone hides.
     """
-    from scopebench.engine.rundir import STORE_FILE
-    from scopebench.engine.store import RunStore
+    from scopebench.store.rundir import STORE_FILE
+    from scopebench.store.runstore import RunStore
 
     with RunStore(Path(run) / STORE_FILE, readonly=True) as store:
         n_items, done = len(store.items()), len(store.done_ids())

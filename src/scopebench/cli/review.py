@@ -261,7 +261,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         project = _project(db, args.project)
         runs = write_baseline(db, project, Path(args.out), seed=args.seed)
         groups = set(db.scalars(select(Member.group).where(Member.project_id == project.id)).all())
-    from scopebench.engine.rundir import METRICS_FILE, load_run
+    from scopebench.store.rundir import METRICS_FILE, load_run
 
     for group, run_dir in runs.items():
         run = load_run(run_dir)

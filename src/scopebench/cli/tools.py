@@ -29,7 +29,7 @@ def _ci(low: float, high: float) -> str:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Merge two models at one α, or sweep α over a grid and evaluate each merge."""
-    from scopebench.models.merge import merge_models, parse_alphas, sweep_alphas, write_sweep_outputs
+    from scopebench.experiments.merge import merge_models, parse_alphas, sweep_alphas, write_sweep_outputs
 
     if (args.alpha is None) == (args.sweep is None):
         raise ModelError("give exactly one of --alpha A (one merge) or --sweep [A1,A2,…] (evaluate a grid)")
@@ -78,7 +78,7 @@ def cmd_linear_probe(args: argparse.Namespace) -> int:
     """Train a linear probe per task on a training split; evaluate on the benchmark's items."""
     from scopebench.benchmarks import get_benchmark
     from scopebench.benchmarks.local import LocalBenchmark
-    from scopebench.scoring.linear_probe import check_features, run_linear_probe, write_probe_outputs
+    from scopebench.experiments.linear_probe import check_features, run_linear_probe, write_probe_outputs
 
     check_features(args.features)  # a typo fails before the data are read
     bench = get_benchmark(args.bench)

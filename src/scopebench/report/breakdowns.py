@@ -4,7 +4,7 @@ The SPUR paper reports two breakdowns beside its seven task accuracies: the MP (
 perception) accuracy per category of stained panel (Cell / Tissue / Microorganism / Subcellular)
 and the TA (trend analysis) accuracy as the number of cross-panel relations a question involves
 grows from 1 to 4. Both are computed here from a run's records and the item summaries the run
-stores (:attr:`scopebench.engine.rundir.RunData.items`), with nothing re-run.
+stores (:attr:`scopebench.store.rundir.RunData.items`), with nothing re-run.
 
 Where the groups come from (SPUR's ``dataset/`` files; the loader keeps every extra field in
 ``Item.metadata``):

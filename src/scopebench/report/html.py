@@ -29,9 +29,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine.rundir import RunData, load_run
+from scopebench.benchmarks import get_benchmark
+from scopebench.display import progress
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
 from scopebench.items import LETTERS, Item, Record, open_image
+from scopebench.report import json_safe
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import (
     format_interval,
@@ -48,7 +50,9 @@ from scopebench.report.tables import (
     pairwise_rows,
 )
 from scopebench.scoring.accuracy import Policy
+from scopebench.scoring.compare import compare_runs, run_labels
 from scopebench.scoring.metrics import METADATA_FIELDS, compute_metrics
+from scopebench.store.rundir import RunData, load_run
 
 __all__ = [
     "OUTCOMES",
@@ -136,8 +140,6 @@ class _Thumbnails:
     def _reloaded(self) -> dict[str, Item]:
         """Items of the benchmark reloaded from the first run's provenance (for dataset images)."""
         if self._items is None:
-            from scopebench.benchmarks import get_benchmark
-
             self._items = {}
             for run in self._runs:
                 cfg = run.config
@@ -473,7 +475,6 @@ def _natural_key(item_id: str) -> list[Any]:
 
 
 def _browser_section(runs: Sequence[RunData], labels: Sequence[str], thumbs: _Thumbnails) -> str:
-    from scopebench.display import progress
 
     summaries: dict[str, Mapping[str, Any]] = {}
     for run in runs:
@@ -534,7 +535,6 @@ def _browser_section(runs: Sequence[RunData], labels: Sequence[str], thumbs: _Th
 
 
 def _labels(runs: Sequence[RunData]) -> list[str]:
-    from scopebench.scoring.compare import run_labels
 
     models = [r.model for r in runs]
     paths = run_labels([r.path for r in runs])
@@ -566,8 +566,6 @@ def build_html_report(
         DataNotFoundError: When no run is given.
         ConfigMismatchError: When the runs are of different benchmarks.
     """
-    from scopebench.scoring.compare import compare_runs
-
     if not run_dirs:
         raise DataNotFoundError("the HTML report needs at least one run directory")
     runs = [load_run(p) for p in run_dirs]
@@ -633,7 +631,6 @@ def build_html_report(
 
 
 def _json_safe(obj: Any) -> Any:
-    from scopebench.report import json_safe
 
     return json_safe(obj)
 
