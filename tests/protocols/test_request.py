@@ -99,7 +99,11 @@ def test_the_engine_imports_no_detection_scoring_and_no_probes(module: str) -> N
     # The engine runs plan → render → execute → parse → store; GRIT and probe transforms are not its own
     # (function-local imports included: ast.walk sees them too).
     imported = _imports(SRC / "engine" / module)
-    assert not {m for m in imported if m.startswith(("scopebench.experiments", "scopebench.transforms", "scopebench.scoring.grit"))}
+    assert not {
+        m
+        for m in imported
+        if m.startswith(("scopebench.experiments", "scopebench.transforms", "scopebench.scoring.grit"))
+    }
     # The runner calls the parse stage; the choice parser itself is not the runner's.
     assert "scopebench.parsing.choice" not in imported
 

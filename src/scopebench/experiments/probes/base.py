@@ -27,13 +27,13 @@ from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ConfigMismatchError
 from scopebench.items import Record
 from scopebench.models import Backend, load_model
-from scopebench.transforms import transform_hook
 from scopebench.report import json_safe
 from scopebench.report.published import PUBLISHED_NOTE, load_published
 from scopebench.scoring.accuracy import accuracy_row
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, paired_diff_ci
 from scopebench.store import RunData, load_run
 from scopebench.store.rundir import CONFIG_FILE
+from scopebench.transforms import transform_hook
 
 __all__ = [
     "PAPER_BENCHMARK",
