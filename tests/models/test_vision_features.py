@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 from scopebench.errors import ModelSpecError
-from scopebench.models.vision_features import VisionEncoder, VisionSpec, parse_vision_spec
 from scopebench.experiments import linear_probe as LP
+from scopebench.models.vision_features import VisionEncoder, VisionSpec, parse_vision_spec
 
 pytest.importorskip("transformers", reason="vision features need transformers (extra scopebench[hf])")
 

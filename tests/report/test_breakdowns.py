@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from scopebench.benchmarks.spur import SpurBenchmark
-from scopebench.store import RunStore
 from scopebench.items import Item, Record
 from scopebench.report import write_run_outputs
 from scopebench.report.breakdowns import panel_category, relation_count, spur_breakdowns
+from scopebench.store import RunStore
 
 
 def _record(item_id: str, task: str, status: str = "ok", correct: bool = True) -> Record:
