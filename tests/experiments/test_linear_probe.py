@@ -252,3 +252,17 @@ def test_cli_linear_probe(demo: Path, tmp_path: Path, capsys: pytest.CaptureFixt
                  "--out", str(out2), "--limit", "14"]) == 0  # fmt: skip
     again = {r["task"]: r for r in csv.DictReader((out2 / "linear_probe.csv").open())}
     assert again["contour"] == rows["contour"]  # same training data, same classifier
+
+
+def test_markdown_shows_the_published_mu_bench_probe_for_ubench(tmp_path: Path) -> None:
+    # μ-Bench §C.7: DINOv2-S14 + logistic regression, 86.71 % weighted average accuracy.
+    result = LP.ProbeResult(tasks=[], overall={"n": 0, "correct": 0, "accuracy": float("nan"),
+                            "ci_low": float("nan"), "ci_high": float("nan")}, skipped={}, predictions=[],
+                            config={"seed": 0, "features": {"features": "handcrafted"}, "C": 1.0,
+                                    "pipeline": "p", "benchmarks": ["ubench"]})  # fmt: skip
+    LP.write_probe_outputs(result, tmp_path / "u")
+    md = (tmp_path / "u" / "linear_probe.md").read_text(encoding="utf-8")
+    assert "DINOv2-S14 linear probe (mu-Bench §C.7" in md and "weighted accuracy (all tasks): 86.71%" in md
+    result.config["benchmarks"] = ["demo"]
+    LP.write_probe_outputs(result, tmp_path / "d")
+    assert "Published" not in (tmp_path / "d" / "linear_probe.md").read_text(encoding="utf-8")

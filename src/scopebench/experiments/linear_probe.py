@@ -613,8 +613,26 @@ def run_linear_probe(
         "LogisticRegression(lbfgs, max_iter=5000)",
         "n_train_items": len(train),
         "n_test_items": len(test_items),
+        "benchmarks": sorted({it.benchmark for it in test_items}),
     }
     return ProbeResult(results, overall, dict(skipped), predictions, config)
+
+
+def _published_lines(result: ProbeResult) -> list[str]:
+    """The seed paper's linear-probe values for the benchmark probed (μ-Bench §C.7), if any."""
+    from scopebench.report.published import PUBLISHED_NOTE, load_published
+
+    lines = []
+    for bench in result.config.get("benchmarks") or []:
+        for r in load_published(bench):
+            if "linear probe" in str(r["model"]).lower() and r["value"] is not None:
+                lines.append(
+                    f"- {r['model']} ({r['source_table']}), {r['subset_or_task']}: {r['value']:.2f}%"
+                )
+    if not lines:
+        return []
+    return ["", f"Published ({PUBLISHED_NOTE}; compare with the overall accuracy above, which weights "
+            "tasks by their items):", *lines]  # fmt: skip
 
 
 def write_probe_outputs(result: ProbeResult, out_dir: str | Path, *, title: str = "") -> list[Path]:
@@ -677,6 +695,7 @@ def write_probe_outputs(result: ProbeResult, out_dir: str | Path, *, title: str 
         md.append(
             "Not evaluated: " + ", ".join(f"{k}: {v} item(s)" for k, v in sorted(result.skipped.items()))
         )
+    md += _published_lines(result)
     (root / "linear_probe.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     with open(root / "predictions.jsonl", "w", encoding="utf-8") as fh:
         for p in result.predictions:
