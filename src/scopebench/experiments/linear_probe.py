@@ -51,6 +51,7 @@ from scopebench.items import ImageRef, Item
 from scopebench.models import ModelOptions, load_model, split_spec
 from scopebench.models.contrastive import ContrastiveBackend
 from scopebench.models.vision_features import VisionEncoder, parse_vision_spec
+from scopebench.report.published import PUBLISHED_NOTE, load_published
 from scopebench.scoring.intervals import proportion_ci
 
 __all__ = [
@@ -620,8 +621,6 @@ def run_linear_probe(
 
 def _published_lines(result: ProbeResult) -> list[str]:
     """The seed paper's linear-probe values for the benchmark probed (μ-Bench §C.7), if any."""
-    from scopebench.report.published import PUBLISHED_NOTE, load_published
-
     lines = []
     for bench in result.config.get("benchmarks") or []:
         for r in load_published(bench):

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from scopebench.errors import MissingDependencyError, ModelSpecError
+from scopebench.models.contrastive import resolve_device, weights_digest
 
 __all__ = ["POOLINGS", "VISION_SCHEMES", "VisionEncoder", "VisionSpec", "parse_vision_spec"]
 
@@ -107,8 +108,6 @@ class VisionEncoder:
             from transformers import AutoImageProcessor, AutoModel
         except ImportError as exc:
             raise MissingDependencyError("transformers", "hf", f"{spec.scheme}: features") from exc
-        from scopebench.models.contrastive import resolve_device
-
         self.spec = spec
         self.encode_batch = max(1, batch_size or 32)
         self.device = resolve_device(device)
@@ -169,8 +168,6 @@ class VisionEncoder:
 
     def identity(self) -> dict[str, Any]:
         """Spec, pooling, model class and type, revision or weight hash, device."""
-        from scopebench.models.contrastive import weights_digest
-
         local = Path(self.spec.target).is_dir()
         cfg = self.model.config
         return {

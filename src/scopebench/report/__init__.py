@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from scopebench.report.breakdowns import write_spur_breakdowns
 from scopebench.report.tables import (
     judge_used,
     render_metrics_table,
@@ -136,7 +137,5 @@ def write_run_outputs(
     if metrics.get("calibration"):
         plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
     if run.benchmark == "spur":  # the paper's MP-by-category and TA-by-relations breakdowns
-        from scopebench.report.breakdowns import write_spur_breakdowns
-
         write_spur_breakdowns(run.records, run.items, out, policy=policy, title=title)
     return metrics

@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from scopebench.items import Record
+from scopebench.report.plots import save_figure
+from scopebench.report.published import load_published
 from scopebench.scoring.accuracy import Policy, group_rows
 
 __all__ = [
@@ -130,6 +132,17 @@ def spur_breakdowns(
     }
 
 
+def _json_safe(obj: Any) -> Any:
+    """NaN/inf → ``None`` recursively (strict JSON), as :func:`scopebench.report.json_safe`."""
+    if isinstance(obj, float):
+        return None if math.isnan(obj) or math.isinf(obj) else obj
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
 def _pct(x: Any) -> str:
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * float(x):.1f}"
 
@@ -164,8 +177,6 @@ def spur_breakdowns_markdown(breakdowns: Mapping[str, Any], title: str = "") -> 
 
 def published_breakdowns() -> dict[str, list[tuple[str, float]]]:
     """SPUR's published breakdown values: ``"MP|category=X"`` / ``"TA|relations=n"`` → (model, %)."""
-    from scopebench.report.published import load_published
-
     out: dict[str, list[tuple[str, float]]] = {}
     for r in load_published("spur"):
         key = str(r["subset_or_task"])
@@ -180,8 +191,6 @@ def plot_spur_breakdowns(breakdowns: Mapping[str, Any], stem: Path, title: str =
     Saved as ``stem.png`` and ``stem.svg``; whiskers are the 95 % Wilson intervals.
     """
     import matplotlib.pyplot as plt
-
-    from scopebench.report.plots import save_figure
 
     fig, (ax_mp, ax_ta) = plt.subplots(1, 2, figsize=(9.0, 3.6))
     for ax, key, name, kind in (
@@ -217,11 +226,9 @@ def write_spur_breakdowns(
     title: str = "",
 ) -> dict[str, Any]:
     """Write ``spur_breakdowns.json``, ``.md`` and the ``spur_breakdowns.png``/``.svg`` figure."""
-    from scopebench.report import json_safe
-
     result = spur_breakdowns(records, items, policy=policy)
     out_dir.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(json_safe(result), indent=2, ensure_ascii=False)
+    text = json.dumps(_json_safe(result), indent=2, ensure_ascii=False)
     (out_dir / "spur_breakdowns.json").write_text(text, encoding="utf-8")
     (out_dir / "spur_breakdowns.md").write_text(spur_breakdowns_markdown(result, title), encoding="utf-8")
     if result["mp_by_category"] or result["ta_by_relations"]:

@@ -19,7 +19,9 @@ from scopebench.cli import main
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from scopebench.benchmarks.demo import generate_demo
 
-    return generate_demo(tmp_path_factory.mktemp("demo") / "d", seed=0, n_per_class=1)  # 25 items (19 + the 6 cognition items of demo v4)
+    return generate_demo(
+        tmp_path_factory.mktemp("demo") / "d", seed=0, n_per_class=1
+    )  # 25 items (19 + the 6 cognition items of demo v4)
 
 
 @pytest.fixture(scope="module")
