@@ -335,20 +335,23 @@ def _published_section(metrics: Mapping[str, Any]) -> str:
 
 def _plots_section(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> str:
     from scopebench.report.plots import (
-        accuracy_figure,
+        chance_level,
         figure_data_uri,
         has_accuracy,
         heatmap_figure,
         localization_figure,
+        models_accuracy_figure,
+        reliability_drawn,
         reliability_figure,
     )
 
     imgs = []
+    series = [(lab, m["by_task"] or [m["overall"]]) for lab, m in zip(labels, metrics, strict=True)]
+    if any(has_accuracy(rows) for _, rows in series):
+        chance = next((c for m in metrics if (c := chance_level(m)) is not None), None)
+        uri = figure_data_uri(models_accuracy_figure(series, "accuracy per task, all models", chance))
+        imgs.append(f'<img class="plot" alt="accuracy per task, all models" src="{uri}">')
     for label, m in zip(labels, metrics, strict=True):
-        rows = m["by_task"] or [m["overall"]]
-        if has_accuracy(rows):
-            uri = figure_data_uri(accuracy_figure(rows, label))
-            imgs.append(f'<img class="plot" alt="accuracy per task: {_e(label)}" src="{uri}">')
         if m.get("localization"):
             uri = figure_data_uri(localization_figure(m["localization"], label))
             imgs.append(f'<img class="plot" alt="GRIT localization per class: {_e(label)}" src="{uri}">')
@@ -360,7 +363,7 @@ def _plots_section(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) 
         imgs.append(f'<img class="plot" alt="group by model heatmap" src="{uri}">')
     for label, m in zip(labels, metrics, strict=True):
         cal = m.get("calibration")
-        if cal:
+        if cal and reliability_drawn(str(m.get("model", ""))):
             uri = figure_data_uri(reliability_figure(cal["bins"], f"reliability: {label}"))
             imgs.append(f'<img class="plot" alt="reliability diagram: {_e(label)}" src="{uri}">')
     return '<h2>Plots</h2><div class="plots">' + "\n".join(imgs) + "</div>"
