@@ -35,9 +35,11 @@ browser:
 postgres:
 	@bash .ci/install-postgres.sh || true
 
+# lint-imports: the layer contracts of pyproject.toml ([tool.importlinter]; docs/architecture.md).
 lint: venv
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/lint-imports --no-logo
 
 typecheck: venv
 	$(VENV)/bin/mypy

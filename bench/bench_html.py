@@ -25,9 +25,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from scopebench.engine import RunStore
 from scopebench.items import ImageRef, Item, Record
 from scopebench.report.html import write_html_report
+from scopebench.store import RunStore
 
 REPLY = "The micrograph shows densely packed nuclei with a granular chromatin pattern; the answer is ({})."
 

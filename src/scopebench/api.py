@@ -9,7 +9,7 @@
     results.to_pandas()                     # one row per record
 
 Each function is a thin layer over what the CLI runs (:func:`scopebench.engine.run_benchmark`,
-:func:`scopebench.engine.rundir.load_run`), so a run made here is the run directory
+:func:`scopebench.store.rundir.load_run`), so a run made here is the run directory
 ``scopebench run`` makes, with the same numbers, and each can resume or report the other's runs.
 Documented in docs/api.md.
 """
@@ -23,10 +23,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import UsageError
-from scopebench.models import Backend, ModelOptions
+from scopebench.models import Backend, ModelOptions, ModelSpec
 from scopebench.models import load_model as _load_backend
+from scopebench.report import write_run_outputs
 from scopebench.results import Results
+from scopebench.scoring.compare import compare_runs
+from scopebench.store.rundir import load_run as _load_run_dir
 
 __all__ = ["compare", "evaluate", "load_benchmark", "load_model", "load_run"]
 
@@ -36,7 +40,6 @@ _MODEL_FIELDS = ("batch_size", "mode", "no_image", "device", "base_url", "model_
 
 
 def _run_config_fields() -> set[str]:
-    from scopebench.engine import RunConfig
 
     return {f.name for f in dataclasses.fields(RunConfig)}
 
@@ -82,9 +85,6 @@ def evaluate(
         ScopebenchError: For everything ``scopebench run`` refuses (unknown benchmark or model,
             missing data, a run directory holding another configuration…).
     """
-    from scopebench.engine import RunConfig, run_benchmark
-    from scopebench.report import write_run_outputs
-
     flags = {k: bool(options.pop(k)) for k in _RUN_FLAGS if k in options}
     unknown = sorted(set(options) - _run_config_fields())
     if unknown:
@@ -163,12 +163,14 @@ def load_benchmark(name: str, data: str | Path | None = None, split: str | None 
     return get_benchmark(name).load(str(data) if data is not None else "", split=split)
 
 
-def load_model(spec: str, **options: Any) -> Backend:
+def load_model(spec: str | ModelSpec, **options: Any) -> Backend:
     """Build a model backend (weights are loaded now; call ``.close()`` when done).
 
     Args:
         spec: A model spec (``random``, ``hf:Qwen/Qwen2-VL-2B-Instruct``, a preset, a plugin
-            scheme…; ``scopebench models`` lists them).
+            scheme…; ``scopebench models`` lists them), or a
+            :class:`~scopebench.models.ModelSpec` already parsed by
+            :func:`~scopebench.models.parse_spec` (it is not parsed again).
         **options: Fields of :class:`~scopebench.models.ModelOptions` (``seed``, ``device``,
             ``batch_size``, ``no_image``, ``protocol``, ``mode``, ``base_url``); any other name is
             a backend option (``--model-arg name=value``), checked by the backend.
@@ -189,8 +191,6 @@ def load_run(path: str | Path) -> Results:
         DataNotFoundError: When ``path`` is not a run directory.
         StoreDamagedError: When its store is damaged (the message says how to salvage it).
     """
-    from scopebench.engine.rundir import load_run as _load_run_dir
-
     return Results.from_run(_load_run_dir(path))
 
 
@@ -213,8 +213,6 @@ def compare(
         ``compare.json``'s content: ``leaderboard`` (best first), ``pairs`` (accuracy difference
         with its 95% paired-bootstrap interval and McNemar's exact p-value per pair), ``warnings``.
     """
-    from scopebench.scoring.compare import compare_runs
-
     if policy not in ("wrong", "exclude"):
         raise UsageError(f"policy must be 'wrong' or 'exclude', not {policy!r}")
     dirs = [r.run_dir if isinstance(r, Results) else Path(r) for r in runs]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO
-from scopebench.engine import load_run
+from scopebench.store import load_run
 
 _SCRIPT = """
 import sys

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from scopebench.cli import main
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ConfigMismatchError, ModelSpecError, RunInterruptedError
 from scopebench.models import ChatMessage, Response
 from scopebench.models.replay import ReplayBackend
 from scopebench.parsing.judge import build_judge_prompt
+from scopebench.store import load_run
 
 # Unit items: item i asks "Question i?", options "option 0".."option 3", answer i % 4; tasks
 # alternate t1 (even i) / t2 (odd i).
@@ -438,7 +439,7 @@ def test_openai_judge_is_cached_on_disk(
 @pytest.mark.slow
 def test_local_hf_judge_replies_are_read_strictly(tmp_path: Path, files: tuple[Path, Path]) -> None:
     pytest.importorskip("transformers")
-    from scopebench.models.tiny import build_tiny_generative
+    from scopebench.testing.tiny import build_tiny_generative
 
     answers, _ = files
     model = build_tiny_generative(tmp_path / "tiny", "qwen2-vl", seed=0)

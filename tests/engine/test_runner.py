@@ -10,10 +10,11 @@ import pytest
 
 import scopebench.engine.runner as runner_mod
 from helpers import make_items
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ConfigMismatchError, RunAbortedError
 from scopebench.items import Item
 from scopebench.models import Backend, ModelOptions, Response, load_model
+from scopebench.store import load_run
 
 
 @pytest.fixture(autouse=True)
@@ -233,8 +234,8 @@ def test_finished_run_reuses_its_metrics_until_the_store_changes(
     assert again.n_new == 0 and calls == [] and again.metrics["overall"] == first.metrics["overall"]
     # A larger run in the same directory is refused (different limit); growing the store by hand
     # is what a resumed, interrupted run does: the stamp no longer matches and metrics are redone.
-    from scopebench.engine.store import RunStore
     from scopebench.items import Record
+    from scopebench.store.runstore import RunStore
 
     with RunStore(tmp_path / "run" / "records.sqlite") as store:
         store.add([Record(item_id="unit/000", model="random", status="error", error="x")])
@@ -374,8 +375,8 @@ def test_custom_metrics_with_a_key_are_reused_until_the_key_changes(tmp_path: Pa
         "tag": "c"
     }
     assert seen == ["a", "c"]
-    from scopebench.engine.store import RunStore
     from scopebench.scoring.metrics import METRICS_SCHEMA_VERSION
+    from scopebench.store.runstore import RunStore
 
     with RunStore(run / "records.sqlite") as store:
         gen = store.generation()

@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ModelSpecError
 from scopebench.items import ImageRef, Item
 from scopebench.models import ModelOptions, load_model
 from scopebench.protocols import render_prompt
+from scopebench.store import load_run
 
 pytest.importorskip("transformers")
 
@@ -37,7 +38,7 @@ class _Models(dict[str, Path]):
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     import importlib.util
 
-    from scopebench.models.tiny import build_tiny_generative
+    from scopebench.testing.tiny import build_tiny_generative
 
     root = tmp_path_factory.mktemp("tiny-gen")
     models = _Models()

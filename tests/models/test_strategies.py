@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ModelSpecError
 from scopebench.models.strategies import STRATEGIES, strategy_steps
+from scopebench.store import load_run
 
 
 def _bench(tmp: Path) -> Path:

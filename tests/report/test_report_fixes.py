@@ -138,7 +138,7 @@ def test_report_console_is_wide_when_piped_and_names_the_model(html_runs, tmp_pa
 
 
 def test_report_checks_runs_before_writing(html_runs, tmp_path, capsys):
-    from scopebench.engine import RunStore
+    from scopebench.store import RunStore
 
     other = tmp_path / "pm"
     other.mkdir()

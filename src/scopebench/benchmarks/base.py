@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from scopebench.errors import DataNotFoundError
+from scopebench.errors import DataFormatError, DataNotFoundError
 from scopebench.items import Item
 
 __all__ = ["Benchmark", "LoadedBenchmark", "Problem", "fingerprint_files"]
@@ -110,8 +110,6 @@ class Benchmark(ABC):
 
     def check_split(self, split: str | None) -> str | None:
         """Resolve the split to keep, refusing names the benchmark does not have."""
-        from scopebench.errors import DataFormatError
-
         chosen = split if split is not None else self.default_split
         if chosen is not None and chosen not in self.splits and self.splits:
             raise DataFormatError(

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from scopebench.build.output import MARKER, read_rows, write_card, write_summary
+from scopebench.build.output import MARKER, prepare_out, read_rows, write_card, write_summary
 from scopebench.build.report import StepResult
 
 __all__ = ["export", "local_items"]
@@ -25,7 +25,11 @@ _META = ("image_id", "dup_group", "label_name", "modality", "submodality", "doma
 
 
 def local_items(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``local``-format items of one dataset row: one per question, in task order."""
+    """The ``local``-format items of one dataset row.
+
+    One per question, in task order, then one per generated multiple-choice item (``build
+    generate``) with its explanation and provenance.
+    """
     items = []
     captions = row.get("captions") or {}
     for task, q in (row.get("questions") or {}).items():
@@ -47,6 +51,27 @@ def local_items(row: dict[str, Any]) -> list[dict[str, Any]]:
             item["captions"] = list(cap["options"])
         item.update({k: row.get(k) for k in _META if row.get(k) is not None})
         items.append(item)
+    for g in row.get("generated") or []:
+        if g.get("kind") != "mcq":
+            continue  # descriptions are inputs of other items, not questions
+        item = {
+            "id": g["id"],
+            "question": g["question"],
+            "choices": list(g["options"]),
+            "answer": int(g["answer_idx"]),
+            "image": f"images/{row['image_id']}.png",
+            "task": g["task"],
+            "subset": row["dataset"],
+            "split": row["split"],
+            "question_id": g["id"],
+            # PathMMU keeps an explanation per item; the provenance says who wrote it and how.
+            "explanation": g.get("explanation") or "",
+            "generated_by": g.get("model"),
+            "generation_seed": g.get("seed"),
+            "generation_attempt": g.get("attempt"),
+        }
+        item.update({k: row.get(k) for k in _META if row.get(k) is not None})
+        items.append(item)
     return items
 
 
@@ -58,8 +83,6 @@ def export(data: str | Path, out: str | Path, *, progress: bool = False) -> Step
         dropped (``no_questions``) and kept in the HF dataset.
     """
     from tqdm import tqdm
-
-    from scopebench.build.output import prepare_out
 
     data, out = Path(data), Path(out)
     splits, _ = read_rows(data)

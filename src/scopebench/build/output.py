@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scopebench import __version__
 from scopebench.build.report import StepResult, write_problems
 from scopebench.build.schema import BUILD_COLUMNS, UBENCH_COLUMNS, features
 from scopebench.errors import DataFormatError, NoItemsError
@@ -156,8 +157,6 @@ def write_card(
         inputs: Input files by role (manifest, metadata tables…), checksummed in the card.
         extra: More Markdown sections.
     """
-    from scopebench import __version__
-
     rows = list(rows)
     licences = sorted({str(r.get("license")) for r in rows})
     lines = [

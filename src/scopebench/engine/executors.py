@@ -14,7 +14,7 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scopebench.errors import MissingDependencyError, ScopebenchError
@@ -24,7 +24,12 @@ from scopebench.models import Backend, Response
 if TYPE_CHECKING:
     from scopebench.engine.runner import RunConfig
 
-__all__ = ["Executor", "LocalExecutor", "RayExecutor", "answer_batch"]
+__all__ = ["Executor", "LocalExecutor", "RayExecutor", "WorkerSetup", "answer_batch"]
+
+#: How an actor rebuilds the run's items and backend from its configuration: the runner's
+#: ``load_items`` and ``build_backend``, handed in so that this module does not import the runner
+#: (which imports it).
+WorkerSetup = tuple[Callable[["RunConfig"], tuple[Any, list[Item]]], Callable[["RunConfig"], Backend]]
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +79,8 @@ class LocalExecutor:
 class _Worker:
     """A Ray actor body: loads the benchmark and one model replica, answers batches of item ids."""
 
-    def __init__(self, config: RunConfig, item_ids: Sequence[str]) -> None:
-        from scopebench.engine.runner import build_backend, load_items
-
+    def __init__(self, config: RunConfig, item_ids: Sequence[str], setup: WorkerSetup) -> None:
+        load_items, build_backend = setup
         _, items = load_items(config)
         wanted = set(item_ids)
         self.items = {it.id: it for it in items if it.id in wanted}
@@ -114,6 +118,7 @@ class RayExecutor:
     Args:
         config: The run configuration (each actor rebuilds benchmark and backend from it).
         item_ids: Ids of the items the backend will be asked about (what ``prepare`` saw).
+        setup: How each actor loads the items and builds the backend (:data:`WorkerSetup`).
         num_workers: Actors to start (default: one per GPU, else 2).
         address: Ray cluster address (``None`` starts or joins a local instance).
         gpus_per_worker: GPUs per actor (default 1 when the cluster has GPUs, else 0).
@@ -124,6 +129,7 @@ class RayExecutor:
         config: RunConfig,
         item_ids: Sequence[str],
         *,
+        setup: WorkerSetup,
         num_workers: int | None = None,
         address: str | None = None,
         gpus_per_worker: float | None = None,
@@ -155,7 +161,7 @@ class RayExecutor:
         n = num_workers or (int(n_gpus) if n_gpus >= 1 else 2)
         actor_cls = ray.remote(num_cpus=1, num_gpus=gpus)(_Worker)
         # Ray's actor handles are dynamically typed; Any keeps mypy out of its stubs' gaps.
-        self.workers: list[Any] = [actor_cls.remote(config, list(item_ids)) for _ in range(n)]
+        self.workers: list[Any] = [actor_cls.remote(config, list(item_ids), setup) for _ in range(n)]
         log.info("ray executor: %d workers, %.1f GPU each", n, gpus)
 
     def run(self, batches: Sequence[Sequence[Item]]) -> Iterator[tuple[Sequence[Item], list[Response]]]:

@@ -29,14 +29,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scopebench.display import progress
-from scopebench.engine.rundir import CONFIG_FILE
-from scopebench.engine.store import RunStore
 from scopebench.errors import ConfigMismatchError, ModelSpecError, RunInterruptedError, ScopebenchError
 from scopebench.items import Item, Record
 from scopebench.models import Backend, ChatMessage, ModelOptions, Response, load_model, split_spec
+from scopebench.models.registry import backend_class
 from scopebench.parsing.choice import LabelStyle
 from scopebench.parsing.judge import JUDGE_PROMPT_VERSION, build_judge_prompt, judge_free, read_judge_reply
 from scopebench.protocols import render_prompt
+from scopebench.store.rundir import CONFIG_FILE
+from scopebench.store.runstore import RunStore
 
 if TYPE_CHECKING:
     from scopebench.engine.runner import RunConfig
@@ -66,8 +67,6 @@ def check_judge_spec(spec: str) -> None:
         ModelSpecError: For an unknown spec, or a backend without a text conversation (``clip:``,
             ``random``…).
     """
-    from scopebench.models.registry import backend_class
-
     scheme, _ = split_spec(spec)
     cls = backend_class(spec)
     if cls.chat is Backend.chat:

@@ -30,9 +30,6 @@ from scopebench.engine.judging import (
     judge_provenance,
     judge_unparsed,
 )
-from scopebench.engine.lock import RunLock, check_unlocked
-from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
-from scopebench.engine.store import RunStore
 from scopebench.errors import (
     ConfigMismatchError,
     ImageLoadError,
@@ -46,10 +43,17 @@ from scopebench.errors import (
 from scopebench.items import Item, Record
 from scopebench.models import Backend, ModelOptions, Response, load_model, split_spec
 from scopebench.models.registry import scheme_origin
+from scopebench.models.strategies import StrategyBackend
 from scopebench.parsing import PARSER_VERSION, parse_choice
 from scopebench.parsing.boxes import BOX_PARSER_VERSION, parse_boxes
 from scopebench.protocols import PROTOCOL_VERSION, detection_class, resolve_protocol
+from scopebench.scoring import compute_metrics
 from scopebench.scoring.grit import grit_score
+from scopebench.scoring.metrics import METRICS_SCHEMA_VERSION
+from scopebench.store.lock import RunLock, check_unlocked
+from scopebench.store.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE, load_run
+from scopebench.store.runstore import RunStore
+from scopebench.transforms import apply_transform
 
 __all__ = ["RunConfig", "RunResult", "load_items", "make_record", "run_benchmark"]
 
@@ -193,8 +197,6 @@ def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
     if config.limit is not None:
         items = items[: config.limit]
     if config.transform:
-        from scopebench.probes.transforms import apply_transform
-
         items = apply_transform(config.transform, items, config.seed)
     return loaded, items
 
@@ -269,8 +271,6 @@ def build_backend(config: RunConfig) -> Backend:
     backend = load_model(config.model, config.model_options())
     _check_mode(config, backend)
     if config.strategy:
-        from scopebench.models.strategies import StrategyBackend
-
         backend = StrategyBackend(
             backend, config.strategy, protocol=config.protocol, no_image=config.no_image
         )
@@ -286,8 +286,6 @@ def _adopt_backend(config: RunConfig, backend: Backend) -> Backend:
         )
     _check_mode(config, backend)
     if config.strategy:
-        from scopebench.models.strategies import StrategyBackend
-
         return StrategyBackend(backend, config.strategy, protocol=config.protocol, no_image=config.no_image)
     return backend
 
@@ -628,7 +626,6 @@ def _build_judge_or_close(config: RunConfig, backend: Backend, owned: bool) -> B
 
 
 def _metrics_stamp(key: str, generation: int) -> dict[str, Any]:
-    from scopebench.scoring.metrics import METRICS_SCHEMA_VERSION
 
     return {
         "key": key,
@@ -657,8 +654,6 @@ def _cached_metrics(run_dir: Path, store: RunStore, stamp: dict[str, Any] | None
 
 
 def _basic_metrics(run_dir: Path) -> dict[str, Any]:
-    from scopebench.engine.rundir import load_run
-    from scopebench.scoring import compute_metrics
 
     # Recomputed from the store: a stale metrics file that is unreadable (a run killed while writing
     # it) must not stop the resume, as load_run would otherwise parse it.
@@ -797,6 +792,10 @@ def _make_executor(config: RunConfig, backend: Backend, items: Sequence[Item]) -
         return LocalExecutor(backend)
     if config.executor == "ray":
         return RayExecutor(
-            config, [it.id for it in items], num_workers=config.workers, address=config.ray_address
+            config,
+            [it.id for it in items],
+            setup=(load_items, build_backend),
+            num_workers=config.workers,
+            address=config.ray_address,
         )
     raise ScopebenchError(f"unknown executor {config.executor!r}; use local or ray")

@@ -22,6 +22,7 @@ import numpy as np
 from scopebench.errors import MissingDependencyError, ModelError
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
+from scopebench.models.contrastive import resolve_device, weights_digest
 from scopebench.models.registry import split_spec
 
 __all__ = ["TEMPERATURE", "EmbeddingBackend"]
@@ -53,7 +54,6 @@ class EmbeddingBackend(Backend):
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise MissingDependencyError("sentence-transformers", "embed", "embed: models") from exc
-        from scopebench.models.contrastive import resolve_device
 
         device = None if options.device == "auto" else resolve_device(options.device)
         # The bundled model must load without any hub lookup.
@@ -98,8 +98,6 @@ class EmbeddingBackend(Backend):
 
     def identity(self) -> dict[str, Any]:
         """Spec, model path and its weights hash."""
-        from scopebench.models.contrastive import weights_digest
-
         path = Path(self.model_path)
         return {
             "spec": self.spec,

@@ -30,6 +30,7 @@ from typing import Any
 from scopebench.errors import MissingDependencyError, ModelError, reason
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
+from scopebench.models.contrastive import resolve_device, weights_digest
 from scopebench.models.registry import split_spec
 
 __all__ = ["ISNEXT_LABEL", "NSPBackend", "question_text"]
@@ -62,7 +63,6 @@ class NSPBackend(Backend):
             from transformers import AutoConfig
         except ImportError as exc:
             raise MissingDependencyError("transformers", "hf", "nsp: models") from exc
-        from scopebench.models.contrastive import resolve_device
 
         self._torch = torch
         self.device = resolve_device(options.device)
@@ -155,8 +155,6 @@ class NSPBackend(Backend):
 
     def identity(self) -> dict[str, Any]:
         """Spec, model class, revision or weight hash, dtype and device."""
-        from scopebench.models.contrastive import weights_digest
-
         local = Path(self.model_id).is_dir()
         return {
             "spec": self.spec,

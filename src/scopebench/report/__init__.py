@@ -7,8 +7,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine import rundir
-from scopebench.engine.rundir import METRICS_FILE, RunData, load_run
 from scopebench.report.tables import (
     judge_used,
     render_metrics_table,
@@ -22,6 +20,8 @@ from scopebench.report.tables import (
 from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES
 from scopebench.scoring.metrics import compute_metrics
+from scopebench.store import rundir
+from scopebench.store.rundir import METRICS_FILE, RunData, load_run
 
 __all__ = ["is_run_default", "json_safe", "render_metrics_table", "report_dir", "write_run_outputs"]
 

@@ -30,9 +30,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine.rundir import RunData, load_run
+from scopebench.benchmarks import get_benchmark
+from scopebench.display import progress
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
 from scopebench.items import LETTERS, Item, Record, open_image
+from scopebench.report import json_safe
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import (
     format_interval,
@@ -49,7 +51,9 @@ from scopebench.report.tables import (
     pairwise_rows,
 )
 from scopebench.scoring.accuracy import Policy
+from scopebench.scoring.compare import compare_runs, run_labels
 from scopebench.scoring.metrics import METADATA_FIELDS, compute_metrics
+from scopebench.store.rundir import RunData, load_run
 
 __all__ = [
     "OUTCOMES",
@@ -144,8 +148,6 @@ class _Thumbnails:
     def _reloaded(self) -> dict[str, Item]:
         """Items of the benchmark reloaded from the first run's provenance (for dataset images)."""
         if self._items is None:
-            from scopebench.benchmarks import get_benchmark
-
             self._items = {}
             for run in self._runs:
                 cfg = run.config
@@ -511,8 +513,6 @@ def _browser(
     The index holds, per item, only its id, task, groups and one outcome code per run, so the page
     grows by ~50 bytes per item; questions, responses and thumbnails live in the item pages.
     """
-    from scopebench.display import progress
-
     by_run = [{r.item_id: r for r in run.records} for run in runs]
     summaries = _summaries(runs, by_run)
     tasks = sorted({str(s.get("task", "")) for s in summaries.values()})
@@ -566,8 +566,6 @@ def _page_file(number: int) -> str:
 
 
 def _labels(runs: Sequence[RunData]) -> list[str]:
-    from scopebench.scoring.compare import run_labels
-
     models = [r.model for r in runs]
     paths = run_labels([r.path for r in runs])
     return [
@@ -602,8 +600,6 @@ def build_html_report(
         DataNotFoundError: When no run is given.
         ConfigMismatchError: When the runs are of different benchmarks.
     """
-    from scopebench.scoring.compare import compare_runs
-
     if not run_dirs:
         raise DataNotFoundError("the HTML report needs at least one run directory")
     runs = [load_run(p) for p in run_dirs]
@@ -688,8 +684,6 @@ def _environment() -> Any:
 
 
 def _json_safe(obj: Any) -> Any:
-    from scopebench.report import json_safe
-
     return json_safe(obj)
 
 

@@ -21,6 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from scopebench.scoring.baselines import BASELINES
+
 __all__ = [
     "CHANCE_LABEL",
     "accuracy_figure",
@@ -319,6 +321,4 @@ def reliability_drawn(model: str) -> bool:
     Their "confidence" is an artefact of how the baseline picks (uniform or fixed), so a
     diagram of it would look like a calibration result and is not one.
     """
-    from scopebench.scoring.baselines import BASELINES
-
     return model.split(":", 1)[0] not in BASELINES

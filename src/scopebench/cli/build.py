@@ -1,0 +1,247 @@
+"""``scopebench build …``: make a benchmark (ingest, questions, split, export, run).
+
+The build package (and datasets, yaml, tifffile) is imported only when a build command runs, so
+``import scopebench`` and every other command stay light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from scopebench.errors import DataFormatError
+
+__all__ = ["add_subcommands", "summary_table"]
+
+console = Console(width=None if sys.stdout.isatty() else 120)
+_SHOWN = 20
+
+
+def summary_table(results: list[Any]) -> Table:
+    """The end-of-build table: items in, kept, and dropped per step and reason."""
+    table = Table(title="build summary")
+    for col in ("step", "in", "kept", "dropped (reason: n)", "problems", "cached"):
+        table.add_column(col, justify="right" if col in ("in", "kept", "problems") else "left")
+    for r in results:
+        dropped = ", ".join(f"{k}: {v}" for k, v in sorted(r.dropped.items())) or "-"
+        table.add_row(
+            r.step, str(r.items_in), str(r.kept), dropped, str(len(r.problems)), "yes" if r.cached else "no"
+        )
+    return table
+
+
+def ledger_table(results: list[Any]) -> Table | None:
+    """LLM cost per step and task (``build generate``): requests, cache hits, tokens, price."""
+    rows = [
+        (r.step, task, e) for r in results for task, e in r.stats.get("ledger", {}).get("steps", {}).items()
+    ]
+    if not rows:
+        return None
+    table = Table(title="LLM calls and cost")
+    for col in ("step", "task", "requests", "cached", "failed", "input tokens", "output tokens", "price"):
+        table.add_column(col, justify="left" if col in ("step", "task") else "right")
+    for step, task, e in rows:
+        price = "-" if e["price"] is None else f"{e['price']:.4f}"
+        cells = (e["requests"], e["cached"], e["failed"], e["input_tokens"], e["output_tokens"])
+        table.add_row(step, task, *map(str, cells), price)
+    return table
+
+
+def _show(results: list[Any]) -> int:
+    console.print(summary_table(results))
+    ledger = ledger_table(results)
+    if ledger is not None:
+        console.print(ledger)
+    for r in results:
+        errors = [p for p in r.problems if p.severity == "error"]
+        warnings = len(r.problems) - len(errors)
+        for p in errors[:_SHOWN]:
+            console.print(f"  {p}", style="red", markup=False, highlight=False)
+        if len(errors) > _SHOWN:
+            console.print(f"  … {len(errors) - _SHOWN} more errors")
+        if r.problems:
+            console.print(
+                f"  {r.step}: {len(errors)} errors, {warnings} warnings; all in {r.out}/problems.jsonl"
+            )
+        for key in ("answer_positions",):
+            for task, per in r.stats.get(key, {}).items():
+                for k, s in per.items():
+                    stat = f"chi-square {s['chi2']:.3f} (p {s['p']:.3f})"
+                    console.print(f"  {task} ({k} options): correct letters {s['counts']}, {stat}")
+    return 0
+
+
+def _fractions(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise DataFormatError(f"--fractions expects name=share,… (e.g. train=0.8,test=0.2), got {text!r}")
+    return out
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Ingest a manifest's sources into a standardised dataset."""
+    from scopebench.build.standardise import ingest
+
+    return _show(
+        [ingest(args.manifest, args.out, cache_dir=args.cache, progress=not getattr(args, "quiet", False))]
+    )
+
+
+def cmd_questions(args: argparse.Namespace) -> int:
+    """Make multiple-choice questions and captions."""
+    from scopebench.build.questions import QuestionConfig, make_questions
+
+    cfg = QuestionConfig(
+        seed=args.seed,
+        options=args.options,
+        difficulty=args.difficulty,
+        none_of_the_above=args.none_of_the_above,
+        tasks=tuple(args.tasks) if args.tasks else QuestionConfig().tasks,
+        taxonomy=args.taxonomy,
+    )
+    return _show([make_questions(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
+
+
+def _model_args(pairs: list[str]) -> dict[str, Any]:
+    from scopebench.cli import _parse_model_args
+
+    return _parse_model_args(pairs)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Write items with an LLM (describe, mcq, open_to_mcq, SPUR templates)."""
+    from scopebench.build.generation import GenerateConfig, generate
+
+    cfg = GenerateConfig(
+        model=args.model,
+        tasks=tuple(args.tasks),
+        seed=args.seed,
+        retries=args.retries,
+        inputs=args.inputs,
+        templates=args.templates,
+        questions_per_image=args.questions_per_image,
+        max_new_tokens=args.max_new_tokens,
+        model_args=_model_args(args.model_arg),
+    )
+    return _show(
+        [generate(args.data, args.out, cfg, cache=args.cache, progress=not getattr(args, "quiet", False))]
+    )
+
+
+def cmd_split(args: argparse.Namespace) -> int:
+    """Split by image (near-duplicates together) with a test_tiny sample."""
+    from scopebench.build.splits import SplitConfig, split
+
+    cfg = SplitConfig(seed=args.seed, fractions=_fractions(args.fractions), tiny=args.tiny)
+    return _show([split(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Export the local format and an HF dataset."""
+    from scopebench.build.exporting import export
+
+    return _show([export(args.data, args.out, progress=not getattr(args, "quiet", False))])
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run every step of build.yaml, reusing the unchanged ones."""
+    from scopebench.build.pipeline import run_build
+
+    outcome = run_build(args.config, progress=not getattr(args, "quiet", False))
+    code = _show(outcome.steps)
+    console.print(
+        f"evaluate it: scopebench run --bench local --data {outcome.out / 'export' / 'local'} --model random",
+        highlight=False,
+    )
+    return code
+
+
+def add_subcommands(sub: Any) -> None:
+    """Register ``scopebench build …``."""
+    build = sub.add_parser(
+        "build", help="build a benchmark: ingest, questions, generate, split, export (or all: run)"
+    )
+    bs = build.add_subparsers(dest="build_command", metavar="STEP")
+    bs.required = True
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--out", required=True, help="output folder (an earlier build output there is replaced)"
+        )
+
+    p = bs.add_parser("ingest", help="images + metadata tables → standardised μ-Bench-format dataset")
+    p.add_argument("manifest", help="manifest YAML (docs/build.md)")
+    common(p)
+    p.add_argument("--cache", help="folder of converted images, reused by later runs")
+    p.set_defaults(func=cmd_ingest)
+
+    p = bs.add_parser(
+        "questions", help="multiple-choice questions and captions from metadata and the taxonomy"
+    )
+    p.add_argument("data", help="an ingest output folder")
+    common(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--options", type=int, default=4, help="options per question, answer included (default 4)")
+    p.add_argument(
+        "--difficulty",
+        choices=("hard", "easy"),
+        default="hard",
+        help="sibling (hard) or cross-tree (easy) distractors",
+    )
+    p.add_argument(
+        "--none-of-the-above", action="store_true", help='append "none of the above" (never correct)'
+    )
+    p.add_argument("--tasks", nargs="+", help="tasks to make (default all six)")
+    p.add_argument("--taxonomy", help="your taxonomy YAML, merged into the shipped one")
+    p.set_defaults(func=cmd_questions)
+
+    p = bs.add_parser(
+        "generate", help="LLM-written descriptions and questions, validated, cached, with a cost ledger"
+    )
+    p.add_argument("data", help="a questions (or ingest) output folder")
+    common(p)
+    p.add_argument("--model", required=True, help="generative model: openai:…, vllm:…, hf:…, replay:FILE")
+    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="backend option")
+    p.add_argument(
+        "--tasks",
+        nargs="+",
+        default=["describe", "mcq"],
+        help="describe, mcq, open_to_mcq, spur_np … spur_quant, or your own (default: describe mcq)",
+    )
+    p.add_argument(
+        "--inputs", help="table of caption/question/answer/context per image (source + image columns)"
+    )
+    p.add_argument("--templates", help="your templates YAML, merged over the shipped ones")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--retries", type=int, default=2, help="retries after an invalid reply (default 2)")
+    p.add_argument("--questions-per-image", type=int, help="questions per image of the mcq task (default 3)")
+    p.add_argument("--max-new-tokens", type=int, default=1024)
+    p.add_argument("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
+    p.set_defaults(func=cmd_generate)
+
+    p = bs.add_parser("split", help="image-level splits (near-duplicates together) and test_tiny")
+    p.add_argument("data", help="a questions (or ingest) output folder")
+    common(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fractions", default="test=1", help="name=share,… summing to 1 (default test=1)")
+    p.add_argument("--tiny", type=int, default=0, help="images in test_tiny (default 0: none)")
+    p.set_defaults(func=cmd_split)
+
+    p = bs.add_parser("export", help="local format (OUT/local) and HF dataset (OUT/hf)")
+    p.add_argument("data", help="a split output folder")
+    common(p)
+    p.set_defaults(func=cmd_export)
+
+    p = bs.add_parser("run", help="every step from build.yaml, redoing only what changed")
+    p.add_argument("config", help="build.yaml (docs/build.md)")
+    p.set_defaults(func=cmd_run)

@@ -1,0 +1,315 @@
+"""``scopebench compare`` and ``scopebench report``: leaderboards, paired tests and report files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from scopebench.errors import RunDirReadOnlyError
+from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
+from scopebench.report.html import heatmap_values
+from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
+from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows
+from scopebench.scoring.compare import compare_runs, run_folder_names, run_labels
+from scopebench.store import rundir
+
+__all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
+
+# As the main CLI's console: the terminal's width, or 120 columns when piped or redirected (rich's
+# default 80 would truncate the accuracy and interval cells of a file or a log).
+console = Console(width=None if sys.stdout.isatty() else 120)
+
+
+def _markdown(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
+    return "\n".join(lines) + "\n"
+
+
+def _latex(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    from scopebench.report.tables import _tex
+
+    lines = [r"\begin{tabular}{ll" + "r" * (len(head) - 2) + "}", r"\toprule"]
+    lines.append(" & ".join(_tex(h) for h in head) + r" \\")
+    lines.append(r"\midrule")
+    lines += [" & ".join(_tex(c) for c in row) + r" \\" for row in body]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def _csv(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(head)
+    w.writerows(body)
+    return buf.getvalue()
+
+
+def _print_table(title: str, head: Sequence[str], body: Sequence[Sequence[str]]) -> None:
+    table = Table(title=title)
+    for h in head:
+        table.add_column(h)
+    for row in body:
+        table.add_row(*row)
+    console.print(table)
+
+
+def _run_seed(run: str) -> int:
+    from scopebench.report import run_seed
+    from scopebench.store.rundir import load_run
+
+    return run_seed(load_run(run))
+
+
+def _check_runs(runs: Sequence[str], *, one_benchmark: bool) -> None:
+    """Fail before writing anything when a RUN is no run directory or the benchmarks differ.
+
+    A folder that holds run directories (``runs/demo``) gets a hint to pass them (``runs/demo/*``).
+
+    Raises:
+        DataNotFoundError: When a RUN is not a run directory.
+        ConfigMismatchError: When ``one_benchmark`` and the runs are of different benchmarks.
+    """
+    from scopebench.errors import ConfigMismatchError, DataNotFoundError
+    from scopebench.store.rundir import CONFIG_FILE, STORE_FILE
+
+    benches: dict[str, list[str]] = {}
+    for run in runs:
+        path = Path(run)
+        if not (path / CONFIG_FILE).is_file() or not (path / STORE_FILE).is_file():
+            inner = (
+                sorted(p.name for p in path.iterdir() if (p / CONFIG_FILE).is_file()) if path.is_dir() else []
+            )
+            if inner:
+                shown = ", ".join(inner[:5]) + (", …" if len(inner) > 5 else "")
+                raise DataNotFoundError(
+                    f"{run} is not a scopebench run directory but holds {len(inner)} of them ({shown}): "
+                    f"pass them, e.g. `{path / '*'}`"
+                )
+            raise DataNotFoundError(
+                f"{run} is not a scopebench run directory (no {CONFIG_FILE} / {STORE_FILE}); "
+                "pass the --out folder of a `scopebench run`"
+            )
+        cfg = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        benches.setdefault(str(cfg.get("benchmark", "?")), []).append(run)
+    if one_benchmark and len(benches) > 1:
+        detail = "; ".join(f"{b}: {', '.join(rs)}" for b, rs in sorted(benches.items()))
+        raise ConfigMismatchError(
+            f"runs are of different benchmarks ({detail}); nothing was written — "
+            "compare or put in one HTML report the runs of one benchmark at a time"
+        )
+
+
+_FileFunc = Callable[[argparse.Namespace], int]
+
+
+def _file_errors_as_messages(func: _FileFunc) -> _FileFunc:
+    """``func``, with a path it cannot create or open reported as one message, not a traceback.
+
+    ``--out``/``--html`` in a read-only or missing place (or under a plain file) is a user error.
+    """
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except (
+            PermissionError,
+            NotADirectoryError,
+            IsADirectoryError,
+            FileNotFoundError,
+            FileExistsError,
+        ) as exc:
+            raise RunDirReadOnlyError(
+                f"cannot write or open {exc.filename or '?'} ({exc.strerror or exc}): give --out / --html "
+                "a place you can write to, and runs you can read"
+            ) from exc
+
+    return run
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
+    _check_runs(args.runs, one_benchmark=True)
+    result = compare_runs(args.runs, seed=args.seed, resamples=args.resamples, policy=args.policy)
+    if args.published:
+        result["published"] = published_leaderboard(result["benchmark"], leaderboard_columns(result))
+    head, body = leaderboard_table(result)
+    _print_table(
+        f"{result['benchmark']} leaderboard (seed {args.seed}, {args.resamples} resamples)", head, body
+    )
+    if result["pairs"]:
+        _print_table(
+            "pairwise: paired bootstrap of the difference, McNemar exact test",
+            ["A", "B", "n", "A − B", "95% CI", "b", "c", "McNemar p"],
+            pairwise_rows(result["pairs"]),
+        )
+    for w in result["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {w}")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.json").write_text(
+            json.dumps(json_safe(result), indent=2, ensure_ascii=False), encoding="utf-8"
+        )
+        (out / "compare.md").write_text(_markdown(head, body), encoding="utf-8")
+        (out / "compare.csv").write_text(_csv(head, body), encoding="utf-8")
+        (out / "compare.tex").write_text(_latex(head, body), encoding="utf-8")
+        from scopebench.report.plots import plot_heatmap
+
+        groups, values = heatmap_values(result["leaderboard"])
+        board = result["leaderboard"]
+        models = [e["model"] for e in board]
+        paths = run_labels([e["run"] for e in board])
+        # Two runs of one model are told apart by their folder.
+        columns = [m if models.count(m) == 1 else f"{p}: {m}" for m, p in zip(models, paths, strict=True)]
+        if groups:
+            plot_heatmap(
+                groups,
+                columns,
+                values,
+                out / "heatmap",
+                f"{result['benchmark']}: accuracy (%) per group and model",
+            )
+        console.print(f"comparison written to {out}/ (compare.json, .md, .csv, .tex, heatmap.png/.svg)")
+    return 0
+
+
+def _metrics_only(run: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The metrics ``report`` would write, computed without writing anything."""
+    from scopebench.report import run_seed
+    from scopebench.scoring import compute_metrics
+    from scopebench.store.rundir import load_run
+
+    data = load_run(run)
+    seed = args.seed if args.seed is not None else run_seed(data)
+    metrics: dict[str, Any] = compute_metrics(
+        data.records, benchmark=data.benchmark, policy=args.policy, items=data.items, seed=seed,
+        resamples=args.resamples,
+    )  # fmt: skip
+    metrics["model"] = data.model
+    return metrics
+
+
+def _incomplete_note(run: str) -> str | None:
+    """A warning when ``run`` holds results for fewer items than it set out to answer.
+
+    An interrupted run (Ctrl-C, SIGTERM, a crash) or one still running has its items in the store
+    but not all their records; its numbers are then those of a subset, which a table alone hides.
+    """
+    from scopebench.store.rundir import STORE_FILE
+    from scopebench.store.runstore import RunStore
+
+    with RunStore(Path(run) / STORE_FILE, readonly=True) as store:
+        n_items, done = len(store.items()), len(store.done_ids())
+    if done >= n_items:
+        return None
+    return (
+        f"warning: {run} holds results for {done} of its {n_items} items: the run is incomplete "
+        "(interrupted, or still running), so these numbers cover only those items. Run the same "
+        "`scopebench run` command again to finish it."
+    )
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run folder>`` if given).
+
+    ``<run folder>`` is the run's shortest distinguishing path suffix with ``/`` → ``_``
+    (:func:`~scopebench.scoring.compare.run_folder_names`), so no two runs share one.
+
+    Without ``--out`` the files go into the run directory only for the run's own settings (policy
+    wrong, its seed, default resamples), else into its ``report-<policy>-seed<S>-<R>`` subfolder:
+    a report never changes the run's headline ``metrics.json`` (see docs/report.md).
+    With ``--html FILE`` also writes the single-file HTML report of all the runs.
+    """
+    # Checked first: a wrong argument must not leave half of the report files written.
+    _check_runs(args.runs, one_benchmark=bool(args.html))
+    # Runs with one folder name (sweep/alpha-*/run, */clean) get distinct output folders.
+    folders = run_folder_names(args.runs)
+    for run, folder in zip(args.runs, folders, strict=True):
+        if not args.out and not rundir.is_writable(run):
+            # A read-only run (an archive, a colleague's folder) is reported, never written to.
+            metrics = _metrics_only(run, args)
+            console.print(
+                render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})"),
+                crop=False,  # never cut off the right-hand (judge) columns, as in cli._print_metrics
+            )
+            console.print(f"{run} is read-only: no report files were written; pass --out DIR to write them")
+            if note := _incomplete_note(run):
+                console.print(note)
+            continue
+        if args.out:
+            out = Path(args.out) / folder
+        else:
+            seed = args.seed if args.seed is not None else _run_seed(run)
+            out = report_dir(run, seed=seed, resamples=args.resamples, policy=args.policy)
+        metrics = write_run_outputs(
+            run, seed=args.seed, resamples=args.resamples, policy=args.policy, out_dir=out
+        )
+        console.print(
+            render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})"),
+            crop=False,
+        )
+        if args.published:
+            head, body = published_rows(metrics)
+            if body:
+                _print_table(f"{metrics['benchmark']}: {PUBLISHED_NOTE}", head, body)
+                note = f"{PUBLISHED_NOTE}: values in percent as printed in the papers\n\n"
+                (out / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")
+                (out / "published.csv").write_text(_csv(head, body), encoding="utf-8")
+        console.print(f"report files of {run} written to {out}/")
+        if note := _incomplete_note(run):
+            console.print(note)
+    if args.html:
+        from scopebench.report.html import write_html_report
+
+        path = write_html_report(
+            args.runs,
+            args.html,
+            seed=args.seed if args.seed is not None else 0,
+            resamples=args.resamples,
+            policy=args.policy,
+            published=args.published,
+        )
+        console.print(f"HTML report written to {path} (one self-contained file; open it in a browser)")
+    return 0
+
+
+def add_subcommands(sub: Any) -> None:
+    """Register ``compare`` and ``report`` on the CLI's subparsers."""
+    for name, func, help_text in (
+        ("compare", cmd_compare, "leaderboard of runs on one benchmark with paired tests"),
+        ("report", cmd_report, "write metrics tables and plots for each run (and an HTML report)"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("runs", nargs="+", metavar="RUN", help="run directories")
+        p.add_argument("--out", default=None, help="output folder")
+        p.add_argument("--published", action="store_true", help="add published numbers (not reproduced here)")
+        p.add_argument(
+            "--seed",
+            type=int,
+            default=None if name == "report" else 0,
+            help="bootstrap seed (default: " + ("each run's own seed)" if name == "report" else "0)"),
+        )
+        p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+        p.add_argument(
+            "--policy",
+            choices=["wrong", "exclude"],
+            default="wrong",
+            help="unparsed answers, errors and missing images/responses: count as wrong (default) "
+            "or exclude from the denominator",
+        )
+        if name == "report":
+            p.add_argument(
+                "--html", metavar="FILE", help="also write one self-contained HTML report of all RUNs"
+            )
+        p.set_defaults(func=_file_errors_as_messages(func))
