@@ -169,6 +169,7 @@ def test_quiet_and_verbose_work_after_the_subcommand(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # quiet: no bars, no log lines
+    assert proc.stdout == ""  # and no tables: silent except errors (issue 17)
 
 
 def test_fresh_removes_the_discarded_runs_report_files(tmp_path: Path) -> None:

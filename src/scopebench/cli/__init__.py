@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scopebench.display import configure_logging
+from scopebench.display import configure_logging, out_console
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
 from scopebench.report import render_metrics_table, write_run_outputs
 
@@ -44,7 +44,7 @@ __all__ = ["build_parser", "main"]
 
 # Piped output (CI logs, `| tee`) gets a fixed wide layout instead of rich's 80-column default,
 # which would truncate group names.
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
 # Feature areas that add their own subcommands (module with `add_subcommands(sub)`); a module

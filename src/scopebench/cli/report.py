@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from scopebench.display import out_console
 from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
@@ -24,7 +23,7 @@ __all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
 
 # As the main CLI's console: the terminal's width, or 120 columns when piped or redirected (rich's
 # default 80 would truncate the accuracy and interval cells of a file or a log).
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 
 
 def _markdown(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from scopebench.display import out_console
 from scopebench.errors import DataFormatError, ModelError
 
 __all__ = ["add_subcommands", "cmd_linear_probe", "cmd_merge"]
 
 # Piped output gets a fixed wide layout, as in scopebench.cli, so table columns are not truncated.
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 
 
 def _pct(x: float) -> str:
