@@ -50,3 +50,38 @@ def test_quiet_silences_transformers_even_when_already_imported(restore_quiet):
     finally:
         tlog.set_verbosity(before)
         tlog.enable_progress_bar()
+
+
+def test_print_wide_never_cuts_a_name_with_an_ellipsis():
+    from rich.console import Console
+    from rich.table import Table
+
+    from scopebench.cli.report import _print_table
+
+    name = "runs/demo/clip-vit-b32:clip:openai/clip-vit-base-patch32"
+    buf = io.StringIO()
+    narrow = Console(file=buf, width=40)
+    plain = Table(title="t")
+    for h in ("run", "accuracy"):
+        plain.add_column(h)
+    plain.add_row(name, "54.2% [51.0, 57.3]")
+    narrow.print(plain)
+    assert "…" in buf.getvalue()  # what rich does by default at 40 columns
+    buf = io.StringIO()
+    narrow = Console(file=buf, width=40)
+    display.print_wide(narrow, plain)
+    text = buf.getvalue()
+    assert "…" not in text
+    assert name in text  # whole, on one line
+    assert "[51.0," in text and "57.3]" in text  # prose may wrap, between words only
+    # The compare/report command tables go through it.
+    import scopebench.cli.report as rep
+
+    buf = io.StringIO()
+    old = rep.console
+    rep.console = Console(file=buf, width=40)
+    try:
+        _print_table("compare", ["run", "accuracy"], [[name, "54.2%"]])
+    finally:
+        rep.console = old
+    assert name in buf.getvalue() and "…" not in buf.getvalue()

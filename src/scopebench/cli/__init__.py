@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scopebench.display import configure_logging, out_console
+from scopebench.display import configure_logging, out_console, print_wide
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
 from scopebench.report import render_metrics_table, write_run_outputs
 
@@ -101,28 +101,6 @@ def _present_modules(names: Sequence[str]) -> list[Any]:
 # Commands ---------------------------------------------------------------------------------------
 
 
-def _token_column(table: Table, name: str, values: Sequence[str]) -> None:
-    """A column that wraps only between words: it is at least as wide as its longest word.
-
-    Specs (``clip:openai/clip-vit-base-patch32``) and URLs must copy cleanly, so they are never
-    folded mid-token (rich's ``overflow="fold"`` did that at 80 columns).
-    """
-    longest = max((len(tok) for v in values for tok in str(v).split()), default=len(name))
-    table.add_column(name, min_width=max(longest, len(name)), overflow="ellipsis")
-
-
-def _print_wide(table: Table) -> None:
-    """Print ``table`` no narrower than its token-safe minimum, even on a narrow terminal.
-
-    The terminal then soft-wraps the long lines, which copies back as one line, instead of rich
-    cutting a spec or URL with a newline.
-    """
-    from rich.measure import Measurement
-
-    need = Measurement.get(console, console.options.update(width=10_000), table).minimum
-    console.print(table, width=max(console.width, need), crop=False)
-
-
 def _print_json(obj: Any) -> None:
     # Plain print, not rich: rich would wrap long lines and highlight, breaking the JSON.
     print(json.dumps(obj, indent=2, ensure_ascii=False))
@@ -175,13 +153,13 @@ def cmd_benchmarks(args: argparse.Namespace) -> int:
     table.add_column("name", no_wrap=True)
     for col in ("benchmark", "splits", "tasks"):
         table.add_column(col)
-    _token_column(table, "data: what and where", [r["data"] for r in rows])
+    table.add_column("data: what and where")
     for r in rows:
         if r["problem"] is not None:
             table.add_row(r["name"], "unavailable", "", "", escape(r["problem"]))
         else:
             table.add_row(r["name"], r["title"], ", ".join(r["splits"]), ", ".join(r["tasks"]), r["data"])
-    _print_wide(table)
+    print_wide(console, table)
     return 0
 
 
@@ -445,12 +423,12 @@ def cmd_models(args: argparse.Namespace) -> int:
         return 0
     table = Table(title="Model presets (--model NAME)")
     table.add_column("name", no_wrap=True)
-    _token_column(table, "spec", [p.spec for p in presets])
+    table.add_column("spec")
     for col in ("published as", "papers", "note"):
         table.add_column(col)
     for p in presets:
         table.add_row(p.name, p.spec, p.published_as or "", p.papers, p.note)
-    _print_wide(table)
+    print_wide(console, table)
     console.print(
         "Any other model: a spec SCHEME:ARG with SCHEME one of "
         + ", ".join(available_schemes())

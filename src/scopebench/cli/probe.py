@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.table import Table
 
-from scopebench.display import out_console
+from scopebench.display import out_console, print_wide
 from scopebench.engine import RunConfig
 from scopebench.errors import ScopebenchError
 from scopebench.experiments.probes import image_probes, matching, shortcut, text_probes
@@ -135,7 +135,7 @@ def print_table(title: str, head: Sequence[str], body: Sequence[Sequence[Any]]) 
         table.add_column(str(h))
     for row in body:
         table.add_row(*(str(c) for c in row))
-    console.print(table)
+    print_wide(console, table)  # names never cut with "…"
 
 
 def add_subcommands(sub: Any) -> None:

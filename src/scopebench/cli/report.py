@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from scopebench.display import out_console
+from scopebench.display import out_console, print_wide
 from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
@@ -60,7 +60,7 @@ def _print_table(title: str, head: Sequence[str], body: Sequence[Sequence[str]])
         table.add_column(h)
     for row in body:
         table.add_row(*row)
-    console.print(table)
+    print_wide(console, table)  # names never cut with "…"
 
 
 def _run_seed(run: str) -> int:

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from scopebench.display import out_console
+from scopebench.display import out_console, print_wide
 from scopebench.errors import DataFormatError, ModelError
 
 __all__ = ["add_subcommands", "cmd_linear_probe", "cmd_merge"]
@@ -128,7 +128,7 @@ def cmd_linear_probe(args: argparse.Namespace) -> int:
             "–" if t.pca_components is None else str(t.pca_components), "–" if t.C is None else f"{t.C:.4g}",
             *(cv if args.optuna_trials > 0 else []),
         )  # fmt: skip
-    console.print(table)
+    print_wide(console, table)  # task names never cut with "…"
     o = result.overall
     console.print(f"overall: {_pct(o['accuracy'])} {_ci(o['ci_low'], o['ci_high'])} over {o['n']} items")
     if result.skipped:
