@@ -266,10 +266,15 @@ def cmd_report(args: argparse.Namespace) -> int:
                 (out / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")
                 (out / "published.csv").write_text(_csv(head, body), encoding="utf-8")
         console.print(f"report files of {run} written to {out}/")
+        if args.log_to:
+            from scopebench.report.tracking import log_run
+
+            where = log_run(args.log_to, folder, metrics, out, Path(args.log_dir))
+            console.print(f"logged {run} to {args.log_to} in {where}")
         if note := _incomplete_note(run):
             console.print(note)
     if args.html:
-        from scopebench.report.html import write_html_report
+        from scopebench.report.html import items_dir_for, write_html_report
 
         path = write_html_report(
             args.runs,
@@ -279,7 +284,10 @@ def cmd_report(args: argparse.Namespace) -> int:
             policy=args.policy,
             published=args.published,
         )
-        console.print(f"HTML report written to {path} (one self-contained file; open it in a browser)")
+        console.print(
+            f"HTML report written to {path}; its items are in {path.parent / items_dir_for(path)}/ "
+            "(keep that folder beside the page)"
+        )
     return 0
 
 
@@ -309,6 +317,16 @@ def add_subcommands(sub: Any) -> None:
         )
         if name == "report":
             p.add_argument(
-                "--html", metavar="FILE", help="also write one self-contained HTML report of all RUNs"
+                "--log-to",
+                choices=("tensorboard", "mlflow", "wandb"),
+                help="also log each run's metrics, tables and plots there (extras track-tensorboard, …)",
+            )
+            p.add_argument(
+                "--log-dir", default="scopebench-logs", help="tracking folder (default scopebench-logs)"
+            )
+            p.add_argument(
+                "--html",
+                metavar="FILE",
+                help="also write an HTML report of all RUNs (FILE + FILE-stem_items/)",
             )
         p.set_defaults(func=_file_errors_as_messages(func))
