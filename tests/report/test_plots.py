@@ -89,3 +89,66 @@ def test_no_reliability_diagram_for_baselines_and_chance_from_metrics():
     assert chance_level({"baselines": {"random": {"expected_accuracy": 0.25}}}) == 0.25
     assert chance_level({"baselines": {}}) is None
     assert chance_level({"baselines": {"random": {"expected_accuracy": math.nan}}}) is None
+
+
+def _legend_clear_of_data(fig) -> None:
+    """The legend's box overlaps no bar, no line point and no band/whisker point of the axes."""
+    import numpy as np
+
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    boxes = [p.get_window_extent() for p in ax.patches]
+    for line in ax.get_lines():
+        boxes += [Bbox.from_bounds(*ax.transData.transform(p), 1, 1) for p in np.asarray(line.get_xydata())]
+    for c in ax.collections:
+        for path in c.get_paths():
+            boxes += [Bbox.from_bounds(*ax.transData.transform(p), 1, 1) for p in path.vertices]
+    assert len(boxes) > 5
+    hits = [b for b in boxes if legend.overlaps(b)]
+    assert not hits, f"legend {legend} covers {hits[:3]}"
+
+
+def _captured(monkeypatch):
+    import scopebench.report.plots as plots
+
+    figs: list = []
+    monkeypatch.setattr(plots, "save_figure", lambda fig, stem: figs.append(fig) or [])
+    return figs
+
+
+def test_position_bias_legend_does_not_cover_bars(monkeypatch, tmp_path):
+    from scopebench.experiments.probes.text_probes import _plot_bias
+
+    figs = _captured(monkeypatch)
+    # No position bias: every bar is 25%, as tall as the autoscaled axes, so no corner is free.
+    rows = [{"letter": L, "chosen_share": 0.25, "answer_share": 0.25} for L in "ABCD"]
+    _plot_bias(rows, tmp_path / "bias")
+    _legend_clear_of_data(figs[0])
+    plt.close(figs[0])
+
+
+def test_merge_sweep_legend_does_not_cover_lines(monkeypatch, tmp_path):
+    from scopebench.experiments.merge import SweepRow, plot_sweep
+
+    figs = _captured(monkeypatch)
+    alphas = [i / 20 for i in range(21)]  # flat task lines every 20 points: no free band
+    rows = [
+        SweepRow(
+            alpha=a,
+            n=100,
+            correct=int(100 * (0.9 - 0.5 * a)),
+            accuracy=0.9 - 0.5 * a,
+            ci_low=0.85 - 0.5 * a,
+            ci_high=0.95 - 0.5 * a,
+            ci_method="wilson",
+            by_task={f"t{k}": 0.1 + 0.2 * k for k in range(5)},
+            run_dir="r",
+            model_dir="m",
+            merged_digest="d",
+        )
+        for a in alphas
+    ]
+    plot_sweep(rows, tmp_path / "sweep", "sweep")
+    _legend_clear_of_data(figs[0])
+    plt.close(figs[0])
