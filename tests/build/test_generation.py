@@ -338,7 +338,7 @@ def test_build_run_chains_generate_between_questions_and_split(tmp_path: Path) -
 @pytest.mark.slow
 def test_a_tiny_local_hf_model_goes_through_the_same_path(built: dict[str, Any], tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from scopebench.models.tiny import build_tiny_generative
+    from scopebench.testing.tiny import build_tiny_generative
 
     model = build_tiny_generative(tmp_path / "tiny", "qwen2-vl", seed=0)
     _, texts = _setup(tmp_path)
