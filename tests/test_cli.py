@@ -98,10 +98,16 @@ def test_benchmarks_lists_every_builtin(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_demo_command_end_to_end(tmp_path: Path) -> None:
-    proc = _cli("-q", "demo", "--data", str(tmp_path / "demo"), "--out", str(tmp_path / "runs"))
+    # Not -q (which prints nothing but errors): the one-screen summary is what is checked.
+    proc = _cli("demo", "--data", str(tmp_path / "demo"), "--out", str(tmp_path / "runs"))
     assert proc.returncode == 0, proc.stderr
-    assert "demo benchmark:" in proc.stdout and "overall" in proc.stdout
-    assert "UNTRAINED" in proc.stdout  # the tiny model is labelled for what it is
+    out = proc.stdout
+    assert "demo benchmark:" in out and "demo: overall accuracy" in out
+    assert "UNTRAINED" in out  # the tiny model is labelled for what it is
+    # One screen (issue 17: it was ~180 lines of per-task tables), saying where the tables went.
+    assert len(out.splitlines()) <= 40, out
+    assert "per-task" not in out.split("demo: overall accuracy")[0]
+    assert f"{tmp_path / 'runs'}/<model>/metrics.md" in out.replace("\n", "")
     for model in ("random", "frequent", "embed_default", "tiny-clip", "tiny-qwen2-vl"):
         metrics = json.loads((tmp_path / "runs" / model / "metrics.json").read_text())
         assert metrics["overall"]["n"] == 114

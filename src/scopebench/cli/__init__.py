@@ -36,6 +36,7 @@ from rich.table import Table
 from scopebench.display import configure_logging, out_console, print_wide
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
 from scopebench.report import render_metrics_table, write_run_outputs
+from scopebench.report.tables import format_interval, format_percent
 
 if TYPE_CHECKING:
     from scopebench.benchmarks.base import LoadedBenchmark, Problem
@@ -347,15 +348,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
     console.print(f"demo benchmark: {data_dir}")
     out_root = Path(args.out)
     models = [(m, m) for m in args.models] if args.models else _demo_models(data_dir.parent, args.seed)
+    summary = Table(title="demo: overall accuracy, 95% interval \\[low, high] (chance {chance})")
+    for col in ("model", "accuracy", "95% CI", "n", "unparsed", "files"):
+        summary.add_column(col, justify="left" if col in ("model", "files") else "right")
+    chance = float("nan")
     for label, model in models:
         # Generative models run in choice-logprob mode: one forward pass per batch, so the demo stays fast.
         mode = "choice-logprob" if model.startswith("hf:") else None
         config = RunConfig(benchmark="demo", data=str(data_dir), model=model, seed=args.seed, mode=mode)
         run_dir = out_root / label.split(" ")[0].replace(":", "_").replace("/", "_")
         result = run_benchmark(config, run_dir, fresh=True, on_metrics=lambda d: _write_outputs(d, args.seed))
-        _print_metrics(result.metrics, f"demo — {label}")
-        console.print(f"[dim]{label}: results in {result.run_dir}/[/dim]")
-    console.print(f"\nrun folders under {out_root}/ (records.jsonl, metrics.json per model)")
+        m = result.metrics
+        if args.tables:
+            _print_metrics(m, f"demo — {label}")
+        o = m["overall"]
+        summary.add_row(label, format_percent(o), format_interval(o), str(o["n"]), str(o["unparsed"]),
+                        f"{result.run_dir}/metrics.md")  # fmt: skip
+        chance = (m.get("baselines") or {}).get("random", {}).get("expected_accuracy", chance)
+    summary.title = str(summary.title).format(chance=f"{100 * chance:.1f}%")
+    # One screen: the per-task tables are in each run's metrics.md/.csv/.tex (and --tables).
+    print_wide(console, summary)
+    console.print(
+        f"per-task tables and plots: {out_root}/<model>/metrics.md, .csv, .tex, accuracy_by_task.png; "
+        f"HTML: scopebench report {out_root}/* --html demo.html"
+    )
     return 0
 
 
@@ -693,6 +709,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/demo", help="folder for the run directories (default runs/demo)")
     p.add_argument("--seed", type=int, default=0, help="generation and evaluation seed (default 0)")
     p.add_argument("--models", nargs="+", help="model specs to run (default: the demo set)")
+    p.add_argument("--tables", action="store_true", help="also print each model's full metrics table")
     p.set_defaults(func=cmd_demo)
 
     for module in _present_modules(_EXTENSION_MODULES):
