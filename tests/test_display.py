@@ -9,6 +9,7 @@ import os
 import pytest
 
 from scopebench import display
+from scopebench.cli.output import OutConsole, print_wide
 
 
 @pytest.fixture
@@ -25,7 +26,8 @@ def restore_quiet(monkeypatch):
 
 def test_out_console_is_silent_only_under_quiet(restore_quiet):
     buf = io.StringIO()
-    con = display.OutConsole(file=buf, width=80)
+    display.set_quiet(False)  # an earlier in-process `main(["-q", …])` leaves it on
+    con = OutConsole(file=buf, width=80)
     con.print("table")
     assert buf.getvalue() == "table\n"
     display.configure_logging(quiet=True)
@@ -69,7 +71,7 @@ def test_print_wide_never_cuts_a_name_with_an_ellipsis():
     assert "…" in buf.getvalue()  # what rich does by default at 40 columns
     buf = io.StringIO()
     narrow = Console(file=buf, width=40)
-    display.print_wide(narrow, plain)
+    print_wide(narrow, plain)
     text = buf.getvalue()
     assert "…" not in text
     assert name in text  # whole, on one line

@@ -114,6 +114,7 @@ def test_sigterm_exports_finished_records_exits_143_and_resumes(tmp_path: Path) 
     lines = (out / "records.jsonl").read_text().splitlines()
     assert len(lines) == kept  # every finished record exported, nothing else
     assert {json.loads(line)["item_id"] for line in lines} == {r.item_id for r in load_run(out).records}
-    done = subprocess.run(_cmd(data, out), env=_env(), capture_output=True, text=True)
+    loud = [c for c in _cmd(data, out) if c != "-q"]  # -q is silent except errors (issue 17)
+    done = subprocess.run(loud, env=_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert f"40 items ({40 - kept} new this time" in done.stdout

@@ -33,7 +33,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scopebench.display import configure_logging, out_console, print_wide
+from scopebench.cli.output import out_console, print_wide
+from scopebench.display import configure_logging
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
 from scopebench.report import render_metrics_table, write_run_outputs
 from scopebench.report.tables import format_interval, format_percent

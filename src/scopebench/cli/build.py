@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
-from scopebench.display import out_console
+from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError
 
 __all__ = ["add_subcommands", "summary_table"]

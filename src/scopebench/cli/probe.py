@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.table import Table
 
-from scopebench.display import out_console, print_wide
+from scopebench.cli.output import out_console, print_wide
 from scopebench.engine import RunConfig
 from scopebench.errors import ScopebenchError
 from scopebench.experiments.probes import image_probes, matching, shortcut, text_probes

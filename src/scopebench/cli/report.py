@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from scopebench.display import out_console, print_wide
+from scopebench.cli.output import out_console, print_wide
 from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values

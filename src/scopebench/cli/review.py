@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from scopebench.display import out_console
+from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError, MissingDependencyError
 
 __all__ = ["add_subcommands"]

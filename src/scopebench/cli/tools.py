@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from scopebench.display import out_console, print_wide
+from scopebench.cli.output import out_console, print_wide
 from scopebench.errors import DataFormatError, ModelError
 
 __all__ = ["add_subcommands", "cmd_linear_probe", "cmd_merge"]
