@@ -41,6 +41,7 @@ _EXTENSION_MODULES = (
     "scopebench.cli_tools",
     "scopebench.cli_review",
     "scopebench.cli_build",
+    "scopebench.cli_paper",
 )
 
 

@@ -60,7 +60,6 @@ _IDENTITY_KEYS = (
     "benchmark",
     "data_fingerprint",
     "split",
-    "limit",
     "exclude_fingerprint",
     "transform",
     "strategy",
@@ -110,6 +109,8 @@ class RunConfig:
             the parser leaves unparsed (:mod:`scopebench.engine.judging`); ``None``: no judge.
         judge_args: The judge's options (``--judge-arg k=v``): ``device``, ``base_url``,
             ``batch_size`` and backend options.
+        label: The run's display name in tables and reports (``run --label``, an eval config's
+            model ``name``); recorded in ``run.json``, not part of the run's identity.
     """
 
     benchmark: str
@@ -135,6 +136,7 @@ class RunConfig:
     box_repair: bool = False
     judge: str | None = None
     judge_args: dict[str, Any] = field(default_factory=dict)
+    label: str | None = None
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -426,6 +428,7 @@ def _provenance(
         "platform": platform.platform(),
         "python": platform.python_version(),
         "n_items": len(items),
+        "label": config.label,
         # Records the loader could not turn into a usable item: kept here so a run never loses a
         # record without a trace (``scopebench validate`` lists the same problems).
         "unusable_records": [str(p) for p in loaded.problems if p.severity == "error"],
@@ -444,7 +447,45 @@ def _plugin_provenance(config: RunConfig) -> dict[str, Any]:
     return {"plugins": used} if used else {}
 
 
-def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
+def _check_limit(old: dict[str, Any], new: dict[str, Any], backend: Backend, run_dir: Path) -> None:
+    """Allow a stored ``--limit`` to be raised or removed; refuse lowering it.
+
+    The first N items in the loader's order are a prefix of the first M ≥ N (the data, split and
+    exclusions are identity keys), so a raised limit keeps every stored record and answers only
+    the new items. A lower limit is refused rather than reported on a subset: the store would hold
+    results of items outside the run. Backends whose answers depend on the whole item set (the
+    frequent-choice baselines count letters over it) and item transforms that mix items (probes)
+    cannot be extended without changing stored answers, so a changed limit is refused there too.
+
+    Raises:
+        ConfigMismatchError: When the limit is lowered, or changed where extending is unsound.
+    """
+    before, after = old.get("limit"), new.get("limit")
+    if before == after:
+        return
+    shown = {None: "none"}
+    was, now = shown.get(before, str(before)), shown.get(after, str(after))
+    if after is not None and (before is None or after < before):
+        raise ConfigMismatchError(
+            f"the run directory {run_dir} holds results of --limit {was}, more items than --limit {now}: "
+            "a run's limit can be raised or removed (only the new items are evaluated), never lowered. "
+            f"Run again with --limit {was} (or higher, or none), use another --out, or pass --fresh to "
+            "start again."
+        )
+    why = None
+    if backend.item_set_dependent:
+        why = f"{backend.spec}'s answers depend on the whole set of evaluated items"
+    elif new.get("transform"):
+        why = f"the transform {new['transform']!r} depends on the whole set of evaluated items"
+    if why:
+        raise ConfigMismatchError(
+            f"the run directory {run_dir} holds results of --limit {was}; it cannot be extended to "
+            f"--limit {now} because {why}, so the stored answers would not be those of the larger run. "
+            "Pass --fresh to redo it with the new limit, or use another --out."
+        )
+
+
+def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool, backend: Backend) -> None:
     cfg_path = run_dir / CONFIG_FILE
     if fresh and not cfg_path.is_file():
         # No run.json, so not known to be a run folder: only a (damaged) store goes, the way out
@@ -481,6 +522,7 @@ def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
             + "\n".join(diffs)
             + "\nUse another --out, or pass --fresh to discard the stored results and start again."
         )
+    _check_limit(old, new, backend, run_dir)
 
 
 def run_benchmark(
@@ -580,7 +622,7 @@ def run_benchmark(
         try:
             provenance = _provenance(config, loaded, items, backend)
             provenance["judge"] = judge_provenance(judge)
-            _check_config(run_dir, provenance, fresh)
+            _check_config(run_dir, provenance, fresh, backend)
             with RunStore(run_dir / STORE_FILE, check=True) as store:
                 check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
             (run_dir / CONFIG_FILE).write_text(

@@ -96,6 +96,7 @@ class FrequentBackend(Backend):
 
     mode = "baseline"
     needs_images = False
+    item_set_dependent = True  # counts over the evaluated items (prepare)
 
     def __init__(self, spec: str, options: ModelOptions) -> None:
         split_spec(spec)
@@ -164,6 +165,7 @@ class FrequentTextLOOBackend(Backend):
 
     mode = "baseline"
     needs_images = False
+    item_set_dependent = True  # counts over the evaluated items (prepare)
 
     def __init__(self, spec: str, options: ModelOptions) -> None:
         split_spec(spec)
