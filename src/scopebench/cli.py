@@ -261,14 +261,22 @@ def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
         box_repair=getattr(args, "box_repair", False),
         judge=getattr(args, "judge", None),
         judge_args=_parse_model_args(getattr(args, "judge_arg", None) or [], "--judge-arg"),
+        label=getattr(args, "label", None),
     )
     return replace(config, **overrides) if overrides else config
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Evaluate one model on one benchmark into a run directory."""
+    """Evaluate one model on one benchmark into a run directory (several: a grid, then tables)."""
     from scopebench.engine import run_benchmark
 
+    if len(args.bench) > 1 or len(args.model) > 1:
+        from scopebench.cli_paper import cmd_run_grid
+
+        return cmd_run_grid(args, _run_config)
+    if len(args.data or []) > 1:
+        raise DataFormatError("--data is given several times for one --bench: give it once")
+    args.bench, args.model, args.data = args.bench[0], args.model[0], (args.data or [None])[0]
     config = _run_config(args)
     result = run_benchmark(
         config,
@@ -548,10 +556,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("run", help="evaluate a model on a benchmark (resumable)")
-    p.add_argument("--bench", required=True, help="benchmark name")
-    p.add_argument("--data", help="data location (not needed for `demo`)")
-    p.add_argument("--model", required=True, help="model spec: random, frequent, replay:FILE, …")
-    p.add_argument("--out", required=True, help="run directory (resumed if it exists)")
+    # Several --bench/--model: a grid of runs under --out, then the paper tables (docs/tables.md).
+    p.add_argument("--bench", required=True, action="append", help="benchmark name (repeatable)")
+    p.add_argument(
+        "--data", action="append", help="data location (not needed for `demo`); one per --bench"
+    )
+    p.add_argument(
+        "--model", required=True, action="append", help="model spec: random, frequent, replay:FILE, … (repeatable)"
+    )
+    p.add_argument("--out", required=True, help="run directory (resumed if it exists); with several: their root")
+    p.add_argument("--label", help="display name of the run in tables and reports (recorded in run.json)")
     p.add_argument("--split", help="split to evaluate (default: the benchmark's default)")
     p.add_argument("--limit", type=int, help="evaluate only the first N items")
     p.add_argument("--seed", type=int, default=0, help="seed for every random choice (default 0)")

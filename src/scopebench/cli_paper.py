@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-__all__ = ["add_subcommands", "cmd_eval", "cmd_table", "run_grid", "write_tables"]
+__all__ = ["add_subcommands", "cmd_eval", "cmd_run_grid", "cmd_table", "run_grid", "write_tables"]
 
 # As the other commands: the terminal's width, or 120 columns when piped.
 console = Console(width=None if sys.stdout.isatty() else 120)
@@ -166,3 +166,40 @@ def add_subcommands(sub: Any) -> None:
     p.add_argument("--fresh", action="store_true", help="discard every run's stored results and start again")
     p.add_argument("--retry-errors", action="store_true", help="redo items whose stored result is an error")
     p.set_defaults(func=cmd_eval)
+
+
+def cmd_run_grid(args: argparse.Namespace, run_config: Any) -> int:
+    """``scopebench run`` with several ``--bench``/``--model``: every pair under ``--out``, then tables.
+
+    Run folders are named as an eval config's (``OUT/<bench>[-<split>]/<protocol>/<model>``);
+    ``--data`` is given once per ``--bench`` (in order), or not at all.
+
+    Args:
+        args: The ``run`` command's arguments (``bench``, ``model`` and ``data`` are lists).
+        run_config: The CLI's ``_run_config(args, **overrides)``.
+    """
+    from scopebench.errors import DataFormatError
+    from scopebench.grid import GridRun, ModelEntry, slug
+
+    data = list(args.data or [])
+    if data and len(data) != len(args.bench):
+        raise DataFormatError(
+            f"--data is given {len(data)} time(s) for {len(args.bench)} --bench: give one --data per "
+            "--bench, in the same order (none for `demo`), or write an eval config (scopebench eval)"
+        )
+    if args.label:
+        raise DataFormatError("--label names one run; with several --model, write an eval config with names")
+    names = [ModelEntry(spec=m).display_name() for m in args.model]
+    if len(set(map(slug, names))) < len(names):
+        raise DataFormatError("the --model values share a run folder name: give each model once")
+    plan = []
+    for k, bench in enumerate(args.bench):
+        folder = slug(bench if args.split is None else f"{bench}-{args.split}")
+        for model, name in zip(args.model, names, strict=True):
+            config = run_config(args, benchmark=bench, model=model, data=data[k] if data else "", label=name)
+            plan.append(GridRun(name, config, Path(args.out) / folder / slug(args.protocol) / slug(name)))
+    dirs = run_grid(plan, fresh=args.fresh, retry_errors=args.retry_errors, seed=args.seed)
+    tables = Path(args.out) / "tables"
+    written = write_tables(dirs, tables, labels=[r.label for r in plan])
+    console.print(f"paper tables: {len(written)} files in {tables}/")
+    return 0

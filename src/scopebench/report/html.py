@@ -534,13 +534,10 @@ def _browser_section(runs: Sequence[RunData], labels: Sequence[str], thumbs: _Th
 
 
 def _labels(runs: Sequence[RunData]) -> list[str]:
-    from scopebench.scoring.compare import run_labels
+    # Path-free display names, told apart by folder (report/labels.py): never a home folder.
+    from scopebench.report.labels import run_display_names
 
-    models = [r.model for r in runs]
-    paths = run_labels([r.path for r in runs])
-    return [
-        r.model if models.count(r.model) == 1 else f"{p}: {r.model}" for r, p in zip(runs, paths, strict=True)
-    ]
+    return run_display_names(runs)
 
 
 def build_html_report(
