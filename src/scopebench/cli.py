@@ -558,13 +558,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="evaluate a model on a benchmark (resumable)")
     # Several --bench/--model: a grid of runs under --out, then the paper tables (docs/tables.md).
     p.add_argument("--bench", required=True, action="append", help="benchmark name (repeatable)")
+    p.add_argument("--data", action="append", help="data location (not needed for `demo`); one per --bench")
     p.add_argument(
-        "--data", action="append", help="data location (not needed for `demo`); one per --bench"
+        "--model",
+        required=True,
+        action="append",
+        help="model spec: random, frequent, replay:FILE, … (repeatable)",
     )
     p.add_argument(
-        "--model", required=True, action="append", help="model spec: random, frequent, replay:FILE, … (repeatable)"
+        "--out", required=True, help="run directory (resumed if it exists); with several: their root"
     )
-    p.add_argument("--out", required=True, help="run directory (resumed if it exists); with several: their root")
     p.add_argument("--label", help="display name of the run in tables and reports (recorded in run.json)")
     p.add_argument("--split", help="split to evaluate (default: the benchmark's default)")
     p.add_argument("--limit", type=int, help="evaluate only the first N items")

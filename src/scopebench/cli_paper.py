@@ -81,7 +81,9 @@ def cmd_table(args: argparse.Namespace) -> int:
     for run in runs:
         if note := _incomplete_note(run):
             console.print(note, markup=False, highlight=False, soft_wrap=True)
-    console.print(f"{len(written)} files written to {args.out}/ (.tex, .md, .csv per benchmark; forest-*.png/.svg)")
+    console.print(
+        f"{len(written)} files written to {args.out}/ (.tex, .md, .csv per benchmark; forest-*.png/.svg)"
+    )
     return 0
 
 

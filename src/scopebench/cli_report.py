@@ -185,24 +185,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _use_display_names(result: dict[str, Any]) -> None:
-    """Name the leaderboard's runs and pairs by display name (report/labels.py), not model spec.
+    """Name the leaderboard's runs and pairs by display name (report/labels.py), not model spec."""
+    from scopebench.engine.rundir import load_run
+    from scopebench.report.labels import relabel_comparison, run_display_names
 
-    A spec naming a local folder (``clip:/home/me/…``) would put a home folder into every file
-    written; the spec stays in ``model_spec``.
-    """
-    from scopebench.report.labels import display_names
-
-    board = result["leaderboard"]
-    recorded = []
-    for e in board:
-        cfg = json.loads((Path(e["run"]) / rundir.CONFIG_FILE).read_text(encoding="utf-8"))
-        recorded.append(cfg.get("label") or None)
-    names = display_names([e["model"] for e in board], [e["run"] for e in board], recorded)
-    by_run = {e["run"]: name for e, name in zip(board, names, strict=True)}
-    for e, name in zip(board, names, strict=True):
-        e["model_spec"], e["model"] = e["model"], name
-    for pair in result["pairs"]:
-        pair["model_a"], pair["model_b"] = by_run[pair["run_a"]], by_run[pair["run_b"]]
+    runs = [e["run"] for e in result["leaderboard"]]
+    names = run_display_names([load_run(r) for r in runs])
+    relabel_comparison(result, dict(zip(runs, names, strict=True)))
 
 
 def _metrics_only(run: str, args: argparse.Namespace) -> dict[str, Any]:

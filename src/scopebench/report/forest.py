@@ -94,7 +94,9 @@ def plot_forest(
         for ext in ("png", "svg"):
             target = base.with_name(base.name + f".{ext}")
             # No creation date in the SVG, so a rerun on the same runs writes the same bytes.
-            fig.savefig(target, dpi=150, bbox_inches="tight", metadata={"Date": None} if ext == "svg" else None)
+            fig.savefig(
+                target, dpi=150, bbox_inches="tight", metadata={"Date": None} if ext == "svg" else None
+            )
             out.append(target)
     finally:
         plt.close(fig)

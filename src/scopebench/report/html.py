@@ -32,6 +32,7 @@ from typing import Any
 from scopebench.engine.rundir import RunData, load_run
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
 from scopebench.items import LETTERS, Item, Record, open_image
+from scopebench.report.labels import relabel_comparison, shown_path
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import (
     format_interval,
@@ -251,7 +252,7 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
     cfg = run.config
     parts = [
         f'<section class="run" id="run-{index}"><h3>{_e(label)}</h3>',
-        f'<p class="note">run <code>{_e(run.path)}</code> · '
+        f'<p class="note">run <code>{_e(shown_path(run.path))}</code> · '
         f"data fingerprint {_e(cfg.get('data_fingerprint'))} · "
         f"protocol {_e(cfg.get('protocol'))} · parser {_e(cfg.get('parser_version'))} · "
         f"policy for unscorable answers: <b>{_e(metrics.get('policy'))}</b> · "
@@ -576,7 +577,7 @@ def build_html_report(
     bench = benches[0]
     labels = _labels(runs)
     metrics = []
-    for run in runs:
+    for run, label in zip(runs, labels, strict=True):
         m = compute_metrics(
             run.records,
             benchmark=bench,
@@ -586,7 +587,7 @@ def build_html_report(
             resamples=resamples,
             protocol=str(run.config.get("protocol") or "default"),
         )
-        m["model"] = run.model
+        m["model"] = label  # the display name: a spec may hold a local (home) path
         metrics.append(m)
     parts = [
         "<!DOCTYPE html>",
@@ -604,6 +605,7 @@ def build_html_report(
     ]
     if len(runs) > 1:
         result = compare_runs(run_dirs, seed=seed, resamples=resamples, policy=policy)
+        relabel_comparison(result, {str(run.path): lab for run, lab in zip(runs, labels, strict=True)})
         if published:
             cols = []
             for entry in result["leaderboard"]:

@@ -16,7 +16,7 @@ gets the shortest path suffix that distinguishes their run folders, ``random (pm
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,15 @@ from scopebench.errors import DataNotFoundError
 from scopebench.models.presets import PRESETS
 from scopebench.scoring.compare import run_labels
 
-__all__ = ["base_name", "display_names", "expand_run_dirs", "is_run_dir", "run_display_names"]
+__all__ = [
+    "base_name",
+    "display_names",
+    "expand_run_dirs",
+    "is_run_dir",
+    "relabel_comparison",
+    "run_display_names",
+    "shown_path",
+]
 
 
 def _is_pathlike(arg: str) -> bool:
@@ -95,6 +103,37 @@ def run_display_names(runs: Sequence[Any]) -> list[str]:
         [Path(getattr(r, "run_dir", None) or r.path) for r in runs],
         [r.config.get("label") or None for r in runs],
     )
+
+
+def shown_path(path: str | Path) -> str:
+    """A run folder as a written report may show it: never an absolute path.
+
+    Relative paths stay as given; an absolute one is shown relative to the working directory when
+    under it, else as ``…/<parent>/<name>``.
+    """
+    p = Path(path)
+    if not p.is_absolute():
+        return str(p)
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return "…/" + "/".join(p.parts[-2:])
+
+
+def relabel_comparison(result: dict[str, Any], names: Mapping[str, str]) -> None:
+    """Name the runs of a :func:`~scopebench.scoring.compare.compare_runs` result by display name.
+
+    Leaderboard rows and pairs get ``names[run]`` as ``model`` (the spec stays in ``model_spec``),
+    so a spec naming a local folder (``clip:/home/me/…``) never reaches a written file.
+
+    Args:
+        result: The comparison (changed in place).
+        names: Display name by run directory, as the result's ``run`` fields spell it.
+    """
+    for e in result["leaderboard"]:
+        e["model_spec"], e["model"] = e["model"], names[e["run"]]
+    for pair in result["pairs"]:
+        pair["model_a"], pair["model_b"] = names[pair["run_a"]], names[pair["run_b"]]
 
 
 def is_run_dir(path: str | Path) -> bool:

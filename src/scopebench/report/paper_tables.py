@@ -327,10 +327,10 @@ def _tex(s: str) -> str:
 
 
 def table_to_latex(table: PaperTable) -> str:
-    """The table as a LaTeX ``table`` with booktabs rules (pandas ``Styler.to_latex``).
+    r"""The table as a LaTeX ``table`` with booktabs rules (pandas ``Styler.to_latex``).
 
-    Needs ``\\usepackage{booktabs}``; μ in a benchmark or model name needs a Unicode engine or
-    ``\\usepackage[utf8]{inputenc}`` with a μ definition.
+    Needs ``\usepackage{booktabs}``; μ in a benchmark or model name needs a Unicode engine or
+    ``\usepackage[utf8]{inputenc}`` with a μ definition.
     """
     frame = _frame(table, lambda v: rf"\textbf{{{v}}}", _tex)
     if any(c.top for c in table.columns):
