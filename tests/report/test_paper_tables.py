@@ -121,7 +121,7 @@ def _owner_results(bench: str, rows: list[tuple[str, str, float]]) -> Results:
             split_or_group=g,
             subset_or_task=t,
             weighting="instance",
-        )  # fmt: skip
+        )
         for g, t, acc in rows
     )
     overall = OwnerRow(
