@@ -447,24 +447,29 @@ def _plugin_provenance(config: RunConfig) -> dict[str, Any]:
     return {"plugins": used} if used else {}
 
 
-def _check_limit(old: dict[str, Any], new: dict[str, Any], backend: Backend, run_dir: Path) -> None:
+def _check_limit(old: dict[str, Any], new: dict[str, Any], backend: Backend, run_dir: Path) -> bool:
     """Allow a stored ``--limit`` to be raised or removed; refuse lowering it.
 
     The first N items in the loader's order are a prefix of the first M ≥ N (the data, split and
     exclusions are identity keys), so a raised limit keeps every stored record and answers only
     the new items. A lower limit is refused rather than reported on a subset: the store would hold
-    results of items outside the run. Backends whose answers depend on the whole item set (the
-    frequent-choice baselines count letters over it) and item transforms that mix items (probes)
-    cannot be extended without changing stored answers, so a changed limit is refused there too.
+    results of items outside the run. Item transforms that mix items (probes: question swap…) would
+    change the stored items' prompts, so their limit cannot change. Backends whose answers depend
+    on the whole item set (the frequent-choice baselines count letters over it) are redone from
+    scratch with a warning: they cost no model call, and their stored answers are not the larger
+    run's.
+
+    Returns:
+        Whether the stored results must be discarded (an item-set-dependent baseline).
 
     Raises:
-        ConfigMismatchError: When the limit is lowered, or changed where extending is unsound.
+        ConfigMismatchError: When the limit is lowered, or changed under an item transform.
     """
     before, after = old.get("limit"), new.get("limit")
     if before == after:
-        return
-    shown = {None: "none"}
-    was, now = shown.get(before, str(before)), shown.get(after, str(after))
+        return False
+    was = "none" if before is None else str(before)
+    now = "none" if after is None else str(after)
     if after is not None and (before is None or after < before):
         raise ConfigMismatchError(
             f"the run directory {run_dir} holds results of --limit {was}, more items than --limit {now}: "
@@ -472,17 +477,24 @@ def _check_limit(old: dict[str, Any], new: dict[str, Any], backend: Backend, run
             f"Run again with --limit {was} (or higher, or none), use another --out, or pass --fresh to "
             "start again."
         )
-    why = None
-    if backend.item_set_dependent:
-        why = f"{backend.spec}'s answers depend on the whole set of evaluated items"
-    elif new.get("transform"):
-        why = f"the transform {new['transform']!r} depends on the whole set of evaluated items"
-    if why:
+    if new.get("transform"):
         raise ConfigMismatchError(
             f"the run directory {run_dir} holds results of --limit {was}; it cannot be extended to "
-            f"--limit {now} because {why}, so the stored answers would not be those of the larger run. "
+            f"--limit {now} because the transform {new['transform']!r} depends on the whole set of "
+            "evaluated items, so the stored answers would not be those of the larger run. "
             "Pass --fresh to redo it with the new limit, or use another --out."
         )
+    if backend.item_set_dependent:
+        log.warning(
+            "%s answers from the whole set of evaluated items, so the results stored in %s (--limit %s) "
+            "are discarded and the run is redone with --limit %s",
+            backend.spec,
+            run_dir,
+            was,
+            now,
+        )
+        return True
+    return False
 
 
 def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool, backend: Backend) -> None:
@@ -494,19 +506,7 @@ def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool, backend: Back
             (run_dir / name).unlink(missing_ok=True)
         return
     if fresh:
-        for name in (
-            CONFIG_FILE,
-            STORE_FILE,
-            STORE_FILE + "-wal",
-            STORE_FILE + "-shm",
-            METRICS_FILE,
-            RECORDS_JSONL,
-        ):
-            (run_dir / name).unlink(missing_ok=True)
-        # The report files of the discarded results too (tables, plots), so none outlives them.
-        for pattern in ("metrics.*", "*.png", "*.svg", "records.parquet"):
-            for path in run_dir.glob(pattern):
-                path.unlink(missing_ok=True)
+        _discard(run_dir)
         return
     if not cfg_path.is_file():
         return
@@ -522,7 +522,25 @@ def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool, backend: Back
             + "\n".join(diffs)
             + "\nUse another --out, or pass --fresh to discard the stored results and start again."
         )
-    _check_limit(old, new, backend, run_dir)
+    if _check_limit(old, new, backend, run_dir):
+        _discard(run_dir)
+
+
+def _discard(run_dir: Path) -> None:
+    """Delete a run folder's stored results and report files (``--fresh``); other files stay."""
+    for name in (
+        CONFIG_FILE,
+        STORE_FILE,
+        STORE_FILE + "-wal",
+        STORE_FILE + "-shm",
+        METRICS_FILE,
+        RECORDS_JSONL,
+    ):
+        (run_dir / name).unlink(missing_ok=True)
+    # The report files of the discarded results too (tables, plots), so none outlives them.
+    for pattern in ("metrics.*", "*.png", "*.svg", "records.parquet"):
+        for path in run_dir.glob(pattern):
+            path.unlink(missing_ok=True)
 
 
 def run_benchmark(
