@@ -205,3 +205,15 @@ def test_the_docs_eval_config_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     metrics = json.loads((root / "demo/default/random/metrics.json").read_text())
     assert metrics["overall"]["n"] == 40
     assert "| Frequent choice " in (root / "tables" / "demo.md").read_text()
+
+
+def test_the_readme_eval_config_is_the_docs_one(tmp_path: Path) -> None:
+    """The README's short eval.yaml is valid and the grid of docs/tables.md's (which is run above)."""
+    readme = (DOC.parents[1] / "README.md").read_text(encoding="utf-8")
+    short = re.search(r"```yaml\n(# eval.yaml\n.*?)```", readme, re.S)
+    full = re.search(r"<!-- file: eval.yaml -->\n```yaml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    assert short is not None and full is not None
+    a = load_eval_config(_write(tmp_path, short.group(1), "short.yaml"))
+    b = load_eval_config(_write(tmp_path, full.group(1), "full.yaml"))
+    keys = ("models", "benchmarks", "protocols", "seed", "limit", "out")
+    assert [getattr(a, k) for k in keys] == [getattr(b, k) for k in keys]
