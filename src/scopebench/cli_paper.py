@@ -22,6 +22,7 @@ def write_tables(
     *,
     published: bool = False,
     labels: Sequence[str] | None = None,
+    echo: bool = True,
 ) -> list[Path]:
     """Write the paper tables (``.tex``/``.md``/``.csv``) and forest plots of ``run_dirs``.
 
@@ -30,6 +31,7 @@ def write_tables(
         out_dir: Output folder (created).
         published: Add the published rows beside ours.
         labels: Display names (default: :func:`scopebench.report.labels.display_names`).
+        echo: Print each table's Markdown.
 
     Returns:
         The files written.
@@ -67,7 +69,8 @@ def write_tables(
             Path(out_dir) / f"forest-{file_stem(table.benchmark)}",
             f"{table.benchmark}: accuracy with 95% interval",
         )
-        console.print(table_to_markdown(table), markup=False, highlight=False, soft_wrap=True)
+        if echo:
+            console.print(table_to_markdown(table), markup=False, highlight=False, soft_wrap=True)
     return written
 
 
@@ -77,7 +80,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     from scopebench.report.labels import expand_run_dirs
 
     runs = expand_run_dirs(args.runs)
-    written = write_tables(runs, args.out, published=args.published)
+    written = write_tables(runs, args.out, published=args.published, echo=not getattr(args, "quiet", False))
     for run in runs:
         if note := _incomplete_note(run):
             console.print(note, markup=False, highlight=False, soft_wrap=True)
