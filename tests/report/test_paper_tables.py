@@ -250,3 +250,17 @@ def test_forest_plot_draws_each_interval_and_the_chance_level(two_runs):
     assert (pytest.approx(100 * low), pytest.approx(100 * high)) in xs  # model-b's interval bar
     ticks = {float(y): t.get_text() for y, t in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)}
     assert ticks == {1.0: "a", 0.0: "b"}  # the first run on top
+
+
+def test_two_runs_of_one_model_are_told_apart_in_compare_and_the_html_report(tmp_path):
+    for seed, folder in ((0, "pm-a"), (1, "pm-b")):
+        run_benchmark(RunConfig(benchmark="unit", data="10", model="random", seed=seed), tmp_path / folder)
+    runs = [str(tmp_path / "pm-a"), str(tmp_path / "pm-b")]
+    assert main(["compare", *runs, "--out", str(tmp_path / "cmp")]) == 0
+    md = (tmp_path / "cmp" / "compare.md").read_text()
+    assert "| random (pm-a) |" in md and "| random (pm-b) |" in md
+    pairs = json.loads((tmp_path / "cmp" / "compare.json").read_text())["pairs"]
+    assert {pairs[0]["model_a"], pairs[0]["model_b"]} == {"random (pm-a)", "random (pm-b)"}
+    html = tmp_path / "r.html"
+    assert main(["report", *runs, "--out", str(tmp_path / "rep"), "--html", str(html)]) == 0
+    assert "2 run(s): random (pm-a), random (pm-b)." in html.read_text()
