@@ -264,3 +264,35 @@ def test_two_runs_of_one_model_are_told_apart_in_compare_and_the_html_report(tmp
     html = tmp_path / "r.html"
     assert main(["report", *runs, "--out", str(tmp_path / "rep"), "--html", str(html)]) == 0
     assert "2 run(s): random (pm-a), random (pm-b)." in html.read_text()
+
+
+def test_reports_of_a_local_model_and_data_under_the_home_folder_show_no_home_path(tmp_path, monkeypatch):
+    """Data and model both under the home folder (as ~/.cache is): written reports never show it.
+
+    The replay file's path also reaches the records' error texts (items it has no answer for),
+    which the HTML report shows as ``~/answers.jsonl``.
+    """
+    import shutil
+
+    from helpers import FIXTURES
+
+    home = tmp_path / "home" / "someone"
+    monkeypatch.setenv("HOME", str(home))
+    data = home / "data"
+    shutil.copytree(FIXTURES / "local", data)
+    answers = home / "answers.jsonl"
+    answers.write_text(json.dumps({"item_id": "local/q1", "response": "A"}) + "\n")
+    run = tmp_path / "runs" / "mine"
+    run_benchmark(
+        RunConfig(benchmark="local", data=str(data / "items.jsonl"), model=f"replay:{answers}"), run
+    )
+    rep, html = tmp_path / "rep", tmp_path / "r.html"
+    assert main(["report", str(run), "--out", str(rep), "--html", str(html)]) == 0
+    assert main(["table", str(run), "--out", str(tmp_path / "tables")]) == 0
+    written = [html, *rep.rglob("*.md"), *rep.rglob("*.tex"), *rep.rglob("*.csv"), *rep.rglob("*.svg")]
+    written += list((tmp_path / "tables").iterdir())
+    assert len(written) > 8
+    for f in written:
+        assert str(home) not in f.read_text(encoding="utf-8", errors="replace"), f
+    assert "local — mine" in (rep / "mine" / "metrics.md").read_text()
+    assert 'alt="images/cell1.png"' in html.read_text() and "~/answers.jsonl" in html.read_text()

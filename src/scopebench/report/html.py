@@ -32,7 +32,7 @@ from typing import Any
 from scopebench.engine.rundir import RunData, load_run
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
 from scopebench.items import LETTERS, Item, Record, open_image
-from scopebench.report.labels import relabel_comparison, shown_path
+from scopebench.report.labels import relabel_comparison, scrub_home, shown_path
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import (
     format_interval,
@@ -398,6 +398,12 @@ def _answer_text(summary: Mapping[str, Any], index: int | None) -> str:
     return f"option {index}"
 
 
+def _image_name(loc: Any) -> str:
+    """An image's location as the page shows it: never an absolute path (a home folder)."""
+    text = str(loc)
+    return "/".join(Path(text).parts[-2:]) if Path(text).is_absolute() else text
+
+
 def _item_html(
     summary: Mapping[str, Any],
     records: Sequence[Record | None],
@@ -409,7 +415,8 @@ def _item_html(
     groups = item_groups(summary)
     images = list(summary.get("images") or [])
     imgs = "".join(
-        f'<img data-thumb="{_e(thumbs.key(item_id, i, str(loc)))}" alt="{_e(loc)}" title="{_e(loc)}">'
+        f'<img data-thumb="{_e(thumbs.key(item_id, i, str(loc)))}" alt="{_e(_image_name(loc))}" '
+        f'title="{_e(_image_name(loc))}">'
         for i, loc in enumerate(images[:_MAX_THUMBS])
     )
     if len(images) > _MAX_THUMBS:
@@ -641,5 +648,6 @@ def write_html_report(run_dirs: Sequence[str | Path], path: str | Path, **kwargs
     """Write :func:`build_html_report` to ``path`` (parent folders created) and return it."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_html_report(run_dirs, **kwargs), encoding="utf-8")
+    # Error texts of records may quote a file under the home folder (a replay file, a cache).
+    out.write_text(scrub_home(build_html_report(run_dirs, **kwargs)), encoding="utf-8")
     return out

@@ -16,6 +16,7 @@ gets the shortest path suffix that distinguishes their run folders, ``random (pm
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "is_run_dir",
     "relabel_comparison",
     "run_display_names",
+    "scrub_home",
     "shown_path",
 ]
 
@@ -118,6 +120,18 @@ def shown_path(path: str | Path) -> str:
         return str(p.relative_to(Path.cwd()))
     except ValueError:
         return "…/" + "/".join(p.parts[-2:])
+
+
+def scrub_home(text: str) -> str:
+    """``text`` with the user's home folder written ``~`` (``/home/me/x`` → ``~/x``).
+
+    For files meant to be shared (the HTML report) whose free text — a record's error message, a
+    reply quoting a path — may name a file under the home folder.
+    """
+    home = str(Path.home()).rstrip("/\\")
+    if not home or home in ("/", "."):
+        return text
+    return re.sub(re.escape(home) + r"(?=[/\\\s\"'<>&]|$)", "~", text)
 
 
 def relabel_comparison(result: dict[str, Any], names: Mapping[str, str]) -> None:
