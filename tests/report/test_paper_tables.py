@@ -296,3 +296,30 @@ def test_reports_of_a_local_model_and_data_under_the_home_folder_show_no_home_pa
         assert str(home) not in f.read_text(encoding="utf-8", errors="replace"), f
     assert "local — mine" in (rep / "mine" / "metrics.md").read_text()
     assert 'alt="images/cell1.png"' in html.read_text() and "~/answers.jsonl" in html.read_text()
+
+
+def test_pathmmu_fixture_table_matches_the_paper_layout_and_hand_counts(tmp_path):
+    """Frequent choice on the PathMMU fixture (SocialPath: val 40, test 60, test_tiny 30 items).
+
+    Letter counts of the keys — val A9 B9 C14 D8, test A14 B10 C20 D16, test_tiny A9 B10 C5 D6 —
+    make C the validation's most frequent letter, so every item gets C: Val 14/40 = 35.0
+    [22.1, 50.5], Tiny 5/30 = 16.7 [7.3, 33.6], ALL (test ∪ test_tiny) 25/90 = 27.8 [19.6, 37.8].
+    """
+    from helpers import FIXTURES
+
+    run = tmp_path / "freq"
+    run_benchmark(RunConfig(benchmark="pathmmu", data=str(FIXTURES / "pathmmu"), model="frequent"), run)
+    out = tmp_path / "tables"
+    assert main(["table", str(run), "--out", str(out), "--published"]) == 0
+    md = (out / "pathmmu.md").read_text().splitlines()
+    head = [c.strip() for c in next(line for line in md if line.startswith("| model")).split("|")[1:-1]]
+    assert head == ["model", "source", "Overall Val", "Overall Tiny", "Overall ALL",
+                    "SocialPath Val", "SocialPath Tiny", "SocialPath ALL"]  # fmt: skip
+    ours = [c.strip() for c in next(line for line in md if line.startswith("| frequent")).split("|")[1:-1]]
+    assert ours[2:5] == ["**35.0** [22.1, 50.5]", "**16.7** [7.3, 33.6]", "**27.8** [19.6, 37.8]"]
+    # PathMMU Table 1, GPT-4V-1106: Val 49.3, Test Overall Tiny 53.9 / ALL 49.8, SocialPath 58.7 / 53.9.
+    gpt = [c.strip() for c in next(line for line in md if line.startswith("| GPT-4V ")).split("|")[1:-1]]
+    assert gpt == ["GPT-4V", "published: PathMMU Table 1 (zero-shot accuracy)", "49.3", "53.9", "49.8", "–",
+                   "58.7", "53.9"]  # fmt: skip
+    tex = (out / "pathmmu.tex").read_text()
+    assert r"\multicolumn{3}{c}{Overall} & \multicolumn{3}{c}{SocialPath}" in tex
