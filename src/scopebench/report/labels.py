@@ -24,6 +24,7 @@ from typing import Any
 from scopebench.engine.rundir import CONFIG_FILE, STORE_FILE
 from scopebench.errors import DataNotFoundError
 from scopebench.models.presets import PRESETS
+from scopebench.models.registry import available_schemes
 from scopebench.scoring.compare import run_labels
 
 __all__ = [
@@ -60,8 +61,8 @@ def base_name(model: str, run_dir: str | Path) -> tuple[str, bool]:
     Returns:
         ``(name, from_folder)``.
     """
-    if model in PRESETS:
-        return model, False
+    if model in PRESETS or model in available_schemes():
+        return model, False  # a preset or an argument-less scheme (random, frequent): never a path
     _, sep, arg = model.partition(":")
     if _is_pathlike(model) or (sep and _is_pathlike(arg)):
         return Path(run_dir).resolve().name, True
