@@ -84,6 +84,7 @@ class Cell:
         high: Upper bound.
         n: Items behind the number (``None`` for published numbers).
         halfwidth: A published ``±`` half-width as printed (published cells only).
+        method: How our interval was computed (``wilson``…; empty for published cells).
     """
 
     value: float
@@ -91,11 +92,12 @@ class Cell:
     high: float = math.nan
     n: int | None = None
     halfwidth: float | None = None
+    method: str = ""
 
     @classmethod
     def from_row(cls, row: AccuracyRow) -> Cell:
         """A cell of one of our accuracy rows (fractions → percent)."""
-        return cls(100 * row.accuracy, 100 * row.ci_low, 100 * row.ci_high, row.n)
+        return cls(100 * row.accuracy, 100 * row.ci_low, 100 * row.ci_high, row.n, method=row.ci_method)
 
     @property
     def rounded(self) -> float:
@@ -265,9 +267,7 @@ def build_paper_tables(
             for p in published_leaderboard(bench, [c.key for c in columns]):
                 pub = {k: Cell(v, n=None, halfwidth=hw) for k, (v, hw) in p["cells"].items()}
                 rows.append(PaperRow(p["model"], f"published: {p['source_table']}", pub))
-        methods = sorted({r.ci_method for run in runs for r in (*run.owner, run.overall) if r.ci_method})
-        if any(run.owner for run in runs):
-            methods = sorted({r.ci_method for run in runs for r in run.owner if r.ci_method})
+        methods = sorted({c.method for cs in cells for c in cs.values() if c.method})
         policies = sorted({run.overall.policy for run in runs if run.overall.policy})
         tables.append(PaperTable(bench, columns, rows, methods, policies))
     return tables
