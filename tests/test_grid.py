@@ -217,3 +217,15 @@ def test_the_readme_eval_config_is_the_docs_one(tmp_path: Path) -> None:
     b = load_eval_config(_write(tmp_path, full.group(1), "full.yaml"))
     keys = ("models", "benchmarks", "protocols", "seed", "limit", "out")
     assert [getattr(a, k) for k in keys] == [getattr(b, k) for k in keys]
+
+
+def test_quiet_eval_prints_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "out: g\nmodels: [random]\nbenchmarks: [{name: unit, data: '4'}]\n")
+    try:
+        assert main(["-q", "eval", str(path)]) == 0
+        assert capsys.readouterr().out == ""
+        assert (tmp_path / "g" / "tables" / "unit.md").is_file()
+    finally:
+        from scopebench import cli_paper
+
+        cli_paper.console.quiet = False

@@ -80,7 +80,8 @@ def cmd_table(args: argparse.Namespace) -> int:
     from scopebench.report.labels import expand_run_dirs
 
     runs = expand_run_dirs(args.runs)
-    written = write_tables(runs, args.out, published=args.published, echo=not getattr(args, "quiet", False))
+    _quiet(args)
+    written = write_tables(runs, args.out, published=args.published)
     for run in runs:
         if note := _incomplete_note(run):
             console.print(note, markup=False, highlight=False, soft_wrap=True)
@@ -130,6 +131,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """Run an eval config's grid (resumable), then write its paper tables."""
     from scopebench.grid import load_eval_config, plan_grid
 
+    _quiet(args)
     cfg_path = Path(args.config)
     cfg = load_eval_config(cfg_path)
     root = Path(args.out) if args.out else _relative_to(cfg_path, cfg.out)
@@ -145,6 +147,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     console.print(f"paper tables: {len(written)} files in {tables}/")
     return 0
+
+
+def _quiet(args: argparse.Namespace) -> None:
+    """``-q``: nothing but errors (which the CLI prints on stderr) — no tables, no progress lines."""
+    console.quiet = bool(getattr(args, "quiet", False))
 
 
 def _relative_to(config_path: Path, where: str) -> Path:
@@ -186,6 +193,7 @@ def cmd_run_grid(args: argparse.Namespace, run_config: Any) -> int:
     from scopebench.errors import DataFormatError
     from scopebench.grid import GridRun, ModelEntry, slug
 
+    _quiet(args)
     data = list(args.data or [])
     if data and len(data) != len(args.bench):
         raise DataFormatError(
