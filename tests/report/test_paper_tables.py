@@ -323,3 +323,23 @@ def test_pathmmu_fixture_table_matches_the_paper_layout_and_hand_counts(tmp_path
                    "58.7", "53.9"]  # fmt: skip
     tex = (out / "pathmmu.tex").read_text()
     assert r"\multicolumn{3}{c}{Overall} & \multicolumn{3}{c}{SocialPath}" in tex
+
+
+def test_csv_of_published_rows_keeps_their_half_width_apart():
+    res = _owner_results("ubench", [("coarse", "all", 0.5), ("fine", "all", 0.25)])
+    (table,) = build_paper_tables([res], ["ours"], published=True)
+    import csv
+    import io
+
+    rows = {r["model"]: r for r in csv.DictReader(io.StringIO(table_to_csv(table)))}
+    # μ-Bench Table 6: GPT-4o coarse 62.68 ± 0.35, fine 51.73 ± 0.82, with the digits printed.
+    gpt = rows["GPT-4o"]
+    assert (gpt["all data coarse"], gpt["all data coarse ±"], gpt["all data coarse low"]) == (
+        "62.68",
+        "0.35",
+        "",
+    )
+    assert (gpt["all data fine"], gpt["all data fine ±"]) == ("51.73", "0.82")
+    assert (rows["ours"]["all data coarse"], rows["ours"]["all data coarse ±"]) == ("50.0", "")
+    gpt_md = next(line for line in table_to_markdown(table).splitlines() if line.startswith("| GPT-4o "))
+    assert "| 62.68 ± 0.35 " in gpt_md and "| 51.73 ± 0.82 " in gpt_md

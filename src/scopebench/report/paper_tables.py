@@ -18,7 +18,8 @@ above, else the task rows and the headline row), in percent with the row's 95% i
 decimal; ties all marked) is bold; published rows are never marked, since they were not measured
 here (and include human experts). Published rows (``--published``) are the numbers
 of ``report/data/published_results.csv`` whose keys match a column (the clean tables only),
-labelled with their source table, quoted as printed (``62.7 ± 0.4``) and never recomputed.
+labelled with their source table, quoted with the digits printed (``62.68 ± 0.35``), never
+rounded or recomputed.
 """
 
 from __future__ import annotations
@@ -281,11 +282,11 @@ def _number(x: float) -> str:
 
 
 def _cell_parts(cell: Cell | None) -> tuple[str, str]:
-    """``(value, rest)`` of a cell as printed: ``("54.2", " [50.1, 58.3]")``, ``("62.7", " ± 0.4")``."""
+    """``(value, rest)`` of a cell as printed: ``("54.2", " [50.1, 58.3]")``, ``("62.68", " ± 0.35")``."""
     if cell is None or math.isnan(cell.value):
         return _MISSING, ""
-    if cell.halfwidth is not None:
-        return _number(cell.value), f" ± {_number(cell.halfwidth)}"
+    if cell.n is None:  # published: the digits the paper printed (62.68 ± 0.35), never rounded
+        return str(cell.value), "" if cell.halfwidth is None else f" ± {cell.halfwidth}"
     if math.isnan(cell.low) or math.isnan(cell.high):
         return _number(cell.value), ""
     return _number(cell.value), f" [{_number(cell.low)}, {_number(cell.high)}]"
@@ -366,20 +367,28 @@ def table_to_csv(table: PaperTable) -> str:
     """
     import pandas as pd
 
+    # Columns with a published half-width get a "±" column (the published rows' notation).
+    with_hw = {
+        c.key
+        for c in table.columns
+        if any(c.key in r.cells and r.cells[c.key].halfwidth is not None for r in table.rows)
+    }
     records = []
     for row in table.rows:
         rec: dict[str, object] = {"model": row.label, "source": row.source}
         for col in table.columns:
             cell = row.cells.get(col.key)
-            ok = cell is not None and not math.isnan(cell.value)
-            rec[col.name] = round(cell.value, 1) if ok and cell is not None else None
-            for part, attr in (("low", "low"), ("high", "high")):
-                x = getattr(cell, attr) if cell is not None else math.nan
-                rec[f"{col.name} {part}"] = None if math.isnan(x) else round(x, 1)
-            if any(r.cells.get(col.key) is not None and r.cells[col.key].halfwidth is not None
-                   for r in table.rows):  # fmt: skip
-                hw = cell.halfwidth if cell is not None else None
-                rec[f"{col.name} ±"] = hw
+            for name, x in (
+                (col.name, math.nan if cell is None else cell.value),
+                (f"{col.name} low", math.nan if cell is None else cell.low),
+                (f"{col.name} high", math.nan if cell is None else cell.high),
+            ):
+                # Ours to one decimal, as in the tables; published numbers as printed.
+                rec[name] = (
+                    None if math.isnan(x) else (x if cell is not None and cell.n is None else round(x, 1))
+                )
+            if col.key in with_hw:
+                rec[f"{col.name} ±"] = None if cell is None else cell.halfwidth
         records.append(rec)
     return str(pd.DataFrame(records).to_csv(index=False, lineterminator="\n"))
 
