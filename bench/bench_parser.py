@@ -40,6 +40,11 @@ SHAPES: dict[str, str] = {
     "former loop": "Necrosis or spindle cells? The former. ",
     "marker loop": "The answer is A. Wait, actually, on closer inspection ",
     "sentence without end": "I would say that the cells are ",
+    # choice-5 rules: hypotheses, questions, object verdicts, named first thoughts
+    "conditional loop": "If the cells were larger, I would say C. If ",
+    "question loop": "Is this necrosis or spindle cells ",
+    "object verdict loop": "which makes C the best option and leaves ",
+    "first thought loop": "At first I thought B, but however final answer: C ",
 }
 
 

@@ -473,3 +473,22 @@ def test_no_image_with_a_contrastive_model_is_refused(
     assert f"a text-only run (--no-image, or a text-only probe) cannot use {model}" in err
     assert "no text-only mode" in err
     assert not run.exists()
+
+
+def test_strategies_builds_the_same_run_config_as_run() -> None:
+    """`strategies` and `run` share their run options: same flags give the same RunConfig.
+
+    `strategies` once declared its own `--device` without a default, so `--model hf:M` without
+    `--device` handed ``device=None`` to the backend (a traceback in `resolve_device`).
+    """
+    from dataclasses import replace
+
+    from scopebench.cli import _run_config, build_parser
+
+    common = ["--bench", "demo", "--model", "hf:some/model", "--out", "o"]
+    run_args = build_parser().parse_args(["run", *common])
+    strat_args = build_parser().parse_args(["strategies", *common])
+    run_cfg, strat_cfg = _run_config(run_args), _run_config(strat_args)
+    assert strat_cfg.device == "auto"
+    assert strat_cfg.model_options() == run_cfg.model_options()
+    assert replace(strat_cfg, strategy=None) == replace(run_cfg, strategy=None)

@@ -226,6 +226,6 @@ def test_quiet_eval_prints_nothing(tmp_path: Path, capsys: pytest.CaptureFixture
         assert capsys.readouterr().out == ""
         assert (tmp_path / "g" / "tables" / "unit.md").is_file()
     finally:
-        from scopebench import cli_paper
+        from scopebench.cli import paper
 
-        cli_paper.console.quiet = False
+        paper.console.quiet = False

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
 from scopebench.errors import UsageError
-from scopebench.models import Backend, ModelOptions
+from scopebench.models import Backend, ModelOptions, ModelSpec
 from scopebench.models import load_model as _load_backend
 from scopebench.results import Results
 
@@ -163,12 +163,14 @@ def load_benchmark(name: str, data: str | Path | None = None, split: str | None 
     return get_benchmark(name).load(str(data) if data is not None else "", split=split)
 
 
-def load_model(spec: str, **options: Any) -> Backend:
+def load_model(spec: str | ModelSpec, **options: Any) -> Backend:
     """Build a model backend (weights are loaded now; call ``.close()`` when done).
 
     Args:
         spec: A model spec (``random``, ``hf:Qwen/Qwen2-VL-2B-Instruct``, a preset, a plugin
-            scheme…; ``scopebench models`` lists them).
+            scheme…; ``scopebench models`` lists them), or a
+            :class:`~scopebench.models.ModelSpec` already parsed by
+            :func:`~scopebench.models.parse_spec` (it is not parsed again).
         **options: Fields of :class:`~scopebench.models.ModelOptions` (``seed``, ``device``,
             ``batch_size``, ``no_image``, ``protocol``, ``mode``, ``base_url``); any other name is
             a backend option (``--model-arg name=value``), checked by the backend.

@@ -174,3 +174,26 @@ def test_reason_drops_a_trailing_period() -> None:
         == "Repo id must be in the form 'repo_name'"
     )
     assert reason(ValueError("no period")) == "no period"
+
+
+def test_model_spec_is_parsed_once_and_passed_down(tmp_path: Path) -> None:
+    """parse_spec resolves presets, folders and ~ once; a ModelSpec is not parsed again."""
+    from scopebench.models import ModelSpec, parse_spec
+    from scopebench.models.presets import PRESETS
+
+    parsed = parse_spec("clip-vit-b32")
+    assert parsed.raw == "clip-vit-b32" and parsed.display_name == "clip-vit-b32"
+    assert parsed.scheme == "clip" and parsed.spec == PRESETS["clip-vit-b32"].spec
+    home = parse_spec("replay:~/answers.jsonl")
+    assert home.target == str(Path.home() / "answers.jsonl") and home.raw == "replay:~/answers.jsonl"
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "open_clip_config.json").write_text("{}")
+    assert parse_spec(str(folder)) == ModelSpec(str(folder), "openclip", str(folder))
+    assert parse_spec("random") == ModelSpec("random", "random", "")
+    assert parse_spec("random").spec == "random"
+    assert parse_spec("hf:org/m").spec == "hf:org/m"
+    assert parse_spec(parsed) is parsed  # already parsed: returned as it is
+    # A ModelSpec built by hand is trusted (no second parse, no file-system lookups).
+    hand = ModelSpec("mine", "random", "")
+    assert load_model(hand).spec == "random"

@@ -523,11 +523,19 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
     ),
     (
         "changed-to-unread-label-is-none",
-        "Answer: D\nActually, on closer inspection: (B) maybe",
+        "Answer: D\nActually, on closer inspection, B might fit better.",
         FOUR,
         None,
         "answer_phrase",
         "a marker then a label the rules cannot read: the earlier answer is not kept",
+    ),
+    (
+        "changed-after-closer-inspection-prefix",
+        "Answer: D\nActually, on closer inspection: B",
+        FOUR,
+        1,
+        "answer_phrase",
+        "choice-5 reads 'on closer inspection:' as a prefix, so the corrected answer B is read",
     ),
     (
         "prefix-before-walk-item-is-no-answer",
@@ -648,6 +656,56 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         None,
         "answer_tag",
         "the tag's nested phrase reads B; a different answer outside it conflicts, so none",
+    ),
+    # choice-5
+    (
+        "opening-label-with-denied-alternative",
+        "C rather than B.",
+        FOUR,
+        2,
+        "bare_label",
+        "the closing B is denied by 'rather than': the whole reply is the label C and its denial",
+    ),
+    (
+        "glossed-walk-then-answer-phrase",
+        "- A (Whorled pattern): no\n- B (Spindle cells): no\n- C (Rosette formation): yes\n"
+        "- D (Necrosis): no\nSo the answer is B.",
+        FOUR,
+        1,
+        "answer_phrase",
+        "a verdict phrase outranks the walk's marks, also for glossed walk items",
+    ),
+    (
+        "contrasted-option-mention-is-no-walk",
+        "B - because the cells are spindled, whereas option D would show necrosis.",
+        FOUR,
+        1,
+        "leading_label",
+        "'whereas option D' is set against the answer; it does not make the reply a walk",
+    ),
+    (
+        "description-then-verdict-text",
+        "The features of necrosis include karyorrhexis. This is a rosette formation.",
+        FOUR,
+        2,
+        "option_text",
+        "the described option is no verdict, so the one option named otherwise wins",
+    ),
+    (
+        "object-verdict-then-correction",
+        "This leaves D. Wait - that makes C the best option.",
+        FOUR,
+        2,
+        "answer_phrase",
+        "'makes X the best option' after a correction marker replaces the earlier 'leaves D'",
+    ),
+    (
+        "suggests-then-different-answer",
+        "The pattern suggests B. The answer is C.",
+        FOUR,
+        None,
+        "answer_phrase",
+        "'suggests B' commits; a different answer phrase with no correction marker: none",
     ),
 ]
 

@@ -303,7 +303,7 @@ def test_noise_probe_shows_published_rows_on_pathmmu(tmp_path: Path) -> None:
 def test_probe_parser_lists_probes_and_skips_absent_modules(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import scopebench.cli_probe as cli_probe
+    import scopebench.cli.probe as cli_probe
 
     monkeypatch.setattr(
         cli_probe, "_PROBE_MODULES", (*cli_probe._PROBE_MODULES[:2], "scopebench.probes.not_here")

@@ -21,6 +21,7 @@ from scopebench.plugins import (
     load_entry,
     load_file_class,
 )
+from scopebench.registry import Registry
 
 __all__ = [
     "available_benchmarks",
@@ -32,14 +33,9 @@ __all__ = [
 
 # Built-in benchmarks and the module that defines each. Modules are imported only when the
 # benchmark is used, so `import scopebench` stays light (μ-Bench pulls in `datasets`).
-_BUILTIN: dict[str, str] = {
-    "ubench": "scopebench.benchmarks.ubench",
-    "pathmmu": "scopebench.benchmarks.pathmmu",
-    "spur": "scopebench.benchmarks.spur",
-    "microvqa": "scopebench.benchmarks.microvqa",
-    "local": "scopebench.benchmarks.local",
-    "demo": "scopebench.benchmarks.demo",
-}
+_BUILTIN: Registry[str] = Registry("benchmark", BenchmarkNotFoundError)
+for _name in ("ubench", "pathmmu", "spur", "microvqa", "local", "demo"):
+    _BUILTIN.add(_name, f"scopebench.benchmarks.{_name}")  # importing the module registers it
 _REGISTRY: dict[str, type[Benchmark]] = {}
 
 
@@ -52,7 +48,7 @@ def register_benchmark(name: str) -> Callable[[type[Benchmark]], type[Benchmark]
     """
 
     def deco(cls: type[Benchmark]) -> type[Benchmark]:
-        if name in _BUILTIN and cls.__module__ != _BUILTIN[name]:
+        if name in _BUILTIN and cls.__module__ != _BUILTIN.target(name):
             raise PluginError(
                 f"{cls.__module__}.{cls.__qualname__} registers the benchmark name {name!r}, which "
                 "is a built-in benchmark's; register it under another name"
@@ -107,14 +103,14 @@ def get_benchmark(name: str) -> Benchmark:
             cls.name = name.rpartition(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
         return cls()
     if name not in _REGISTRY and name in _BUILTIN:
-        importlib.import_module(_BUILTIN[name])
+        importlib.import_module(_BUILTIN.target(name))
     if name not in _REGISTRY and name in _entry_points():
         plugin: type[Benchmark] = load_entry(_entry_points()[name], Benchmark, "benchmark")
         plugin.name = name
         _REGISTRY[name] = plugin
     if name not in _REGISTRY:
-        raise BenchmarkNotFoundError(
-            f"unknown benchmark {name!r}; known benchmarks: {', '.join(available_benchmarks())} "
-            "(`scopebench benchmarks` describes each)"
+        known = available_benchmarks()
+        raise _BUILTIN.unknown(
+            name, known, f"known benchmarks: {', '.join(known)} (`scopebench benchmarks` describes each)"
         )
     return _REGISTRY[name]()

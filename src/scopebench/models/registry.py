@@ -11,27 +11,31 @@ decides what it means.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from scopebench.errors import ModelSpecError
 from scopebench.models.base import Backend, ModelOptions
 from scopebench.models.presets import PRESETS, resolve_preset
 from scopebench.plugins import MODEL_GROUP, PluginEntry, discover, load_entry
+from scopebench.registry import Registry
 
 __all__ = [
+    "ModelSpec",
     "available_schemes",
     "backend_class",
     "load_model",
     "model_plugins",
+    "parse_spec",
     "register_scheme",
     "scheme_origin",
     "split_spec",
 ]
 
-_SCHEMES: dict[str, str] = {
+_SCHEMES: Registry[type[Backend]] = Registry("model spec", ModelSpecError)
+for _scheme, _target in {
     "random": "scopebench.models.baselines:RandomBackend",
     "frequent": "scopebench.models.baselines:FrequentBackend",
     "frequent-text-loo": "scopebench.models.baselines:FrequentTextLOOBackend",
@@ -43,7 +47,8 @@ _SCHEMES: dict[str, str] = {
     "hf": "scopebench.models.hf_generative:HFGenerativeBackend",
     "vllm": "scopebench.models.vllm_backend:VLLMBackend",
     "openai": "scopebench.models.openai_api:OpenAIBackend",
-}
+}.items():
+    _SCHEMES.add(_scheme, _target)
 # Schemes whose argument is a hub id or a local folder (a path-like argument must exist).
 _LOCAL_OR_HUB = {"clip", "hf", "nsp", "vllm"}
 # Schemes whose argument is required (``replay:PATH``) vs bare names (``random``).
@@ -52,7 +57,7 @@ _BARE = {"random", "frequent", "frequent-text-loo"}
 
 def register_scheme(scheme: str, target: str, *, bare: bool = False) -> None:
     """Register ``scheme`` → ``"module:Class"`` (a :class:`Backend` subclass)."""
-    _SCHEMES[scheme] = target
+    _SCHEMES.add(scheme, target)
     if bare:
         _BARE.add(scheme)
 
@@ -92,9 +97,7 @@ def _class(scheme: str) -> type[Backend]:
     if entry is not None:
         plugin: type[Backend] = load_entry(entry, Backend, "model scheme")
         return plugin
-    module_name, _, cls_name = _SCHEMES[scheme].partition(":")
-    cls: type[Backend] = getattr(importlib.import_module(module_name), cls_name)
-    return cls
+    return _SCHEMES.load(scheme)
 
 
 def _scheme_for_directory(path: Path) -> str:
@@ -120,8 +123,39 @@ def _scheme_for_directory(path: Path) -> str:
     return "hf"
 
 
-def split_spec(spec: str) -> tuple[str, str]:
-    """Split ``"scheme:arg"`` into its parts; a bare name has an empty argument.
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A model spec string, parsed once at the boundary (CLI, :func:`scopebench.load_model`).
+
+    Attributes:
+        raw: The spec as the user wrote it (``biomedclip``, ``~/models/plip``), for display.
+        scheme: The backend family (``hf``, ``clip``, ``random``, a plugin scheme…), after presets
+            and local folders were resolved.
+        target: The scheme's argument (a hub id, a path with ``~`` expanded, a file); ``""`` for a
+            bare name such as ``random``.
+    """
+
+    raw: str
+    scheme: str
+    target: str
+
+    @property
+    def spec(self) -> str:
+        """The resolved spec a backend is built with (``scheme:target``, or just ``scheme``)."""
+        if self.scheme not in _BARE and (self.target or _plugin(self.scheme) is None):
+            return f"{self.scheme}:{self.target}"  # a local folder resolved to its family; ~ expanded
+        return self.scheme
+
+    @property
+    def display_name(self) -> str:
+        """The name shown to users: the spec as written."""
+        return self.raw
+
+
+def parse_spec(spec: str | ModelSpec) -> ModelSpec:
+    """Parse ``"scheme:arg"`` into a :class:`ModelSpec`; a bare name has an empty target.
+
+    A :class:`ModelSpec` is returned as it is (it was parsed already).
 
     A spec that is an existing local folder (and not a known scheme) is resolved from the files it
     holds: ``open_clip_config.json`` → ``openclip``; a ``config.json`` of a CLIP/SigLIP/ALIGN model
@@ -135,21 +169,28 @@ def split_spec(spec: str) -> tuple[str, str]:
     Raises:
         ModelSpecError: For an unknown scheme or a missing/superfluous argument.
     """
-    spec = resolve_preset(spec)
+    if isinstance(spec, ModelSpec):
+        return spec
+    raw, spec = spec, resolve_preset(spec)
     scheme, sep, arg = spec.partition(":")
     if _plugin(scheme) is not None:
-        return scheme, arg  # a plugin's argument is the plugin's business
+        return ModelSpec(raw, scheme, arg)  # a plugin's argument is the plugin's business
     if scheme not in _SCHEMES and Path(spec).expanduser().is_dir():
         folder = Path(spec).expanduser()
-        return _scheme_for_directory(folder), str(folder)
+        return ModelSpec(raw, _scheme_for_directory(folder), str(folder))
     if scheme not in _SCHEMES:
         clash = _entry_points().get(scheme)
-        raise ModelSpecError(
-            (f"{clash.problem}. " if clash is not None and clash.problem else "")
-            + f"unknown model spec {spec!r}; use one of: "
+        error = _SCHEMES.unknown(
+            spec,
+            [*available_schemes(), *PRESETS],
+            "use one of: "
             + ", ".join(s if s in _BARE else f"{s}:…" for s in available_schemes())
-            + ", or a preset name (`scopebench models` lists them)"
+            + ", or a preset name (`scopebench models` lists them)",
+            compare=scheme,
         )
+        if clash is not None and clash.problem:
+            error = ModelSpecError(f"{clash.problem}. {error}")
+        raise error
     if scheme in _BARE and sep:
         raise ModelSpecError(f"model {scheme!r} takes no argument; write just {scheme!r}")
     if scheme not in _BARE and not arg:
@@ -160,10 +201,20 @@ def split_spec(spec: str) -> tuple[str, str]:
     if scheme in _LOCAL_OR_HUB and arg.startswith(("/", "./", "../")) and not Path(arg).exists():
         # Otherwise the hub client reports "Repo id must be in the form 'repo_name'…".
         raise ModelSpecError(f"model folder {arg} not found (spec {spec!r}); check the path")
-    return scheme, arg
+    return ModelSpec(raw, scheme, arg)
 
 
-def backend_class(spec: str) -> type[Backend]:
+def split_spec(spec: str | ModelSpec) -> tuple[str, str]:
+    """``(scheme, target)`` of a spec: :func:`parse_spec` as a pair, for backends and plugins.
+
+    Raises:
+        ModelSpecError: For an unknown scheme or a missing/superfluous argument.
+    """
+    parsed = parse_spec(spec)
+    return parsed.scheme, parsed.target
+
+
+def backend_class(spec: str | ModelSpec) -> type[Backend]:
     """The :class:`Backend` subclass ``spec`` names, without building it (no weights are loaded).
 
     Raises:
@@ -171,11 +222,10 @@ def backend_class(spec: str) -> type[Backend]:
         MissingDependencyError: When the backend's optional extra is not installed.
         PluginError: When an entry-point backend fails to import.
     """
-    scheme, _ = split_spec(spec)
-    return _class(scheme)
+    return _class(parse_spec(spec).scheme)
 
 
-def load_model(spec: str, options: ModelOptions | None = None) -> Backend:
+def load_model(spec: str | ModelSpec, options: ModelOptions | None = None) -> Backend:
     """Build the backend for ``spec``.
 
     Raises:
@@ -183,10 +233,8 @@ def load_model(spec: str, options: ModelOptions | None = None) -> Backend:
         MissingDependencyError: When the backend's optional extra is not installed.
         PluginError: When an entry-point backend fails to import.
     """
-    spec = resolve_preset(spec)
-    scheme, arg = split_spec(spec)
-    if scheme not in _BARE and (arg or _plugin(scheme) is None):
-        spec = f"{scheme}:{arg}"  # a bare local folder resolved to its family; ~ expanded
+    parsed = parse_spec(spec)  # once: the backend gets the resolved spec
+    scheme = parsed.scheme
     cls = _class(scheme)
     options = options or ModelOptions()
     accepted = cls.model_args
@@ -194,5 +242,5 @@ def load_model(spec: str, options: ModelOptions | None = None) -> Backend:
     if unknown:
         known = f"known: {', '.join(sorted(accepted))}" if accepted else "they take none"
         raise ModelSpecError(f"unknown --model-arg {', '.join(unknown)} for {scheme} models; {known}")
-    backend: Backend = cls(spec, options)
+    backend: Backend = cls(parsed.spec, options)
     return backend

@@ -27,6 +27,7 @@ from scopebench.errors import ModelSpecError
 from scopebench.items import Item
 from scopebench.models.base import Backend, ChatMessage, Response
 from scopebench.protocols import render_prompt
+from scopebench.registry import did_you_mean
 
 __all__ = ["STRATEGIES", "Step", "StrategyBackend", "strategy_steps"]
 
@@ -87,7 +88,10 @@ def strategy_steps(name: str) -> tuple[Step, ...]:
         ModelSpecError: For an unknown strategy name.
     """
     if name not in STRATEGIES:
-        raise ModelSpecError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}")
+        raise ModelSpecError(
+            f"unknown strategy {name!r}{did_you_mean(name, STRATEGIES)}; "
+            f"choose one of: {', '.join(STRATEGIES)}"
+        )
     return STRATEGIES[name]
 
 

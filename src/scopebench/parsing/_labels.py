@@ -19,7 +19,8 @@ LabelKind = Literal["bracketed", "closed", "keyword", "punct", "end", "connectiv
 #: Kinds that make any letter, lower-case or not, a label.
 STRONG_KINDS: frozenset[str] = frozenset({"bracketed", "closed", "keyword", "punct", "end"})
 
-_KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)(?:\s+|(?=[(\[])|(?=\d)))"
+# "Option C", "option (B)", "choice #2", "No. 3"
+_KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)(?:\s*\#\s*|\s+|(?=[(\[])|(?=\d)))"
 _OPEN = r"(?:(?P<open>[(\[{'\"])\s*)"
 _CLOSE = r"(?:\s*(?P<close>[)\]}'\"]))"
 _LETTER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>[A-Za-z])(?!\w){_CLOSE}?", re.I)
@@ -30,19 +31,41 @@ _PAIRS = {"(": ")", "[": "]", "{": "}", "'": "'", '"': '"'}
 # Words that may follow a label but never follow the article "a" or the pronoun "I" in English,
 # so "A because …" is option A while "A cell …" is not.
 _CONNECTIVES = frozenset(
-    {"because", "since", "as", "is", "are", "which", "and", "or", "but", "given", "due", "hence", "here"}
+    {
+        "because",
+        "since",
+        "as",
+        "is",
+        "are",
+        "which",
+        "and",
+        "or",
+        "but",
+        "given",
+        "due",
+        "hence",
+        "here",
+        "without",
+    }
 )
 _WORD = re.compile(r"[^\W\d_]+")
-# A hedge closing the sentence after a label ("D I think.", "C to me.", "B on this one."): the
-# label still ends its clause, as before punctuation.
+# A hedge closing the sentence after a label ("D I think.", "C to me.", "B on this one."), or a
+# denied alternative ("C rather than B."): the label still ends its clause, as before punctuation.
 _TAIL = re.compile(
-    r"(?:here|to\s+me|for\s+me|most\s+likely|probably|(?:on|for)\s+this(?:\s+one)?"
-    r"|I\s+(?:think|believe|guess|suppose|reckon))[ \t]*(?:[.!;]|$)",
+    r"(?:here|to\s+me|for\s+me|most\s+likely|probably|(?:on|for)\s+this(?:\s+one)?|it\s+is"
+    r"|I\s+(?:think|believe|guess|suppose|reckon)|I(?:'d|\s+would)\s+say"
+    # a denied alternative ("C rather than B.", "D, not A"): the label still ends its clause
+    r"|(?:rather\s+than|instead\s+of|not)\s+(?:(?:option|choice)\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?(?![\w']))"
+    r"[ \t]*(?:[.!;,]|$)",
     re.I | re.M,
 )
 
-# Words joining labels into a list: "A and C", "A, C", "B or D", "A/C".
-_JOINER = re.compile(r"[ \t]*(?:,[ \t]*(?:and|or)\b|and/or\b|and\b|or\b|[,;/&+])[ \t]*", re.I)
+# Words joining labels into a list: "A and C", "A, C", "B or D", "A/C", "B, or maybe C".
+_JOINER = re.compile(
+    r"[ \t]*(?:(?:,[ \t]*(?:and|or)\b|and/or\b|and\b|or\b)"
+    r"(?:[ \t]*(?:maybe|perhaps|possibly|probably|likely)\b)?|[,;/&+])[ \t]*",
+    re.I,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,13 +16,14 @@ _PHRASE = re.compile(
     rf"""
     (?<![\w<>/])                       # not inside a word or an <ANSWER> tag name
     (?:
-        (?:{_QUALIFIER}\s+)*answers?
-        (?:\s+to\s+(?:the|this)\s+question)?
+        (?:{_QUALIFIER}[\s_]+)*answers?  # also the JSON key "final_answer"
+        (?:\s+to\s+(?:the|this)\s+question|\s+after\s+(?:review|reflection|reconsideration|consideration))?
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
         |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
         \s+(?:options?|choices?|response|one)(?:\s+here)?
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
+          (?:(?:probably|tentatively|likely|definitely|still|ultimately|personally|rather|now|therefore)\s+)?
           (?:choose|select|pick|go\s+with)
         | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
         | (?:change|changing|switch|switching)\s+(?:(?:my\s+)?answer|it|that)\s+to)
@@ -42,12 +43,14 @@ _PHRASE = re.compile(
 _VERDICT = (
     r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+"
     r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?(?:"
-    r"(?i:most\s+)?(?i:correct|right|best|safest|appropriate|accurate|likely|probable|plausible|strongest|defensible|reasonable|final)"
+    # never plain "consistent" (one remark of a walk) or "plausible" (a possibility)
+    r"(?i:most\s+(?:consistent|compatible|plausible|defensible|reasonable)"
+    r"|(?:most\s+)?(?:correct|right|best|better|safest|appropriate|accurate|likely|probable|strongest|final))"
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
     r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
-    r"|(?i:does)|(?i:gets\s+my\s+vote))"
-    r"(?:\s+(?i:to\s+me|here|overall))?"
+    r"|(?i:does)|(?i:gets\s+my\s+vote)|(?i:makes\s+(?:the\s+)?most\s+sense))"
+    r"(?:\s+(?i:to\s+me|here|overall|with\s+(?:the|these|this|those|all|our)(?:\s+[\w-]+){1,3}))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
 _REVERSE_LETTERS = re.compile(
@@ -55,13 +58,25 @@ _REVERSE_LETTERS = re.compile(
     + _VERDICT
 )
 _REVERSE_NUMBERS = re.compile(
-    r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
+    r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*\#?\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
     # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
-    # or after an introductory comma ("Looking at the blot, 2 stands out."), never in a list ("1, 2")
-    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t]))(?P<d>\d{1,2}))"
-    + _VERDICT,
+    # or after an introductory comma ("Looking at the blot, 2 stands out.") or ", but", never in a
+    # list ("1, 2")
+    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t])"
+    r"|(?<=,\sbut\s))(?P<d>\d{1,2}))" + _VERDICT,
     re.M,
 )
+# "which makes C the most appropriate choice", "leaves 2 as the only answer": a verb that names
+# the label as its object and the verdict after it (upper-case or bracketed letters only).
+_OBJECT = (
+    r"(?<![\w'])(?i:makes?|making|made|leaves?|leaving|renders?|consider|regard)\s+"
+    r"(?:(?i:options?|choices?)\s+)?(?:\((?P<a>{lab})\)|\[(?P<b>{lab})\]|(?P<c>{bare}))\s+"
+    r"(?i:as\s+)?(?i:the|my)\s+(?i:(?:most|clearly|only)\s+)?"
+    r"(?i:(?:best|better|correct|right|likely|likeliest|appropriate|reasonable|plausible|probable|strongest|obvious"
+    r"|remaining|final|logical|sensible)\s+)?(?i:answer|option|choice|candidate|one|pick)(?![\w'])"
+)
+_OBJECT_LETTERS = re.compile(_OBJECT.format(lab="[A-Za-z]", bare="[A-Z]"))
+_OBJECT_NUMBERS = re.compile(_OBJECT.format(lab=r"\d{1,2}", bare=r"\d{1,2}"))
 
 # Hedged or first-person commitments ("I would say D", "I believe it's D", "It is probably B", "My
 # choice: C"): only an explicit label may follow, never option text or a bare lower-case letter.
@@ -74,7 +89,7 @@ _HEDGE = re.compile(
       | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?(?:\s+(?:towards?|for))?
           |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
       | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
-      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|meant)
+      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|meant|mean)
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:settle\s+on|commit\s+to|land\s+on|prefer|favou?r)
       | I(?:'m|\s+am)\s+(?:settling\s+on|committing\s+to|landing\s+on)
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:identify|give|mark|pick|choose|select)\s+the\s+answer\s+as
@@ -90,14 +105,22 @@ _HEDGE = re.compile(
       | (?:gonna|going\s+to)\s+(?:go\s+with|say)
       | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
       | (?:should|must)\s+be
+      | the\s+(?:option|choice|one|answer)\s+that\s+(?:best\s+)?(?:fits|matches)(?:\s+best)?\s+is
+      | (?:suggests?|indicates?|supports?)(?:\s+that)?
+      | I(?:'d|\s+would|'ll|\s+will)?\s+revise(?:\s+(?:my\s+answer|it))?\s+to
+      | (?:(?:this|that|which|it)\s+leaves|leaving)(?:\s+(?:us|me)\s+with)?(?:\s+(?:only|just))?
+        (?:\s+(?:options?|choices?))?
       | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
-      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response)
+      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response|hunch|instinct|impression)
         (?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
       | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
       | (?:my|our)\s+money\s+(?:is|would\s+be)\s+on
       | I(?:'d|\s+would)?\s+put\s+my\s+money\s+on
-      | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?\s*[,;]?\s*but(?:\s+rather)?
+      | I(?:'d|\s+would|'ll|\s+will)\s+put
+      | I(?:'d|\s+would|'ll|\s+will)?\s+bet(?:\s+on)?
+      | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?
+        (?:\s*[,;]?\s*but(?:\s+rather)?|[ \t]*[;,]|[ \t]+-)
     )
     (?![\w'])[ \t]*[:\-]?
     """,
@@ -117,6 +140,7 @@ _VERDICT_TEXT = re.compile(
       | (?:best|most\s+accurately)\s+(?:described|classified|characterized|identified)\s+as
       | (?:best|most\s+likely)\s+(?:explained|represented|accounted\s+for)\s+by
       | (?:aligns?|corresponds?|agrees?)\s+(?:most\s+closely|best)\s+with
+      | (?:which|this|that)\s+(?:corresponds|matches)(?:\s+to)?
       | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
     )
     (?![\w'])
@@ -125,17 +149,19 @@ _VERDICT_TEXT = re.compile(
 )
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
 _PREFIX = re.compile(
-    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+match"
+    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
     r"|(?:pick|choose|select)\s+one)\s*:"
     r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
-    r"|(?:therefore|thus|hence|so|actually|instead|rather|on\s+second\s+thought|tentatively"
+    r"|(?:therefore|thus|hence|so|correction|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead|rather"
+    r"|on\s+second\s+thought"
+    r"|tentatively|(?:up)?on\s+(?:closer|further)\s+(?:inspection|review|examination|look)"
     r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
-    r"(?![\w'])[ \t]*[,:]?"
+    r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
     r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
     r"|(?:all|everything)(?:\s+things)?\s+considered|putting\s+(?:\w+\s+){0,4}together"
     r"|to\s+summari[sz]e|in\s+short|ultimately)[^.;:\n]{0,80}[,:])"
-    r"|(?:selected|chosen|picked)\s+(?:options?|answers?|choices?)\s*[:=]|=>|->|→|\u27a1\ufe0f?",
+    r"|(?:selected|chosen|picked)(?:\s+(?:options?|answers?|choices?))?\s*[:=]|=>|->|→|\u27a1\ufe0f?",
     re.I,
 )
 # A short introductory clause, then a label ending the sentence ("After careful consideration,
@@ -173,7 +199,11 @@ _LABEL_WORD = re.compile(r"(?<![\w'])(?:[B-HJ-Z]|\d{1,2})(?![\w'])")
 # word characters and the English word-boundary guards would reject them.
 # "选项C正确" (option C is correct): the label first.
 # "选择A项" (choose item A).
-_CHINESE_ITEM = re.compile(r"选(?:择)?(?:第)?(?P<c>[A-Za-z]|\d{1,2})项")
+# "选项B。" (option B.) as a whole line; never "选项A：不符合" (option A: does not fit), a walk item.
+_CHINESE_ITEM = re.compile(
+    r"选(?:择)?(?:第)?(?P<c>[A-Za-z]|\d{1,2})项|^[ \t]*选项[ \t]*(?P<d>[A-Za-z]|\d{1,2})(?=[ \t]*\.?[ \t]*$)",
+    re.M,
+)
 _CHINESE_REVERSE = re.compile(
     r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?:的)?(?!\w)"
 )
@@ -181,6 +211,8 @@ _CHINESE = re.compile(
     r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
     r"|答\s*:"  # "答：A" (answer:)
     r"|正确的是|我(?:认为|觉得)(?:应该)?是"  # "正确的是B" (the correct one is), "我认为是C" (I think it is)
+    # "应该是C" (it should be C), "可能是B" (it is probably B), "结论：C" (conclusion); never after 不
+    r"|(?<![不])应(?:该|当)?(?:是|选)|(?<![不也])(?:很|最)?可能是|结论\s*[:：]?\s*(?:是|为)?"
     r"|(?<![不别])选(?:择)?(?:是)?(?!项)\s*[:：]?"  # "选A", "应该选C"; never "不选A" or "选项"
     r"|不是[^,;.\n]{1,8}[,;]\s*(?:而)?是"  # "不是D，是A": denied, then affirmed
 )
@@ -195,23 +227,34 @@ _CORRECTION = re.compile(
 # Markers that switch between two answers but never withdraw one: "sorry" or "no," after the
 # last answer is politeness or a remark ("Sorry for the confusion"), not a withdrawal.
 _SWITCH = re.compile(
-    r"(?<!\w)(?:sorry|I\s+meant|no(?=\s*,)|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look))(?!\w)",
+    r"(?<!\w)(?:sorry|I\s+mean(?:t)?|no(?=\s*(?:,|-\s))|(?:looking|look)\s+(?:closer|again)"
+    r"|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look))(?!\w)",
     re.I,
 )
+# A first thought named as such ("At first I thought B", "Initial pick: A"): a "but", "however"
+# or "final" after it switches to the later answer, as a correction marker does.
+_FIRST_THOUGHT = re.compile(
+    r"(?<!\w)(?:at\s+first|initially|(?:my\s+)?(?:first|initial)\s+(?:thought|instinct|guess|impression|answer|pick))"
+    r"(?!\w)",
+    re.I,
+)
+_CONTRAST = re.compile(r"(?<!\w)(?:but|however|yet|final)(?!\w)", re.I)
 # A label that is a whole sentence of its own, perhaps after an interjection ("D... no, A.",
 # "Perhaps 4? Yes, 4.", "No, not C. D."), ending its line, after another sentence on that line:
 # an answer. Never after a comma alone ("It is B, C." is a list), never a line of its own (a list
 # of labels, or the first line, which rules 2-3 read).
 _LONE_START = (
     r"(?:(?<=[^\s][.!?;][ \t])|(?<=\.\.\.))[ \t]*"
-    r"(?:(?i:no|yes|so|ok|okay|hmm|then|thus|hence|actually|wait|rather|instead)[ \t]*[,.]?[ \t]+){0,3}"
+    r"(?:(?i:no|yes|so|ok|okay|hmm|then|thus|hence|actually|wait|rather|instead)"
+    r"[ \t]*(?:[,.]|[ \t]-)?[ \t]+){0,3}"
 )
 _LONE_LETTERS = re.compile(_LONE_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!]*[ \t]*$", re.M)
 _LONE_NUMBERS = re.compile(_LONE_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!]*[ \t]*$", re.M)
 # Words of indecision: with them, option text alone (the weakest rule) commits to nothing.
 _UNDECIDED = re.compile(
     r"(?<!\w)(?:both|either|not\s+(?:entirely\s+)?sure|unsure|uncertain|can(?:'t|not)\s+(?:tell|decide|say)"
-    r"|hard\s+to\s+(?:say|tell)|torn\s+between)(?!\w)",
+    r"|hard\s+to\s+(?:say|tell)|torn\s+between|can(?:'t|not)\s+(?:confirm|be\s+(?:sure|certain))"
+    r"|not\s+(?:certain|confident)|(?:could|might|may)\s+(?:\w+\s+)?be)(?!\w)",
     re.I,
 )
 _SENTENCE_END = re.compile(r"[.!?\n]")
@@ -233,7 +276,9 @@ _REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
 # A hedge after a whole-response label ("3, probably.", "B, I'd say."): still that label.
 _BARE_TAIL = re.compile(
     r"[ \t]*,?[ \t]*(?:probably|likely|most\s+likely|I(?:'d|\s+would)\s+say"
-    r"|I\s+(?:think|believe|guess|suppose))"
+    r"|I\s+(?:think|believe|guess|suppose)"
+    r"|(?:not|rather\s+than|instead\s+of)\s+(?:option\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?"  # "3, not 4."
+    r"|[:\-]?[ \t]*\(?(?:correct|right)\)?)"  # "3 (correct)", "2: correct"
     r"(?![\w'])",
     re.I,
 )
@@ -247,6 +292,11 @@ _INLINE_LETTERS = re.compile(
     r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
 )
 _INLINE_NUMBERS = re.compile(r"(?<!\S)\((\d{1,2})\)|(?<!\S)(\d{1,2})\)|\b(?i:option|choice)\s*\(?(\d{1,2})\b")
+# A label right after "or"/"and"/"nor" is the last of several, not a verdict of its own.
+_ALTERNATIVE_BEFORE = re.compile(r"(?<![\w'])(?i:or|and|nor|and/or)[ \t]+[(\[]?\Z")
+# Before an inline "option D" that is set against the answer, not walked ("A - because …, whereas
+# option D would …"): such a mention does not make the reply a walk through the options.
+_CONTRASTED = re.compile(r"(?<![\w'])(?i:whereas|unlike|than|not|versus|vs\.?|over|instead\s+of)[ \t]+\Z")
 # A label that is an echoed format placeholder ("The answer is (X)"), ignored next to real ones.
 _PLACEHOLDER = "X"
 # Words after a label on the first line that make it an answer with its reason ("B because …").

@@ -33,18 +33,25 @@ _TRANSLATE = str.maketrans(
         "\u2015": "-",
         "\u2212": "-",
         # CJK punctuation that NFKC leaves alone ("A。", "答案是【C】").
-        "\u3002": ".",
+        "\u3002": ". ",  # a space after, as "A。理由" is "A. Reason"
         "\u3001": ",",
         "\u3010": "[",
         "\u3011": "]",
+        # Sentence-final particles ("我觉得是1吧", "I think it is 1, I suppose") end no label.
+        "\u5427": None,
         "\u300c": '"',
         "\u300d": '"',
         # Check marks ("D ✓") confirm, they never name an option.
         "\u2713": None,
         "\u2714": None,
         "\u2611": None,
+        "\u2705": None,
     }
 )
+
+# Full-width punctuation runs into the next character ("答案是A，因为…"); NFKC would make it ASCII
+# with no space after, where a label would not end. So it gets a space first.
+_CJK_SPACING = str.maketrans({"\uff0c": ", ", "\uff1a": ": ", "\uff1b": "; ", "\uff01": "! ", "\uff1f": "? "})
 
 # LaTeX wrappers around a short answer (`\text{C}`, `\textbf{C}`) keep their content.
 _LATEX_WRAP = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mathit)\s*\{([^{}]*)\}")
@@ -63,7 +70,7 @@ _PLURAL_MIN = 3
 
 def clean(text: str) -> str:
     """Normalise Unicode and strip markup that never changes which option a response names."""
-    text = unicodedata.normalize("NFKC", text).translate(_TRANSLATE)
+    text = unicodedata.normalize("NFKC", text.translate(_CJK_SPACING)).translate(_TRANSLATE)
     text = _LATEX_WRAP.sub(r"\1", text)
     return _MARKUP.sub("", text)
 
@@ -213,7 +220,16 @@ _NEG_AFTER = frozenset(
     {
         "not", "no", "never", "unlikely", "absent", "excluded", "incorrect", "wrong", "cannot",
         "less", "ruled", "lacking", "missing", "inconsistent", "implausible", "false", "different",
-        "differs", "nope", "differential",
+        "differs", "nope",
+    }
+)  # fmt: skip
+_DETERMINERS = frozenset({"the", "a", "my", "our", "this"})
+# "The features of X include …": X is the topic of a description, not the verdict. The noun must
+# open its sentence (after at most two words: "The typical features of X").
+_ATTRIBUTES = frozenset(
+    {
+        "features", "feature", "hallmarks", "hallmark", "characteristics", "criteria", "causes",
+        "definition", "differential", "signs", "findings", "appearance", "mimics",
     }
 )  # fmt: skip
 #: Tokens before "t" that form a negative contraction once the apostrophe is split off.
@@ -229,6 +245,17 @@ _CHOICE_VERBS = frozenset(
 )
 #: Words that make what follows them a hypothesis, within the same sentence.
 _CONDITIONALS = frozenset({"if", "whether", "unless", "suppose", "assuming"})
+#: After "if", words that make the clause a way of choosing, not a hypothesis ("If I had to
+#: choose, I'd say C", "If forced to pick, C", "If we look closely, the answer is C").
+_FORCED = frozenset({"forced", "pressed", "asked", "pushed", "required", "anything"})
+_FORCED_I = frozenset({"had", "have", "must", "were"})
+_CONCESSIVE = frozenset({"even", "regardless", "irrespective", "of"})
+_FAVOUR = frozenset({"favour", "favor", "support"})
+_LOOKING = frozenset(
+    {"look", "examine", "consider", "compare", "inspect", "observe", "focus", "review", "zoom"}
+)
+#: Words right after a mention that make the sentence a general remark ("X is typically seen in …").
+_GENERIC = frozenset({"typically", "usually", "often", "commonly", "frequently", "generally", "classically"})
 #: Words opening a relative clause that still describes the mention before its comma.
 _RELATIVES = frozenset({"which", "who"})
 #: "rule out X" / "ruling out X": a verb and particle, two tokens.
@@ -248,20 +275,30 @@ def _is_negation(tokens: Sequence[str], i: int, cues: frozenset[str]) -> bool:
     word = tokens[i]
     if word in cues:
         return True
+    if word == "differential" and cues is _NEG_AFTER:
+        # "X is in the differential" keeps X open; "X rather than differential interference
+        # contrast" names an option whose text starts with the word.
+        return i > 0 and tokens[i - 1] in _DETERMINERS
     if word == "t" and i > 0 and tokens[i - 1] in _NEG_CONTRACTIONS:
         return True
     return word == "out" and i > 0 and tokens[i - 1] in _RULE_VERBS
 
 
+_SO_VERBS = frozenset({"is", "are", "was", "were", "can", "could", "does", "do", "should", "would", "must"})
+
+
 def _so_is(values: Sequence[str], sentences: Sequence[int], start: int) -> bool:
     """Whether the mention at ``start`` follows "so is"/"as is" after a ruling-out in its sentence."""
-    if (
-        start < 2
-        or values[start - 2] not in ("so", "as")
-        or values[start - 1] not in ("is", "are", "was", "were")
-    ):
+    if start < 2 or values[start - 2] not in ("so", "as") or values[start - 1] not in _SO_VERBS:
         return False
     return any(_is_negation(values, i, _NEG_AFTER) for i in range(sentences[start], start - 2))
+
+
+def _described(values: Sequence[str], sentences: Sequence[int], start: int) -> bool:
+    """Whether the mention is the topic of a description opening its sentence ("The features of X …")."""
+    if start < 2 or values[start - 1] != "of" or values[start - 2] not in _ATTRIBUTES:
+        return False
+    return start - 2 - sentences[start] <= 2
 
 
 def _less_than(values: Sequence[str], i: int, start: int) -> bool:
@@ -273,6 +310,11 @@ def _less_than(values: Sequence[str], i: int, start: int) -> bool:
     if start < 3 or values[start - 1] != "than" or values[start - 3] != "less":
         return False
     return i in (start - 3, start - 1)
+
+
+def _in_favour(tokens: Sequence[Token], i: int) -> bool:
+    """Whether tokens ``i``, ``i + 1`` are "in favour"/"in support" (a new, affirming clause)."""
+    return i + 1 < len(tokens) and tokens[i].value == "in" and tokens[i + 1].value in _FAVOUR
 
 
 def clause_starts(text: str, tokens: Sequence[Token], *, sentences: bool = False) -> list[int]:
@@ -298,6 +340,8 @@ def clause_starts(text: str, tokens: Sequence[Token], *, sentences: bool = False
             # "rule out D and choose A", "argue against X and favour Y": a new choice, whose
             # clause the ruling-out before "and" does not reach.
             current = i
+        elif not sentences and tok.value == "and" and _in_favour(tokens, i + 1):
+            current = i  # "argues against X and in favour of Y"
         starts.append(current)
     return starts
 
@@ -324,6 +368,8 @@ def ruled_out(
     """
     if _so_is(values, sentences, start):
         return True  # "X is unlikely, and so is Y": Y shares X's ruling-out
+    if _described(values, sentences, start):
+        return True
     first = max(starts[start], start - _BEFORE_SPAN)
     if any(
         _is_negation(values, i, _NEG_BEFORE) and not _less_than(values, i, start) for i in range(first, start)
@@ -331,6 +377,8 @@ def ruled_out(
         return True
     if any(values[i] in _CONDITIONALS for i in range(max(sentences[start], start - _BEFORE_SPAN), start)):
         return True  # "If it is A, we would expect X": X is a hypothesis, not an answer
+    if any(values[i] in _GENERIC for i in range(end, min(len(values), end + 3))):
+        return True  # "X is typically seen in older patients": a remark about X
     clause = starts[start]
     if verdict_follows and end < len(values):
         clause = starts[end]
@@ -340,9 +388,38 @@ def ruled_out(
             if starts[i] != i or values[i] not in _RELATIVES:
                 break
             clause = i  # "X, which is not seen": the relative clause still speaks of X
+        if i > end and values[i - 1] in ("and", "or") and values[i] == "not":
+            break  # "consistent with X and not with Y": the "not" speaks of Y
         if _is_negation(values, i, _NEG_AFTER):
             return True
     return False
+
+
+#: Words opening a sentence that asks ("Is this X?", "Could it be X?", "Which one …?").
+_INTERROGATIVES = frozenset(
+    {
+        "is", "are", "was", "were", "could", "can", "might", "would", "should", "does", "do",
+        "did", "what", "which", "why", "how",
+    }
+)  # fmt: skip
+
+
+def question_sentences(text: str, tokens: Sequence[Token], sentences: Sequence[int]) -> set[int]:
+    """Starts of the sentences that ask ("Is this fibrin?"): a mention there is no verdict.
+
+    Args:
+        text: The cleaned response.
+        tokens: Its tokens.
+        sentences: :func:`clause_starts` with ``sentences=True``.
+    """
+    asked: set[int] = set()
+    for j, start in enumerate(sentences):
+        last = j + 1 == len(tokens) or sentences[j + 1] != start
+        if last and tokens[start].value in _INTERROGATIVES:
+            gap = text[tokens[j].end : tokens[j + 1].start if j + 1 < len(tokens) else len(text)]
+            if "?" in gap:
+                asked.add(start)
+    return asked
 
 
 def negated_after(words: Sequence[str], end: int) -> bool:
@@ -373,15 +450,73 @@ class ClauseIndex:
         self._tokens = tokenize(text)
         self._values = [t.value for t in self._tokens]
         self._starts = clause_starts(text, self._tokens)
+        self._sentences = clause_starts(text, self._tokens, sentences=True)
         self._token_starts = [t.start for t in self._tokens]
 
     def not_asserted(self, pos: int) -> bool:
-        """Whether the clause ending at ``pos`` negates or conditions what follows."""
+        """Whether the clause ending at ``pos`` negates or conditions what follows.
+
+        Also when the sentence so far opens a hypothesis ("If the cells were larger, I would say
+        C"), even across its comma; see :meth:`_conditional` for what is no hypothesis.
+        """
         idx = bisect.bisect_left(self._token_starts, pos)
-        if idx == 0 or _CLAUSE_GAP.search(self._text, self._tokens[idx - 1].end, pos):
+        if idx == 0:
+            return False
+        sentence = max(self._sentences[idx - 1], idx - _BEFORE_SPAN)
+        if any(self._conditional(i) for i in range(sentence, idx)):
+            return True  # "If the cells were larger, I would say C."
+        if _CLAUSE_GAP.search(self._text, self._tokens[idx - 1].end, pos):
             return False
         first = max(self._starts[idx - 1], idx - _BEFORE_SPAN)
         return any(_is_negation(self._values, i, _NOT_ASSERTED) for i in range(first, idx))
+
+    def _conditional(self, i: int) -> bool:
+        """Whether token ``i`` opens a hypothesis.
+
+        Not "If I had to choose", "If forced to pick", "If we look closely", "Unless I'm
+        mistaken", "Even if …" (a concession) or "Regardless of whether …".
+        """
+        values = self._values
+        if values[i] not in _CONDITIONALS or (i > 0 and values[i - 1] in _CONCESSIVE):
+            return False
+        after = values[i + 1 : i + 3]
+        if values[i] == "unless" and after[:1] == ["i"]:
+            return False
+        if after[:1] and after[0] in _FORCED:
+            return False
+        if len(after) == 2 and after[0] == "i" and after[1] in _FORCED_I:
+            return False
+        return not (len(after) == 2 and after[0] in ("we", "you", "one") and after[1] in _LOOKING)
+
+
+_SPECIFIERS = frozenset({"specifically", "namely", "particularly"})
+
+
+def more_specific(
+    values: Sequence[str],
+    mentions: Sequence[TextMatch],
+    kept: Sequence[int],
+    options: Sequence[Sequence[str]],
+) -> int | None:
+    """The option named as the specific verdict after a general one it contains, if any.
+
+    "This is a carcinoma, specifically small cell carcinoma." names "Carcinoma" and "Small cell
+    carcinoma"; the second, introduced by "specifically"/"namely" and containing the first's
+    words, is the verdict. Any other pair of options is left to the caller (several named).
+    """
+    if len(kept) != 2:
+        return None
+    general, specific = kept
+    later = [m for m in mentions if m.option == specific]
+    if not later or any(m.option == general and m.start > later[0].start for m in mentions):
+        return None
+    start = later[0].start
+    if not any(values[i] in _SPECIFIERS for i in range(max(0, start - 2), start)):
+        return None
+    inner, outer = options[general], options[specific]
+    if len(inner) >= len(outer) or list(outer[len(outer) - len(inner) :]) != list(inner):
+        return None  # the general option must be the tail of the specific one ("… carcinoma")
+    return specific
 
 
 def equals_option(said: Sequence[str], option: Sequence[str]) -> bool:

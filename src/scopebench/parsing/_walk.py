@@ -36,10 +36,16 @@ MARKS = str.maketrans(
 HAS_MARK = re.compile("[\u2713\u2714\u2611\u2705\u2717\u2718\u274c\u274e]")
 
 # Where one option's part of a walk starts: at a line start (after a bullet) or after a sentence
-# end, a label written as "(C)", "C)", "C." or "C:" (optionally "Option C:"), then a space.
+# end, a label written as "(C)", "C)", "C." or "C:" (optionally "Option C:"), then a space; or
+# a label with its option text in brackets before the verdict ("- A (Cardiac muscle): no").
 _START = r"(?:^|(?<=[.;:!?-]\s))[ \t]*(?:[-*\u2022+][ \t]+)?(?:(?i:option|choice)[ \t]+)?"
-_SEG_LETTERS = re.compile(_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-Z])[.):])(?=[ \t])", re.M)
-_SEG_NUMBERS = re.compile(_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2})[.):])(?=[ \t])", re.M)
+_GLOSSED = r"(?=[ \t]+\([^()\n]{1,80}\)[ \t]*[:-])"
+_SEG_LETTERS = re.compile(
+    _START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-Z])[.):]|(?P<e>[A-Z])" + _GLOSSED + r")(?=[ \t])", re.M
+)
+_SEG_NUMBERS = re.compile(
+    _START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2})[.):]|(?P<e>\d{1,2})" + _GLOSSED + r")(?=[ \t])", re.M
+)
 _POSITIVE = frozenset(
     {
         "yes", "correct", "consistent", "matches", "match", "fits", "fit", "supported", "true",
@@ -72,7 +78,7 @@ def walk_choice(text: str, options: Sequence[tuple[str, ...]], style: LabelStyle
         return None
     verdicts: dict[int, str] = {}
     for n, m in enumerate(starts):
-        raw = m["a"] or m["b"]
+        raw = m["a"] or m["b"] or m["e"]
         label = raw.upper() if style == "letters" else str(int(raw))
         idx = label_index(label, style)
         if not 0 <= idx < len(options) or idx in verdicts:

@@ -28,7 +28,9 @@ The rules, in order; the first that commits decides:
      say D", "I'd say B", "I believe it's D", "It is probably B", "My choice: C", "My best guess
      would be B", "I'm leaning toward C", "I'd opt for B", "Should be B.", "not A but C", "Final:
      C", "Result: (B)", "Pick: C", "Therefore: A", "So C.", "Going with C", "Taking … into
-     account, C.", "=> D";
+     account, C.", "=> D"; since choice-5 also "which makes C the best option", "This leaves
+     D", "suggests C", "The option that fits is 4", "I'd revise to C", "Not D - C", "C rather
+     than B", "I'd tentatively go with B";
    - weak forms (choice-3; they bring a rule-4 opening label in with them): a label that is a
      sentence of its own after another sentence ("C... no, D."), an introductory clause then a
      label ending the sentence ("After careful consideration, E."), a short sentence ending in a
@@ -40,21 +42,24 @@ The rules, in order; the first that commits decides:
      (with "。" read as ".").
 
    A phrase inside a negated or conditional clause commits to nothing ("I don't think B is the
-   correct answer", "If it is A, …", "The answer is not A"). What follows a phrase must be a
-   label — "C", "(c)", "C)", "Option C", "C because" — or an option's text as above.
-   A label alone on the first line (rule 3) joins these commitments. All are read in order: if
-   they agree (the same label repeated is fine) that option is chosen. If they name different
-   options, an explicit **self-correction** decides: the commitments after the last correction
-   marker ("Wait", "Actually", "on second thought", "I made a mistake", "let me reconsider", …)
-   that has commitments on both sides replace the earlier ones, when they name one option ("The
-   answer is D. Wait — … so the answer is C" → C). Without such a marker, or when the later
-   ones disagree too, the result is none ("several options named: B, D"). A correction marker
-   in a sentence after the last commitment, with no answer after it, withdraws it ("This is A.
-   Actually no, I'm not sure." → none; a plain "Actually," is emphasis, only "actually no"
-   counts); a marker after the last answer followed by a label no rule reads makes it none. A
-   label followed by "?" asks and commits to nothing ("Is the answer C?", "B?"). "The answer
-   is A or B" names two. A lone out-of-range ``X`` next to in-range answers is ignored, since it is the
-   placeholder of an echoed instruction ('answer in the format "The answer is (X)"').
+   correct answer", "If it is A, …", "The answer is not A"), nor one in a sentence opened by a
+   hypothesis ("If the cells were larger, I would say C"; not "If I had to choose, …"). What
+   follows a phrase must be a label — "C", "(c)", "C)", "Option C", "C because" — or an option's
+   text as above. A label alone on the first line (rule 3) joins these commitments. All are read in
+   order: if they agree (the same label repeated is fine) that option is chosen. If they name
+   different options, an explicit **self-correction** decides: the commitments after the last
+   correction marker ("Wait", "Actually", "on second thought", "I made a mistake", "let me
+   reconsider", …) that has commitments on both sides replace the earlier ones, when they name one
+   option ("The answer is D. Wait — … so the answer is C" → C); after a named first thought ("At
+   first I thought B", "Initial pick: A") a "but", "however" or "final" is such a marker too.
+   Without such a marker, or when the later ones disagree too, the result is none ("several options
+   named: B, D"). A correction marker in a sentence after the last commitment, with no answer after
+   it, withdraws it ("This is A. Actually no, I'm not sure." → none; a plain "Actually," is
+   emphasis, only "actually no" counts); a marker after the last answer followed by a label no rule
+   reads makes it none. A label followed by "?" asks and commits to nothing ("Is the answer C?",
+   "B?"). "The answer is A or B" names two. A lone out-of-range ``X`` next to in-range answers is
+   ignored, since it is the placeholder of an echoed instruction ('answer in the format "The answer
+   is (X)"').
 2. **Whole-response label** (``"bare_label"``): the response is only a label, in any usual form
    and any case — "C", "c", "(C)", "C.", "C。", "[C]", "'C'", "Option C" — or only several ("A
    and C", "Either B or D"), which is none.
@@ -84,7 +89,9 @@ The rules, in order; the first that commits decides:
    ("stroma" inside "cancer stroma", "lymphocyte" against "lymphocytes"), the longer or exact
    one wins; two distinct options named → none; only ruled-out options → none ("options named
    only to be ruled out: D"); words of indecision ("both", "either", "not sure", "can't tell")
-   → none. "None of the above" is an ordinary option.
+   → none. "None of the above" is an ordinary option. A mention in a question ("Is this X?"),
+   a general remark ("The features of X include …", "X is typically seen …") or with "could/might
+   … be" or "cannot confirm" in the reply is no verdict (choice-5).
 8. Otherwise none: ``method="none"``, reason "no option committed to".
 
 "Could be X or Y" commits to nothing. docs/parser.md has every rule with examples and figures.
@@ -129,6 +136,7 @@ from scopebench.parsing._labels import (
     read_label_list,
 )
 from scopebench.parsing._patterns import (
+    _ALTERNATIVE_BEFORE,
     _ARTICLES,
     _ASKS,
     _BARE_TAIL,
@@ -138,10 +146,13 @@ from scopebench.parsing._patterns import (
     _CHINESE_ITEM,
     _CHINESE_REVERSE,
     _CLAUSE_END,
+    _CONTRAST,
+    _CONTRASTED,
     _CORRECTION,
     _DENIED_BEFORE,
     _EXPLICIT,
     _FILLER,
+    _FIRST_THOUGHT,
     _HEDGE,
     _INLINE_LETTERS,
     _INLINE_NUMBERS,
@@ -152,6 +163,8 @@ from scopebench.parsing._patterns import (
     _LONE_LETTERS,
     _LONE_NUMBERS,
     _NO_AFTER,
+    _OBJECT_LETTERS,
+    _OBJECT_NUMBERS,
     _PHRASE,
     _PLACEHOLDER,
     _PREFIX,
@@ -170,14 +183,15 @@ from scopebench.parsing._patterns import (
 )
 from scopebench.parsing._text import (
     ClauseIndex,
-    TextMatch,
     clause_starts,
     clean,
     equals_option,
     find_mentions,
+    more_specific,
     named_options,
     negated_after,
     option_tokens,
+    question_sentences,
     resolve,
     ruled_out,
     tokenize,
@@ -188,7 +202,7 @@ from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-4"
+PARSER_VERSION = "choice-5"
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,6 +346,8 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     ) -> None:
         if clauses.not_asserted(start):
             return
+        if at_end and _ALTERNATIVE_BEFORE.search(text, max(0, start - 12), start):
+            return  # "B, or perhaps D": a prefix after "or" names an alternative, not a verdict
         commit = _read_answer(text[end : end + _WINDOW], ctx, loose=loose, strict_case=strict_case)
         # After a hedge or terse prefix, a list ("Thus A, B and C are excluded") is no answer.
         if commit is not None and not (single and len(commit.labels) > 1):
@@ -349,11 +365,12 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     for m in _CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
     for m in (*_CHINESE_REVERSE.finditer(text), *_CHINESE_ITEM.finditer(text)):
-        raw = str(m["c"])
+        raw = str(m["c"] or m.groupdict().get("d"))
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
-    for m in reverse.finditer(text):
+    objects = _OBJECT_LETTERS if ctx.style == "letters" else _OBJECT_NUMBERS
+    for m in (*reverse.finditer(text), *objects.finditer(text)):
         if clauses.not_asserted(m.start()) or _ALTERNATIVE_BEFORE.search(
             text, max(0, m.start() - 12), m.start()
         ):
@@ -361,10 +378,6 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         raw = str(m["a"] or m["b"] or m["c"] or m.groupdict().get("d"))
         found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     return found
-
-
-# A label right after "or"/"and"/"nor" is the last of several, not a verdict of its own.
-_ALTERNATIVE_BEFORE = re.compile(r"(?<![\w'])(?i:or|and|nor|and/or)[ \t]+[(\[]?\Z")
 
 
 def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
@@ -551,6 +564,8 @@ def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> Parse
     """
     # A marker may itself be the phrase of the later answer ("Actually, C."), so ``<=``.
     found = [*_CORRECTION.finditer(text), *_SWITCH.finditer(text)]
+    if _FIRST_THOUGHT.search(text, max(0, commits[0].pos - _WINDOW), commits[0].pos + 1):
+        found.extend(_CONTRAST.finditer(text))  # "At first I thought B. However, … the answer is D"
     markers = [m for m in found if commits[0].pos < m.start() <= commits[-1].pos]
     if not markers:
         return None
@@ -720,6 +735,8 @@ def _enumerates(body: str, ctx: _Ctx) -> bool:
             seen.add(read.label)
     inline = _INLINE_LETTERS if ctx.style == "letters" else _INLINE_NUMBERS
     for m in inline.finditer(body):
+        if _CONTRASTED.search(body, max(0, m.start() - 16), m.start()):
+            continue
         raw = next(g for g in m.groups() if g)
         seen.add(raw.upper() if ctx.style == "letters" else str(int(raw)))
     return len(seen) > 1
@@ -738,10 +755,12 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     sentences = clause_starts(text, tokens, sentences=True)
     kept: list[int] = []
     dropped: list[int] = []
+    asked = question_sentences(text, tokens, sentences)
     for m in sorted(mentions, key=lambda m: (m.start, m.option)):
         into = (
             dropped
-            if ruled_out(
+            if sentences[m.start] in asked
+            or ruled_out(
                 values, starts, sentences, m.start, m.end, verdict_follows=verdict_gap(text, tokens, m.end)
             )
             else kept
@@ -755,7 +774,7 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     undecided = _UNDECIDED.search(text)
     if undecided is not None:
         return ParseResult(None, "option_text", f"option text with indecision ({undecided.group()!r})")
-    specific = _more_specific(values, mentions, kept, ctx)
+    specific = more_specific(values, mentions, kept, ctx.options)
     if specific is not None:
         return ParseResult(
             specific, "option_text", f"option {label_for(specific, ctx.style)} named as the specific verdict"
@@ -763,33 +782,6 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     if len(kept) > 1:
         return ParseResult(None, "option_text", f"several options named: {', '.join(labels)}")
     return ParseResult(kept[0], "option_text", f"text of option {labels[0]} found")
-
-
-_SPECIFIERS = frozenset({"specifically", "namely", "particularly"})
-
-
-def _more_specific(
-    values: Sequence[str], mentions: Sequence[TextMatch], kept: Sequence[int], ctx: _Ctx
-) -> int | None:
-    """The option named as the specific verdict after a general one it contains, if any.
-
-    "This is a carcinoma, specifically small cell carcinoma." names "Carcinoma" and "Small cell
-    carcinoma"; the second, introduced by "specifically"/"namely" and containing the first's
-    words, is the verdict. Any other pair of options is left to the caller (several named).
-    """
-    if len(kept) != 2:
-        return None
-    general, specific = kept
-    later = [m for m in mentions if m.option == specific]
-    if not later or any(m.option == general and m.start > later[0].start for m in mentions):
-        return None
-    start = later[0].start
-    if not any(values[i] in _SPECIFIERS for i in range(max(0, start - 2), start)):
-        return None
-    inner, outer = ctx.options[general], ctx.options[specific]
-    if len(inner) >= len(outer) or list(outer[len(outer) - len(inner) :]) != list(inner):
-        return None  # the general option must be the tail of the specific one ("… carcinoma")
-    return specific
 
 
 def _skip_space(text: str, pos: int) -> int:

@@ -457,7 +457,7 @@ def no_image_probe(probe: ProbeRun) -> dict[str, Any]:
 
 
 def _cmd_corruptions(args: argparse.Namespace) -> int:
-    from scopebench.cli_probe import console, probe_from_args
+    from scopebench.cli.probe import console, probe_from_args
     from scopebench.probes.image_transforms import CORRUPTIONS
 
     names = [c.strip() for c in (args.corruptions or ",".join(CORRUPTIONS)).split(",") if c.strip()]
@@ -469,14 +469,14 @@ def _cmd_corruptions(args: argparse.Namespace) -> int:
 
 
 def _print_report(report: dict[str, Any], title: str) -> None:
-    from scopebench.cli_probe import console, print_table
+    from scopebench.cli.probe import console, print_table
 
     print_table(title, report["table"]["head"], report["table"]["body"])
     console.print(f"report and plots written: {', '.join(report['files'])}")
 
 
 def _cmd_noise(args: argparse.Namespace) -> int:
-    from scopebench.cli_probe import probe_from_args
+    from scopebench.cli.probe import probe_from_args
 
     with probe_from_args(args) as probe:
         report = noise_probe(probe)
@@ -485,7 +485,7 @@ def _cmd_noise(args: argparse.Namespace) -> int:
 
 
 def _cmd_no_image(args: argparse.Namespace) -> int:
-    from scopebench.cli_probe import probe_from_args
+    from scopebench.cli.probe import probe_from_args
 
     with probe_from_args(args) as probe:
         report = no_image_probe(probe)
@@ -495,7 +495,7 @@ def _cmd_no_image(args: argparse.Namespace) -> int:
 
 def add_probe_parser(probe_sub: Any) -> None:
     """Add the ``corruptions``, ``noise`` and ``no-image`` probes."""
-    from scopebench.cli_probe import add_common_probe_args
+    from scopebench.cli.probe import add_common_probe_args
 
     p = probe_sub.add_parser(
         "corruptions", help="accuracy under 8 image corruptions × 5 levels (PathMMU §4.2)"

@@ -397,7 +397,7 @@ def cmd_matching(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from scopebench.cli_probe import config_from_args, models_from_args
+    from scopebench.cli.probe import config_from_args, models_from_args
     from scopebench.report.tables import format_interval
 
     result = run_matching(
@@ -431,7 +431,7 @@ def add_probe_parser(probe_sub: Any) -> None:
         help="question–option matching baselines: BERT next-sentence prediction and sentence embeddings",
         description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
     )
-    from scopebench.cli_probe import add_common_probe_args
+    from scopebench.cli.probe import add_common_probe_args
 
     add_common_probe_args(
         p, models_help="comma-separated matching models (default: " + ",".join(DEFAULT_MODELS) + ")"

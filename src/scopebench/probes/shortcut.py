@@ -641,7 +641,7 @@ def cmd_shortcut(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from scopebench.cli_probe import config_from_args, models_from_args
+    from scopebench.cli.probe import config_from_args, models_from_args
 
     models = models_from_args(args)
     if not models:
@@ -687,7 +687,7 @@ def add_probe_parser(probe_sub: Any) -> None:
         help="flag items text-only models answer correctly (PathMMU 3-of-4, SPUR 5-of-10 filters)",
         description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
     )
-    from scopebench.cli_probe import add_common_probe_args
+    from scopebench.cli.probe import add_common_probe_args
 
     add_common_probe_args(
         p,

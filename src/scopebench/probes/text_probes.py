@@ -407,7 +407,7 @@ def _plot_bias(rows: Sequence[Mapping[str, Any]], stem: Any) -> list[Any]:
 
 
 def _cmd_swap(args: argparse.Namespace) -> int:
-    from scopebench.cli_probe import console, print_table, probe_from_args
+    from scopebench.cli.probe import console, print_table, probe_from_args
 
     with probe_from_args(args) as probe:
         report = swap_probe(probe, args.scope)
@@ -424,7 +424,7 @@ def _table(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _cmd_permutation(args: argparse.Namespace) -> int:
-    from scopebench.cli_probe import console, print_table, probe_from_args
+    from scopebench.cli.probe import console, print_table, probe_from_args
 
     with probe_from_args(args) as probe:
         report = permutation_probe(probe, args.rotations)
@@ -445,7 +445,7 @@ def _cmd_permutation(args: argparse.Namespace) -> int:
 
 def add_probe_parser(probe_sub: Any) -> None:
     """Add the ``swap`` and ``permutation`` probes."""
-    from scopebench.cli_probe import add_common_probe_args
+    from scopebench.cli.probe import add_common_probe_args
 
     p = probe_sub.add_parser("swap", help="questions swapped among items, options kept (PathMMU Fig. 5)")
     add_common_probe_args(p)

@@ -76,7 +76,7 @@ def write_tables(
 
 def cmd_table(args: argparse.Namespace) -> int:
     """Paper tables and forest plots of RUN… (folders of runs expanded) into ``--out``."""
-    from scopebench.cli_report import _incomplete_note
+    from scopebench.cli.report import _incomplete_note
     from scopebench.report.labels import expand_run_dirs
 
     runs = expand_run_dirs(args.runs)

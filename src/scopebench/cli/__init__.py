@@ -1,7 +1,21 @@
-"""Command-line interface: thin argument parsing over the library.
+"""Command-line interface: thin argument parsing over the library (the only place that parses).
 
 Every :class:`~scopebench.errors.ScopebenchError` is shown as one message (no traceback) with a
 non-zero exit code; anything else is a bug and keeps its traceback.
+
+How to add a subcommand:
+
+1. Put it in the module of its feature area (``cli/report.py``, ``cli/probe.py``, ``cli/tools.py``,
+   ``cli/review.py``, ``cli/build.py``, ``cli/paper.py``) or a new ``cli/<area>.py``; a new module
+   is listed in :data:`_EXTENSION_MODULES` below and defines ``add_subcommands(sub)``.
+2. In ``add_subcommands``: ``p = sub.add_parser("name", help=...)``, its options, then
+   ``p.set_defaults(func=cmd_name)``; ``cmd_name(args) -> int`` returns the exit code.
+3. Reuse the shared option groups instead of re-declaring flags: :func:`_add_run_options` (run and
+   engine options with their defaults), ``cli.probe.add_common_probe_args``; build the RunConfig
+   with :func:`_run_config` (never copy fields by hand: that is how ``strategies`` lost ``--device``).
+4. Raise our errors (:mod:`scopebench.errors`) for user mistakes; print only through ``console``.
+5. Global flags (``-q``, ``-v``) work anywhere on the line (:func:`_hoist_global_flags`).
+6. Test it through ``main([...])`` in tests/<area>/test_cli*.py: exit code, message, output files.
 """
 
 from __future__ import annotations
@@ -36,12 +50,12 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 # Feature areas that add their own subcommands (module with `add_subcommands(sub)`); a module
 # that is absent in this installation is simply not offered.
 _EXTENSION_MODULES = (
-    "scopebench.cli_report",
-    "scopebench.cli_probe",
-    "scopebench.cli_tools",
-    "scopebench.cli_review",
-    "scopebench.cli_build",
-    "scopebench.cli_paper",
+    "scopebench.cli.report",
+    "scopebench.cli.probe",
+    "scopebench.cli.tools",
+    "scopebench.cli.review",
+    "scopebench.cli.build",
+    "scopebench.cli.paper",
 )
 
 
@@ -228,6 +242,11 @@ def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
     return result
 
 
+def _single(value: Any) -> Any:
+    """``run``'s repeatable ``--bench``/``--model``/``--data`` given once, as that one value."""
+    return value[0] if isinstance(value, list) and len(value) == 1 else value
+
+
 def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
     """The RunConfig of the run options in ``args`` (``run``, ``strategies`` and the probes).
 
@@ -239,9 +258,9 @@ def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
     from scopebench.engine import RunConfig
 
     config = RunConfig(
-        benchmark=args.bench,
-        data=args.data or "",
-        model=args.model,
+        benchmark=_single(args.bench),
+        data=_single(args.data) or "",
+        model=_single(args.model),
         split=args.split,
         limit=args.limit,
         seed=args.seed,
@@ -271,7 +290,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from scopebench.engine import run_benchmark
 
     if len(args.bench) > 1 or len(args.model) > 1:
-        from scopebench.cli_paper import cmd_run_grid
+        from scopebench.cli.paper import cmd_run_grid
 
         return cmd_run_grid(args, _run_config)
     if len(args.data or []) > 1:
@@ -519,6 +538,31 @@ def _fmt_acc(row: dict[str, Any]) -> str:
     return "n/a" if acc != acc else f"{100 * acc:.1f}% (n={row['n']})"
 
 
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """The run options shared by ``run`` and ``strategies``, declared once.
+
+    Declared separately, ``strategies`` once had ``--device`` without its ``auto`` default and
+    crashed on ``--model hf:M``; one declaration keeps both commands' RunConfig the same.
+    """
+    p.add_argument("--split", help="split to evaluate (default: the benchmark's default)")
+    p.add_argument("--limit", type=int, help="evaluate only the first N items")
+    p.add_argument("--seed", type=int, default=0, help="seed for every random choice (default 0)")
+    p.add_argument("--batch-size", type=int, help="items per model call")
+    p.add_argument("--protocol", default="default", help="prompt protocol: default or owner")
+    p.add_argument("--mode", help="backend mode, e.g. generate or choice-logprob")
+    p.add_argument("--no-image", action="store_true", help="send prompts without images")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 …")
+    p.add_argument("--base-url", help="server URL for openai: models")
+    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="backend option")
+    p.add_argument("--exclude", help="file of item ids (one per line) to leave out")
+    p.add_argument("--fresh", action="store_true", help="discard results stored in --out and start again")
+    p.add_argument("--retry-errors", action="store_true", help="redo items whose stored result is an error")
+    p.add_argument(
+        "--max-fail-fraction", type=float, default=0.5, help="stop when more items fail (default 0.5)"
+    )
+    _add_engine_args(p)
+
+
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", choices=["local", "ray"], default="local", help="where model calls run")
     p.add_argument("--ray-address", help="Ray cluster address for --executor ray (default: local Ray)")
@@ -569,23 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", required=True, help="run directory (resumed if it exists); with several: their root"
     )
     p.add_argument("--label", help="display name of the run in tables and reports (recorded in run.json)")
-    p.add_argument("--split", help="split to evaluate (default: the benchmark's default)")
-    p.add_argument("--limit", type=int, help="evaluate only the first N items")
-    p.add_argument("--seed", type=int, default=0, help="seed for every random choice (default 0)")
-    p.add_argument("--batch-size", type=int, help="items per model call")
-    p.add_argument("--protocol", default="default", help="prompt protocol: default or owner")
-    p.add_argument("--mode", help="backend mode, e.g. generate or choice-logprob")
-    p.add_argument("--no-image", action="store_true", help="send prompts without images")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 …")
-    p.add_argument("--base-url", help="server URL for openai: models")
-    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="backend option")
-    p.add_argument("--exclude", help="file of item ids (one per line) to leave out")
-    p.add_argument("--fresh", action="store_true", help="discard results stored in --out and start again")
-    p.add_argument("--retry-errors", action="store_true", help="redo items whose stored result is an error")
-    p.add_argument(
-        "--max-fail-fraction", type=float, default=0.5, help="stop when more items fail (default 0.5)"
-    )
-    _add_engine_args(p)
+    _add_run_options(p)
     p.add_argument(
         "--box-repair",
         action="store_true",
@@ -626,18 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--strategies", default="direct,step-by-step,vot,ddcot,cantor", help="comma-separated (default: all)"
     )
-    for flag in ("--split", "--base-url", "--device", "--mode", "--exclude"):
-        p.add_argument(flag)
-    p.add_argument("--limit", type=int)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--protocol", default="default")
-    p.add_argument("--no-image", action="store_true")
-    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--fresh", action="store_true")
-    p.add_argument("--retry-errors", action="store_true")
-    p.add_argument("--max-fail-fraction", type=float, default=0.5)
-    _add_engine_args(p)
+    _add_run_options(p)
     p.set_defaults(func=cmd_strategies)
 
     p = sub.add_parser("models", help="list the model presets of the seed papers and the spec schemes")
