@@ -34,6 +34,7 @@ from scopebench.display import progress
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
 from scopebench.items import LETTERS, Item, Record, open_image
 from scopebench.report import json_safe
+from scopebench.report.labels import relabel_comparison, run_display_names, scrub_home, shown_path
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import (
     format_interval,
@@ -50,7 +51,7 @@ from scopebench.report.tables import (
     pairwise_rows,
 )
 from scopebench.scoring.accuracy import Policy
-from scopebench.scoring.compare import compare_runs, run_labels
+from scopebench.scoring.compare import compare_runs
 from scopebench.scoring.metrics import METADATA_FIELDS, compute_metrics
 from scopebench.store.rundir import RunData, load_run
 
@@ -253,7 +254,7 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
     cfg = run.config
     parts = [
         f'<section class="run" id="run-{index}"><h3>{_e(label)}</h3>',
-        f'<p class="note">run <code>{_e(run.path)}</code> · '
+        f'<p class="note">run <code>{_e(shown_path(run.path))}</code> · '
         f"data fingerprint {_e(cfg.get('data_fingerprint'))} · "
         f"protocol {_e(cfg.get('protocol'))} · parser {_e(cfg.get('parser_version'))} · "
         f"policy for unscorable answers: <b>{_e(metrics.get('policy'))}</b> · "
@@ -399,6 +400,12 @@ def _answer_text(summary: Mapping[str, Any], index: int | None) -> str:
     return f"option {index}"
 
 
+def _image_name(loc: Any) -> str:
+    """An image's location as the page shows it: never an absolute path (a home folder)."""
+    text = str(loc)
+    return "/".join(Path(text).parts[-2:]) if Path(text).is_absolute() else text
+
+
 def _item_html(
     summary: Mapping[str, Any],
     records: Sequence[Record | None],
@@ -410,7 +417,8 @@ def _item_html(
     groups = item_groups(summary)
     images = list(summary.get("images") or [])
     imgs = "".join(
-        f'<img data-thumb="{_e(thumbs.key(item_id, i, str(loc)))}" alt="{_e(loc)}" title="{_e(loc)}">'
+        f'<img data-thumb="{_e(thumbs.key(item_id, i, str(loc)))}" alt="{_e(_image_name(loc))}" '
+        f'title="{_e(_image_name(loc))}">'
         for i, loc in enumerate(images[:_MAX_THUMBS])
     )
     if len(images) > _MAX_THUMBS:
@@ -535,12 +543,9 @@ def _browser_section(runs: Sequence[RunData], labels: Sequence[str], thumbs: _Th
 
 
 def _labels(runs: Sequence[RunData]) -> list[str]:
+    # Path-free display names, told apart by folder (report/labels.py): never a home folder.
 
-    models = [r.model for r in runs]
-    paths = run_labels([r.path for r in runs])
-    return [
-        r.model if models.count(r.model) == 1 else f"{p}: {r.model}" for r, p in zip(runs, paths, strict=True)
-    ]
+    return run_display_names(runs)
 
 
 def build_html_report(
@@ -577,7 +582,7 @@ def build_html_report(
     bench = benches[0]
     labels = _labels(runs)
     metrics = []
-    for run in runs:
+    for run, label in zip(runs, labels, strict=True):
         m = compute_metrics(
             run.records,
             benchmark=bench,
@@ -587,7 +592,7 @@ def build_html_report(
             resamples=resamples,
             protocol=str(run.config.get("protocol") or "default"),
         )
-        m["model"] = run.model
+        m["model"] = label  # the display name: a spec may hold a local (home) path
         metrics.append(m)
     parts = [
         "<!DOCTYPE html>",
@@ -605,6 +610,7 @@ def build_html_report(
     ]
     if len(runs) > 1:
         result = compare_runs(run_dirs, seed=seed, resamples=resamples, policy=policy)
+        relabel_comparison(result, {str(run.path): lab for run, lab in zip(runs, labels, strict=True)})
         if published:
             cols = []
             for entry in result["leaderboard"]:
@@ -639,5 +645,6 @@ def write_html_report(run_dirs: Sequence[str | Path], path: str | Path, **kwargs
     """Write :func:`build_html_report` to ``path`` (parent folders created) and return it."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_html_report(run_dirs, **kwargs), encoding="utf-8")
+    # Error texts of records may quote a file under the home folder (a replay file, a cache).
+    out.write_text(scrub_home(build_html_report(run_dirs, **kwargs)), encoding="utf-8")
     return out
