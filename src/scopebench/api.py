@@ -31,6 +31,7 @@ from scopebench.report import write_run_outputs
 from scopebench.results import Results
 from scopebench.scoring.compare import compare_runs
 from scopebench.store.rundir import load_run as _load_run_dir
+from scopebench.transforms import transform_hook
 
 __all__ = ["compare", "evaluate", "load_benchmark", "load_model", "load_run"]
 
@@ -115,7 +116,11 @@ def evaluate(
         on_metrics=lambda d: write_run_outputs(d, seed=seed),
         metrics_key=f"report:seed={seed}",
         backend=backend,
-        **flags,
+        # A transform in the options is applied by the probe layer's hook, as the probes do.
+        item_hook=transform_hook(config.transform, config.seed),
+        fresh=flags.get("fresh", False),
+        retry_errors=flags.get("retry_errors", False),
+        rejudge=flags.get("rejudge", False),
     )
     return load_run(result.run_dir)
 

@@ -170,7 +170,7 @@ def test_missing_image_not_sent_to_image_models(tmp_path: Path, monkeypatch: pyt
 
     items = [replace(it, problems=("missing_image",)) if i < 3 else it for i, it in enumerate(make_items(5))]
     loaded = LoadedBenchmark(name="unit", data="5", items=items, fingerprint="x")
-    monkeypatch.setattr(runner_mod, "load_items", lambda cfg: (loaded, items))
+    monkeypatch.setattr(runner_mod, "load_items", lambda cfg, hook=None: (loaded, items))
     backend = _Scripted()
     monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: backend)
     res = run_benchmark(_cfg("scripted", n=5), tmp_path / "run")
@@ -405,7 +405,9 @@ def test_an_exception_while_reading_one_reply_is_that_items_error(
     # Before: a RecursionError in a parser (3,000 nested brackets) killed the run with a traceback,
     # and every resume died on the same (cached) reply.
     caplog.set_level(logging.WARNING, logger="scopebench")  # a CLI test before may have set -q
-    real_parse = runner_mod.parse_choice
+    import scopebench.engine.parse as parse_mod  # the parse stage's own module (was the runner's)
+
+    real_parse = parse_mod.parse_choice
 
     def recurse(depth: int) -> int:
         return recurse(depth + 1)
@@ -417,7 +419,7 @@ def test_an_exception_while_reading_one_reply_is_that_items_error(
             raise ValueError("bad bracket at 17")
         return real_parse(text, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(runner_mod, "parse_choice", fragile)
+    monkeypatch.setattr(parse_mod, "parse_choice", fragile)
     monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Texting())
     res = run_benchmark(_cfg("scripted", batch_size=4, max_fail_fraction=1.0), tmp_path / "run")
     assert res.n_new == 10  # the run went on past both items
@@ -434,7 +436,7 @@ def test_an_exception_while_reading_one_reply_is_that_items_error(
     assert res.metrics["overall"]["correct"] == 3 and res.metrics["overall"]["errors"] == 2
     assert "unit/003: reading the reply failed: RecursionError" in caplog.text
     # A fixed parser redoes exactly the two failed items.
-    monkeypatch.setattr(runner_mod, "parse_choice", real_parse)
+    monkeypatch.setattr(parse_mod, "parse_choice", real_parse)
     again = run_benchmark(
         _cfg("scripted", batch_size=4, max_fail_fraction=1.0), tmp_path / "run", retry_errors=True
     )

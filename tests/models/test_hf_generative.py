@@ -308,7 +308,10 @@ def test_microvqa_owner_numbers_prefix_and_unscorable_labels(tiny: dict[str, Pat
                choices=tuple("abcdefghij"), answer_index=0, images=img)  # fmt: skip
     backend = load_model(f"hf:{tiny['qwen2-vl']}", ModelOptions(mode="choice-logprob", protocol="owner"))
     backend.prepare([four, ten])
-    assert backend.answer_labels == "numbers"
+    # The request carries the labels and the owner's answer prefix (was mutable backend state).
+    request = backend.render(four)
+    assert request.labels == "numbers" and request.option_labels == ("1", "2", "3", "4")
+    assert request.answer_prefix == "The answer is ("
     ok, bad = backend.predict([four, ten])
     assert ok.status == "ok" and len(ok.scores or []) == 4
     assert ok.extra["answer_prefix"] == "The answer is (" and ok.extra["protocol"] == "microvqa-owner"

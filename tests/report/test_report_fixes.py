@@ -153,14 +153,18 @@ def test_report_checks_runs_before_writing(html_runs, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "different benchmarks" in err and "nothing was written" in err
     assert not out.exists() and not (tmp_path / "x.html").exists()
-    # A parent folder of runs: say so and suggest its runs.
-    parent = html_runs[0].parent
-    assert main(["report", str(parent), "--out", str(out)]) == 2
-    err = " ".join(capsys.readouterr().err.split())
-    assert "holds 2 of them (a, b)" in err and f"`{parent / '*'}`" in err.replace(" ", "")
+    # A folder that is no run and holds none is refused before anything is written.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["report", str(empty), "--out", str(out)]) == 2
+    assert "holds none" in " ".join(capsys.readouterr().err.split())
     assert not out.exists()
-    assert main(["compare", str(parent)]) == 2
-    assert "holds 2 of them (a, b)" in " ".join(capsys.readouterr().err.split())
+    # A parent folder of runs (runs/demo after `make demo`) stands for its runs, in name order
+    # (issue 17: it used to be refused, so the README's `report runs/* --html` failed).
+    parent = html_runs[0].parent
+    assert main(["report", str(parent), "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["a", "b"]
+    assert main(["compare", str(parent)]) == 0
 
 
 def test_published_leaderboard_rows_name_their_table_and_skip_conditions(html_runs):

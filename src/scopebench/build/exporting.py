@@ -14,7 +14,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from scopebench.build.output import MARKER, prepare_out, read_rows, write_card, write_summary
+from scopebench.build.filtering import STATS_FILE, card_sections
+from scopebench.build.output import (
+    MARKER,
+    _sha256,
+    prepare_out,
+    read_inputs,
+    read_rows,
+    write_card,
+    write_summary,
+)
 from scopebench.build.report import StepResult
 
 __all__ = ["export", "local_items"]
@@ -124,5 +133,25 @@ def export(data: str | Path, out: str | Path, *, progress: bool = False) -> Step
         else [],
         result=result,
         inputs={"previous build.json": str(data / "build.json")},
+        extra=_card_extra(data, local),
     )
     return result
+
+
+def _card_extra(data: Path, local: Path) -> list[str]:
+    """The exported card's statistics and checksums beyond the HF folder's own files.
+
+    The filter step's statistics (blind accuracies, RefineBot codes, quotas) when the build ran it;
+    the SHA-256 of the ingest inputs (manifest, metadata tables) as recorded at ingest; and the
+    SHA-256 of every file of the ``local`` export.
+    """
+    lines: list[str] = []
+    if (data / STATS_FILE).is_file():
+        lines += card_sections(json.loads((data / STATS_FILE).read_text(encoding="utf-8")))
+    lines += ["## Checksums of the build inputs and the local export (SHA-256)", ""]
+    lines += ["| file | sha256 |", "|---|---|"]
+    for role, rec in read_inputs(data).items():
+        lines.append(f"| ingest input {role}: {rec['file']} | {rec['sha256']} |")
+    for path in sorted(p for p in local.rglob("*") if p.is_file()):
+        lines.append(f"| local/{path.relative_to(local).as_posix()} | {_sha256(path)} |")
+    return [*lines, ""]

@@ -35,12 +35,16 @@ from typing import Any
 
 import numpy as np
 
+from scopebench.build.generation_out import dataset_entry, write_generate_output
 from scopebench.build.generation_schema import MCQ, SCHEMA_VERSION, Invalid, Kind, normalise, validate_reply
 from scopebench.build.llm import CallCache, LLMCall, LLMClient, Prices
+from scopebench.build.manifest import read_table
+from scopebench.build.output import read_rows
 from scopebench.build.report import BuildProblem, StepResult
 from scopebench.errors import DataFormatError, ModelSpecError
 from scopebench.items import ImageRef
-from scopebench.models import Backend, ChatMessage, ModelOptions
+from scopebench.models import Backend, ChatMessage, ModelOptions, load_model
+from scopebench.models.registry import backend_class
 
 __all__ = ["GenerateConfig", "generate", "load_templates"]
 
@@ -137,7 +141,6 @@ def _read_inputs(
     """image_id → texts, from the inputs table; a row naming no image is a problem (kept out)."""
     if path is None:
         return {}
-    from scopebench.build.manifest import read_table
 
     by_path = {(r["dataset"], r["source_path"]): r["image_id"] for r in rows}
     ids = {r["image_id"] for r in rows}
@@ -169,8 +172,6 @@ def _metadata(row: dict[str, Any]) -> str:
 
 
 def _backend(config: GenerateConfig) -> Backend:
-    from scopebench.models import load_model
-    from scopebench.models.registry import backend_class
 
     if backend_class(config.model).chat is Backend.chat:
         raise ModelSpecError(
@@ -351,10 +352,7 @@ def generate(
         failures by reason; ``stats`` holds items and failures per task, retries, skipped images,
         and the ledger.
     """
-    from scopebench.build.generation_out import write_generate_output
-
     data, out = Path(data), Path(out)
-    from scopebench.build.output import read_rows
 
     splits, labels = read_rows(data)
     rows = [r for rs in splits.values() for r in rs if r.get("split") != "test_tiny"]
@@ -449,8 +447,6 @@ def _collect(
 
 def _output_digest(records: list[dict[str, Any]]) -> str:
     """SHA-256 of what later steps read: the items, and which calls failed and why."""
-    from scopebench.build.generation_out import dataset_entry
-
     parts = [dataset_entry(r) if r["status"] == "ok" else [r["id"], r["reason"]] for r in records]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 

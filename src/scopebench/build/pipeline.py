@@ -21,6 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scopebench import __version__
 from scopebench.build.exporting import export
+from scopebench.build.filtering import FilterSection, filter_questions
+from scopebench.build.generation import GenerateConfig, generate
+from scopebench.build.llm import Prices
 from scopebench.build.manifest import load_manifest
 from scopebench.build.output import MARKER
 from scopebench.build.questions import QuestionConfig, make_questions
@@ -28,10 +31,11 @@ from scopebench.build.report import StepResult, read_problems
 from scopebench.build.splits import SplitConfig, split
 from scopebench.build.standardise import ingest, sha256_file
 from scopebench.errors import DataFormatError, DataNotFoundError
+from scopebench.models import split_spec
 
 __all__ = ["BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
 
-STEPS = ("ingest", "questions", "generate", "split", "export")
+STEPS = ("ingest", "questions", "generate", "filter", "split", "export")
 
 
 class _Questions(BaseModel):
@@ -80,6 +84,7 @@ class BuildConfig(BaseModel):
         questions: Options, difficulty, "none of the above", tasks.
         generate: LLM-written items (``build generate``); the step runs only when given.
         split: Fractions per split and the ``test_tiny`` size.
+        filter: The quality gates (docs/build.md); the filter step runs only when this is given.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -90,6 +95,7 @@ class BuildConfig(BaseModel):
     questions: _Questions = Field(default_factory=_Questions)
     generate: _Generate | None = None
     split: _Split = Field(default_factory=_Split)
+    filter: FilterSection | None = None
     root: Path = Path(".")
 
     def path(self, rel: str) -> Path:
@@ -193,10 +199,6 @@ def _generate_step(
     replay file (or a model folder's listing); the LLM calls themselves are cached by content in
     ``OUT/.cache/llm.sqlite``, so even a rerun step sends only the calls that changed.
     """
-    from scopebench.build.generation import GenerateConfig, generate
-    from scopebench.build.llm import Prices
-    from scopebench.models import split_spec
-
     g = cfg.generate
     if g is None:
         return []
@@ -227,10 +229,39 @@ def _generate_step(
     return [("generate", settings, lambda s, d: generate(s, d, gcfg, cache=cache, progress=progress))]
 
 
+Plan = list[tuple[str, Any, Callable[[Path, Path], StepResult]]]
+
+
+def _filter_plan(cfg: BuildConfig, progress: bool) -> Plan:
+    """The filter step, when build.yaml has a ``filter:`` section (its key covers replay files' bytes)."""
+    if cfg.filter is None:
+        return []
+    section = cfg.filter.resolved(cfg.root)
+    fcfg = section.to_config(cfg.seed)  # refuses a bad gate configuration before any step runs
+    specs = sorted(set(_specs(section)))
+    replays = {s: _file_hash(s.partition(":")[2]) for s in specs if s.startswith("replay:")}
+    settings = [section.model_dump(), replays]
+    return [("filter", settings, lambda s, d: filter_questions(s, d, fcfg, progress=progress))]
+
+
+def _specs(section: FilterSection) -> list[str]:
+    out: list[str] = []
+    if section.shortcut:
+        out += section.shortcut.models
+    if section.refine:
+        out += [*section.refine.rewriters, *section.refine.testers, *section.refine.judges]
+    return out
+
+
+def _file_hash(path: str) -> str:
+    p = Path(path).expanduser()
+    return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "missing"
+
+
 def run_build(
     config: str | Path, *, progress: bool = False, on_step: Callable[[StepResult], None] | None = None
 ) -> BuildOutcome:
-    """Run ingest → questions → generate (when configured) → split → export, reusing unchanged steps.
+    """Run ingest → questions → generate → filter (when configured) → split → export, reusing steps.
 
     Args:
         config: The ``build.yaml`` file.
@@ -265,6 +296,7 @@ def run_build(
         ),
         ("questions", [qcfg.__dict__, tax_hash], lambda s, d: make_questions(s, d, qcfg, progress=progress)),
         *_generate_step(cfg, out, progress),
+        *_filter_plan(cfg, progress),
         ("split", scfg.__dict__, lambda s, d: split(s, d, scfg, progress=progress)),
         ("export", None, lambda s, d: export(s, d, progress=progress)),
     ]

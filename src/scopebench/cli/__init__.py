@@ -6,8 +6,8 @@ non-zero exit code; anything else is a bug and keeps its traceback.
 How to add a subcommand:
 
 1. Put it in the module of its feature area (``cli/report.py``, ``cli/probe.py``, ``cli/tools.py``,
-   ``cli/review.py``, ``cli/build.py``) or a new ``cli/<area>.py``; a new module is listed in
-   :data:`_EXTENSION_MODULES` below and defines ``add_subcommands(sub)``.
+   ``cli/review.py``, ``cli/build.py``, ``cli/paper.py``) or a new ``cli/<area>.py``; a new module
+   is listed in :data:`_EXTENSION_MODULES` below and defines ``add_subcommands(sub)``.
 2. In ``add_subcommands``: ``p = sub.add_parser("name", help=...)``, its options, then
    ``p.set_defaults(func=cmd_name)``; ``cmd_name(args) -> int`` returns the exit code.
 3. Reuse the shared option groups instead of re-declaring flags: :func:`_add_run_options` (run and
@@ -57,6 +57,7 @@ _EXTENSION_MODULES = (
     "scopebench.cli.tools",
     "scopebench.cli.review",
     "scopebench.cli.build",
+    "scopebench.cli.paper",
 )
 
 
@@ -279,6 +280,11 @@ def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
     return result
 
 
+def _single(value: Any) -> Any:
+    """``run``'s repeatable ``--bench``/``--model``/``--data`` given once, as that one value."""
+    return value[0] if isinstance(value, list) and len(value) == 1 else value
+
+
 def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
     """The RunConfig of the run options in ``args`` (``run``, ``strategies`` and the probes).
 
@@ -290,9 +296,9 @@ def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
     from scopebench.engine import RunConfig
 
     config = RunConfig(
-        benchmark=args.bench,
-        data=args.data or "",
-        model=args.model,
+        benchmark=_single(args.bench),
+        data=_single(args.data) or "",
+        model=_single(args.model),
         split=args.split,
         limit=args.limit,
         seed=args.seed,
@@ -312,14 +318,22 @@ def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
         box_repair=getattr(args, "box_repair", False),
         judge=getattr(args, "judge", None),
         judge_args=_parse_model_args(getattr(args, "judge_arg", None) or [], "--judge-arg"),
+        label=getattr(args, "label", None),
     )
     return replace(config, **overrides) if overrides else config
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Evaluate one model on one benchmark into a run directory."""
+    """Evaluate one model on one benchmark into a run directory (several: a grid, then tables)."""
     from scopebench.engine import run_benchmark
 
+    if len(args.bench) > 1 or len(args.model) > 1:
+        from scopebench.cli.paper import cmd_run_grid
+
+        return cmd_run_grid(args, _run_config)
+    if len(args.data or []) > 1:
+        raise DataFormatError("--data is given several times for one --bench: give it once")
+    args.bench, args.model, args.data = args.bench[0], args.model[0], (args.data or [None])[0]
     config = _run_config(args)
     result = run_benchmark(
         config,
@@ -641,10 +655,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("run", help="evaluate a model on a benchmark (resumable)")
-    p.add_argument("--bench", required=True, help="benchmark name")
-    p.add_argument("--data", help="data location (not needed for `demo`)")
-    p.add_argument("--model", required=True, help="model spec: random, frequent, replay:FILE, …")
-    p.add_argument("--out", required=True, help="run directory (resumed if it exists)")
+    # Several --bench/--model: a grid of runs under --out, then the paper tables (docs/tables.md).
+    p.add_argument("--bench", required=True, action="append", help="benchmark name (repeatable)")
+    p.add_argument("--data", action="append", help="data location (not needed for `demo`); one per --bench")
+    p.add_argument(
+        "--model",
+        required=True,
+        action="append",
+        help="model spec: random, frequent, replay:FILE, … (repeatable)",
+    )
+    p.add_argument(
+        "--out", required=True, help="run directory (resumed if it exists); with several: their root"
+    )
+    p.add_argument("--label", help="display name of the run in tables and reports (recorded in run.json)")
     _add_run_options(p)
     p.add_argument(
         "--box-repair",

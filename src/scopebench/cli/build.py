@@ -1,4 +1,4 @@
-"""``scopebench build …``: make a benchmark (ingest, questions, split, export, run).
+"""``scopebench build …``: make a benchmark (ingest, questions, filter, split, export, run).
 
 The build package (and datasets, yaml, tifffile) is imported only when a build command runs, so
 ``import scopebench`` and every other command stay light.
@@ -111,6 +111,42 @@ def cmd_questions(args: argparse.Namespace) -> int:
     return _show([make_questions(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
 
 
+def cmd_filter(args: argparse.Namespace) -> int:
+    """Run the quality gates of a filter configuration on a questions output."""
+    from scopebench.build.filtering import filter_questions, load_filter_section
+
+    cfg = load_filter_section(args.config).to_config(args.seed)
+    result = filter_questions(
+        args.data, args.out, cfg, progress=not getattr(args, "quiet", False), cache=args.cache
+    )
+    code = _show([result])
+    _show_filter(result)
+    return code
+
+
+def _show_filter(result: Any) -> None:
+    """Blind accuracies, RefineBot codes and the quota table of a filter step."""
+    sc = result.stats.get("shortcut")
+    if sc:
+        for key in ("text_only", "choices_only"):
+            acc = sc.get(key)
+            if acc and acc["entering"] is not None:
+                kept = "-" if acc["kept"] is None else f"{acc['kept']:.3f}"
+                console.print(f"  {key} blind accuracy: {acc['entering']:.3f} entering, {kept} kept")
+    ref = result.stats.get("refine")
+    if ref:
+        console.print("  RefineBot: " + ", ".join(f"{c} {n}" for c, n in ref["codes"].items()))
+    q = result.stats.get("quotas")
+    if q:
+        table = Table(title="coverage quotas (modality × domain × task)")
+        cols = ("modality", "domain", "task", "target", "available", "kept", "shortfall")
+        for col in cols:
+            table.add_column(col)
+        for r in q["table"]:
+            table.add_row(*(str("-" if r[c] is None else r[c]) for c in cols))
+        console.print(table)
+
+
 def _model_args(pairs: list[str]) -> dict[str, Any]:
     from scopebench.cli import _parse_model_args
 
@@ -158,6 +194,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     outcome = run_build(args.config, progress=not getattr(args, "quiet", False))
     code = _show(outcome.steps)
+    for r in outcome.steps:
+        if r.step == "filter":
+            _show_filter(r)
     console.print(
         f"evaluate it: scopebench run --bench local --data {outcome.out / 'export' / 'local'} --model random",
         highlight=False,
@@ -168,7 +207,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def add_subcommands(sub: Any) -> None:
     """Register ``scopebench build …``."""
     build = sub.add_parser(
-        "build", help="build a benchmark: ingest, questions, generate, split, export (or all: run)"
+        "build", help="build a benchmark: ingest, questions, generate, filter, split, export (or all: run)"
     )
     bs = build.add_subparsers(dest="build_command", metavar="STEP")
     bs.required = True
@@ -227,6 +266,16 @@ def add_subcommands(sub: Any) -> None:
     p.add_argument("--max-new-tokens", type=int, default=1024)
     p.add_argument("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
     p.set_defaults(func=cmd_generate)
+
+    p = bs.add_parser(
+        "filter", help="quality gates: figure panels, RefineBot, text shortcut, coverage quotas"
+    )
+    p.add_argument("data", help="a questions (or generate) output folder")
+    common(p)
+    p.add_argument("--config", required=True, help="YAML with the gates (a build.yaml's filter: section)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
+    p.set_defaults(func=cmd_filter)
 
     p = bs.add_parser("split", help="image-level splits (near-duplicates together) and test_tiny")
     p.add_argument("data", help="a questions (or ingest) output folder")

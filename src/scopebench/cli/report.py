@@ -14,9 +14,10 @@ from scopebench.cli.output import out_console, print_wide
 from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
+from scopebench.report.labels import expand_run_dirs
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows
-from scopebench.scoring.compare import compare_runs, run_folder_names, run_labels
+from scopebench.scoring.compare import compare_runs, run_folder_names
 from scopebench.store import rundir
 
 __all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
@@ -138,8 +139,10 @@ def _file_errors_as_messages(func: _FileFunc) -> _FileFunc:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
+    args.runs = expand_run_dirs(args.runs)  # a folder of runs (runs/demo) stands for its runs
     _check_runs(args.runs, one_benchmark=True)
     result = compare_runs(args.runs, seed=args.seed, resamples=args.resamples, policy=args.policy)
+    _use_display_names(result)
     if args.published:
         result["published"] = published_leaderboard(result["benchmark"], leaderboard_columns(result))
     head, body = leaderboard_table(result)
@@ -166,11 +169,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from scopebench.report.plots import plot_heatmap
 
         groups, values = heatmap_values(result["leaderboard"])
-        board = result["leaderboard"]
-        models = [e["model"] for e in board]
-        paths = run_labels([e["run"] for e in board])
-        # Two runs of one model are told apart by their folder.
-        columns = [m if models.count(m) == 1 else f"{p}: {m}" for m, p in zip(models, paths, strict=True)]
+        # Display names: path-free, two runs of one model told apart by their folder.
+        columns = [e["model"] for e in result["leaderboard"]]
         if groups:
             plot_heatmap(
                 groups,
@@ -181,6 +181,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
             )
         console.print(f"comparison written to {out}/ (compare.json, .md, .csv, .tex, heatmap.png/.svg)")
     return 0
+
+
+def _use_display_names(result: dict[str, Any]) -> None:
+    """Name the leaderboard's runs and pairs by display name (report/labels.py), not model spec."""
+    from scopebench.report.labels import relabel_comparison, run_display_names
+    from scopebench.store.rundir import load_run
+
+    runs = [e["run"] for e in result["leaderboard"]]
+    names = run_display_names([load_run(r) for r in runs])
+    relabel_comparison(result, dict(zip(runs, names, strict=True)))
 
 
 def _metrics_only(run: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -231,6 +241,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     With ``--html FILE`` also writes the single-file HTML report of all the runs.
     """
     # Checked first: a wrong argument must not leave half of the report files written.
+    args.runs = expand_run_dirs(args.runs)  # a folder of runs (runs/demo) stands for its runs
     _check_runs(args.runs, one_benchmark=bool(args.html))
     # Runs with one folder name (sweep/alpha-*/run, */clean) get distinct output folders.
     folders = run_folder_names(args.runs)

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from scopebench.errors import MissingDependencyError, ModelError
-from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
 from scopebench.models.registry import split_spec
+from scopebench.protocols import Request
 
 __all__ = ["TEMPERATURE", "EmbeddingBackend"]
 
@@ -79,8 +79,9 @@ class EmbeddingBackend(Backend):
             for t, e in zip(todo, emb, strict=True):
                 self._cache[t] = np.asarray(e, dtype=np.float32)
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Score each option by its cosine similarity to the question."""
+        items = [r.item for r in requests]
         self._embed([t for it in items for t in (it.question, *it.choices)])
         out = []
         for it in items:

@@ -32,6 +32,7 @@ from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
 from scopebench.models.registry import split_spec
+from scopebench.protocols import Request
 
 __all__ = ["ISNEXT_LABEL", "NSPBackend", "question_text"]
 
@@ -129,8 +130,9 @@ class NSPBackend(Backend):
             out += logits.softmax(-1)[:, ISNEXT_LABEL].cpu().tolist()
         return out
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Score every option of every item (all pairs of the batch go through the model together)."""
+        items = [r.item for r in requests]
         self._ensure_loaded()
         pairs: list[tuple[str, str]] = []
         spans: dict[str, tuple[int, int]] = {}

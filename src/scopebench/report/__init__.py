@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from scopebench.report.labels import run_display_names
 from scopebench.report.tables import (
     judge_used,
     render_metrics_table,
@@ -127,7 +128,9 @@ def write_run_outputs(
         (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
     (out / METRICS_FILE).write_text(text, encoding="utf-8")
     rows = report_rows(metrics)
-    title = f"{run.benchmark} — {run.model}"
+
+    # The display name: a spec may name a local (home) folder, which a shared file must not show.
+    title = f"{run.benchmark} — {run_display_names([run])[0]}"
     (out / "metrics.csv").write_text(rows_to_csv(rows, report_columns(metrics)), encoding="utf-8")
     note = table_note(metrics)
     judge = judge_used(metrics)

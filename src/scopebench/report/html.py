@@ -35,6 +35,7 @@ from scopebench.display import progress
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
 from scopebench.items import LETTERS, Item, Record, open_image
 from scopebench.report import json_safe
+from scopebench.report.labels import relabel_comparison, run_display_names, scrub_home, shown_path
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import (
     format_interval,
@@ -51,7 +52,7 @@ from scopebench.report.tables import (
     pairwise_rows,
 )
 from scopebench.scoring.accuracy import Policy
-from scopebench.scoring.compare import compare_runs, run_labels
+from scopebench.scoring.compare import compare_runs
 from scopebench.scoring.metrics import METADATA_FIELDS, compute_metrics
 from scopebench.store.rundir import RunData, load_run
 
@@ -261,7 +262,7 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
     cfg = run.config
     parts = [
         f'<section class="run" id="run-{index}"><h3>{_e(label)}</h3>',
-        f'<p class="note">run <code>{_e(run.path)}</code> · '
+        f'<p class="note">run <code>{_e(shown_path(run.path))}</code> · '
         f"data fingerprint {_e(cfg.get('data_fingerprint'))} · "
         f"protocol {_e(cfg.get('protocol'))} · parser {_e(cfg.get('parser_version'))} · "
         f"policy for unscorable answers: <b>{_e(metrics.get('policy'))}</b> · "
@@ -335,7 +336,7 @@ def _published_section(metrics: Mapping[str, Any]) -> str:
     )
 
 
-def _plots_section(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> str:
+def _plots_section(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]], models: Sequence[str]) -> str:
     from scopebench.report.plots import (
         chance_level,
         figure_data_uri,
@@ -363,9 +364,9 @@ def _plots_section(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) 
             heatmap_figure(groups, list(labels), values, "accuracy (%) per group and model")
         )
         imgs.append(f'<img class="plot" alt="group by model heatmap" src="{uri}">')
-    for label, m in zip(labels, metrics, strict=True):
+    for label, m, model in zip(labels, metrics, models, strict=True):
         cal = m.get("calibration")
-        if cal and reliability_drawn(str(m.get("model", ""))):
+        if cal and reliability_drawn(model):  # the spec, not the display name
             uri = figure_data_uri(reliability_figure(cal["bins"], f"reliability: {label}"))
             imgs.append(f'<img class="plot" alt="reliability diagram: {_e(label)}" src="{uri}">')
     return '<h2>Plots</h2><div class="plots">' + "\n".join(imgs) + "</div>"
@@ -410,6 +411,12 @@ def _answer_text(summary: Mapping[str, Any], index: int | None) -> str:
     return f"option {index}"
 
 
+def _image_name(loc: Any) -> str:
+    """An image's location as the page shows it: never an absolute path (a home folder)."""
+    text = str(loc)
+    return "/".join(Path(text).parts[-2:]) if Path(text).is_absolute() else text
+
+
 def _record_data(summary: Mapping[str, Any], rec: Record | None) -> dict[str, Any] | None:
     """One run's part of an item in the browser: outcome, answer, raw response and notes."""
     if rec is None:
@@ -452,7 +459,7 @@ def _item_data(
         "answer_index": ans,
         "truth": _answer_text(summary, ans) if ans is not None else None,
         "images": [
-            [thumbs.key(item_id, i, str(loc)), str(loc)] for i, loc in enumerate(images[:_MAX_THUMBS])
+            [thumbs.key(item_id, i, str(loc)), _image_name(loc)] for i, loc in enumerate(images[:_MAX_THUMBS])
         ],
         "more_images": max(0, len(images) - _MAX_THUMBS),
         "runs": [_record_data(summary, r) for r in records],
@@ -566,11 +573,8 @@ def _page_file(number: int) -> str:
 
 
 def _labels(runs: Sequence[RunData]) -> list[str]:
-    models = [r.model for r in runs]
-    paths = run_labels([r.path for r in runs])
-    return [
-        r.model if models.count(r.model) == 1 else f"{p}: {r.model}" for r, p in zip(runs, paths, strict=True)
-    ]
+    # Path-free display names, told apart by folder (report/labels.py): never a home folder.
+    return run_display_names(runs)
 
 
 def build_html_report(
@@ -611,7 +615,7 @@ def build_html_report(
     bench = benches[0]
     labels = _labels(runs)
     metrics = []
-    for run in runs:
+    for run, label in zip(runs, labels, strict=True):
         m = compute_metrics(
             run.records,
             benchmark=bench,
@@ -621,11 +625,12 @@ def build_html_report(
             resamples=resamples,
             protocol=str(run.config.get("protocol") or "default"),
         )
-        m["model"] = run.model
+        m["model"] = label  # the display name: a spec may hold a local (home) path
         metrics.append(m)
     sections = []
     if len(runs) > 1:
         result = compare_runs(run_dirs, seed=seed, resamples=resamples, policy=policy)
+        relabel_comparison(result, {str(run.path): lab for run, lab in zip(runs, labels, strict=True)})
         if published:
             cols = []
             for entry in result["leaderboard"]:
@@ -639,7 +644,7 @@ def build_html_report(
         _metrics_section(i, lab, run, m)
         for i, (lab, run, m) in enumerate(zip(labels, runs, metrics, strict=True))
     ]
-    sections.append(_plots_section(labels, metrics))
+    sections.append(_plots_section(labels, metrics, [run.model for run in runs]))
     thumbs = _Thumbnails(runs, thumb_px)
     index, files = _browser(runs, labels, thumbs, items_dir, page_size)
     n_items = len(index["rows"])
@@ -707,7 +712,8 @@ def write_html_report(run_dirs: Sequence[str | Path], path: str | Path, **kwargs
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir()
+    # Error texts of records may quote a file under the home folder (a replay file, a cache).
     for name, text in report.files.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    out.write_text(report.page, encoding="utf-8")
+        (folder / name).write_text(scrub_home(text), encoding="utf-8")
+    out.write_text(scrub_home(report.page), encoding="utf-8")
     return out

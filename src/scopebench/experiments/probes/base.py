@@ -33,6 +33,7 @@ from scopebench.scoring.accuracy import accuracy_row
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, paired_diff_ci
 from scopebench.store import RunData, load_run
 from scopebench.store.rundir import CONFIG_FILE
+from scopebench.transforms import transform_hook
 
 __all__ = [
     "PAPER_BENCHMARK",
@@ -198,6 +199,7 @@ def run_condition(probe: ProbeRun, condition: Condition) -> RunData:
         fresh=probe.fresh,
         retry_errors=probe.retry_errors,
         backend=probe.backend_for(config),
+        item_hook=transform_hook(config.transform, config.seed),
     )
     return load_run(result.run_dir)
 
