@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from scopebench.cli.output import out_console, print_wide
 from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
@@ -25,7 +24,7 @@ __all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
 
 # As the main CLI's console: the terminal's width, or 120 columns when piped or redirected (rich's
 # default 80 would truncate the accuracy and interval cells of a file or a log).
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 
 
 def _markdown(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
@@ -62,7 +61,7 @@ def _print_table(title: str, head: Sequence[str], body: Sequence[Sequence[str]])
         table.add_column(h)
     for row in body:
         table.add_row(*row)
-    console.print(table)
+    print_wide(console, table)  # names never cut with "…"
 
 
 def _run_seed(run: str) -> int:
@@ -278,10 +277,15 @@ def cmd_report(args: argparse.Namespace) -> int:
                 (out / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")
                 (out / "published.csv").write_text(_csv(head, body), encoding="utf-8")
         console.print(f"report files of {run} written to {out}/")
+        if args.log_to:
+            from scopebench.report.tracking import log_run
+
+            where = log_run(args.log_to, folder, metrics, out, Path(args.log_dir))
+            console.print(f"logged {run} to {args.log_to} in {where}")
         if note := _incomplete_note(run):
             console.print(note)
     if args.html:
-        from scopebench.report.html import write_html_report
+        from scopebench.report.html import items_dir_for, write_html_report
 
         path = write_html_report(
             args.runs,
@@ -291,7 +295,10 @@ def cmd_report(args: argparse.Namespace) -> int:
             policy=args.policy,
             published=args.published,
         )
-        console.print(f"HTML report written to {path} (one self-contained file; open it in a browser)")
+        console.print(
+            f"HTML report written to {path}; its items are in {path.parent / items_dir_for(path)}/ "
+            "(keep that folder beside the page)"
+        )
     return 0
 
 
@@ -321,6 +328,16 @@ def add_subcommands(sub: Any) -> None:
         )
         if name == "report":
             p.add_argument(
-                "--html", metavar="FILE", help="also write one self-contained HTML report of all RUNs"
+                "--log-to",
+                choices=("tensorboard", "mlflow", "wandb"),
+                help="also log each run's metrics, tables and plots there (extras track-tensorboard, …)",
+            )
+            p.add_argument(
+                "--log-dir", default="scopebench-logs", help="tracking folder (default scopebench-logs)"
+            )
+            p.add_argument(
+                "--html",
+                metavar="FILE",
+                help="also write an HTML report of all RUNs (FILE + FILE-stem_items/)",
             )
         p.set_defaults(func=_file_errors_as_messages(func))

@@ -95,7 +95,14 @@ def write_run_outputs(
     Returns:
         The metrics dict (NaN where undefined).
     """
-    from scopebench.report.plots import has_accuracy, plot_accuracy, plot_localization, plot_reliability
+    from scopebench.report.plots import (
+        chance_level,
+        has_accuracy,
+        plot_accuracy,
+        plot_localization,
+        plot_reliability,
+        reliability_drawn,
+    )
 
     run = load_run(run_dir)
     if seed is None:
@@ -132,9 +139,9 @@ def write_run_outputs(
     task_rows = metrics["by_task"] or [metrics["overall"]]
     # A detection-only run has no accuracy to plot: its figure is the GRIT score per class.
     if has_accuracy(task_rows):
-        plot_accuracy(task_rows, out / "accuracy_by_task", title)
+        plot_accuracy(task_rows, out / "accuracy_by_task", title, chance_level(metrics))
     if metrics.get("localization"):
         plot_localization(metrics["localization"], out / "localization", title)
-    if metrics.get("calibration"):
+    if metrics.get("calibration") and reliability_drawn(run.model):
         plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
     return metrics
