@@ -221,9 +221,7 @@ def test_missing_optuna_names_the_extra(tmp_path: Path, monkeypatch: pytest.Monk
 def test_cli_linear_probe(demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "lp"
     assert (
-        main(
-            ["-q", "linear-probe", "--bench", "demo", "--data", str(demo), "--out", str(out), "--limit", "14"]
-        )
+        main(["linear-probe", "--bench", "demo", "--data", str(demo), "--out", str(out), "--limit", "14"])
         == 0
     )
     text = capsys.readouterr().out
