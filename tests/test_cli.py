@@ -110,7 +110,7 @@ def test_demo_command_end_to_end(tmp_path: Path) -> None:
     assert f"{tmp_path / 'runs'}/<model>/metrics.md" in out.replace("\n", "")
     for model in ("random", "frequent", "embed_default", "tiny-clip", "tiny-qwen2-vl"):
         metrics = json.loads((tmp_path / "runs" / model / "metrics.json").read_text())
-        assert metrics["overall"]["n"] == 114
+        assert metrics["overall"]["n"] == 120
         assert (tmp_path / "runs" / model / "records.jsonl").is_file()
 
 

@@ -168,7 +168,9 @@ def add_subcommands(sub: Any) -> None:
     p.add_argument("--data", help="data location (not needed for `demo`)")
     p.add_argument(
         "--features", default="handcrafted",
-        help="handcrafted (scikit-image, offline; default), clip:<folder or hub id> or openclip:<model>",
+        help="handcrafted (scikit-image, offline; default), dinov2:<folder or hub id>[?pool=cls|mean] "
+        "(μ-Bench §C.7), vision:<folder or hub id>[?pool=pooler|cls|mean], clip:<folder or hub id> "
+        "or openclip:<model>",
     )  # fmt: skip
     p.add_argument("--out", required=True, help="output folder (JSON, Markdown, CSV, predictions)")
     p.add_argument("--train", help="training data in the local format (default: the benchmark's train split)")

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from scopebench.report.breakdowns import write_spur_breakdowns
 from scopebench.report.labels import run_display_names
 from scopebench.report.tables import (
     judge_used,
@@ -80,7 +81,8 @@ def write_run_outputs(
     then the GRIT ``localization`` rows), ``accuracy_by_task.png``/``.svg`` (when any item has an
     accuracy), ``localization.png``/``.svg`` (GRIT score per class, with detection items) and, when
     records carry scores,
-    ``reliability.png``/``.svg`` into ``out_dir`` (default, or when ``out_dir`` is the run
+    ``reliability.png``/``.svg`` and, for SPUR runs, ``spur_breakdowns.json``/``.md``/``.png``/``.svg``
+    (:mod:`scopebench.report.breakdowns`) into ``out_dir`` (default, or when ``out_dir`` is the run
     directory: :func:`report_dir`). The run
     directory's own ``metrics.json`` is rewritten only when the settings are the run's own
     (:func:`is_run_default`); any other policy, seed or resample count leaves it untouched.
@@ -144,4 +146,6 @@ def write_run_outputs(
         plot_localization(metrics["localization"], out / "localization", title)
     if metrics.get("calibration") and reliability_drawn(run.model):
         plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
+    if run.benchmark == "spur":  # the paper's MP-by-category and TA-by-relations breakdowns
+        write_spur_breakdowns(run.records, run.items, out, policy=policy, title=title)
     return metrics
