@@ -55,6 +55,7 @@ _EXTENSION_MODULES = (
     "scopebench.cli.tools",
     "scopebench.cli.review",
     "scopebench.cli.build",
+    "scopebench.cli.finetune",
 )
 
 

@@ -230,6 +230,7 @@ def train_loop(
     import torch
 
     config.check()
+    out.mkdir(parents=True, exist_ok=True)
     accelerator = _accelerator(config.device)
     torch.manual_seed(config.seed)
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
