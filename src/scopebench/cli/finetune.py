@@ -54,7 +54,8 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     if args.recipe == "contrastive":
         result = finetune_contrastive(
             args.model, out, loop, source=source, pairs_file=Path(args.pairs) if args.pairs else None,
-            evaluation=evaluation, group_batches=args.group_batches, fresh=args.fresh,
+            evaluation=evaluation, group_batches=args.group_batches, freeze_temperature=args.freeze_temperature,
+            fresh=args.fresh,
         )  # fmt: skip
     else:
         if source is None:
@@ -134,4 +135,5 @@ def add_subcommands(sub: Any) -> None:
     c.add_argument("--pairs", help='JSON Lines of {"image": PATH, "caption": TEXT} instead of --bench')
     c.add_argument("--group-batches", action="store_true",
                    help="each batch from one task (or pairs 'group'): other tasks' captions are never negatives")  # fmt: skip
+    c.add_argument("--freeze-temperature", action="store_true", help="keep the logit scale fixed (default: trained)")
     c.set_defaults(protocol="default")

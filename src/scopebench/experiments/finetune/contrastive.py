@@ -1,7 +1,7 @@
 """Contrastive fine-tuning of a CLIP-family model (transformers ``CLIPModel``, the ``clip:`` format).
 
 The loss is CLIP's symmetric contrastive loss: for a batch of ``n`` image and caption embeddings
-(L2-normalised), ``logits = exp(logit_scale) · I Tᵀ`` and the loss is the mean of the cross-entropy
+(L2-normalised), ``logits = exp(min(logit_scale, ln 100)) · I Tᵀ`` and the loss is the mean of the cross-entropy
 of each image over the captions and of each caption over the images. When a batch holds the same
 caption twice (benchmark captions repeat: "A cell with irregular contours."), the one-hot target
 would call a true pair a negative; the target of a row is then spread uniformly over every column
@@ -15,6 +15,7 @@ the ``TUNED`` argument of ``scopebench merge --sweep BASE OUT/model``.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ def clip_loss(image_emb: Any, text_emb: Any, logit_scale: Any, captions: Sequenc
     Args:
         image_emb: ``(n, d)`` image embeddings (normalised here).
         text_emb: ``(n, d)`` caption embeddings (normalised here).
-        logit_scale: The model's log temperature (a scalar tensor; ``exp`` is applied here).
+        logit_scale: The model's log temperature (a scalar tensor; clamped at ``ln 100``, then ``exp``).
         captions: The ``n`` caption texts (equal texts are positives of each other).
 
     Returns:
@@ -43,7 +44,8 @@ def clip_loss(image_emb: Any, text_emb: Any, logit_scale: Any, captions: Sequenc
 
     img = image_emb / image_emb.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     txt = text_emb / text_emb.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    logits = logit_scale.exp() * img @ txt.T
+    # CLIP clamps its temperature at 100 (OpenAI and OpenCLIP training code).
+    logits = logit_scale.clamp(max=math.log(100)).exp() * img @ txt.T
     same = torch.tensor([[a == b for b in captions] for a in captions], dtype=logits.dtype, device=logits.device)
     target = same / same.sum(dim=1, keepdim=True)
     loss_i = torch.sum(-target * torch.log_softmax(logits, dim=1), dim=1).mean()

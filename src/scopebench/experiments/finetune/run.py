@@ -95,6 +95,8 @@ def _start(out: Path, record: dict[str, Any], fresh: bool) -> dict[str, Any]:
         shutil.rmtree(out)
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
+        # Compared as JSON (tuples read back as lists).
+        record = json.loads(json.dumps(record, default=str))
         if _identity(old) != _identity(record):
             diff = sorted(k for k in _identity(record) if old.get(k) != record.get(k))
             raise ConfigMismatchError(
@@ -167,6 +169,7 @@ def finetune_contrastive(
     pairs_file: Path | None = None,
     evaluation: EvalSpec | None = None,
     group_batches: bool = False,
+    freeze_temperature: bool = False,
     fresh: bool = False,
     on_step: Callable[[int, float], None] | None = None,
 ) -> FinetuneResult:
@@ -179,6 +182,8 @@ def finetune_contrastive(
         source: A benchmark split whose items give the pairs (image, correct option's caption).
         pairs_file: Or a user's JSON Lines pairs file.
         evaluation: The held-out split to evaluate before, after (and every ``loop.eval_every``).
+        freeze_temperature: Keep the logit scale fixed (it is trained by default, as in CLIP,
+            clamped at 100).
         group_batches: Batches of one task (pairs file: one ``group``) each, so captions of other
             tasks, which may also describe an image, are never its negatives.
         fresh: Delete ``out`` first.
@@ -199,7 +204,8 @@ def finetune_contrastive(
 
         raise UsageError("give the training data: --bench (and --split/--data) or --pairs FILE")
     refuse_empty(len(pairs), str(pairs_file or source), skipped)
-    hp = {"loss": "symmetric-infonce (equal captions share)", "group_batches": group_batches}
+    hp = {"loss": "symmetric-infonce (equal captions share)", "group_batches": group_batches,
+          "freeze_temperature": freeze_temperature}  # fmt: skip
     record = _base_record("contrastive", model_id, loop, hp)
     record["data"] = {**data, "n_examples": len(pairs), "skipped": skipped.as_dict(),
                       "fingerprint_sha256": fingerprint([(p.id, p.image.key, p.caption) for p in pairs])}  # fmt: skip
@@ -210,6 +216,7 @@ def finetune_contrastive(
     device = loop.device
     _evaluations(out, record, evaluation, f"clip:{model_id}", name="before", seed=loop.seed, device=device)
     model, processor = clip_recipe.load_clip(model_id)
+    model.logit_scale.requires_grad_(not freeze_temperature)
     max_len = int(getattr(model.config.text_config, "max_position_embeddings", 77) or 77)
     loss_fn = clip_recipe.make_clip_loss_fn(pairs, processor, max_len)
 
