@@ -48,13 +48,24 @@ def main() -> None:
     clip = out / "tiny-clip"
     if not clip.exists():
         build_tiny_clip(clip, kind="clip", seed=0)
-    loop = LoopConfig(steps=args.clip_steps, batch_size=32, lr=args.clip_lr, warmup_steps=args.clip_warmup,
-                      seed=0, checkpoint_every=500, device="cpu")  # fmt: skip
+    loop = LoopConfig(
+        steps=args.clip_steps,
+        batch_size=32,
+        lr=args.clip_lr,
+        warmup_steps=args.clip_warmup,
+        seed=0,
+        checkpoint_every=500,
+        device="cpu",
+    )
     t = time.perf_counter()
     res = finetune_contrastive(
-        str(clip), out / "clip-ft", loop, source=DataSource("demo", "train", str(demo)), group_batches=True,
+        str(clip),
+        out / "clip-ft",
+        loop,
+        source=DataSource("demo", "train", str(demo)),
+        group_batches=True,
         evaluation=EvalSpec(DataSource("demo", "test", str(demo))),
-    )  # fmt: skip
+    )
     results["contrastive_seconds"] = round(time.perf_counter() - t, 1)
     results["contrastive"] = res.record
     print(render_report(res.record))
@@ -66,9 +77,13 @@ def main() -> None:
     loop = LoopConfig(steps=args.vlm_steps, batch_size=8, lr=1e-3, seed=0, checkpoint_every=0, device="cpu")
     t = time.perf_counter()
     res = finetune_generative(
-        str(vlm), out / "vlm-ft", loop, DataSource("demo", "train", str(small)), lora=LoraSettings(),
+        str(vlm),
+        out / "vlm-ft",
+        loop,
+        DataSource("demo", "train", str(small)),
+        lora=LoraSettings(),
         evaluation=EvalSpec(DataSource("demo", "test", str(small)), model_args=(("max_new_tokens", 8),)),
-    )  # fmt: skip
+    )
     results["generative_seconds"] = round(time.perf_counter() - t, 1)
     results["generative"] = res.record
     print(render_report(res.record))

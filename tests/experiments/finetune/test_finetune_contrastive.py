@@ -46,7 +46,9 @@ def test_pairs_are_the_captions_the_clip_backend_scores(small_demo: Path) -> Non
     assert pairs[0].group == first.task
 
 
-def test_finetune_records_evaluates_and_feeds_the_merge_sweep(small_demo: Path, tiny_clip: Path, tmp_path: Path) -> None:
+def test_finetune_records_evaluates_and_feeds_the_merge_sweep(
+    small_demo: Path, tiny_clip: Path, tmp_path: Path
+) -> None:
     from scopebench.models.merge import sweep_alphas
 
     source = DataSource("demo", "train", str(small_demo))
@@ -63,17 +65,31 @@ def test_finetune_records_evaluates_and_feeds_the_merge_sweep(small_demo: Path, 
     assert before["n"] == after["n"] == 12 and after["model"] == f"clip:{res.model_dir}"
     assert before["ci_low"] <= before["accuracy"] <= before["ci_high"]
     # The tuned weights differ from the base's.
-    assert any(not torch.equal(a, b) for a, b in zip(_weights(tiny_clip).values(), _weights(res.model_dir).values(), strict=True))
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(_weights(tiny_clip).values(), _weights(res.model_dir).values(), strict=True)
+    )
     # merge --sweep takes the output folder as TUNED: α=1 is the base, α=0 the fine-tune, and their
     # accuracies are the recipe's own before/after evaluations.
-    rows = sweep_alphas(tiny_clip, res.model_dir, [0.0, 1.0], tmp_path / "sweep", benchmark="demo",
-                        data=str(small_demo), split="test", limit=12, device="cpu")  # fmt: skip
+    rows = sweep_alphas(
+        tiny_clip,
+        res.model_dir,
+        [0.0, 1.0],
+        tmp_path / "sweep",
+        benchmark="demo",
+        data=str(small_demo),
+        split="test",
+        limit=12,
+        device="cpu",
+    )
     by_alpha = {r.alpha: r for r in rows}
     assert by_alpha[1.0].correct == before["correct"] and by_alpha[0.0].correct == after["correct"]
     assert (tmp_path / "ft" / "report.md").read_text().count("| all |") == 1
 
 
-def test_an_interrupted_finetune_resumes_to_the_same_weights(small_demo: Path, tiny_clip: Path, tmp_path: Path) -> None:
+def test_an_interrupted_finetune_resumes_to_the_same_weights(
+    small_demo: Path, tiny_clip: Path, tmp_path: Path
+) -> None:
     source = DataSource("demo", "train", str(small_demo))
     straight = finetune_contrastive(str(tiny_clip), tmp_path / "a", _loop(steps=5), source=source)
 
@@ -96,16 +112,18 @@ def test_an_interrupted_finetune_resumes_to_the_same_weights(small_demo: Path, t
 def test_pairs_file(tmp_path: Path, small_demo: Path) -> None:
     img = next((small_demo / "images").glob("train-*.png"))
     (tmp_path / "pairs.jsonl").write_text(
-        json.dumps({"image": str(img), "caption": "a round cell"}) + "\n"
-        + json.dumps({"image": str(img), "caption": "a cell", "group": "g", "id": "x"}) + "\n"
-    )  # fmt: skip
+        json.dumps({"image": str(img), "caption": "a round cell"})
+        + "\n"
+        + json.dumps({"image": str(img), "caption": "a cell", "group": "g", "id": "x"})
+        + "\n"
+    )
     pairs = read_pairs_file(tmp_path / "pairs.jsonl")
     assert [(p.id, p.caption, p.group) for p in pairs] == [("1", "a round cell", ""), ("x", "a cell", "g")]
     (tmp_path / "bad.jsonl").write_text('{"image": "x.png"}\n')
     with pytest.raises(DataFormatError, match="caption"):
         read_pairs_file(tmp_path / "bad.jsonl")
     (tmp_path / "missing.jsonl").write_text('{"image": "nope.png", "caption": "c"}\n')
-    with pytest.raises(DataNotFoundError, match="nope.png"):
+    with pytest.raises(DataNotFoundError, match=r"nope\.png"):
         read_pairs_file(tmp_path / "missing.jsonl")
 
 

@@ -23,7 +23,9 @@ from scopebench.models.hf_generative import HFGenerativeBackend  # noqa: E402
 
 
 def _loop(**kw: Any) -> LoopConfig:
-    return LoopConfig(**{**dict(steps=3, batch_size=2, lr=1e-3, seed=0, checkpoint_every=2, device="cpu"), **kw})
+    return LoopConfig(
+        **{**dict(steps=3, batch_size=2, lr=1e-3, seed=0, checkpoint_every=2, device="cpu"), **kw}
+    )
 
 
 def test_training_prompt_is_what_the_backend_sends_at_evaluation(
@@ -37,8 +39,15 @@ def test_training_prompt_is_what_the_backend_sends_at_evaluation(
         return encode(self, texts, images, prefix)
 
     monkeypatch.setattr(HFGenerativeBackend, "_encode", spy)
-    config = RunConfig(benchmark="demo", data=str(small_demo), model=f"hf:{tiny_vlm}", split="test", limit=6,
-                       device="cpu", model_args={"max_new_tokens": 2})  # fmt: skip
+    config = RunConfig(
+        benchmark="demo",
+        data=str(small_demo),
+        model=f"hf:{tiny_vlm}",
+        split="test",
+        limit=6,
+        device="cpu",
+        model_args={"max_new_tokens": 2},
+    )
     run_benchmark(config, tmp_path / "run")
     backend = sft.load_backend(str(tiny_vlm), "default", "cpu")
     items = load_split(DataSource("demo", "test", str(small_demo)))[:6]
@@ -60,7 +69,10 @@ def test_only_the_target_tokens_are_learned(small_demo: Path, tiny_vlm: Path) ->
     assert torch.equal(inputs["input_ids"][:, :n], prompt["input_ids"])
     tok = backend.processor.tokenizer
     learned = inputs["labels"][0][inputs["labels"][0] != -100].tolist()
-    assert learned == [*tok(example.target, add_special_tokens=False)["input_ids"], tok.convert_tokens_to_ids("<|im_end|>")]
+    assert learned == [
+        *tok(example.target, add_special_tokens=False)["input_ids"],
+        tok.convert_tokens_to_ids("<|im_end|>"),
+    ]
     assert inputs["labels"].shape == inputs["input_ids"].shape == inputs["attention_mask"].shape
     assert (inputs["labels"][0][:n] == -100).all()
 
@@ -95,7 +107,9 @@ def _adapter(folder: Path) -> dict[str, Any]:
     return load_file(str(folder / "adapter" / "adapter_model.safetensors"))
 
 
-def test_an_interrupted_lora_finetune_resumes_to_the_same_adapter(small_demo: Path, tiny_vlm: Path, tmp_path: Path) -> None:
+def test_an_interrupted_lora_finetune_resumes_to_the_same_adapter(
+    small_demo: Path, tiny_vlm: Path, tmp_path: Path
+) -> None:
     source = DataSource("demo", "train", str(small_demo))
     straight = finetune_generative(str(tiny_vlm), tmp_path / "a", _loop(steps=4, batch_size=1), source)
 
@@ -104,7 +118,9 @@ def test_an_interrupted_lora_finetune_resumes_to_the_same_adapter(small_demo: Pa
             raise TrainingInterrupted
 
     with pytest.raises(TrainingInterrupted):
-        finetune_generative(str(tiny_vlm), tmp_path / "b", _loop(steps=4, batch_size=1), source, on_step=crash)
+        finetune_generative(
+            str(tiny_vlm), tmp_path / "b", _loop(steps=4, batch_size=1), source, on_step=crash
+        )
     resumed = finetune_generative(str(tiny_vlm), tmp_path / "b", _loop(steps=4, batch_size=1), source)
     assert resumed.record["training"]["resumed_from"] == 2
     a, b = _adapter(tmp_path / "a"), _adapter(tmp_path / "b")
@@ -117,9 +133,16 @@ def test_an_interrupted_lora_finetune_resumes_to_the_same_adapter(small_demo: Pa
 
 @pytest.mark.slow
 def test_the_tiny_vlm_learns_the_answer_format(small_demo: Path, tiny_vlm: Path, tmp_path: Path) -> None:
-    held_out = EvalSpec(DataSource("demo", "test", str(small_demo)), limit=12, model_args=(("max_new_tokens", 8),))
-    res = finetune_generative(str(tiny_vlm), tmp_path / "ft", _loop(steps=30, batch_size=8, checkpoint_every=0),
-                              DataSource("demo", "train", str(small_demo)), evaluation=held_out)  # fmt: skip
+    held_out = EvalSpec(
+        DataSource("demo", "test", str(small_demo)), limit=12, model_args=(("max_new_tokens", 8),)
+    )
+    res = finetune_generative(
+        str(tiny_vlm),
+        tmp_path / "ft",
+        _loop(steps=30, batch_size=8, checkpoint_every=0),
+        DataSource("demo", "train", str(small_demo)),
+        evaluation=held_out,
+    )
     before, after = res.record["evaluation"]["before"], res.record["evaluation"]["after"]
     assert before["parse_rate"] < 0.2  # random weights write no option label
     assert after["parse_rate"] == 1.0  # every reply is now read as an option

@@ -47,7 +47,9 @@ def test_clip_loss_matches_hand_computed_values() -> None:
     # The same caption twice: the target is ½/½ over both columns: log(e + 1) − ½.
     assert float(clip_loss(eye, eye, zero, ["a", "a"])) == pytest.approx(math.log(math.e + 1) - 0.5, abs=1e-6)
     # Unnormalised inputs are normalised first.
-    assert float(clip_loss(3 * eye, 0.5 * eye, zero, ["a", "b"])) == pytest.approx(math.log(1 + math.exp(-1)), abs=1e-6)
+    assert float(clip_loss(3 * eye, 0.5 * eye, zero, ["a", "b"])) == pytest.approx(
+        math.log(1 + math.exp(-1)), abs=1e-6
+    )
 
 
 def _linear_setup(seed: int = 0) -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
@@ -85,7 +87,9 @@ def test_a_crashed_run_resumes_from_its_checkpoint_to_the_same_weights(tmp_path:
     assert [r["step"] for r in log] == list(range(1, 13))  # steps 5-6 logged once, not twice
     # A run resumed from no checkpoint would differ: the check above can fail.
     other = _run(tmp_path / "c", steps=13)
-    assert not torch.equal(next(iter(other.state_dict().values())), next(iter(straight.state_dict().values())))
+    assert not torch.equal(
+        next(iter(other.state_dict().values())), next(iter(straight.state_dict().values()))
+    )
 
 
 def test_keeps_only_the_newest_checkpoints(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """Contrastive fine-tuning of a CLIP-family model (transformers ``CLIPModel``, the ``clip:`` format).
 
 The loss is CLIP's symmetric contrastive loss: for a batch of ``n`` image and caption embeddings
-(L2-normalised), ``logits = exp(min(logit_scale, ln 100)) · I Tᵀ`` and the loss is the mean of the cross-entropy
-of each image over the captions and of each caption over the images. When a batch holds the same
+(L2-normalised), ``logits = exp(min(logit_scale, ln 100)) · I Tᵀ`` and the loss is the mean of the
+cross-entropy of each image over the captions and of each caption over the images. When a batch holds the same
 caption twice (benchmark captions repeat: "A cell with irregular contours."), the one-hot target
 would call a true pair a negative; the target of a row is then spread uniformly over every column
 with the same caption. With distinct captions this is exactly the standard loss (tested against a
@@ -46,7 +46,9 @@ def clip_loss(image_emb: Any, text_emb: Any, logit_scale: Any, captions: Sequenc
     txt = text_emb / text_emb.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     # CLIP clamps its temperature at 100 (OpenAI and OpenCLIP training code).
     logits = logit_scale.clamp(max=math.log(100)).exp() * img @ txt.T
-    same = torch.tensor([[a == b for b in captions] for a in captions], dtype=logits.dtype, device=logits.device)
+    same = torch.tensor(
+        [[a == b for b in captions] for a in captions], dtype=logits.dtype, device=logits.device
+    )
     target = same / same.sum(dim=1, keepdim=True)
     loss_i = torch.sum(-target * torch.log_softmax(logits, dim=1), dim=1).mean()
     loss_t = torch.sum(-target * torch.log_softmax(logits.T, dim=1), dim=1).mean()
@@ -109,8 +111,13 @@ def make_clip_loss_fn(
         batch = [pairs[i] for i in idx]
         device = next(model.parameters()).device
         pixels = torch.stack([pixel(p) for p in batch])
-        text = processor(text=[p.caption for p in batch], padding=True, truncation=True,
-                         max_length=max_length, return_tensors="pt")  # fmt: skip
+        text = processor(
+            text=[p.caption for p in batch],
+            padding=True,
+            truncation=True,
+            max_length=max_length,
+            return_tensors="pt",
+        )
         img = _features(model.get_image_features(pixel_values=pixels.to(device)))
         txt = _features(
             model.get_text_features(

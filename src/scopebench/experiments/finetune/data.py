@@ -125,8 +125,12 @@ def read_pairs_file(path: Path) -> list[CaptionPair]:
         if not image.is_file():
             raise DataNotFoundError(f"{path}:{n}: image {image} does not exist")
         pairs.append(
-            CaptionPair(str(row.get("id", n)), ImageRef(key=str(image), path=image), str(row["caption"]),
-                        str(row.get("group", "")))  # fmt: skip
+            CaptionPair(
+                str(row.get("id", n)),
+                ImageRef(key=str(image), path=image),
+                str(row["caption"]),
+                str(row.get("group", "")),
+            )
         )
     if not pairs:
         raise NoItemsError(f"pairs file {path} holds no pairs")
@@ -152,5 +156,9 @@ def refuse_empty(n: int, source: str, skipped: Skipped) -> None:
         why = ", ".join(f"{k}: {v}" for k, v in skipped.as_dict().items()) or "no items"
         raise NoItemsError(f"{source} has no item that can train ({why})")
     if skipped.reasons:
-        log.warning("%s: %d items left out of training (%s)", source, sum(skipped.reasons.values()),
-                    ", ".join(f"{k}: {v}" for k, v in skipped.as_dict().items()))  # fmt: skip
+        log.warning(
+            "%s: %d items left out of training (%s)",
+            source,
+            sum(skipped.reasons.values()),
+            ", ".join(f"{k}: {v}" for k, v in skipped.as_dict().items()),
+        )

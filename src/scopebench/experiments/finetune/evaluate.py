@@ -71,7 +71,9 @@ def summarise_records(records: Sequence[Record]) -> dict[str, Any]:
     }
 
 
-def evaluate_model(spec: str, evaluation: EvalSpec, run_dir: Path, *, seed: int, device: str) -> dict[str, Any]:
+def evaluate_model(
+    spec: str, evaluation: EvalSpec, run_dir: Path, *, seed: int, device: str
+) -> dict[str, Any]:
     """Run ``spec`` on the held-out split (an ordinary, resumable run) and summarise it."""
     config = RunConfig(
         benchmark=evaluation.source.benchmark,

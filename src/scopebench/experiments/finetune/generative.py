@@ -82,7 +82,9 @@ class SFTExample:
     target: str
 
 
-def eval_prompt(backend: HFGenerativeBackend, item: Item) -> tuple[str, tuple[ImageRef, ...], tuple[str, ...]]:
+def eval_prompt(
+    backend: HFGenerativeBackend, item: Item
+) -> tuple[str, tuple[ImageRef, ...], tuple[str, ...]]:
     """The prompt ``backend`` sends for ``item`` in generate mode: text, images, option labels.
 
     The same calls the backend's ``predict`` makes: ``render_prompt`` under the backend's protocol
@@ -153,10 +155,13 @@ def apply_lora(backend: HFGenerativeBackend, lora: LoraSettings, seed: int) -> A
     else:
         backend._ensure_loaded()
     modules: str | list[str] = (
-        "all-linear" if lora.target_modules == "all-linear" else [m.strip() for m in lora.target_modules.split(",")]
+        "all-linear"
+        if lora.target_modules == "all-linear"
+        else [m.strip() for m in lora.target_modules.split(",")]
     )
-    config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=modules,
-                        bias="none")  # fmt: skip
+    config = LoraConfig(
+        r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=modules, bias="none"
+    )
     torch.manual_seed(seed)
     try:
         model = get_peft_model(backend.model, config)
@@ -172,11 +177,15 @@ def _load_4bit(backend: HFGenerativeBackend) -> None:
     if importlib.util.find_spec("bitsandbytes") is None:
         raise MissingDependencyError("bitsandbytes", "finetune", "QLoRA (--qlora)")
     if not torch.cuda.is_available():
-        raise ModelSpecError("QLoRA (--qlora) needs a CUDA GPU (bitsandbytes 4-bit); drop --qlora on this machine")
+        raise ModelSpecError(
+            "QLoRA (--qlora) needs a CUDA GPU (bitsandbytes 4-bit); drop --qlora on this machine"
+        )
     from peft import prepare_model_for_kbit_training
     from transformers import AutoModelForImageTextToText, BitsAndBytesConfig
 
-    quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
+    quant = BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16
+    )
     backend._ensure_loaded()  # the processor and padding settings, as for evaluation
     model = AutoModelForImageTextToText.from_pretrained(backend.model_id, quantization_config=quant)
     backend.model = prepare_model_for_kbit_training(model)
@@ -248,7 +257,9 @@ def save_merged(adapter: Path, backend: HFGenerativeBackend, model_dir: Path) ->
                 shutil.copy2(f, model_dir / f.name)
     else:
         backend.processor.save_pretrained(model_dir)
-    fresh = AutoModelForImageTextToText.from_pretrained(backend.model_id, dtype="auto", revision=backend.revision)
+    fresh = AutoModelForImageTextToText.from_pretrained(
+        backend.model_id, dtype="auto", revision=backend.revision
+    )
     merged = PeftModel.from_pretrained(fresh, adapter).merge_and_unload()
     merged.save_pretrained(model_dir)
     return model_dir

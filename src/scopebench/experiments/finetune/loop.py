@@ -36,7 +36,7 @@ CHECKPOINTS = "checkpoints"
 LOG_FILE = "train_log.jsonl"
 
 
-class TrainingInterrupted(Exception):  # noqa: N818 - a control-flow signal, not an error type
+class TrainingInterrupted(Exception):
     """Raised by an ``on_step`` hook to stop training as a crash would (used by the resume tests)."""
 
 
@@ -147,7 +147,9 @@ def _latest_checkpoint(out: Path) -> Path | None:
     return done[-1] if done else None
 
 
-def _save_checkpoint(out: Path, step: int, model: Any, optimizer: Any, trainable: Sequence[str], keep: int) -> None:
+def _save_checkpoint(
+    out: Path, step: int, model: Any, optimizer: Any, trainable: Sequence[str], keep: int
+) -> None:
     import torch
 
     folder = out / CHECKPOINTS
@@ -273,13 +275,20 @@ def train_loop(
         losses.append((done, value))
         if main:
             with open(out / LOG_FILE, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps({"step": done, "loss": round(value, 6), "lr": config.lr * rate(step)}) + "\n")
+                fh.write(
+                    json.dumps({"step": done, "loss": round(value, 6), "lr": config.lr * rate(step)}) + "\n"
+                )
             if (config.checkpoint_every and done % config.checkpoint_every == 0) or done == config.steps:
                 unwrapped = accelerator.unwrap_model(model)
                 _save_checkpoint(out, done, unwrapped, optimizer, trainable, config.keep_checkpoints)
         if on_step is not None:
             on_step(done, value)
-        if on_eval is not None and config.eval_every and done % config.eval_every == 0 and done < config.steps:
+        if (
+            on_eval is not None
+            and config.eval_every
+            and done % config.eval_every == 0
+            and done < config.steps
+        ):
             model.eval()
             on_eval(done, accelerator.unwrap_model(model))
             model.train()

@@ -82,7 +82,9 @@ def _versions() -> dict[str, str]:
 
 def _identity(record: dict[str, Any]) -> dict[str, Any]:
     """The fields that must match for a folder to be resumed (not outputs, not versions)."""
-    return {k: record[k] for k in ("schema", "kind", "base", "hyperparameters", "seed", "data", "evaluation_plan")}
+    return {
+        k: record[k] for k in ("schema", "kind", "base", "hyperparameters", "seed", "data", "evaluation_plan")
+    }
 
 
 def _start(out: Path, record: dict[str, Any], fresh: bool) -> dict[str, Any]:
@@ -106,7 +108,9 @@ def _start(out: Path, record: dict[str, Any], fresh: bool) -> dict[str, Any]:
         if old.get("evaluation"):
             record["evaluation"] = old["evaluation"]
     elif out.exists() and any(out.iterdir()):
-        raise ConfigMismatchError(f"{out} is not empty and holds no {FINETUNE_FILE}; give a new or empty --out")
+        raise ConfigMismatchError(
+            f"{out} is not empty and holds no {FINETUNE_FILE}; give a new or empty --out"
+        )
     out.mkdir(parents=True, exist_ok=True)
     record["status"] = "running"
     _write(out, record)
@@ -195,20 +199,28 @@ def finetune_contrastive(
     model_id = split_spec(base)[1] if base.startswith("clip:") else base
     skipped = Skipped()
     pairs: list[CaptionPair]
+    data: dict[str, str | None]
     if pairs_file is not None:
         pairs, data = read_pairs_file(pairs_file), {"pairs_file": str(pairs_file)}
     elif source is not None:
-        pairs, data = caption_pairs(load_split(source), skipped), dict(source.describe())
+        pairs, data = caption_pairs(load_split(source), skipped), source.describe()
     else:
         from scopebench.errors import UsageError
 
         raise UsageError("give the training data: --bench (and --split/--data) or --pairs FILE")
     refuse_empty(len(pairs), str(pairs_file or source), skipped)
-    hp = {"loss": "symmetric-infonce (equal captions share)", "group_batches": group_batches,
-          "freeze_temperature": freeze_temperature}  # fmt: skip
+    hp = {
+        "loss": "symmetric-infonce (equal captions share)",
+        "group_batches": group_batches,
+        "freeze_temperature": freeze_temperature,
+    }
     record = _base_record("contrastive", model_id, loop, hp)
-    record["data"] = {**data, "n_examples": len(pairs), "skipped": skipped.as_dict(),
-                      "fingerprint_sha256": fingerprint([(p.id, p.image.key, p.caption) for p in pairs])}  # fmt: skip
+    record["data"] = {
+        **data,
+        "n_examples": len(pairs),
+        "skipped": skipped.as_dict(),
+        "fingerprint_sha256": fingerprint([(p.id, p.image.key, p.caption) for p in pairs]),
+    }
     record["evaluation_plan"] = _plan(evaluation)
     record["versions"] = _versions()
     record = _start(out, record, fresh)
@@ -222,10 +234,14 @@ def finetune_contrastive(
 
     def on_eval(step: int, current: Any) -> None:
         snap = clip_recipe.save_clip(current, processor, out / "snapshots" / f"step-{step}")
-        _evaluations(out, record, evaluation, f"clip:{snap}", name=f"step-{step}", seed=loop.seed, device=device)
+        _evaluations(
+            out, record, evaluation, f"clip:{snap}", name=f"step-{step}", seed=loop.seed, device=device
+        )
 
     groups = [p.group for p in pairs] if group_batches else None
-    result = train_loop(model, len(pairs), loss_fn, out, loop, on_step=on_step, on_eval=on_eval, groups=groups)
+    result = train_loop(
+        model, len(pairs), loss_fn, out, loop, on_step=on_step, on_eval=on_eval, groups=groups
+    )
     clip_recipe.save_clip(model, processor, model_dir)
     spec = f"clip:{model_dir}"
     record["output"] = {"model": spec, "weights_sha256": weights_digest(model_dir)}
@@ -267,8 +283,14 @@ def finetune_generative(
     lora = lora or sft.LoraSettings()
     model_id = split_spec(base)[1] if base.startswith("hf:") else base
     if evaluation is not None and evaluation.protocol != protocol:
-        evaluation = EvalSpec(evaluation.source, protocol, evaluation.mode, evaluation.limit,
-                              evaluation.batch_size, evaluation.model_args)  # fmt: skip
+        evaluation = EvalSpec(
+            evaluation.source,
+            protocol,
+            evaluation.mode,
+            evaluation.limit,
+            evaluation.batch_size,
+            evaluation.model_args,
+        )
     backend = sft.load_backend(model_id, protocol, loop.device)
     skipped = Skipped()
     examples = sft.sft_examples(backend, load_split(source), target, skipped)
@@ -276,8 +298,12 @@ def finetune_generative(
     hp = {**asdict(lora), "target": target, "protocol": protocol}
     record = _base_record("generative", model_id, loop, hp)
     keys = [(e.id, "|".join(r.key for r in e.images), e.prompt + "\u241e" + e.target) for e in examples]
-    record["data"] = {**source.describe(), "n_examples": len(examples), "skipped": skipped.as_dict(),
-                      "fingerprint_sha256": fingerprint(keys)}  # fmt: skip
+    record["data"] = {
+        **source.describe(),
+        "n_examples": len(examples),
+        "skipped": skipped.as_dict(),
+        "fingerprint_sha256": fingerprint(keys),
+    }
     record["evaluation_plan"] = _plan(evaluation)
     record["versions"] = _versions()
     record = _start(out, record, fresh)
@@ -290,15 +316,26 @@ def finetune_generative(
         snap = out / "snapshots" / f"step-{step}"
         current.save_pretrained(snap / "adapter")
         sft.save_merged(snap / "adapter", backend, snap / "model")
-        _evaluations(out, record, evaluation, f"hf:{snap / 'model'}", name=f"step-{step}", seed=loop.seed,
-                     device=device)  # fmt: skip
+        _evaluations(
+            out,
+            record,
+            evaluation,
+            f"hf:{snap / 'model'}",
+            name=f"step-{step}",
+            seed=loop.seed,
+            device=device,
+        )
 
     result = train_loop(model, len(examples), loss_fn, out, loop, on_step=on_step, on_eval=on_eval)
     model.save_pretrained(out / "adapter")
     backend.close()
     model_dir = sft.save_merged(out / "adapter", backend, out / "model")
     spec = f"hf:{model_dir}"
-    record["output"] = {"model": spec, "adapter": str(out / "adapter"), "weights_sha256": weights_digest(model_dir)}
+    record["output"] = {
+        "model": spec,
+        "adapter": str(out / "adapter"),
+        "weights_sha256": weights_digest(model_dir),
+    }
     _evaluations(out, record, evaluation, spec, name="after", seed=loop.seed, device=device)
     _finish(out, record, result)
     return FinetuneResult(out, model_dir, spec, record)
@@ -317,19 +354,29 @@ def _fmt(row: dict[str, Any]) -> str:
 def render_report(record: dict[str, Any]) -> str:
     """A Markdown before/after table of a finished fine-tune (accuracy, Wilson 95%, parse rate)."""
     lines = [f"# Fine-tune ({record['kind']}) of {record['base']['model']}", ""]
-    lines.append(f"Seed {record['seed']}; data fingerprint `{record['data']['fingerprint_sha256'][:16]}`; "
-                 f"{record['data']['n_examples']} examples; steps {record['training']['steps']}; loss "
-                 f"{record['training']['first_loss']:.4f} → {record['training']['last_loss']:.4f}.")  # fmt: skip
+    lines.append(
+        f"Seed {record['seed']}; data fingerprint `{record['data']['fingerprint_sha256'][:16]}`; "
+        f"{record['data']['n_examples']} examples; steps {record['training']['steps']}; loss "
+        f"{record['training']['first_loss']:.4f} → {record['training']['last_loss']:.4f}."
+    )
     evals = record.get("evaluation") or {}
     if not evals:
         return "\n".join([*lines, "", "No held-out evaluation was asked for.", ""])
     names = list(evals)
-    lines += ["", "Accuracy with 95% Wilson intervals (unanswered = wrong); parse rate = replies read as an option.",
-              "", "| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]  # fmt: skip
+    lines += [
+        "",
+        "Accuracy with 95% Wilson intervals (unanswered = wrong); parse rate = replies read as an option.",
+        "",
+        "| | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
     lines.append("| all | " + " | ".join(_fmt(evals[n]) for n in names) + " |")
     tasks = sorted({t for n in names for t in evals[n]["by_task"]})
     for t in tasks:
-        lines.append(f"| {t} | " + " | ".join(_fmt(evals[n]["by_task"][t]) if t in evals[n]["by_task"] else "–"
-                                               for n in names) + " |")  # fmt: skip
+        lines.append(
+            f"| {t} | "
+            + " | ".join(_fmt(evals[n]["by_task"][t]) if t in evals[n]["by_task"] else "–" for n in names)
+            + " |"
+        )
     lines.append("| parse rate | " + " | ".join(f"{evals[n]['parse_rate']:.3f}" for n in names) + " |")
     return "\n".join([*lines, ""])
