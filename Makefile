@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-EXTRAS ?= dev,hf,embed,ray,probe,browser,review,build
+EXTRAS ?= dev,hf,embed,ray,probe,browser,review,build,track-tensorboard
 STAMP := $(VENV)/.scopebench-installed
 
 .PHONY: venv demo test lint typecheck check browser postgres clean mutation
@@ -35,9 +35,11 @@ browser:
 postgres:
 	@bash .ci/install-postgres.sh || true
 
+# lint-imports: the layer contracts of pyproject.toml ([tool.importlinter]; docs/architecture.md).
 lint: venv
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/lint-imports --no-logo
 
 typecheck: venv
 	$(VENV)/bin/mypy

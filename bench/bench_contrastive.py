@@ -28,7 +28,7 @@ from _data import TASKS, make_data
 from PIL import Image
 
 from scopebench.engine import RunConfig, run_benchmark
-from scopebench.models.tiny import build_tiny_clip
+from scopebench.testing.tiny import build_tiny_clip
 
 
 def naive_loop(model_dir: Path, data: Path) -> float:

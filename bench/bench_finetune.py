@@ -24,7 +24,7 @@ from scopebench.benchmarks.demo import generate_demo
 from scopebench.experiments.finetune import DataSource, EvalSpec, LoopConfig, render_report
 from scopebench.experiments.finetune.generative import LoraSettings
 from scopebench.experiments.finetune.run import finetune_contrastive, finetune_generative
-from scopebench.models.tiny import build_tiny_clip, build_tiny_generative
+from scopebench.testing.tiny import build_tiny_clip, build_tiny_generative
 
 
 def main() -> None:

@@ -39,8 +39,8 @@ from PIL import Image
 
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.models.hf_generative import load_processor
-from scopebench.models.tiny import build_tiny_generative
 from scopebench.protocols import render_prompt
+from scopebench.testing.tiny import build_tiny_generative
 
 TASKS = {
     "modality": ["light microscopy", "fluorescence microscopy", "electron microscopy", "none of the above"],

@@ -65,7 +65,7 @@ def main() -> None:
     data = make_data(out / "data", args.images, size=(224, 224), jpeg=True)
     print(f"data: {args.images} images, {5 * args.images} items ({time.perf_counter() - t0:.0f} s to write)")
 
-    from scopebench.models.tiny import build_tiny_clip
+    from scopebench.testing.tiny import build_tiny_clip
 
     # The tiny CLIP keeps model memory out of the picture; every 224-px JPEG is still decoded in full
     # and resized by the real processor, which is what could leak.

@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from scopebench.engine.store import RunStore
 from scopebench.items import Record
+from scopebench.store.runstore import RunStore
 
 
 def _records(n: int) -> list[Record]:

@@ -1,14 +1,14 @@
 """`make mutation`: run mutmut over the number-producing modules and print the score per module.
 
 Mutated (configuration in pyproject.toml, ``[tool.mutmut]``): ``scopebench/parsing/*``,
-``scopebench/scoring/*`` (but ``linear_probe.py``) and the engine's resume logic — all of
-``engine/store.py`` and the resume functions of ``engine/runner.py`` (:data:`RESUME_FUNCTIONS`;
+``scopebench/scoring/*`` and the engine's resume logic — all of
+``store/runstore.py`` and the resume functions of ``engine/runner.py`` (:data:`RESUME_FUNCTIONS`;
 mutmut mutates the whole file, this script runs and counts only those functions' mutants).
 
 Usage (from the repository root, without PYTHONPATH: mutmut puts ``mutants/src`` first itself)::
 
     python bench/mutation.py                      # run every selected mutant, then the summary
-    python bench/mutation.py --module scoring.compare --module engine.store   # a subset
+    python bench/mutation.py --module scoring.compare --module store.runstore   # a subset
     python bench/mutation.py --summary            # only print the table of the last results
 
 The score is ``(killed + timeout) / (killed + timeout + survived + no tests + suspicious)``, i.e. over
@@ -32,7 +32,9 @@ from pathlib import Path
 #: Modules mutated and counted, as ``scopebench.<name>``.
 MODULES: tuple[str, ...] = (
     "parsing._labels",
+    "parsing._patterns",
     "parsing._text",
+    "parsing._walk",
     "parsing.boxes",
     "parsing.choice",
     "parsing.judge",
@@ -46,7 +48,7 @@ MODULES: tuple[str, ...] = (
     "scoring.grit",
     "scoring.intervals",
     "scoring.metrics",
-    "engine.store",
+    "store.runstore",
     "engine.runner",
 )
 
@@ -91,6 +93,157 @@ EQUIVALENT: dict[str, str] = {
     "scopebench.scoring.calibration.x_reliability_bins__mutmut_71": "the mean of an empty selection is "
     "NaN (with a RuntimeWarning): the NaN the else branch gives",
     "scopebench.scoring.calibration.x_reliability_bins__mutmut_79": "as reliability_bins__mutmut_71",
+    # scoring/bootstrap.py
+    **{
+        f"scopebench.scoring.bootstrap.x_stratified_mean_ci__mutmut_{k}": "dtype omitted: the values are "
+        "numbers (scores, or 0/1), whose int or bool array has the same means"
+        for k in (3, 5)
+    },
+    **{f"scopebench.scoring.bootstrap.x_stratified_mean_ci__mutmut_{k}": _NAN for k in (21, 24)},
+    "scopebench.scoring.bootstrap.x_stratified_mean_ci__mutmut_30": "size < 1 instead of <= 1: empty "
+    "strata were dropped, and a one-value stratum equals its first value anyway",
+    "scopebench.scoring.bootstrap.x_stratified_mean_ci__mutmut_34": "v == v[1] instead of v == v[0] "
+    "(reached only with two or more values): all equal to one element iff all equal to another",
+    "scopebench.scoring.bootstrap.x_stratified_mean_ci__mutmut_55": "rng.integers(n, size=s) is "
+    "rng.integers(0, n, size=s): numpy reads a lone bound as high, the same draws from the same seed",
+    **{
+        f"scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_{k}": "as stratified_mean_ci__mutmut_3 "
+        "(dtype omitted: numeric outcomes)"
+        for k in (3, 5)
+    },
+    **{f"scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_{k}": _NAN for k in (20, 23)},
+    "scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_27": "as stratified_mean_ci__mutmut_30",
+    "scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_31": "as stratified_mean_ci__mutmut_34",
+    **{
+        f"scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_{k}": "scipy's batch size (None, dropped, "
+        "at least 2, a budget of 2,000,001): resamples come batch after batch from one stream, so the "
+        "interval is the same (tests/scoring/test_bootstrap.py checks batched = unbatched = by hand)"
+        for k in (49, 56, 64, 70)
+    },
+    "scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_53": "confidence_level dropped: scipy's "
+    "default is 0.95, our _CONFIDENCE",
+    "scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_58": 'method="PERCENTILE": scipy lower-cases '
+    "the method name",
+    # scoring/grit.py
+    **{
+        f"scopebench.scoring.grit.x_iou_matrix__mutmut_{k}": "dtype omitted: integer corners give an "
+        "integer intersection and union, and inter / union is true division: the same IoU"
+        for k in (7, 9, 12, 14)
+    },
+    "scopebench.scoring.grit.x_grit_score__mutmut_9": "with boxes on one side only (unread > 0 and no "
+    "read ones, or no ground truth) the IoU matrix is empty, nothing matches and the score is "
+    "0 / (#pred + #gt) = 0.0, the value returned early",
+    "scopebench.scoring.grit.x_grit_score__mutmut_21": "2 - IoU instead of 1 - IoU: every full "
+    "assignment has min(#pred, #gt) pairs, so a constant shift keeps the same optimal assignments",
+    **{
+        f"scopebench.scoring.grit.x_grit_score__mutmut_{k}": "zip(rows, cols): linear_sum_assignment "
+        "returns index arrays of one length, so strict= cannot matter"
+        for k in (25, 28, 29)
+    },
+    **{f"scopebench.scoring.bootstrap.x_stratified_macro_ci__mutmut_{k}": _NAN for k in (17, 20)},
+    **{
+        f"scopebench.scoring.grit.x_iou_matrix__mutmut_{k}": "the area of a box with reversed corners "
+        "(no lower clip at 0): such a box has intersection 0 with every box, so its IoU is 0 whatever "
+        "the (negative) union"
+        for k in (62, 71, 91)
+    },
+    **{
+        f"scopebench.scoring.grit.x_iou_matrix__mutmut_{k}": "divide= of np.errstate: union 0 implies "
+        "intersection 0 (0 / 0 is numpy's invalid, not divide, case), so no x / 0 with x != 0 occurs"
+        for k in (103, 105)
+    },
+    # parsing/boxes.py
+    **{
+        f"scopebench.parsing.boxes.x__nesting_depth__mutmut_{k}": "None for False: the flags are only "
+        "tested for truth"
+        for k in (3, 5)
+    },
+    "scopebench.parsing.boxes.x__json_candidates__mutmut_8": 'a chunk starting with "X" is tried as '
+    "JSON: json.loads rejects it, so it is skipped all the same",
+    "scopebench.parsing.boxes.x__coords__mutmut_23": 'obj.get("class") without default: None, and '
+    'None or "" is "" as before',
+    **{f"scopebench.scoring.bootstrap.x_paired_diff_ci__mutmut_{k}": _NAN for k in (30, 33)},
+    # scoring/intervals.py
+    **{
+        f"scopebench.scoring.intervals.x_proportion_ci__mutmut_{k}": "dtype omitted: 0/1 outcomes as "
+        "int or bool have the same sum and size"
+        for k in (3, 5)
+    },
+    **{
+        f"scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_{k}": "dtype omitted: 0/1 outcomes "
+        "as int or bool have the same means, and scipy resamples indices, not values"
+        for k in (3, 5)
+    },
+    # parsing/judge.py
+    **{
+        f"scopebench.parsing.judge.x_build_judge_prompt__mutmut_{k}": "zip(names, choices): names are "
+        "built from range(len(choices)), so strict= cannot matter"
+        for k in (15, 16)
+    },
+    "scopebench.parsing.judge.x_read_judge_reply__mutmut_27": "upper-casing for the numbers label "
+    "style too: a reply that can match a number label is digits, which upper() leaves alone",
+    **{f"scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_{k}": _NAN for k in (21, 24)},
+    "scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_30": "as "
+    "bootstrap.stratified_mean_ci__mutmut_30 (size < 1: empty tasks were dropped)",
+    "scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_34": "as "
+    "bootstrap.stratified_mean_ci__mutmut_34 (v[1] for v[0] with two or more values)",
+    **{
+        f"scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_{k}": "scipy.stats.bootstrap's "
+        "vectorized flag (None: read from the statistic's axis parameter; False: one call per resample) "
+        "changes speed, not the draws or the interval (checked: the same bounds from the same seed)"
+        for k in (74, 82, 87)
+    },
+    "scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_80": "confidence_level dropped: "
+    "scipy's default is 0.95, our CONFIDENCE",
+    "scopebench.scoring.intervals.x_owner_macro_basic_ci__mutmut_86": 'method="BASIC": scipy lower-cases '
+    "the method name",
+    # scoring/aggregate.py
+    **{
+        f"scopebench.scoring.aggregate.x__macro_row__mutmut_{k}": "default protocol name: only compared "
+        'with "owner", and every caller passes the run\'s protocol'
+        for k in (1, 2)
+    },
+    **{
+        f"scopebench.scoring.aggregate.x__ubench__mutmut_{k}": "as _macro_row__mutmut_1 (default "
+        "protocol name, always passed)"
+        for k in (1, 2)
+    },
+    **{
+        f"scopebench.scoring.aggregate.x__ubench__mutmut_{k}": "default of an absent domain (None, "
+        '"XXXX"): like "", it is not "pathology"'
+        for k in (15, 17, 20)
+    },
+    "scopebench.scoring.aggregate.x__macro_row__mutmut_8": "the per-task rows' group label is never "
+    "read (only their counts and accuracies are)",
+    "scopebench.scoring.aggregate.x__macro_row__mutmut_27": _NAN,
+    "scopebench.scoring.aggregate.x__macro_row__mutmut_108": _NAN,
+    **{
+        f"scopebench.scoring.aggregate.x__row__mutmut_{k}": "seed/resamples of accuracy_row, which deletes "
+        "them (Wilson interval)"
+        for k in (5, 6, 10, 11)
+    },
+    **{
+        f"scopebench.scoring.aggregate.x__per_task__mutmut_{k}": "as _row__mutmut_5 (seed/resamples "
+        "passed on to accuracy_row, which deletes them)"
+        for k in (31, 32, 45, 46)
+    },
+    "scopebench.scoring.aggregate.x__per_task__mutmut_12": "second sort key of a known split: each known "
+    "split has its own first key, so the second is never compared",
+    # scoring/baselines.py
+    "scopebench.scoring.baselines.x__item__mutmut_13": "not choices and ans is None: with no choices "
+    "every answer index fails 0 <= ans < 0 next, so the item is still left out",
+    **{
+        f"scopebench.scoring.aggregate.x__macro_row__mutmut_{k}": "the group label of the totals row, "
+        "of which only counts are read"
+        for k in (57, 63, 64)
+    },
+    **{
+        f"scopebench.scoring.aggregate.x__pathmmu__mutmut_{k}": "as _pathmmu__mutmut_25 (accuracy_row "
+        "deletes seed and resamples)"
+        for k in (54, 55, 68, 69)
+    },
+    "scopebench.scoring.aggregate.x__pathmmu__mutmut_25": "seed=None: accuracy_row deletes its seed "
+    "(Wilson interval, nothing drawn)",
     # scoring/compare.py
     "scopebench.scoring.compare.x_mcnemar_exact__mutmut_1": "b - c == 0 with b = c > 0: the exact two-sided "
     "binomial p-value of the most likely split is 1.0, the value returned for b + c == 0",
@@ -125,36 +278,36 @@ EQUIVALENT: dict[str, str] = {
     # parsing/_labels.py
     "scopebench.parsing._labels.x_read_label__mutmut_57": "the closing mark is one of )]}'\" (the "
     '_CLOSE group), never "X"',
-    # engine/store.py
-    "scopebench.engine.store.xǁRunStoreǁdone_ids__mutmut_4": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁdone_ids__mutmut_5": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁcount__mutmut_4": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁcount__mutmut_5": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁgeneration__mutmut_4": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁset_meta__mutmut_6": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁset_meta__mutmut_7": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁget_meta__mutmut_7": _SQL,
-    "scopebench.engine.store.xǁRunStoreǁget_meta__mutmut_8": _SQL,
-    "scopebench.engine.store.x__has_records__mutmut_4": _SQL,
-    "scopebench.engine.store.x__unreadable_records__mutmut_6": _SQL,
-    "scopebench.engine.store.x__unreadable_records__mutmut_7": _SQL,
-    "scopebench.engine.store.x__unreadable_records__mutmut_14": _CODEC,
-    "scopebench.engine.store.x__unreadable_records__mutmut_25": _CODEC,
-    "scopebench.engine.store.x__unreadable_records__mutmut_29": _CODEC,
-    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_15": _CODEC,
-    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_19": "json.dumps tests ensure_ascii for "
+    # store/runstore.py
+    "scopebench.store.runstore.xǁRunStoreǁdone_ids__mutmut_4": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁdone_ids__mutmut_5": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁcount__mutmut_4": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁcount__mutmut_5": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁgeneration__mutmut_4": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁset_meta__mutmut_6": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁset_meta__mutmut_7": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁget_meta__mutmut_7": _SQL,
+    "scopebench.store.runstore.xǁRunStoreǁget_meta__mutmut_8": _SQL,
+    "scopebench.store.runstore.x__has_records__mutmut_4": _SQL,
+    "scopebench.store.runstore.x__unreadable_records__mutmut_6": _SQL,
+    "scopebench.store.runstore.x__unreadable_records__mutmut_7": _SQL,
+    "scopebench.store.runstore.x__unreadable_records__mutmut_14": _CODEC,
+    "scopebench.store.runstore.x__unreadable_records__mutmut_25": _CODEC,
+    "scopebench.store.runstore.x__unreadable_records__mutmut_29": _CODEC,
+    "scopebench.store.runstore.xǁRunStoreǁexport_jsonl__mutmut_15": _CODEC,
+    "scopebench.store.runstore.xǁRunStoreǁexport_jsonl__mutmut_19": "json.dumps tests ensure_ascii for "
     "truth: None acts as False",
-    "scopebench.engine.store.xǁRunStoreǁexport_parquet__mutmut_18": "as export_jsonl__mutmut_19",
+    "scopebench.store.runstore.xǁRunStoreǁexport_parquet__mutmut_18": "as export_jsonl__mutmut_19",
     # scoring/metrics.py
     "scopebench.scoring.metrics.x__grit_split__mutmut_22": 'an absent dataset reads as "xxxx" instead of '
     '"": no dataset name fragment of the split table occurs in either',
-    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_4": "name of the temporary file that is "
+    "scopebench.store.runstore.xǁRunStoreǁexport_jsonl__mutmut_4": "name of the temporary file that is "
     "renamed onto the export at once",
-    "scopebench.engine.store.xǁRunStoreǁexport_jsonl__mutmut_5": "as export_jsonl__mutmut_4",
-    "scopebench.engine.store.xǁRunStoreǁ_connect_readonly__mutmut_17": "prefix of a private temporary "
+    "scopebench.store.runstore.xǁRunStoreǁexport_jsonl__mutmut_5": "as export_jsonl__mutmut_4",
+    "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_17": "prefix of a private temporary "
     "directory's name",
-    "scopebench.engine.store.xǁRunStoreǁ_connect_readonly__mutmut_18": "as _connect_readonly__mutmut_17",
-    "scopebench.engine.store.xǁRunStoreǁ_connect_readonly__mutmut_19": "as _connect_readonly__mutmut_17",
+    "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_18": "as _connect_readonly__mutmut_17",
+    "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_19": "as _connect_readonly__mutmut_17",
 }
 
 # mutmut's own exit-code classes (mutmut/stats.py), folded into the four columns we report.

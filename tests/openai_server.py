@@ -49,7 +49,7 @@ class TinyChatModel:
         import torch
         from transformers import GPT2Config, GPT2LMHeadModel
 
-        from scopebench.models.tiny import build_tokenizer
+        from scopebench.testing.tiny import build_tokenizer
 
         self.torch = torch
         self.tokenizer = build_tokenizer()

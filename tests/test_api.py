@@ -218,7 +218,12 @@ def test_load_benchmark(in_tmp: Path) -> None:
 def test_public_names_and_light_import() -> None:
     for name in ("evaluate", "load_benchmark", "load_model", "load_run", "compare", "Results", "AccuracyRow"):
         assert name in scopebench.__all__ and name in dir(scopebench)
-        assert getattr(scopebench, name).__module__ in ("scopebench.api", "scopebench.results")
+        # The row types are the typed metrics of scoring.schema, re-exported by results.
+        assert getattr(scopebench, name).__module__ in (
+            "scopebench.api",
+            "scopebench.results",
+            "scopebench.scoring.schema",
+        )
     with pytest.raises(AttributeError, match="no attribute 'evaluat'"):
         scopebench.evaluat  # type: ignore[attr-defined]  # noqa: B018
     code = (

@@ -27,7 +27,7 @@ from scopebench.plugins import clear_plugin_cache
 
 DOC = REPO / "docs" / "extending.md"
 
-_FILE_BLOCK = re.compile(r"```(?:python|toml)\n# file: (?P<path>\S+)\n(?P<body>.*?)```", re.S)
+_FILE_BLOCK = re.compile(r"```(?:python|toml|text)\n# file: (?P<path>\S+)\n(?P<body>.*?)```", re.S)
 
 
 def doc_files() -> dict[str, str]:
@@ -186,6 +186,65 @@ def test_doc_one_file_benchmark_runs(tmp_path: Path) -> None:
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert "0 new this time" in again.stdout
+
+
+def _labquiz_checks(run_dir: Path) -> None:
+    """The numbers docs/extending.md §3 states for the lab quiz, read from the run directory."""
+    row = overall(run_dir)
+    assert (row["n"], row["correct"]) == (6, 4)
+    assert (round(float(row["ci_low"]) * 100, 1), round(float(row["ci_high"]) * 100, 1)) == (30.0, 90.3)  # type: ignore[arg-type]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    owner = metrics["owner"]
+    assert owner["description"] == "Lab quiz: accuracy per task (count, stain) and overall"
+    cells = {(r["split_or_group"], r["subset_or_task"]): (r["correct"], r["n"]) for r in owner["rows"]}
+    assert cells == {("test", "count"): (3, 4), ("test", "stain"): (1, 2), ("test", "overall"): (4, 6)}
+    records = [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
+    # Read as numbers (the owner prompt's labels): "Answer: (3)" is option 3, never unparsed.
+    assert [r["choice"] for r in sorted(records, key=lambda r: r["item_id"])] == [0, 1, 0, 0, 2, 2]
+    assert json.loads((run_dir / "run.json").read_text())["protocol"] == "owner"
+
+
+def test_doc_owner_protocol_benchmark_from_one_file_and_from_an_entry_point(
+    site: Path, tmp_path: Path
+) -> None:
+    """docs/extending.md §3: owner prompt, answer prefix and aggregation in one file, run both ways."""
+    files = doc_files()
+    for name in ("labquiz.py", "labquiz-answers.jsonl"):
+        (tmp_path / name).write_text(files[name], encoding="utf-8")
+    args = ("--protocol", "owner", "--model", "replay:labquiz-answers.jsonl")
+    res = scopebench(tmp_path, tmp_path, "run", "--bench", "labquiz.py:LabQuiz", *args, "--out", "runs/file")
+    assert res.returncode == 0, res.stderr
+    _labquiz_checks(tmp_path / "runs" / "file")
+    # The same file as an installed distribution's entry point.
+    (site / "labquiz.py").write_text(files["labquiz.py"], encoding="utf-8")
+    install_dist(site, "labquiz", "1.0", {"scopebench.benchmarks": {"labquiz": "labquiz:LabQuiz"}})
+    res = scopebench(site, tmp_path, "run", "--bench", "labquiz", *args, "--out", "runs/entry")
+    assert res.returncode == 0, res.stderr
+    _labquiz_checks(tmp_path / "runs" / "entry")
+    config = json.loads((tmp_path / "runs" / "entry" / "run.json").read_text())
+    assert config["plugins"]["benchmark"] == {"entry_point": "labquiz:LabQuiz", "distribution": "labquiz 1.0"}
+
+
+def test_owner_hooks_of_a_one_file_benchmark_render_and_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner prompt, labels and answer prefix of §3 reach the Request; no published rows."""
+    monkeypatch.setattr(bench_registry, "_REGISTRY", dict(bench_registry._REGISTRY))  # forget it after
+    from scopebench.benchmarks.registry import get_benchmark, published_key
+    from scopebench.protocols import render, resolve_protocol
+    from scopebench.report.published import load_published
+
+    (tmp_path / "labquiz.py").write_text(doc_files()["labquiz.py"], encoding="utf-8")
+    spec = f"{tmp_path / 'labquiz.py'}:LabQuiz"
+    item = get_benchmark(spec).load("").items[4]
+    assert resolve_protocol("owner", spec) == "labquiz-owner"
+    req = render(item, "owner")
+    assert req.text == "How many nuclei are in field 4?\n(1) none\n(2) one\n(3) two\nReply as Answer: (N)."
+    assert (req.labels, req.option_labels, req.answer_prefix) == ("numbers", ("1", "2", "3"), "Answer: (")
+    assert (req.protocol, render(item).answer_prefix) == ("labquiz-owner", "")
+    # published_key None: no rows, never every benchmark's rows.
+    assert published_key(spec) is None and load_published(spec) == []
+    assert {r["benchmark"] for r in load_published("pathmmu")} == {"pathmmu"}
 
 
 # Broken and clashing plugins -----------------------------------------------------------------------

@@ -9,7 +9,7 @@
     results.to_pandas()                     # one row per record
 
 Each function is a thin layer over what the CLI runs (:func:`scopebench.engine.run_benchmark`,
-:func:`scopebench.engine.rundir.load_run`), so a run made here is the run directory
+:func:`scopebench.store.rundir.load_run`), so a run made here is the run directory
 ``scopebench run`` makes, with the same numbers, and each can resume or report the other's runs.
 Documented in docs/api.md.
 """
@@ -23,10 +23,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import UsageError
 from scopebench.models import Backend, ModelOptions, ModelSpec
 from scopebench.models import load_model as _load_backend
+from scopebench.report import write_run_outputs
 from scopebench.results import Results
+from scopebench.scoring.compare import compare_runs
+from scopebench.store.rundir import load_run as _load_run_dir
+from scopebench.transforms import transform_hook
 
 __all__ = ["compare", "evaluate", "load_benchmark", "load_model", "load_run"]
 
@@ -36,7 +41,6 @@ _MODEL_FIELDS = ("batch_size", "mode", "no_image", "device", "base_url", "model_
 
 
 def _run_config_fields() -> set[str]:
-    from scopebench.engine import RunConfig
 
     return {f.name for f in dataclasses.fields(RunConfig)}
 
@@ -82,9 +86,6 @@ def evaluate(
         ScopebenchError: For everything ``scopebench run`` refuses (unknown benchmark or model,
             missing data, a run directory holding another configuration…).
     """
-    from scopebench.engine import RunConfig, run_benchmark
-    from scopebench.report import write_run_outputs
-
     flags = {k: bool(options.pop(k)) for k in _RUN_FLAGS if k in options}
     unknown = sorted(set(options) - _run_config_fields())
     if unknown:
@@ -115,7 +116,11 @@ def evaluate(
         on_metrics=lambda d: write_run_outputs(d, seed=seed),
         metrics_key=f"report:seed={seed}",
         backend=backend,
-        **flags,
+        # A transform in the options is applied by the probe layer's hook, as the probes do.
+        item_hook=transform_hook(config.transform, config.seed),
+        fresh=flags.get("fresh", False),
+        retry_errors=flags.get("retry_errors", False),
+        rejudge=flags.get("rejudge", False),
     )
     return load_run(result.run_dir)
 
@@ -191,8 +196,6 @@ def load_run(path: str | Path) -> Results:
         DataNotFoundError: When ``path`` is not a run directory.
         StoreDamagedError: When its store is damaged (the message says how to salvage it).
     """
-    from scopebench.engine.rundir import load_run as _load_run_dir
-
     return Results.from_run(_load_run_dir(path))
 
 
@@ -215,8 +218,6 @@ def compare(
         ``compare.json``'s content: ``leaderboard`` (best first), ``pairs`` (accuracy difference
         with its 95% paired-bootstrap interval and McNemar's exact p-value per pair), ``warnings``.
     """
-    from scopebench.scoring.compare import compare_runs
-
     if policy not in ("wrong", "exclude"):
         raise UsageError(f"policy must be 'wrong' or 'exclude', not {policy!r}")
     dirs = [r.run_dir if isinstance(r, Results) else Path(r) for r in runs]

@@ -11,124 +11,28 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from scopebench.errors import ScopebenchError
 from scopebench.items import Record
+from scopebench.report import json_safe
+from scopebench.scoring import compute_metrics
+from scopebench.scoring.schema import AccuracyRow, LocalizationRow, Metrics, OwnerRow
 
 if TYPE_CHECKING:  # pandas is a core dependency, imported only when a frame is asked for
     import pandas as pd
 
-    from scopebench.engine.rundir import RunData
+    from scopebench.store.rundir import RunData
 
-__all__ = ["AccuracyRow", "LocalizationRow", "OwnerRow", "Results"]
-
-
-def _num(value: Any) -> float:
-    """A metrics.json number; ``null`` (undefined) is NaN."""
-    return math.nan if value is None else float(value)
+__all__ = ["AccuracyRow", "LocalizationRow", "Metrics", "OwnerRow", "Results"]
 
 
-@dataclass(frozen=True, slots=True)
-class AccuracyRow:
-    """One accuracy row of ``metrics.json`` (docs/metrics-schema.md, "Accuracy row").
-
-    Attributes:
-        group: The row's label (``overall``, ``task=NP``, ``subset=PubMed``…).
-        n: Records in the group.
-        correct: Correct answers (under policy ``exclude``: among the answered records).
-        accuracy: ``correct / denominator``; NaN for an empty group.
-        denominator: ``n`` (policy ``wrong``) or the answered records (policy ``exclude``).
-        ci_low: Lower bound of the 95% interval (NaN when there is none).
-        ci_high: Upper bound of the 95% interval.
-        ci_method: How the interval was computed (``wilson``, ``stratified-bootstrap-percentile``…).
-        policy: ``wrong`` or ``exclude``: what unscorable records count as.
-        unparsed: Responses that commit to no single option.
-        errors: Failed model calls.
-        missing_image: Items whose image is missing from the data.
-        missing_response: Items a replay file has no answer for.
-    """
-
-    group: str
-    n: int
-    correct: int
-    accuracy: float
-    denominator: int
-    ci_low: float
-    ci_high: float
-    ci_method: str
-    policy: str
-    unparsed: int = 0
-    errors: int = 0
-    missing_image: int = 0
-    missing_response: int = 0
-
-    @classmethod
-    def from_dict(cls, row: Mapping[str, Any]) -> Self:
-        """Build a row from its ``metrics.json`` dict (unknown keys are ignored)."""
-        return cls(**_row_fields(cls, row))
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        """``(ci_low, ci_high)``."""
-        return (self.ci_low, self.ci_high)
-
-
-@dataclass(frozen=True, slots=True)
-class OwnerRow(AccuracyRow):
-    """A row of the benchmark owners' aggregation, keyed like their published table.
-
-    Attributes:
-        split_or_group: The published table's first key (μ-Bench ``coarse``, PathMMU ``test``…).
-        subset_or_task: Its second key (``all``, ``PubMed``, ``NP``, ``overall``…).
-        weighting: ``macro`` (μ-Bench: mean over tasks) or ``instance``.
-    """
-
-    split_or_group: str = ""
-    subset_or_task: str = ""
-    weighting: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class LocalizationRow:
-    """A GRIT localization row of ``metrics.json`` (detection items; not an accuracy).
-
-    Attributes:
-        group: ``class=<name>``, ``split=easy``, ``split=hard`` or ``overall``.
-        n: (image, class) pairs scored.
-        score: Mean GRIT localization score.
-        ci_low: Lower bound of the 95% bootstrap interval (NaN when there is none).
-        ci_high: Upper bound.
-        ci_method: How the interval was computed.
-    """
-
-    group: str
-    n: int
-    score: float
-    ci_low: float
-    ci_high: float
-    ci_method: str
-
-    @classmethod
-    def from_dict(cls, row: Mapping[str, Any]) -> LocalizationRow:
-        """Build a row from its ``metrics.json`` dict."""
-        return cls(**_row_fields(cls, row))
-
-
-def _row_fields(cls: type, row: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.name not in row:
-            continue
-        value = row[f.name]
-        if f.type == "float":
-            value = _num(value)
-        elif f.type == "int":
-            value = int(value or 0)
-        elif f.type == "str":
-            value = "" if value is None else str(value)
-        out[f.name] = value
-    return out
+#: The columns of :meth:`Results.metrics_frame` after ``section``, in order (owner keys follow).
+_FRAME_FIELDS = (
+    "group", "n", "correct", "accuracy", "denominator", "ci_low", "ci_high", "ci_method", "policy",
+    "unparsed", "errors", "missing_image", "missing_response",
+)  # fmt: skip
+_OWNER_FRAME_FIELDS = ("split_or_group", "subset_or_task", "weighting")
 
 
 @dataclass(frozen=True)
@@ -146,9 +50,10 @@ class Results:
         localization: GRIT rows of detection items (empty without detection items).
         counts: ``{"records": N, "mcq": …, "detection": …}``.
         config: ``run.json``: provenance (data fingerprint, seed, protocol, package versions…).
-        metrics: ``metrics.json`` as read (for fields without a typed view: calibration,
-            baselines, judge).
+        metrics: ``metrics.json`` as read (a mapping, as in the file).
         records: Every stored record, ordered by item id.
+        sections: ``metrics.json`` typed: every section (calibration, baselines, judge, the owner
+            table with its description…) as a :class:`~scopebench.scoring.schema.Metrics`.
     """
 
     run_dir: Path
@@ -162,19 +67,17 @@ class Results:
     config: Mapping[str, Any]
     metrics: Mapping[str, Any]
     records: tuple[Record, ...]
+    sections: Metrics
 
     @classmethod
     def from_run(cls, run: RunData) -> Results:
-        """Type a run read by :func:`scopebench.engine.rundir.load_run`.
+        """Type a run read by :func:`scopebench.store.rundir.load_run`.
 
         A run whose ``metrics.json`` is missing (stopped before its end) gets its metrics computed
         in memory, as ``scopebench run`` would write them; nothing is written into the run.
         """
         metrics = run.metrics
         if metrics is None:
-            from scopebench.report import json_safe
-            from scopebench.scoring import compute_metrics
-
             metrics = json_safe(
                 compute_metrics(
                     run.records,
@@ -185,21 +88,20 @@ class Results:
                 )
             )
         assert metrics is not None
-        groups = [*metrics.get("by_task", []), *metrics.get("by_subset", []), *metrics.get("by_split", [])]
-        for rows in (metrics.get("by_metadata") or {}).values():
-            groups.extend(rows)
+        typed = Metrics.from_dict(metrics)
         return cls(
             run_dir=run.path,
             benchmark=run.benchmark,
             model=run.model,
-            overall=AccuracyRow.from_dict(metrics["overall"]),
-            groups=tuple(AccuracyRow.from_dict(r) for r in groups),
-            owner=tuple(OwnerRow.from_dict(r) for r in (metrics.get("owner") or {}).get("rows", [])),
-            localization=tuple(LocalizationRow.from_dict(r) for r in metrics.get("localization") or []),
-            counts={k: int(v) for k, v in (metrics.get("counts") or {}).items()},
+            overall=typed.overall,
+            groups=typed.groups,
+            owner=typed.owner_rows,
+            localization=typed.localization,
+            counts=dict(typed.counts),
             config=run.config,
             metrics=metrics,
             records=tuple(run.records),
+            sections=typed,
         )
 
     @property
@@ -241,9 +143,9 @@ class Results:
         """
         import pandas as pd
 
-        rows: list[dict[str, Any]] = [{"section": "overall", **_as_dict(self.overall)}]
-        rows += [{"section": r.group.partition("=")[0], **_as_dict(r)} for r in self.groups]
-        rows += [{"section": "owner", **_as_dict(r)} for r in self.owner]
+        rows: list[dict[str, Any]] = [{"section": "overall", **_frame_row(self.overall)}]
+        rows += [{"section": r.group.partition("=")[0], **_frame_row(r)} for r in self.groups]
+        rows += [{"section": "owner", **_frame_row(r)} for r in self.owner]
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:
@@ -255,8 +157,9 @@ class Results:
         )
 
 
-def _as_dict(row: AccuracyRow) -> dict[str, Any]:
-    return {f.name: getattr(row, f.name) for f in fields(row)}
+def _frame_row(row: AccuracyRow) -> dict[str, Any]:
+    names = _FRAME_FIELDS + (_OWNER_FRAME_FIELDS if isinstance(row, OwnerRow) else ())
+    return {name: getattr(row, name) for name in names}
 
 
 def _pct(x: float, *, sign: bool = True) -> str:

@@ -346,7 +346,8 @@ def test_replay_under_the_owner_protocol_reads_numbered_answers(
 ) -> None:
     import json
 
-    from scopebench.engine import RunConfig, load_run, run_benchmark
+    from scopebench.engine import RunConfig, run_benchmark
+    from scopebench.store import load_run
 
     mcq = [it for it in loaded.items if it.answer_index is not None]
     lines = [

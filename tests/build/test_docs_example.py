@@ -40,7 +40,7 @@ def test_docs_example_builds_and_evaluates(tmp_path: Path, monkeypatch: pytest.M
 
     summary = {
         s: json.loads((tmp_path / "build" / s / "build.json").read_text())
-        for s in ("ingest", "questions", "split", "export")
+        for s in ("ingest", "questions", "generate", "split", "export")
     }
     # The demo's contour-labelled cells plus 2 × 4 scikit-image crops.
     demo_rows = (tmp_path / "demo_cells.csv").read_text().splitlines()[1:]
@@ -51,13 +51,26 @@ def test_docs_example_builds_and_evaluates(tmp_path: Path, monkeypatch: pytest.M
     )
     assert summary["split"]["stats"]["images"]["test_tiny"] == 4
     assert summary["split"]["stats"]["leaks"] == 0
+    # generate: 8 crops × describe and mcq, 1 open question; one mcq reply names an answer that is
+    # not among its options three times (two retries), so it is a failure row, not an item.
+    gen = summary["generate"]
+    assert (gen["items_in"], gen["kept"], gen["dropped"]) == (17, 16, {"answer_not_in_options": 1})
+    assert gen["stats"]["items"] == {"describe": 8, "mcq": 7, "open_to_mcq": 1}
+    assert gen["stats"]["ledger"]["total"]["requests"] == 8 + 8 + 2 + 1
+    failures = [json.loads(x) for x in (tmp_path / "build/generate/generated.jsonl").read_text().splitlines()]
+    failures = [r for r in failures if r["status"] == "failed"]
+    assert [(r["row"], r["reason"], len(r["attempts"])) for r in failures] == [
+        ("immunohistochemistry-3.png", "answer_not_in_options", 3)
+    ]
     # Every local item is one question of one kept image; the run scored all of them.
     items = [json.loads(x) for x in (tmp_path / "build/export/local/data.jsonl").read_text().splitlines()]
-    assert len(items) == sum(summary["questions"]["stats"]["questions"].values())
+    made = sum(summary["questions"]["stats"]["questions"].values())
+    assert len(items) == made + 7 + 1
+    assert sum(1 for i in items if i.get("explanation")) == 8
     for model in ("random", "frequent"):
         metrics = json.loads((tmp_path / f"runs/example-{model}/metrics.json").read_text())
         assert metrics["overall"]["n"] == len(items) and metrics["overall"]["errors"] == 0
     ubench = json.loads((tmp_path / "runs/example-ubench/metrics.json").read_text())
-    assert ubench["overall"]["n"] == len(items)  # the ubench loader reads the split dataset unchanged
+    assert ubench["overall"]["n"] == made  # the ubench loader reads the split dataset's own questions
     card = (tmp_path / "build/export/hf/README.md").read_text()
     assert "| scopebench_demo |" in card and "| skimage_data |" in card

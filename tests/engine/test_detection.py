@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.protocols import render_detection_prompt
+from scopebench.store import load_run
 
 
 def _bench(tmp: Path) -> Path:

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from scopebench.cli import main
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ConfigMismatchError, ModelSpecError, RunInterruptedError
 from scopebench.models import ChatMessage, Response
 from scopebench.models.replay import ReplayBackend
 from scopebench.parsing.judge import build_judge_prompt
+from scopebench.store import load_run
 
 # Unit items: item i asks "Question i?", options "option 0".."option 3", answer i % 4; tasks
 # alternate t1 (even i) / t2 (odd i).
@@ -438,7 +439,7 @@ def test_openai_judge_is_cached_on_disk(
 @pytest.mark.slow
 def test_local_hf_judge_replies_are_read_strictly(tmp_path: Path, files: tuple[Path, Path]) -> None:
     pytest.importorskip("transformers")
-    from scopebench.models.tiny import build_tiny_generative
+    from scopebench.testing.tiny import build_tiny_generative
 
     answers, _ = files
     model = build_tiny_generative(tmp_path / "tiny", "qwen2-vl", seed=0)
@@ -480,7 +481,8 @@ def test_reports_show_judge_and_judge_free_side_by_side(tmp_path: Path, files: t
     console.print(render_metrics_table(m))
     text = console.export_text()
     assert "judge-free" in text and "22.2%" in text
-    page = build_html_report([tmp_path / "run"], resamples=20)
+    report = build_html_report([tmp_path / "run"], resamples=20)
+    page = report.page + "".join(report.files.values())  # the judge notes are in the item files
     assert '<th class="l">judge-free</th>' in page
     assert "answer used" in page and "answer not used" in page
     assert "The answer is C" in page  # the unreadable reply is shown, escaped

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
+from scopebench.store import load_run
 
 
 @pytest.mark.slow
@@ -74,6 +75,7 @@ def test_ray_init_keeps_the_clis_sigterm_handler() -> None:
     import ray
 
     from scopebench.engine.executors import RayExecutor
+    from scopebench.engine.runner import build_backend, load_items
 
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -81,7 +83,12 @@ def test_ray_init_keeps_the_clis_sigterm_handler() -> None:
     previous = signal.signal(signal.SIGTERM, handler)
     try:
         assert not ray.is_initialized()
-        executor = RayExecutor(RunConfig(benchmark="demo", data="", model="random"), [], num_workers=1)
+        executor = RayExecutor(
+            RunConfig(benchmark="demo", data="", model="random"),
+            [],
+            setup=(load_items, build_backend),
+            num_workers=1,
+        )
         try:
             assert signal.getsignal(signal.SIGTERM) is handler
         finally:

@@ -10,10 +10,11 @@ import pytest
 
 import scopebench.engine.runner as runner_mod
 from helpers import make_items
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ConfigMismatchError, RunAbortedError
 from scopebench.items import Item
 from scopebench.models import Backend, ModelOptions, Response, load_model
+from scopebench.store import load_run
 
 
 @pytest.fixture(autouse=True)
@@ -169,7 +170,7 @@ def test_missing_image_not_sent_to_image_models(tmp_path: Path, monkeypatch: pyt
 
     items = [replace(it, problems=("missing_image",)) if i < 3 else it for i, it in enumerate(make_items(5))]
     loaded = LoadedBenchmark(name="unit", data="5", items=items, fingerprint="x")
-    monkeypatch.setattr(runner_mod, "load_items", lambda cfg: (loaded, items))
+    monkeypatch.setattr(runner_mod, "load_items", lambda cfg, hook=None: (loaded, items))
     backend = _Scripted()
     monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: backend)
     res = run_benchmark(_cfg("scripted", n=5), tmp_path / "run")
@@ -233,8 +234,8 @@ def test_finished_run_reuses_its_metrics_until_the_store_changes(
     assert again.n_new == 0 and calls == [] and again.metrics["overall"] == first.metrics["overall"]
     # A larger run in the same directory is refused (different limit); growing the store by hand
     # is what a resumed, interrupted run does: the stamp no longer matches and metrics are redone.
-    from scopebench.engine.store import RunStore
     from scopebench.items import Record
+    from scopebench.store.runstore import RunStore
 
     with RunStore(tmp_path / "run" / "records.sqlite") as store:
         store.add([Record(item_id="unit/000", model="random", status="error", error="x")])
@@ -374,8 +375,8 @@ def test_custom_metrics_with_a_key_are_reused_until_the_key_changes(tmp_path: Pa
         "tag": "c"
     }
     assert seen == ["a", "c"]
-    from scopebench.engine.store import RunStore
     from scopebench.scoring.metrics import METRICS_SCHEMA_VERSION
+    from scopebench.store.runstore import RunStore
 
     with RunStore(run / "records.sqlite") as store:
         gen = store.generation()
@@ -404,7 +405,9 @@ def test_an_exception_while_reading_one_reply_is_that_items_error(
     # Before: a RecursionError in a parser (3,000 nested brackets) killed the run with a traceback,
     # and every resume died on the same (cached) reply.
     caplog.set_level(logging.WARNING, logger="scopebench")  # a CLI test before may have set -q
-    real_parse = runner_mod.parse_choice
+    import scopebench.engine.parse as parse_mod  # the parse stage's own module (was the runner's)
+
+    real_parse = parse_mod.parse_choice
 
     def recurse(depth: int) -> int:
         return recurse(depth + 1)
@@ -416,7 +419,7 @@ def test_an_exception_while_reading_one_reply_is_that_items_error(
             raise ValueError("bad bracket at 17")
         return real_parse(text, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(runner_mod, "parse_choice", fragile)
+    monkeypatch.setattr(parse_mod, "parse_choice", fragile)
     monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: _Texting())
     res = run_benchmark(_cfg("scripted", batch_size=4, max_fail_fraction=1.0), tmp_path / "run")
     assert res.n_new == 10  # the run went on past both items
@@ -433,7 +436,7 @@ def test_an_exception_while_reading_one_reply_is_that_items_error(
     assert res.metrics["overall"]["correct"] == 3 and res.metrics["overall"]["errors"] == 2
     assert "unit/003: reading the reply failed: RecursionError" in caplog.text
     # A fixed parser redoes exactly the two failed items.
-    monkeypatch.setattr(runner_mod, "parse_choice", real_parse)
+    monkeypatch.setattr(parse_mod, "parse_choice", real_parse)
     again = run_benchmark(
         _cfg("scripted", batch_size=4, max_fail_fraction=1.0), tmp_path / "run", retry_errors=True
     )

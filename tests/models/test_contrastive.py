@@ -10,16 +10,17 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.items import ImageRef, Item
 from scopebench.models import ModelOptions, load_model
+from scopebench.store import load_run
 
 pytest.importorskip("transformers")
 
 
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from scopebench.models.tiny import build_tiny_clip
+    from scopebench.testing.tiny import build_tiny_clip
 
     root = tmp_path_factory.mktemp("tiny")
     return {
@@ -156,7 +157,7 @@ def test_devices_are_checked_before_any_work(tmp_path: Path) -> None:
         with pytest.raises(ModelSpecError, match="no CUDA GPU"):
             resolve_device("cuda")
         # Through the runner: one clear error, and no empty run folder left behind.
-        from scopebench.models.tiny import build_tiny_clip
+        from scopebench.testing.tiny import build_tiny_clip
 
         model = build_tiny_clip(tmp_path / "clip")
         data = Path(__file__).parents[1] / "fixtures" / "local" / "items.jsonl"

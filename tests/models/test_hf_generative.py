@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ModelSpecError
 from scopebench.items import ImageRef, Item
 from scopebench.models import ModelOptions, load_model
 from scopebench.protocols import render_prompt
+from scopebench.store import load_run
 
 pytest.importorskip("transformers")
 
@@ -37,7 +38,7 @@ class _Models(dict[str, Path]):
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     import importlib.util
 
-    from scopebench.models.tiny import build_tiny_generative
+    from scopebench.testing.tiny import build_tiny_generative
 
     root = tmp_path_factory.mktemp("tiny-gen")
     models = _Models()
@@ -307,7 +308,10 @@ def test_microvqa_owner_numbers_prefix_and_unscorable_labels(tiny: dict[str, Pat
                choices=tuple("abcdefghij"), answer_index=0, images=img)  # fmt: skip
     backend = load_model(f"hf:{tiny['qwen2-vl']}", ModelOptions(mode="choice-logprob", protocol="owner"))
     backend.prepare([four, ten])
-    assert backend.answer_labels == "numbers"
+    # The request carries the labels and the owner's answer prefix (was mutable backend state).
+    request = backend.render(four)
+    assert request.labels == "numbers" and request.option_labels == ("1", "2", "3", "4")
+    assert request.answer_prefix == "The answer is ("
     ok, bad = backend.predict([four, ten])
     assert ok.status == "ok" and len(ok.scores or []) == 4
     assert ok.extra["answer_prefix"] == "The answer is (" and ok.extra["protocol"] == "microvqa-owner"

@@ -10,17 +10,18 @@ from typing import Any
 import pytest
 
 from helpers import FIXTURES
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ModelError
 from scopebench.items import Item
 from scopebench.models import ModelOptions, load_model, split_spec
+from scopebench.store import load_run
 
 pytest.importorskip("transformers")
 
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from scopebench.models.tiny import build_tiny_bert
+    from scopebench.testing.tiny import build_tiny_bert
 
     return build_tiny_bert(tmp_path_factory.mktemp("nsp") / "bert", seed=0)
 
@@ -91,7 +92,7 @@ def test_weights_load_lazily_and_identity_hashes_them(tiny_bert: Path) -> None:
 
 
 def test_checkpoint_without_nsp_head_is_refused(tmp_path: Path) -> None:
-    from scopebench.models.tiny import build_tiny_bert
+    from scopebench.testing.tiny import build_tiny_bert
 
     folder = build_tiny_bert(tmp_path / "bare", with_nsp_head=False)
     backend = load_model(f"nsp:{folder}", ModelOptions())

@@ -18,12 +18,13 @@ from PIL import Image
 
 from helpers import FIXTURES, make_items
 from openai_server import ChatServer, request_text
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ModelError, ModelSpecError
 from scopebench.items import ImageRef
 from scopebench.models import ModelOptions, load_model
 from scopebench.models.openai_api import OpenAIBackend, image_data_url, parse_retry_after
 from scopebench.models.scrub import forget_secrets
+from scopebench.store import load_run
 
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05}

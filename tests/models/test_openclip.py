@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
+from scopebench.store import load_run
 
 open_clip = pytest.importorskip(
     "open_clip", reason="open_clip (the openclip extra, which needs torchvision) is not installed"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from scopebench.errors import DataFormatError, DataNotFoundError, ModelSpecError
+from scopebench.items import Item
 from scopebench.models import ModelOptions, load_model, split_spec
 from scopebench.models.replay import read_replay_file
 
@@ -161,9 +162,10 @@ def test_unknown_model_args_are_refused_with_the_known_ones(tmp_path: Path) -> N
     replay.write_text('{"item_id": "x", "response": "A"}\n')
     with pytest.raises(ModelSpecError, match="unknown --model-arg label for replay models; known: labels"):
         load_model(f"replay:{replay}", ModelOptions(extra={"label": "numbers"}))
-    assert (
-        load_model(f"replay:{replay}", ModelOptions(extra={"labels": "numbers"})).answer_labels == "numbers"
-    )
+    numbered = load_model(f"replay:{replay}", ModelOptions(extra={"labels": "numbers"}))
+    request = numbered.render(Item(id="x", benchmark="local", split="test", task="t", question="Q?",
+                                   choices=("a", "b"), answer_index=0))  # fmt: skip
+    assert request.labels == "numbers" and request.option_labels == ("1", "2")
 
 
 def test_reason_drops_a_trailing_period() -> None:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ModelSpecError
 from scopebench.models.strategies import STRATEGIES, strategy_steps
+from scopebench.store import load_run
 
 
 def _bench(tmp: Path) -> Path:
@@ -83,7 +84,7 @@ def test_strategies_command_on_spur_fixture_with_transcripts(
         )
     )
     code = main(
-        ["-q", "strategies", "--bench", "spur", "--data", str(FIXTURES / "spur"), "--model", f"replay:{replay}",
+        ["strategies", "--bench", "spur", "--data", str(FIXTURES / "spur"), "--model", f"replay:{replay}",
          "--out", str(tmp_path / "out"), "--strategies", "direct,ddcot", "--no-image"]
     )  # fmt: skip
     assert code == 0

@@ -123,7 +123,7 @@ def test_real_vllm_engine_on_a_tiny_text_model(tmp_path: Path) -> None:  # pragm
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from scopebench.models.tiny import build_tokenizer
+    from scopebench.testing.tiny import build_tokenizer
 
     tok = build_tokenizer()
     tok.chat_template = (

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from scopebench.parsing.boxes import parse_boxes
+from scopebench.parsing.boxes import _nesting_depth, parse_boxes
 
 
 def _xyxy(res):  # type: ignore[no-untyped-def]
@@ -168,3 +168,117 @@ def test_300k_character_replies_parse_well_under_a_second(text: str) -> None:
     assert len(res.boxes) <= 1000
     # Measured alone: 0.02–0.11 s CPU each (the 21,500 JSON lists are the slowest).
     assert elapsed < 1.0, elapsed
+
+
+@pytest.mark.parametrize("value", ["true", '"30"', "null"])
+def test_a_box_list_with_a_non_number_is_no_box(value: str) -> None:
+    # JSON true is a Python bool (an int subclass) and "30" a string: neither is a coordinate, so
+    # the list is not a box at all (never guessed as 1.0 or 30.0).
+    res = parse_boxes(f'[{{"bbox": [10, 20, {value}, 40]}}, [50, 60, 70, 80]]', 100, 200)
+    assert _xyxy(res) == [(50.0, 60.0, 70.0, 80.0)]
+
+
+def test_a_bare_list_with_a_non_number_is_no_box() -> None:
+    res = parse_boxes('[[10, 20, "x", 40], [50, 60, 70, 80]]', 100, 200)
+    assert _xyxy(res) == [(50.0, 60.0, 70.0, 80.0)]
+
+
+def test_json_labels_come_from_label_then_class_then_the_default() -> None:
+    text = (
+        '[{"bbox": [1, 2, 3, 4], "label": "nucleus", "class": "cell"}, {"bbox": [5, 6, 7, 8], "class": "gland"},'
+        ' {"bbox": [9, 10, 11, 12]}, {"bbox": [13, 14, 15, 16], "label": ""}, [17, 18, 19, 20]]'
+    )
+    res = parse_boxes(text, 100, 200, label="cell")
+    assert [b.label for b in res.boxes] == ["nucleus", "gland", "cell", "cell", "cell"]
+
+
+@pytest.mark.parametrize(
+    ("chunk", "depth"),
+    [
+        ("[[]]", 2),
+        ("{}", 1),
+        ("no json", 0),
+        ('["[[[["]', 1),  # brackets inside a JSON string do not nest
+        ('["a\\"[[", []]', 2),  # an escaped quote does not end the string
+        ('["\\\\", []]', 2),  # an escaped backslash does not escape the closing quote
+        ("]][[", 2),  # stray closers never go below 0
+        ("[X, [1]]", 2),  # only brackets and braces open a level
+        ("[[][[]]]", 3),  # each closer goes back one level
+    ],
+)
+def test_nesting_depth_counts_brackets_outside_strings(chunk: str, depth: int) -> None:
+    # The depth decides whether a reply is handed to json.loads (MAX_JSON_DEPTH) or read flat.
+    assert _nesting_depth(chunk) == depth
+
+
+_NESTED_BOX = '{"x1": 1, "y1": 2, "x2": 3, "y2": 4, "meta": {"score": 0.9}}'  # only json.loads reads it
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _NESTED_BOX,
+        "```\nsee below\n```\n```json\n" + _NESTED_BOX + "\n```",  # a fence that is no JSON first
+        "```json\n{broken\n```\n```json\n" + _NESTED_BOX + "\n```",  # a fence that fails to parse first
+        "[" * 30 + _NESTED_BOX + "]" * 30,  # nesting 32 = MAX_JSON_DEPTH: still parsed whole
+    ],
+)
+def test_a_box_with_nested_fields_is_read_by_the_json_parser(text: str) -> None:
+    assert _xyxy(parse_boxes(text, 100, 200)) == [(1.0, 2.0, 3.0, 4.0)]
+
+
+def test_a_json_string_is_not_a_box_container_but_its_text_is_scanned() -> None:
+    # The reply is one JSON string: no structure to walk, so the flat scan finds the list in it.
+    assert _xyxy(parse_boxes('"[10, 20, 30, 40]"', 100, 200)) == [(10.0, 20.0, 30.0, 40.0)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[0, 0.2, 0.5, 1]", (0.0, 40.0, 50.0, 200.0)),  # 0 and 1 are within [0, 1]: normalised
+        ("[0, 0, 2, 2]", (0.0, 0.0, 2.0, 2.0)),  # a 2-pixel box, not a normalised one
+    ],
+)
+def test_normalised_means_every_value_within_zero_and_one(text: str, expected: tuple[float, ...]) -> None:
+    assert _xyxy(parse_boxes(text, 100, 200)) == [expected]
+
+
+def test_repair_clips_a_box_beyond_the_left_or_top_edge_to_zero_width_or_height() -> None:
+    res = parse_boxes("[[-20, 5, -10, 8], [5, -20, 8, -10]]", 100, 200, repair=True)
+    assert _xyxy(res) == [(0.0, 5.0, 0.0, 8.0), (5.0, 0.0, 8.0, 0.0)]
+    assert res.repaired == 2
+
+
+def test_complete_replies_drop_nothing_and_partial_groups_are_counted_per_segment() -> None:
+    assert parse_boxes("<box>(100,200),(500,600)</box>", 100, 100).dropped == 0
+    two = parse_boxes(
+        "<loc0000><loc0000><loc0512><loc0512><loc0512><loc0512><loc1024><loc1024> cell", 1024, 1024
+    )
+    assert _xyxy(two) == [(0.0, 0.0, 512.0, 512.0), (512.0, 512.0, 1024.0, 1024.0)] and two.dropped == 0
+    partial = parse_boxes("<loc0001><loc0002> a ; <loc0003> b", 1024, 1024)
+    assert (partial.boxes, partial.dropped) == ((), 2)
+
+
+def test_a_box_without_any_label_has_the_empty_label() -> None:
+    assert [b.label for b in parse_boxes("[1, 2, 3, 4]", 10, 10).boxes] == [""]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text"),
+    [
+        ("qwen", "<box>(100,200),(500,600)</box>"),
+        ("paligemma", "<loc0200><loc0100><loc0600><loc0500>"),
+        ("json", "[10, 20, 50, 60]"),
+    ],
+)
+def test_a_forced_format_reads_only_that_format(fmt: str, text: str) -> None:
+    assert parse_boxes(text, 100, 100, fmt=fmt).format == fmt  # type: ignore[arg-type]
+    other = "json" if fmt != "json" else "qwen"
+    assert parse_boxes(text, 100, 100, fmt=other) == parse_boxes(None, 100, 100)  # type: ignore[arg-type]
+    assert parse_boxes(None, 100, 100).boxes == ()
+
+
+def test_a_zero_width_or_height_box_is_not_reversed() -> None:
+    # Degenerate (area 0, IoU 0 with everything) but written in order: not irregular.
+    res = parse_boxes("[[10, 20, 10, 40], [10, 20, 30, 20]]", 100, 100)
+    assert (len(res.boxes), res.irregular) == (2, 0)

@@ -124,3 +124,18 @@ def test_judge_free_leaves_parser_records_alone() -> None:
         "b", "m", "unparsed", error="x", extra={"answer_method": "parser", "judge": {"verdict": "none"}}
     )
     assert judge_free(none) is none
+
+
+def test_a_long_reply_is_quoted_up_to_80_characters() -> None:
+    exact = "x" * 80
+    assert read_judge_reply(exact, 4, "letters").error == (
+        f"the judge's reply is not one of A, B, C, D or none: {exact!r}"
+    )
+    longer = "y" * 81  # 79 characters and an ellipsis: 80 in all
+    assert read_judge_reply(longer, 4, "letters").error == (
+        f"the judge's reply is not one of A, B, C, D or none: {'y' * 79 + '…'!r}"
+    )
+
+
+def test_an_empty_reply_says_exactly_that() -> None:
+    assert read_judge_reply(" . ", 4, "letters") == JudgeVerdict(None, None, "the judge's reply is empty")

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from scopebench.benchmarks.pathmmu import pathmmu_option_text
 from scopebench.benchmarks.registry import get_benchmark
 from scopebench.errors import ModelSpecError
 from scopebench.items import Item
 from scopebench.protocols import caption_texts, render_prompt, resolve_protocol
-from scopebench.protocols.prompts import pathmmu_option_text
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from scopebench.engine import RunStore
 from scopebench.items import ImageRef, Item, Record
+from scopebench.store import RunStore
 
 EVIL_QUESTION = 'Is <b>this</b> & "that" <script>window.__pwned = 1</script> a cell?'
 EVIL_OPTION = "<i>mitosis</i> & more"

@@ -4,11 +4,11 @@ from pathlib import Path
 from rich.console import Console
 
 from scopebench.cli import main
-from scopebench.engine import RunStore
 from scopebench.items import Record
 from scopebench.report import render_metrics_table, write_run_outputs
 from scopebench.report.published import PUBLISHED_NOTE, load_published, published_leaderboard
 from scopebench.report.tables import format_accuracy, format_interval, format_percent
+from scopebench.store import RunStore
 
 
 def make_run(root: Path, name: str, n_right: int, n: int = 10) -> Path:

@@ -148,7 +148,7 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 def _check_export_and_baseline(site: dict[str, Any], key: str) -> None:
     """The CLI's export and baseline after the browser flow, value by value."""
     from scopebench.cli import main
-    from scopebench.engine.rundir import load_run
+    from scopebench.store.rundir import load_run
 
     out, runs, db = site["root"] / "export", site["root"] / "human", site["db"]
     assert main(["review", "export", "--db", db, "--project", "demo", "--out", str(out), "--no-hf"]) == 0

@@ -219,7 +219,7 @@ def _project(db: Any, item: ItemRow) -> Any:
 
 
 def _check_baseline(runs: dict[str, Path]) -> None:
-    from scopebench.engine.rundir import load_run
+    from scopebench.store.rundir import load_run
 
     a = load_run(runs["a"])
     assert a.model == "human:a" and a.benchmark == "local"
@@ -323,7 +323,7 @@ def test_one_group_two_answers_per_item_counts_the_earliest(tmp_path: Path) -> N
         add_member(db, project, db.get(User, senior_id), "boss")
         d = dashboard(db, db.get(User, senior_id), project, resamples=20)
     assert d["baseline"] == {"g": {"n": 1, "correct": 0, "accuracy": 0.0}}
-    from scopebench.engine.rundir import load_run
+    from scopebench.store.rundir import load_run
 
     (rec,) = load_run(runs["g"]).records
     assert (rec.choice, rec.correct, rec.extra["reviewer"]) == (1, False, "expert-001")

@@ -201,3 +201,15 @@ def test_compute_metrics_has_baselines_only_with_items():
         compute_metrics(records(), benchmark="spur", items=items, resamples=100, baselines=False)["baselines"]
         == {}
     )
+
+
+def test_item_summaries_that_are_no_scorable_mcq_are_left_out() -> None:
+    from scopebench.scoring.baselines import _item
+
+    ok = {"id": "a", "choices": ["x", "y"], "answer_index": 1}  # no "kind": a multiple-choice item
+    item = _item(ok)
+    assert item is not None and (item.choices, item.answer_index) == (("x", "y"), 1)
+    assert _item({**ok, "kind": "detection"}) is None
+    assert _item({**ok, "answer_index": None}) is None
+    assert _item({**ok, "answer_index": 2}) is None  # no third option
+    assert _item({**ok, "choices": []}) is None

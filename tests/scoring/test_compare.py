@@ -3,11 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from scopebench.engine import RunStore
 from scopebench.errors import ConfigMismatchError
 from scopebench.items import Record
 from scopebench.scoring.bootstrap import paired_diff_ci
 from scopebench.scoring.compare import compare_runs, mcnemar_exact, paired_comparison
+from scopebench.store import RunStore
 
 
 def make_run(root: Path, name: str, correct: list[bool], *, bench="spur", fingerprint="fp", offset=0) -> Path:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -169,3 +171,26 @@ def test_matches_the_official_metric_on_reversed_and_outside_boxes() -> None:
         official = _official_loc_metric(pred_boxes, gt_boxes)
         # Measured: max |difference| 1e-10 over these cases (the official union + 1e-6).
         assert ours == pytest.approx(official, abs=1e-8), (pred_boxes, gt_boxes)
+
+
+def test_iou_matrix_with_no_boxes_on_one_side_has_that_shape() -> None:
+    box = Box(0, 0, 10, 10)
+    assert iou_matrix([], [box, box]).shape == (0, 2)
+    assert iou_matrix([box], []).shape == (1, 0)
+    assert iou_matrix([], []).shape == (0, 0)
+
+
+def test_sub_pixel_boxes_keep_their_true_area() -> None:
+    # A 0.5 x 0.5 box on itself is IoU 1; against its left half (0.25 x 0.5) IoU 0.5.
+    half = Box(0, 0, 0.5, 0.5)
+    assert iou_matrix([half], [half])[0, 0] == 1.0
+    assert iou_matrix([half], [Box(0, 0, 0.25, 0.5)])[0, 0] == 0.5
+    assert iou_matrix([Box(0, 0, 0.5, 0.25)], [half])[0, 0] == 0.5
+
+
+def test_zero_area_boxes_have_iou_zero_without_a_warning() -> None:
+    point = Box(5, 5, 5, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 0 / 0 must not reach numpy's "invalid value" warning
+        m = iou_matrix([point, Box(0, 0, 4, 4)], [point])
+    assert m.tolist() == [[0.0], [0.0]]

@@ -12,7 +12,14 @@ from scopebench.items import Record
 from scopebench.report.tables import format_accuracy
 from scopebench.scoring.accuracy import accuracy_row
 from scopebench.scoring.aggregate import owner_aggregation
-from scopebench.scoring.intervals import OWNER_BATCH, owner_macro_basic_ci, proportion_ci, wilson_interval
+from scopebench.scoring.bootstrap import Interval
+from scopebench.scoring.intervals import (
+    OWNER_BASIC,
+    OWNER_BATCH,
+    owner_macro_basic_ci,
+    proportion_ci,
+    wilson_interval,
+)
 from scopebench.scoring.metrics import compute_metrics
 
 Z = 1.959963984540054  # Φ⁻¹(0.975)
@@ -163,3 +170,19 @@ def test_owner_basic_one_item_task_is_a_constant(const):
     owner = raw if raw is not None else (iv.low, iv.high)
     assert owner == pytest.approx((res.confidence_interval.low, res.confidence_interval.high))
     assert (iv.low, iv.high) == pytest.approx((max(0.0, owner[0]), min(1.0, owner[1])))
+
+
+def test_owner_interval_of_nothing_or_of_constants_records_its_settings() -> None:
+    iv, raw = owner_macro_basic_ci([[], []], seed=4, resamples=30)
+    assert math.isnan(iv.low) and math.isnan(iv.high) and raw is None
+    assert (iv.method, iv.resamples, iv.seed) == (OWNER_BASIC, 30, 4)
+    # One one-item task and one constant task: point (1 + 0) / 2, nothing to resample.
+    iv, raw = owner_macro_basic_ci([[1.0], [0.0, 0.0, 0.0]], seed=4, resamples=30)
+    assert (iv, raw) == (Interval(0.5, 0.5, "degenerate", 30, 4), None)
+
+
+def test_owner_interval_resamples_a_task_of_two_differing_outcomes() -> None:
+    # Two items are enough for scipy; only constant tasks (or one-item ones) are degenerate.
+    iv, _ = owner_macro_basic_ci([[0.0, 1.0]], seed=4, resamples=30)
+    assert (iv.method, iv.resamples, iv.seed) == (OWNER_BASIC, 30, 4)
+    assert iv.low < 0.5 < iv.high

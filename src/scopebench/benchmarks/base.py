@@ -14,14 +14,37 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from scopebench.errors import DataNotFoundError
+from scopebench.errors import DataFormatError, DataNotFoundError
 from scopebench.items import Item
 
-__all__ = ["Benchmark", "LoadedBenchmark", "Problem", "fingerprint_files"]
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from scopebench.items import Record
+    from scopebench.scoring.aggregate import OwnerRows
+
+__all__ = ["Benchmark", "Labels", "LoadedBenchmark", "OwnerPrompt", "Problem", "fingerprint_files"]
 
 Severity = Literal["error", "warning"]
+#: How a prompt labels its options: ``letters`` (A, B…) or ``numbers`` (1, 2…).
+Labels = Literal["letters", "numbers"]
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerPrompt:
+    """A benchmark's own published prompt for one item (its ``owner`` protocol).
+
+    Attributes:
+        text: The user message text, byte for byte as the owner's code builds it.
+        system: The owner's system message, if it has one.
+        labels: How the owner labels the options (the parser reads answers with the same labels).
+    """
+
+    text: str
+    system: str | None = None
+    labels: Labels = "letters"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +112,51 @@ class Benchmark(ABC):
     #: What data the loader needs, and where to get it (shown to users verbatim).
     data_help: ClassVar[str]
 
+    # The owner protocol: everything below is optional; a benchmark without an owner protocol
+    # runs under the shared ``default`` prompt and gets no ``owner`` section in its metrics.
+
+    #: Text the model's answer starts with under the owner protocol (choice-logprob mode scores the
+    #: option labels right after it: MicroVQA's ``The answer is (``, SPUR's ``<ANSWER>``).
+    answer_prefix: ClassVar[str] = ""
+    #: The ``benchmark`` column of this benchmark's rows in the shipped published-results table
+    #: (``None``: no published numbers; a plugin re-packaging a public benchmark may name its key).
+    published_key: ClassVar[str | None] = None
+    #: What :meth:`owner_rows` computes, shown as ``metrics["owner"]["description"]``.
+    owner_description: ClassVar[str] = ""
+    #: Whether :meth:`owner_rows` has macro-average rows, whose interval under ``--protocol owner``
+    #: is the owner's basic bootstrap (μ-Bench; recorded in ``metrics["intervals"]``).
+    owner_macro_rows: ClassVar[bool] = False
+
+    def owner_prompt(self, item: Item) -> OwnerPrompt | None:
+        """The benchmark owner's own prompt for ``item`` (``--protocol owner``).
+
+        Returns:
+            The prompt, or ``None`` when the benchmark has no owner protocol (the default).
+        """
+        return None
+
+    def has_owner_protocol(self) -> bool:
+        """Whether :meth:`owner_prompt` is implemented (``--protocol owner`` is then allowed)."""
+        return type(self).owner_prompt is not Benchmark.owner_prompt
+
+    def owner_rows(
+        self, records: Sequence[Record], *, items: Mapping[str, Mapping[str, Any]], rows: OwnerRows
+    ) -> list[dict[str, Any]] | None:
+        """The benchmark owners' headline aggregation of its multiple-choice records.
+
+        Args:
+            records: The run's multiple-choice records.
+            items: Item summaries by id (metadata for views such as μ-Bench's pathology rows).
+            rows: Row builders bound to the run's policy, seed, resamples and protocol
+                (:class:`~scopebench.scoring.aggregate.OwnerRows`: ``instance``, ``macro``,
+                ``per_task``), so the benchmark needs no import of the scoring layer.
+
+        Returns:
+            Rows with ``split_or_group`` and ``subset_or_task`` (the keys of the published table),
+            or ``None`` when the benchmark has no owner aggregation (the default).
+        """
+        return None
+
     @abstractmethod
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
         """Load the benchmark.
@@ -110,8 +178,6 @@ class Benchmark(ABC):
 
     def check_split(self, split: str | None) -> str | None:
         """Resolve the split to keep, refusing names the benchmark does not have."""
-        from scopebench.errors import DataFormatError
-
         chosen = split if split is not None else self.default_split
         if chosen is not None and chosen not in self.splits and self.splits:
             raise DataFormatError(

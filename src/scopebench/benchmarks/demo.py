@@ -37,6 +37,7 @@ import numpy as np
 from PIL import Image
 
 from scopebench.benchmarks.base import Benchmark, LoadedBenchmark
+from scopebench.benchmarks.local import LocalBenchmark
 from scopebench.benchmarks.registry import register_benchmark
 from scopebench.errors import DataFormatError
 
@@ -500,8 +501,6 @@ class DemoBenchmark(Benchmark):
 
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
         """Load (generating first if needed) the demo's test, train or detection split."""
-        from scopebench.benchmarks.local import LocalBenchmark
-
         chosen = self.check_split(split)
         folder = Path(data) if data else generate_demo()
         if data and not (folder / "manifest.json").is_file():

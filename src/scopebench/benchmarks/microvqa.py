@@ -27,9 +27,9 @@ import ast
 import csv
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scopebench.benchmarks._hf import (
     HFData,
@@ -41,12 +41,25 @@ from scopebench.benchmarks._hf import (
     source_problems,
 )
 from scopebench.benchmarks._options import normalize_text
-from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, Problem, Severity, fingerprint_files
+from scopebench.benchmarks.base import (
+    Benchmark,
+    LoadedBenchmark,
+    OwnerPrompt,
+    Problem,
+    Severity,
+    fingerprint_files,
+)
 from scopebench.benchmarks.registry import register_benchmark
 from scopebench.errors import DataFormatError
-from scopebench.items import LETTERS, ImageRef, Item
+from scopebench.items import LETTERS, ImageRef, Item, Record
 
-__all__ = ["HUB_ID", "TASK_NAMES", "UNSPECIFIED_TASK", "MicroVQABenchmark"]
+if TYPE_CHECKING:
+    from scopebench.scoring.aggregate import OwnerRows
+
+__all__ = ["HUB_ID", "MICROVQA_TASKS", "TASK_NAMES", "UNSPECIFIED_TASK", "MicroVQABenchmark"]
+
+#: MicroVQA's tasks (the owner aggregation's rows).
+MICROVQA_TASKS: tuple[str, ...] = ("1", "2", "3")
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +98,31 @@ class MicroVQABenchmark(Benchmark):
         "--repo-type dataset --local-dir DIR`). A RefineBot .csv (refinebot/demo_dataset.csv of "
         "https://github.com/jmhb0/microvqa) loads too, without images."
     )
+
+    # Owner protocol (jmhb0/microvqa eval code) ----------------------------------------------------
+
+    published_key = "microvqa"
+    answer_prefix = "The answer is ("
+    owner_description = "MicroVQA: accuracy per task (1, 2, 3) and instance-weighted overall"
+
+    def owner_prompt(self, item: Item) -> OwnerPrompt:
+        """MicroVQA's MMLU-Pro style prompt for ``item``, byte for byte (options numbered)."""
+        # jmhb0/microvqa eval/eval.py PROMPT_TEMPLATE (MMLU-Pro style), byte for byte: the template
+        # ends "{{CHOICES}}\n" and every choice line "  (n): text\n" ends in a newline, so the prompt
+        # ends in two newlines. The question goes in as is (no context block).
+        opts = "".join(f"  ({i + 1}): {c}\n" for i, c in enumerate(item.choices))
+        text = (
+            "The following is a multiple choice question (with answers). \n"
+            'Think step by step and then output the answer in the format of "The answer is (X)" at the end.'
+            f"\n\n{item.question}\n\nOptions:\n{opts}\n"
+        )
+        return OwnerPrompt(text, labels="numbers")
+
+    def owner_rows(
+        self, records: Sequence[Record], *, items: Mapping[str, Mapping[str, Any]], rows: OwnerRows
+    ) -> list[dict[str, Any]]:
+        """Accuracy per task 1, 2, 3 and instance-weighted ``overall``."""
+        return rows.per_task(records, MICROVQA_TASKS)
 
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
         """Load MicroVQA questions, images left lazy.

@@ -23,17 +23,21 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scopebench.benchmarks._options import normalize_text, parse_answer_label, strip_label
-from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, Problem, fingerprint_files
+from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, OwnerPrompt, Problem, fingerprint_files
 from scopebench.benchmarks.registry import register_benchmark
 from scopebench.errors import DataFormatError, DataNotFoundError, UnsafePathError
-from scopebench.items import LETTERS, ImageRef, Item, safe_join
+from scopebench.items import LETTERS, ImageRef, Item, Record, letter, safe_join
 
-__all__ = ["SUBSETS", "PathMMUBenchmark"]
+if TYPE_CHECKING:
+    from scopebench.scoring.aggregate import OwnerRows
+
+__all__ = ["PATHMMU_ALL", "SUBSETS", "PathMMUBenchmark", "pathmmu_option_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +65,35 @@ class PathMMUBenchmark(Benchmark):
         "A per-subset file such as data/socialpath_mapping.json from that repository is accepted too "
         "(images are then looked for in images/ next to it)."
     )
+
+    # Owner protocol (PathMMU-Benchmark/PathMMU eval code) ------------------------------------------
+
+    published_key = "pathmmu"
+    owner_description = (
+        "PathMMU: instance-weighted accuracy per subset and overall, per split; ALL pools test and "
+        "test_tiny (the paper's ALL columns)"
+    )
+
+    def owner_prompt(self, item: Item) -> OwnerPrompt:
+        """PathMMU's LLaVA-1.5 evaluation prompt for ``item``, byte for byte."""
+        # PathMMU eval/configs/llava1.5.yaml: multi_choice_example_format is the single-quoted YAML
+        # scalar '{}\n\n{}\n\nAnswer with…' whose blank lines fold to one "\n" each, i.e.
+        # "{}\n{}\nAnswer with the option's letter from the given choices directly."; construct_prompt
+        # fills it with the question and "(A) text\n" per option (every option line ends in "\n").
+        opts = "".join(f"({letter(i)}) {pathmmu_option_text(o)}\n" for i, o in enumerate(_raw_options(item)))
+        text = f"{item.question}\n{opts}\nAnswer with the option's letter from the given choices directly."
+        return OwnerPrompt(text)
+
+    def owner_rows(
+        self, records: Sequence[Record], *, items: Mapping[str, Mapping[str, Any]], rows: OwnerRows
+    ) -> list[dict[str, Any]]:
+        """Instance-weighted accuracy per subset and ``overall`` for each split, and the ALL rows.
+
+        Splits come ``test_tiny``, ``test``, then any other; ALL pools ``test`` and ``test_tiny``
+        (disjoint in the release; the paper's ALL columns count both, e.g. SocialPath 1,620 + 235
+        = 1,855, as ``eval/print_results.py`` does), only when both splits are present.
+        """
+        return _owner_rows(records, rows)
 
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
         """Load every subset (and every split unless ``split`` is given).
@@ -353,3 +386,53 @@ def _image(
         )
         return (ref,), ("missing_image",)
     return (ref,), ()
+
+
+def pathmmu_option_text(raw: str) -> str:
+    """An option's text as PathMMU's ``construct_prompt`` renders it: ``raw.split(")")[1].strip()``.
+
+    The official code (PathMMU-Benchmark/PathMMU ``eval/utils/data_utils.py``) keeps only what lies
+    between the label's ")" and the option's *second* ")": ``"A) Carcinoma (invasive) type"``
+    becomes ``"Carcinoma (invasive"``. The owner protocol reproduces that cut. An option with no
+    ")" at all, which the official code cannot render (it skips the question), is kept whole.
+    """
+    parts = raw.split(")")
+    return parts[1].strip() if len(parts) > 1 else raw.strip()
+
+
+def _raw_options(item: Item) -> list[str]:
+    # The loader keeps the options as written in data.json ("A) text"); items from elsewhere get
+    # the "A) " label the released data always carries.
+    raw = item.metadata.get("options_raw")
+    if isinstance(raw, list) and len(raw) == len(item.choices) and all(isinstance(o, str) for o in raw):
+        return list(raw)
+    return [f"{letter(i)}) {c}" for i, c in enumerate(item.choices)]
+
+
+#: The owner-row group of PathMMU's pooled ``test`` + ``test_tiny`` rows (the paper's "ALL").
+PATHMMU_ALL = "ALL"
+_PATHMMU_POOLED = ("test_tiny", "test")
+
+
+def _owner_rows(records: Sequence[Record], builder: OwnerRows) -> list[dict[str, Any]]:
+    """Instance-weighted accuracy per subset and overall, per split, plus the paper's ALL rows."""
+    order = SUBSETS
+    regrouped = [Record(**{**r.to_dict(), "task": r.subset or r.task}) for r in records]
+    rows = builder.per_task(regrouped, order)
+    # The paper's ALL = test ∪ test_tiny, per subset and overall; only where both splits are
+    # present (with one of them, "ALL" would silently be Tiny or the rest of the test set).
+    pooled = [r for r in regrouped if r.split in _PATHMMU_POOLED]
+    splits_of: dict[str, set[str]] = defaultdict(set)
+    for r in pooled:
+        splits_of[r.task].add(r.split)
+    if {s for ss in splits_of.values() for s in ss} != set(_PATHMMU_POOLED):
+        return rows
+    both = [t for t in order if len(splits_of.get(t, ())) == 2]
+    both += sorted(t for t, ss in splits_of.items() if len(ss) == 2 and t not in order)
+    all_rows = [builder.instance(PATHMMU_ALL, t, [r for r in pooled if r.task == t]) for t in both]
+    all_rows.append(builder.instance(PATHMMU_ALL, "overall", pooled))
+    for row in all_rows:
+        row["pooled_splits"] = list(_PATHMMU_POOLED)
+    # Beside Tiny and test, before any other split (val).
+    at = max(i for i, row in enumerate(rows) if row["split_or_group"] in _PATHMMU_POOLED) + 1
+    return rows[:at] + all_rows + rows[at:]

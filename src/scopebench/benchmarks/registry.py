@@ -8,10 +8,12 @@ installed distribution, or from one file (``path/to/mybench.py:MyBenchmark``); s
 from __future__ import annotations
 
 import importlib
+import logging
+import pkgutil
 from collections.abc import Callable
 
 from scopebench.benchmarks.base import Benchmark
-from scopebench.errors import BenchmarkNotFoundError, PluginError
+from scopebench.errors import BenchmarkNotFoundError, PluginError, ScopebenchError
 from scopebench.plugins import (
     BENCHMARK_GROUP,
     PluginEntry,
@@ -27,15 +29,23 @@ __all__ = [
     "available_benchmarks",
     "benchmark_origin",
     "benchmark_plugins",
+    "find_benchmark",
     "get_benchmark",
+    "owner_protocol_benchmarks",
+    "published_key",
     "register_benchmark",
 ]
 
-# Built-in benchmarks and the module that defines each. Modules are imported only when the
-# benchmark is used, so `import scopebench` stays light (μ-Bench pulls in `datasets`).
+log = logging.getLogger(__name__)
+
+# Built-in benchmarks: every public module of this package (``ubench.py`` defines ``ubench``), found
+# by listing the package, so adding a benchmark is adding its module. Modules are imported only
+# when the benchmark is used, so `import scopebench` stays light (μ-Bench pulls in `datasets`).
+_NOT_BENCHMARKS = frozenset({"base", "registry", "validate"})  # helpers: name others with a leading _
 _BUILTIN: Registry[str] = Registry("benchmark", BenchmarkNotFoundError)
-for _name in ("ubench", "pathmmu", "spur", "microvqa", "local", "demo"):
-    _BUILTIN.add(_name, f"scopebench.benchmarks.{_name}")  # importing the module registers it
+for _module in pkgutil.iter_modules(importlib.import_module("scopebench.benchmarks").__path__):
+    if not _module.name.startswith("_") and _module.name not in _NOT_BENCHMARKS:
+        _BUILTIN.add(_module.name, f"scopebench.benchmarks.{_module.name}")  # importing it registers it
 _REGISTRY: dict[str, type[Benchmark]] = {}
 
 
@@ -101,6 +111,10 @@ def get_benchmark(name: str) -> Benchmark:
         cls: type[Benchmark] = load_file_class(name, Benchmark, "benchmark")
         if not hasattr(cls, "name"):  # not decorated: name it after its file
             cls.name = name.rpartition(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
+        # Its items carry ``cls.name``: register it under that name too, so rendering an item
+        # (``--protocol owner``) finds its owner prompt. Never over a built-in or another class.
+        if cls.name not in _BUILTIN:
+            _REGISTRY.setdefault(cls.name, cls)
         return cls()
     if name not in _REGISTRY and name in _BUILTIN:
         importlib.import_module(_BUILTIN.target(name))
@@ -114,3 +128,32 @@ def get_benchmark(name: str) -> Benchmark:
             name, known, f"known benchmarks: {', '.join(known)} (`scopebench benchmarks` describes each)"
         )
     return _REGISTRY[name]()
+
+
+def find_benchmark(name: str) -> Benchmark | None:
+    """The benchmark ``name`` if it can be had, else ``None`` (for hooks that are optional).
+
+    Used where a missing benchmark means "no owner hooks" rather than an error: the metrics of a
+    stored run whose plugin is no longer installed still compute (without an ``owner`` section),
+    and the reason is logged.
+    """
+    try:
+        return get_benchmark(name)
+    except BenchmarkNotFoundError:
+        return None
+    except ScopebenchError as exc:  # a plugin that fails to import: say so, go on without it
+        log.warning("benchmark %s cannot be loaded, so its owner hooks are not used: %s", name, exc)
+        return None
+
+
+def published_key(name: str) -> str | None:
+    """The ``benchmark`` key of ``name``'s rows in the published-results table (``None``: none)."""
+    bench = find_benchmark(name)
+    return None if bench is None else bench.published_key
+
+
+def owner_protocol_benchmarks() -> list[str]:
+    """Names of the built-in and registered benchmarks that have an owner protocol (for messages)."""
+    for name in _BUILTIN:
+        importlib.import_module(_BUILTIN.target(name))
+    return sorted(n for n, cls in _REGISTRY.items() if cls.owner_prompt is not Benchmark.owner_prompt)

@@ -36,17 +36,23 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scopebench.benchmarks._options import split_labelled_options
-from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, Problem, fingerprint_files
+from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, OwnerPrompt, Problem, fingerprint_files
 from scopebench.benchmarks.registry import register_benchmark
 from scopebench.errors import DataFormatError, DataNotFoundError, UnsafePathError
-from scopebench.items import LETTERS, ImageRef, Item, safe_join
+from scopebench.items import LETTERS, ImageRef, Item, Record, letter, safe_join
 
-__all__ = ["FILES", "TASK_MAP", "SpurBenchmark", "figure_id_of", "normalize_tag"]
+if TYPE_CHECKING:
+    from scopebench.scoring.aggregate import OwnerRows
+
+__all__ = ["FILES", "SPUR_TASKS", "TASK_MAP", "SpurBenchmark", "figure_id_of", "normalize_tag"]
+
+#: SPUR's tasks in the paper's order (the owner aggregation's rows).
+SPUR_TASKS: tuple[str, ...] = ("NP", "MP", "IL", "TA", "HI", "Qual", "Quant")
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +98,17 @@ def figure_id_of(question_index: str) -> str | None:
     return m.group("figure") if m else None
 
 
+# SPUR api_test/base.py SYSTEM_INSTRUCTION, verbatim (including its odd spacing and the stray "]").
+_SPUR_SYSTEM = (
+    " You are a helpful assistant specialized in analyzing academic images. Please answer this question."
+    " Input: {question} {options} {image}"
+    " Answer with the option’s letter from the given choices.Please solve the problem step by step."
+    " Make sure to follow this output format strictly:"
+    " <ANSWER> the correct answer (A or B or C or D or E) of question here] </ANSWER>"
+    " <EVIDENCE> the explain of your answer here </EVIDENCE>"
+)
+
+
 @register_benchmark("spur")
 class SpurBenchmark(Benchmark):
     """Loader for SPUR's three question files and their figure images."""
@@ -108,6 +125,27 @@ class SpurBenchmark(Benchmark):
         "dataset/ folder of https://github.com/BUPT-Reasoning-Lab/SPUR. A missing question file is "
         "reported and the others are loaded; questions whose figure is missing are kept as missing_image."
     )
+
+    # Owner protocol (SPUR's api_test code) -------------------------------------------------------
+
+    published_key = "spur"
+    answer_prefix = "<ANSWER>"
+    owner_description = (
+        "SPUR: accuracy per task (NP, MP, IL, TA, HI, Qual, Quant) and instance-weighted overall"
+    )
+
+    def owner_prompt(self, item: Item) -> OwnerPrompt:
+        """SPUR's system instruction and question for ``item``."""
+        # The released code sends QUESTION + "\n {Options}:" + the raw OPTION string; we render the
+        # parsed options one per line with their letters, which carries the same content.
+        opts = " ".join(f"{letter(i)}. {c}" for i, c in enumerate(item.choices))
+        return OwnerPrompt(f"{item.question}\n {{Options}}:{opts}", _SPUR_SYSTEM)
+
+    def owner_rows(
+        self, records: Sequence[Record], *, items: Mapping[str, Mapping[str, Any]], rows: OwnerRows
+    ) -> list[dict[str, Any]]:
+        """Accuracy per task NP, MP, IL, TA, HI, Qual, Quant and instance-weighted ``overall``."""
+        return rows.per_task(records, SPUR_TASKS)
 
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
         """Load the three question files.

@@ -48,7 +48,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scopebench.benchmarks._hf import (
     HFData,
@@ -59,10 +59,13 @@ from scopebench.benchmarks._hf import (
     read_text_columns,
     source_problems,
 )
-from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, Problem, Severity
+from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, OwnerPrompt, Problem, Severity
 from scopebench.benchmarks.registry import register_benchmark
 from scopebench.errors import DataFormatError
-from scopebench.items import LETTERS, Box, ImageRef, Item
+from scopebench.items import LETTERS, Box, ImageRef, Item, Record, letter
+
+if TYPE_CHECKING:
+    from scopebench.scoring.aggregate import OwnerRows
 
 __all__ = [
     "CAPTION_QUESTION",
@@ -121,6 +124,54 @@ class UbenchBenchmark(Benchmark):
         "elsewhere with `huggingface-cli download jnirschl/uBench --repo-type dataset --local-dir DIR` "
         "and pass DIR/perception/0.1.0."
     )
+
+    # Owner protocol (eVLLM, the μ-Bench authors' code) -----------------------------------------
+
+    published_key = "ubench"
+    owner_macro_rows = True
+    owner_description = (
+        "μ-Bench: macro-average over tasks (coarse, fine, cognition; all items and pathology only); "
+        "CI by stratified bootstrap within tasks (percentile; basic, as eVLLM, under --protocol owner)"
+    )
+
+    def owner_prompt(self, item: Item) -> OwnerPrompt:
+        """The generative prompt of eVLLM (the μ-Bench authors' code) for ``item``, byte for byte."""
+        # Byte for byte as Ale9806/eVLLM src/evlm/inference/generative_inference.py builds it:
+        # prompt + "\n" + "Question:" + question + "\n" + "\n".join(options), each option prefixed
+        # "A) " by add_alphabet (src/evlm/inference/utils.py). No space after "Question:" and no
+        # trailing newline (the paper's Fig. 19 shows one; the code has none).
+        opts = "\n".join(f"{letter(i)}) {c}" for i, c in enumerate(item.choices))
+        return OwnerPrompt(
+            f"Answer with a single letter, no extra details.\nQuestion:{item.question}\n{opts}"
+        )
+
+    def owner_rows(
+        self, records: Sequence[Record], *, items: Mapping[str, Mapping[str, Any]], rows: OwnerRows
+    ) -> list[dict[str, Any]]:
+        """Macro-averages over tasks for coarse, fine and cognition, on all items and pathology only.
+
+        Coarse: modality, submodality, domain, subdomain, stain; fine: classification; cognition:
+        any other multiple-choice task. The pathology view keeps items whose metadata ``domain`` is
+        ``pathology``. The 95% CI is a stratified percentile bootstrap, or under ``--protocol
+        owner`` μ-Bench's own basic bootstrap (:func:`~scopebench.scoring.aggregate.macro_row`).
+        """
+
+        def is_pathology(r: Record) -> bool:
+            meta = items.get(r.item_id, {}).get("metadata") or {}
+            return str(meta.get("domain", "")).strip().lower() == "pathology"
+
+        groups = {
+            "coarse": [r for r in records if r.task in COARSE_TASKS],
+            "fine": [r for r in records if r.task in FINE_TASKS],
+            "cognition": [r for r in records if r.task not in COARSE_TASKS + FINE_TASKS],
+        }
+        out = []
+        for name, recs in groups.items():
+            for view, sel in (("all", recs), ("pathology", [r for r in recs if is_pathology(r)])):
+                row = rows.macro(name, view, sel)
+                if row is not None:
+                    out.append(row)
+        return out
 
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:
         """Load μ-Bench rows into items, images left lazy.

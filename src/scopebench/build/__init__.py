@@ -6,6 +6,9 @@ Steps (each a function here and a ``scopebench build`` subcommand):
   metadata, near-duplicate groups);
 * :func:`make_questions` — coarse and fine-grained multiple-choice questions and captions from the
   metadata and the concept tree;
+* :func:`generate` — LLM-written descriptions and questions (PathMMU, μ-Bench cognition, SPUR
+  templates) through cached, resumable calls, with failure rows and a cost ledger;
+* :func:`filter_questions` — quality gates: figure panels, RefineBot, text shortcut, quotas;
 * :func:`split` — image-level splits (near-duplicates together) and a ``test_tiny`` sample;
 * :func:`export` — the ``local`` format and a Hugging Face dataset;
 * :func:`run_build` — all of them from one ``build.yaml``, cached by content hashes.
@@ -18,11 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["export", "ingest", "make_questions", "run_build", "split"]
+__all__ = ["export", "filter_questions", "generate", "ingest", "make_questions", "run_build", "split"]
 
 _WHERE = {
     "ingest": "scopebench.build.standardise",
     "make_questions": "scopebench.build.questions",
+    "generate": "scopebench.build.generation",
+    "filter_questions": "scopebench.build.filtering",
     "split": "scopebench.build.splits",
     "export": "scopebench.build.exporting",
     "run_build": "scopebench.build.pipeline",

@@ -14,7 +14,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from scopebench.build.output import MARKER, read_rows, write_card, write_summary
+from scopebench.build.filtering import STATS_FILE, card_sections
+from scopebench.build.output import (
+    MARKER,
+    _sha256,
+    prepare_out,
+    read_inputs,
+    read_rows,
+    write_card,
+    write_summary,
+)
 from scopebench.build.report import StepResult
 
 __all__ = ["export", "local_items"]
@@ -25,7 +34,11 @@ _META = ("image_id", "dup_group", "label_name", "modality", "submodality", "doma
 
 
 def local_items(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``local``-format items of one dataset row: one per question, in task order."""
+    """The ``local``-format items of one dataset row.
+
+    One per question, in task order, then one per generated multiple-choice item (``build
+    generate``) with its explanation and provenance.
+    """
     items = []
     captions = row.get("captions") or {}
     for task, q in (row.get("questions") or {}).items():
@@ -47,6 +60,27 @@ def local_items(row: dict[str, Any]) -> list[dict[str, Any]]:
             item["captions"] = list(cap["options"])
         item.update({k: row.get(k) for k in _META if row.get(k) is not None})
         items.append(item)
+    for g in row.get("generated") or []:
+        if g.get("kind") != "mcq":
+            continue  # descriptions are inputs of other items, not questions
+        item = {
+            "id": g["id"],
+            "question": g["question"],
+            "choices": list(g["options"]),
+            "answer": int(g["answer_idx"]),
+            "image": f"images/{row['image_id']}.png",
+            "task": g["task"],
+            "subset": row["dataset"],
+            "split": row["split"],
+            "question_id": g["id"],
+            # PathMMU keeps an explanation per item; the provenance says who wrote it and how.
+            "explanation": g.get("explanation") or "",
+            "generated_by": g.get("model"),
+            "generation_seed": g.get("seed"),
+            "generation_attempt": g.get("attempt"),
+        }
+        item.update({k: row.get(k) for k in _META if row.get(k) is not None})
+        items.append(item)
     return items
 
 
@@ -58,8 +92,6 @@ def export(data: str | Path, out: str | Path, *, progress: bool = False) -> Step
         dropped (``no_questions``) and kept in the HF dataset.
     """
     from tqdm import tqdm
-
-    from scopebench.build.output import prepare_out
 
     data, out = Path(data), Path(out)
     splits, _ = read_rows(data)
@@ -101,5 +133,25 @@ def export(data: str | Path, out: str | Path, *, progress: bool = False) -> Step
         else [],
         result=result,
         inputs={"previous build.json": str(data / "build.json")},
+        extra=_card_extra(data, local),
     )
     return result
+
+
+def _card_extra(data: Path, local: Path) -> list[str]:
+    """The exported card's statistics and checksums beyond the HF folder's own files.
+
+    The filter step's statistics (blind accuracies, RefineBot codes, quotas) when the build ran it;
+    the SHA-256 of the ingest inputs (manifest, metadata tables) as recorded at ingest; and the
+    SHA-256 of every file of the ``local`` export.
+    """
+    lines: list[str] = []
+    if (data / STATS_FILE).is_file():
+        lines += card_sections(json.loads((data / STATS_FILE).read_text(encoding="utf-8")))
+    lines += ["## Checksums of the build inputs and the local export (SHA-256)", ""]
+    lines += ["| file | sha256 |", "|---|---|"]
+    for role, rec in read_inputs(data).items():
+        lines.append(f"| ingest input {role}: {rec['file']} | {rec['sha256']} |")
+    for path in sorted(p for p in local.rglob("*") if p.is_file()):
+        lines.append(f"| local/{path.relative_to(local).as_posix()} | {_sha256(path)} |")
+    return [*lines, ""]

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scopebench import __version__
 from scopebench.build.report import StepResult, write_problems
 from scopebench.build.schema import BUILD_COLUMNS, UBENCH_COLUMNS, features
 from scopebench.errors import DataFormatError, NoItemsError
@@ -33,6 +34,7 @@ __all__ = [
     "MARKER",
     "copy_sources",
     "prepare_out",
+    "read_inputs",
     "read_rows",
     "read_sources",
     "save_dataset",
@@ -156,8 +158,6 @@ def write_card(
         inputs: Input files by role (manifest, metadata tables…), checksummed in the card.
         extra: More Markdown sections.
     """
-    from scopebench import __version__
-
     rows = list(rows)
     licences = sorted({str(r.get("license")) for r in rows})
     lines = [
@@ -212,10 +212,22 @@ def write_card(
     (out / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+#: Files each step carries to the next: the sources (licence, citation, url), the checksums of the
+#: ingest inputs (manifest, metadata tables) and the filter step's published statistics.
+CARRIED = ("sources.json", "inputs.json", "benchmark_stats.json")
+
+
 def copy_sources(data: Path, out: Path) -> None:
-    """Carry ``sources.json`` (licence, citation, url of each source) from one step's output to the next."""
-    if (data / "sources.json").is_file():
-        shutil.copyfile(data / "sources.json", out / "sources.json")
+    """Carry :data:`CARRIED` files from one step's output to the next."""
+    for name in CARRIED:
+        if (data / name).is_file():
+            shutil.copyfile(data / name, out / name)
+
+
+def read_inputs(folder: Path) -> dict[str, dict[str, str]]:
+    """The ingest inputs recorded in a build output: role → ``{"file", "sha256"}`` (empty when none)."""
+    path = folder / "inputs.json"
+    return dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else {}
 
 
 def read_sources(folder: Path) -> list[dict[str, Any]]:
@@ -266,6 +278,9 @@ def write_dataset(
     save_dataset({"test": rows}, labels, out)
     sources = [s.model_dump(exclude={"defaults", "columns"}) for s in manifest.sources]
     (out / "sources.json").write_text(json.dumps(sources, indent=2), encoding="utf-8")
+    # The checksums of the inputs travel to the exported card (the manifest's above all).
+    recorded = {role: {"file": Path(p).name, "sha256": _sha256(Path(p))} for role, p in inputs.items()}
+    (out / "inputs.json").write_text(json.dumps(recorded, indent=2), encoding="utf-8")
     result.stats = {"taxonomy_sha256": tax.fingerprint(), "label_names": labels}
     write_summary(out, result)
     write_card(

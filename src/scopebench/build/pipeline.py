@@ -19,15 +19,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scopebench import __version__
+from scopebench.build.exporting import export
+from scopebench.build.filtering import FilterSection, filter_questions
+from scopebench.build.generation import GenerateConfig, generate
+from scopebench.build.llm import Prices
+from scopebench.build.manifest import load_manifest
 from scopebench.build.output import MARKER
-from scopebench.build.questions import QuestionConfig
+from scopebench.build.questions import QuestionConfig, make_questions
 from scopebench.build.report import StepResult, read_problems
-from scopebench.build.splits import SplitConfig
+from scopebench.build.splits import SplitConfig, split
+from scopebench.build.standardise import ingest, sha256_file
 from scopebench.errors import DataFormatError, DataNotFoundError
+from scopebench.models import split_spec
 
 __all__ = ["BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
 
-STEPS = ("ingest", "questions", "split", "export")
+STEPS = ("ingest", "questions", "generate", "filter", "split", "export")
 
 
 class _Questions(BaseModel):
@@ -36,6 +44,26 @@ class _Questions(BaseModel):
     difficulty: str = "hard"
     none_of_the_above: bool = False
     tasks: list[str] | None = None
+
+
+class _Prices(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class _Generate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    tasks: list[str] = Field(default_factory=lambda: ["describe", "mcq"])
+    retries: int = Field(default=2, ge=0)
+    inputs: str | None = None
+    templates: str | None = None
+    questions_per_image: int | None = Field(default=None, ge=1)
+    max_new_tokens: int = Field(default=1024, ge=1)
+    model_args: dict[str, Any] = Field(default_factory=dict)
+    prices: _Prices | None = None
+    shuffle: bool = True
 
 
 class _Split(BaseModel):
@@ -54,7 +82,9 @@ class BuildConfig(BaseModel):
         taxonomy: A user taxonomy YAML used by the questions step (the manifest's own ``taxonomy``
             is used by ingest).
         questions: Options, difficulty, "none of the above", tasks.
+        generate: LLM-written items (``build generate``); the step runs only when given.
         split: Fractions per split and the ``test_tiny`` size.
+        filter: The quality gates (docs/build.md); the filter step runs only when this is given.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -63,7 +93,9 @@ class BuildConfig(BaseModel):
     seed: int = 0
     taxonomy: str | None = None
     questions: _Questions = Field(default_factory=_Questions)
+    generate: _Generate | None = None
     split: _Split = Field(default_factory=_Split)
+    filter: FilterSection | None = None
     root: Path = Path(".")
 
     def path(self, rel: str) -> Path:
@@ -104,9 +136,6 @@ def load_build_config(path: str | Path) -> BuildConfig:
 
 def _hash_inputs(cfg: BuildConfig) -> str:
     """SHA-256 over the manifest, its taxonomy, metadata tables and every image file's bytes."""
-    from scopebench.build.manifest import load_manifest
-    from scopebench.build.standardise import sha256_file
-
     man = load_manifest(cfg.path(cfg.manifest))
     h = hashlib.sha256()
     files = [cfg.path(cfg.manifest)]
@@ -128,7 +157,6 @@ def _hash_inputs(cfg: BuildConfig) -> str:
 
 
 def _key(*parts: Any) -> str:
-    from scopebench import __version__
 
     return hashlib.sha256(json.dumps([__version__, *parts], sort_keys=True, default=str).encode()).hexdigest()
 
@@ -150,10 +178,90 @@ def _stamp(folder: Path, key: str) -> None:
     summary.write_text(json.dumps(raw, indent=2), encoding="utf-8")
 
 
+def _digest(path: Path) -> str | None:
+    """SHA-256 of a file, or of a folder's file names and sizes (model folders are large)."""
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    if path.is_dir():
+        listing = sorted(
+            (p.relative_to(path).as_posix(), p.stat().st_size) for p in path.rglob("*") if p.is_file()
+        )
+        return hashlib.sha256(json.dumps(listing).encode()).hexdigest()
+    return None
+
+
+def _generate_step(
+    cfg: BuildConfig, out: Path, progress: bool
+) -> list[tuple[str, Any, Callable[[Path, Path], StepResult]]]:
+    """The generate step of the plan (none when build.yaml has no ``generate:``).
+
+    Its cache key covers the settings and the bytes of the inputs table, the templates file and a
+    replay file (or a model folder's listing); the LLM calls themselves are cached by content in
+    ``OUT/.cache/llm.sqlite``, so even a rerun step sends only the calls that changed.
+    """
+    g = cfg.generate
+    if g is None:
+        return []
+    gcfg = GenerateConfig(
+        model=g.model,
+        tasks=tuple(g.tasks),
+        seed=cfg.seed,
+        retries=g.retries,
+        inputs=str(cfg.path(g.inputs)) if g.inputs else None,
+        templates=str(cfg.path(g.templates)) if g.templates else None,
+        questions_per_image=g.questions_per_image,
+        max_new_tokens=g.max_new_tokens,
+        model_args=dict(g.model_args),
+        prices=Prices(g.prices.input_per_mtok, g.prices.output_per_mtok) if g.prices else None,
+        shuffle=g.shuffle,
+    )
+    scheme, arg = split_spec(g.model)
+    if scheme == "replay" and arg and not Path(arg).expanduser().is_absolute():
+        # A replay file is named relative to build.yaml, like every other path in it.
+        gcfg = GenerateConfig(**{**gcfg.__dict__, "model": f"replay:{cfg.path(arg)}"})
+    model_file = Path(split_spec(gcfg.model)[1]).expanduser() if split_spec(gcfg.model)[1] else None
+    settings = [
+        gcfg.__dict__,
+        *(_digest(Path(p)) if p else None for p in (gcfg.inputs, gcfg.templates)),
+        _digest(model_file) if model_file else None,
+    ]
+    cache = out / ".cache" / "llm.sqlite"
+    return [("generate", settings, lambda s, d: generate(s, d, gcfg, cache=cache, progress=progress))]
+
+
+Plan = list[tuple[str, Any, Callable[[Path, Path], StepResult]]]
+
+
+def _filter_plan(cfg: BuildConfig, progress: bool) -> Plan:
+    """The filter step, when build.yaml has a ``filter:`` section (its key covers replay files' bytes)."""
+    if cfg.filter is None:
+        return []
+    section = cfg.filter.resolved(cfg.root)
+    fcfg = section.to_config(cfg.seed)  # refuses a bad gate configuration before any step runs
+    specs = sorted(set(_specs(section)))
+    replays = {s: _file_hash(s.partition(":")[2]) for s in specs if s.startswith("replay:")}
+    settings = [section.model_dump(), replays]
+    return [("filter", settings, lambda s, d: filter_questions(s, d, fcfg, progress=progress))]
+
+
+def _specs(section: FilterSection) -> list[str]:
+    out: list[str] = []
+    if section.shortcut:
+        out += section.shortcut.models
+    if section.refine:
+        out += [*section.refine.rewriters, *section.refine.testers, *section.refine.judges]
+    return out
+
+
+def _file_hash(path: str) -> str:
+    p = Path(path).expanduser()
+    return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "missing"
+
+
 def run_build(
     config: str | Path, *, progress: bool = False, on_step: Callable[[StepResult], None] | None = None
 ) -> BuildOutcome:
-    """Run ingest → questions → split → export as ``build.yaml`` says, reusing unchanged steps.
+    """Run ingest → questions → generate → filter (when configured) → split → export, reusing steps.
 
     Args:
         config: The ``build.yaml`` file.
@@ -163,11 +271,6 @@ def run_build(
     Returns:
         Each step's result (``cached`` says which were reused).
     """
-    from scopebench.build.exporting import export
-    from scopebench.build.questions import make_questions
-    from scopebench.build.splits import split
-    from scopebench.build.standardise import ingest
-
     cfg = load_build_config(config)
     out = cfg.path(cfg.out)
     qcfg = QuestionConfig(
@@ -192,6 +295,8 @@ def run_build(
             lambda _s, d: ingest(cfg.path(cfg.manifest), d, cache_dir=cache, progress=progress),
         ),
         ("questions", [qcfg.__dict__, tax_hash], lambda s, d: make_questions(s, d, qcfg, progress=progress)),
+        *_generate_step(cfg, out, progress),
+        *_filter_plan(cfg, progress),
         ("split", scfg.__dict__, lambda s, d: split(s, d, scfg, progress=progress)),
         ("export", None, lambda s, d: export(s, d, progress=progress)),
     ]
@@ -204,7 +309,13 @@ def run_build(
         result = _cached(folder, key)
         if result is None:
             result = fn(previous, folder)
-            _stamp(folder, key)
+            # A step with calls that got no reply (generate) is not stamped: the next run asks again.
+            if not result.stats.get("incomplete"):
+                _stamp(folder, key)
+        if result.stats.get("output_sha256"):
+            # Later steps depend on what the step wrote, not only on its settings (an LLM step
+            # rerun after a failed call may write more).
+            key = _key(key, result.stats["output_sha256"])
         outcome.steps.append(result)
         if on_step is not None:
             on_step(result)

@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = [
     "BUILD_COLUMNS",
+    "GENERATED_FIELDS",
     "QUESTION_TASKS",
     "UBENCH_COLUMNS",
     "features",
@@ -36,6 +37,12 @@ BUILD_COLUMNS: tuple[str, ...] = (
     "width", "height", "bit_depth", "channels", "modality_id", "submodality_id",
 )  # fmt: skip
 _INT_COLUMNS = {"width", "height", "bit_depth", "channels"}
+#: Fields of each entry of the ``generated`` column (``build generate``): LLM-written items and
+#: descriptions with their provenance (``model`` is the backend identity as JSON text).
+GENERATED_FIELDS: tuple[str, ...] = (
+    "id", "task", "kind", "question", "options", "answer_idx", "explanation", "description", "model",
+    "system", "prompt", "raw", "seed", "attempt",
+)  # fmt: skip
 
 
 def _entry() -> dict[str, Any]:
@@ -72,4 +79,13 @@ def features(label_names: list[str]) -> Any:
             out[col] = Value("string")
     for col in BUILD_COLUMNS:
         out[col] = Value("int32") if col in _INT_COLUMNS else Value("string")
+    out["generated"] = [_generated_entry()]
     return Features(out)
+
+
+def _generated_entry() -> dict[str, Any]:
+    from datasets import Sequence, Value
+
+    entry: dict[str, Any] = {f: Value("string") for f in GENERATED_FIELDS}
+    entry.update(options=Sequence(Value("string")), seed=Value("int64"), attempt=Value("int32"))
+    return entry

@@ -70,7 +70,15 @@ def _rng(seed: int, key: str) -> np.random.Generator:
 
 def _tasks_of(row: dict[str, Any]) -> str:
     questions = row.get("questions") or {}
-    return ",".join(sorted(k for k, v in questions.items() if v))
+    tasks = {k for k, v in questions.items() if v}
+    tasks |= {g["task"] for g in row.get("generated") or [] if g.get("kind") == "mcq"}
+    return ",".join(sorted(tasks))
+
+
+def _n_questions(row: dict[str, Any]) -> int:
+    """Questions of one image: from metadata (``questions``) and LLM-written (``generated``)."""
+    made = len([q for q in (row.get("questions") or {}).values() if q])
+    return made + len([g for g in row.get("generated") or [] if g.get("kind") == "mcq"])
 
 
 def assign_splits(rows: list[dict[str, Any]], config: SplitConfig) -> dict[str, str]:
@@ -150,10 +158,7 @@ def split(
         "seed": cfg.seed,
         "config": {"fractions": cfg.fractions, "tiny": cfg.tiny},
         "images": {k: len(v) for k, v in splits.items()},
-        "questions": {
-            k: sum(len([q for q in (r.get("questions") or {}).values() if q]) for r in v)
-            for k, v in splits.items()
-        },
+        "questions": {k: sum(_n_questions(r) for r in v) for k, v in splits.items()},
         "by_source": {k: dict(Counter(r["dataset"] for r in v)) for k, v in splits.items()},
         "leaks": sum(1 for s in group_splits.values() if len(s) > 1),
     }

@@ -17,7 +17,9 @@ from pydantic import ValidationError
 
 from scopebench.build.images import dhash, encode_png, hamming, image_id, pixel_md5, read_image
 from scopebench.build.manifest import Manifest, Record, Source, load_manifest, read_table
+from scopebench.build.output import write_dataset
 from scopebench.build.report import BuildProblem, StepResult
+from scopebench.build.schema import BUILD_COLUMNS, UBENCH_COLUMNS
 from scopebench.build.taxonomy import Taxonomy, load_taxonomy
 from scopebench.errors import ImageLoadError
 
@@ -168,8 +170,6 @@ def _one_row(
 
 def _report_ignored_columns(source: Source, rows: list[dict[str, Any]], result: StepResult) -> None:
     """One warning per source naming the table columns the μ-Bench schema has no place for."""
-    from scopebench.build.schema import BUILD_COLUMNS, UBENCH_COLUMNS
-
     known = {*UBENCH_COLUMNS, *BUILD_COLUMNS, *Record.model_fields, "licence"}
     columns = {source.columns.get(k, k) for row in rows for k in row}
     ignored = sorted(columns - known)
@@ -278,8 +278,6 @@ def ingest(
         DataFormatError: One of them cannot be read, or ``out`` holds something else.
     """
     from tqdm import tqdm
-
-    from scopebench.build.output import write_dataset
 
     man = load_manifest(manifest)
     tax = load_taxonomy(man.path(man.taxonomy) if man.taxonomy else None)

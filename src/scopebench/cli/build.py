@@ -1,4 +1,4 @@
-"""``scopebench build …``: make a benchmark (ingest, questions, split, export, run).
+"""``scopebench build …``: make a benchmark (ingest, questions, filter, split, export, run).
 
 The build package (and datasets, yaml, tifffile) is imported only when a build command runs, so
 ``import scopebench`` and every other command stay light.
@@ -7,17 +7,16 @@ The build package (and datasets, yaml, tifffile) is imported only when a build c
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError
 
 __all__ = ["add_subcommands", "summary_table"]
 
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 _SHOWN = 20
 
 
@@ -34,8 +33,28 @@ def summary_table(results: list[Any]) -> Table:
     return table
 
 
+def ledger_table(results: list[Any]) -> Table | None:
+    """LLM cost per step and task (``build generate``): requests, cache hits, tokens, price."""
+    rows = [
+        (r.step, task, e) for r in results for task, e in r.stats.get("ledger", {}).get("steps", {}).items()
+    ]
+    if not rows:
+        return None
+    table = Table(title="LLM calls and cost")
+    for col in ("step", "task", "requests", "cached", "failed", "input tokens", "output tokens", "price"):
+        table.add_column(col, justify="left" if col in ("step", "task") else "right")
+    for step, task, e in rows:
+        price = "-" if e["price"] is None else f"{e['price']:.4f}"
+        cells = (e["requests"], e["cached"], e["failed"], e["input_tokens"], e["output_tokens"])
+        table.add_row(step, task, *map(str, cells), price)
+    return table
+
+
 def _show(results: list[Any]) -> int:
     console.print(summary_table(results))
+    ledger = ledger_table(results)
+    if ledger is not None:
+        console.print(ledger)
     for r in results:
         errors = [p for p in r.problems if p.severity == "error"]
         warnings = len(r.problems) - len(errors)
@@ -92,6 +111,68 @@ def cmd_questions(args: argparse.Namespace) -> int:
     return _show([make_questions(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
 
 
+def cmd_filter(args: argparse.Namespace) -> int:
+    """Run the quality gates of a filter configuration on a questions output."""
+    from scopebench.build.filtering import filter_questions, load_filter_section
+
+    cfg = load_filter_section(args.config).to_config(args.seed)
+    result = filter_questions(
+        args.data, args.out, cfg, progress=not getattr(args, "quiet", False), cache=args.cache
+    )
+    code = _show([result])
+    _show_filter(result)
+    return code
+
+
+def _show_filter(result: Any) -> None:
+    """Blind accuracies, RefineBot codes and the quota table of a filter step."""
+    sc = result.stats.get("shortcut")
+    if sc:
+        for key in ("text_only", "choices_only"):
+            acc = sc.get(key)
+            if acc and acc["entering"] is not None:
+                kept = "-" if acc["kept"] is None else f"{acc['kept']:.3f}"
+                console.print(f"  {key} blind accuracy: {acc['entering']:.3f} entering, {kept} kept")
+    ref = result.stats.get("refine")
+    if ref:
+        console.print("  RefineBot: " + ", ".join(f"{c} {n}" for c, n in ref["codes"].items()))
+    q = result.stats.get("quotas")
+    if q:
+        table = Table(title="coverage quotas (modality × domain × task)")
+        cols = ("modality", "domain", "task", "target", "available", "kept", "shortfall")
+        for col in cols:
+            table.add_column(col)
+        for r in q["table"]:
+            table.add_row(*(str("-" if r[c] is None else r[c]) for c in cols))
+        console.print(table)
+
+
+def _model_args(pairs: list[str]) -> dict[str, Any]:
+    from scopebench.cli import _parse_model_args
+
+    return _parse_model_args(pairs)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Write items with an LLM (describe, mcq, open_to_mcq, SPUR templates)."""
+    from scopebench.build.generation import GenerateConfig, generate
+
+    cfg = GenerateConfig(
+        model=args.model,
+        tasks=tuple(args.tasks),
+        seed=args.seed,
+        retries=args.retries,
+        inputs=args.inputs,
+        templates=args.templates,
+        questions_per_image=args.questions_per_image,
+        max_new_tokens=args.max_new_tokens,
+        model_args=_model_args(args.model_arg),
+    )
+    return _show(
+        [generate(args.data, args.out, cfg, cache=args.cache, progress=not getattr(args, "quiet", False))]
+    )
+
+
 def cmd_split(args: argparse.Namespace) -> int:
     """Split by image (near-duplicates together) with a test_tiny sample."""
     from scopebench.build.splits import SplitConfig, split
@@ -113,6 +194,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     outcome = run_build(args.config, progress=not getattr(args, "quiet", False))
     code = _show(outcome.steps)
+    for r in outcome.steps:
+        if r.step == "filter":
+            _show_filter(r)
     console.print(
         f"evaluate it: scopebench run --bench local --data {outcome.out / 'export' / 'local'} --model random",
         highlight=False,
@@ -122,7 +206,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def add_subcommands(sub: Any) -> None:
     """Register ``scopebench build …``."""
-    build = sub.add_parser("build", help="build a benchmark: ingest, questions, split, export (or all: run)")
+    build = sub.add_parser(
+        "build", help="build a benchmark: ingest, questions, generate, filter, split, export (or all: run)"
+    )
     bs = build.add_subparsers(dest="build_command", metavar="STEP")
     bs.required = True
 
@@ -156,6 +242,40 @@ def add_subcommands(sub: Any) -> None:
     p.add_argument("--tasks", nargs="+", help="tasks to make (default all six)")
     p.add_argument("--taxonomy", help="your taxonomy YAML, merged into the shipped one")
     p.set_defaults(func=cmd_questions)
+
+    p = bs.add_parser(
+        "generate", help="LLM-written descriptions and questions, validated, cached, with a cost ledger"
+    )
+    p.add_argument("data", help="a questions (or ingest) output folder")
+    common(p)
+    p.add_argument("--model", required=True, help="generative model: openai:…, vllm:…, hf:…, replay:FILE")
+    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="backend option")
+    p.add_argument(
+        "--tasks",
+        nargs="+",
+        default=["describe", "mcq"],
+        help="describe, mcq, open_to_mcq, spur_np … spur_quant, or your own (default: describe mcq)",
+    )
+    p.add_argument(
+        "--inputs", help="table of caption/question/answer/context per image (source + image columns)"
+    )
+    p.add_argument("--templates", help="your templates YAML, merged over the shipped ones")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--retries", type=int, default=2, help="retries after an invalid reply (default 2)")
+    p.add_argument("--questions-per-image", type=int, help="questions per image of the mcq task (default 3)")
+    p.add_argument("--max-new-tokens", type=int, default=1024)
+    p.add_argument("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
+    p.set_defaults(func=cmd_generate)
+
+    p = bs.add_parser(
+        "filter", help="quality gates: figure panels, RefineBot, text shortcut, coverage quotas"
+    )
+    p.add_argument("data", help="a questions (or generate) output folder")
+    common(p)
+    p.add_argument("--config", required=True, help="YAML with the gates (a build.yaml's filter: section)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
+    p.set_defaults(func=cmd_filter)
 
     p = bs.add_parser("split", help="image-level splits (near-duplicates together) and test_tiny")
     p.add_argument("data", help="a questions (or ingest) output folder")

@@ -10,19 +10,17 @@ import argparse
 import getpass
 import importlib.util
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
+from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError, MissingDependencyError
 
 __all__ = ["add_subcommands"]
 
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 
 
 def _need_extra() -> None:
@@ -261,7 +259,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         project = _project(db, args.project)
         runs = write_baseline(db, project, Path(args.out), seed=args.seed)
         groups = set(db.scalars(select(Member.group).where(Member.project_id == project.id)).all())
-    from scopebench.engine.rundir import METRICS_FILE, load_run
+    from scopebench.store.rundir import METRICS_FILE, load_run
 
     for group, run_dir in runs.items():
         run = load_run(run_dir)

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from scopebench.cli.output import out_console, print_wide
 from scopebench.errors import DataFormatError, ModelError
 
 __all__ = ["add_subcommands", "cmd_linear_probe", "cmd_merge"]
 
 # Piped output gets a fixed wide layout, as in scopebench.cli, so table columns are not truncated.
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 
 
 def _pct(x: float) -> str:
@@ -29,7 +28,7 @@ def _ci(low: float, high: float) -> str:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Merge two models at one α, or sweep α over a grid and evaluate each merge."""
-    from scopebench.models.merge import merge_models, parse_alphas, sweep_alphas, write_sweep_outputs
+    from scopebench.experiments.merge import merge_models, parse_alphas, sweep_alphas, write_sweep_outputs
 
     if (args.alpha is None) == (args.sweep is None):
         raise ModelError("give exactly one of --alpha A (one merge) or --sweep [A1,A2,…] (evaluate a grid)")
@@ -78,7 +77,7 @@ def cmd_linear_probe(args: argparse.Namespace) -> int:
     """Train a linear probe per task on a training split; evaluate on the benchmark's items."""
     from scopebench.benchmarks import get_benchmark
     from scopebench.benchmarks.local import LocalBenchmark
-    from scopebench.scoring.linear_probe import check_features, run_linear_probe, write_probe_outputs
+    from scopebench.experiments.linear_probe import check_features, run_linear_probe, write_probe_outputs
 
     check_features(args.features)  # a typo fails before the data are read
     bench = get_benchmark(args.bench)
@@ -129,7 +128,7 @@ def cmd_linear_probe(args: argparse.Namespace) -> int:
             "–" if t.pca_components is None else str(t.pca_components), "–" if t.C is None else f"{t.C:.4g}",
             *(cv if args.optuna_trials > 0 else []),
         )  # fmt: skip
-    console.print(table)
+    print_wide(console, table)  # task names never cut with "…"
     o = result.overall
     console.print(f"overall: {_pct(o['accuracy'])} {_ci(o['ci_low'], o['ci_high'])} over {o['n']} items")
     if result.skipped:

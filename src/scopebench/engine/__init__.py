@@ -1,16 +1,8 @@
-"""The execution engine: the run store, run directories and the runner."""
+"""The execution engine: plan a run, answer its items with a backend, write records to the store.
 
-from scopebench.engine.rundir import RunData, load_run
+Reading a run back is the store's business (:mod:`scopebench.store`).
+"""
+
 from scopebench.engine.runner import RunConfig, RunResult, load_items, make_record, run_benchmark
-from scopebench.engine.store import RunStore
 
-__all__ = [
-    "RunConfig",
-    "RunData",
-    "RunResult",
-    "RunStore",
-    "load_items",
-    "load_run",
-    "make_record",
-    "run_benchmark",
-]
+__all__ = ["RunConfig", "RunResult", "load_items", "make_record", "run_benchmark"]

@@ -1,11 +1,13 @@
-"""Executors: where the backend calls happen.
+"""Executors: where the backend calls happen (the execute stage: batches of Requests → Responses).
 
 * :class:`LocalExecutor` — in this process, batch after batch.
 * :class:`RayExecutor` — over Ray actors, one model replica each (one GPU each when the cluster has
-  GPUs). Actors load the benchmark themselves and receive *item ids*, not items, so no pixels or
-  dataset handles cross the wire; results stream back to the driver, which alone writes the run
-  store — so resume semantics are the same as local runs. On a cluster the data must be readable at
-  the same ``--data`` path on every node.
+  GPUs). Actors load the benchmark themselves and receive *item ids*, not requests, so no pixels or
+  dataset handles cross the wire; each actor renders its items with its own backend (the same
+  deterministic :meth:`~scopebench.models.Backend.render` as the driver's). Results stream back to
+  the driver, which parses them with its own requests and alone writes the run store — so resume
+  semantics are the same as local runs. On a cluster the data must be readable at the same
+  ``--data`` path on every node.
 """
 
 from __future__ import annotations
@@ -14,40 +16,49 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scopebench.errors import MissingDependencyError, ScopebenchError
 from scopebench.items import Item
 from scopebench.models import Backend, Response
+from scopebench.protocols import Request
 
 if TYPE_CHECKING:
-    from scopebench.engine.runner import RunConfig
+    from scopebench.engine.runner import ItemHook, RunConfig
 
-__all__ = ["Executor", "LocalExecutor", "RayExecutor", "answer_batch"]
+__all__ = ["Executor", "LocalExecutor", "RayExecutor", "WorkerSetup", "answer_batch"]
+
+#: How an actor rebuilds the run's items and backend from its configuration: the runner's
+#: ``load_items`` and ``build_backend``, handed in so that this module does not import the runner
+#: (which imports it).
+WorkerSetup = tuple[
+    Callable[["RunConfig", "ItemHook | None"], tuple[Any, list[Item]]],
+    Callable[["RunConfig"], Backend],
+]
 
 log = logging.getLogger(__name__)
 
 
-def answer_batch(backend: Backend, batch: Sequence[Item]) -> list[Response]:
-    """Call the backend on one batch; a failing call becomes one error response per item."""
+def answer_batch(backend: Backend, batch: Sequence[Request]) -> list[Response]:
+    """Call the backend on one batch of requests; a failing call becomes one error response per item."""
     try:
-        responses = backend.predict(batch)
+        responses = backend.answer(batch)
         if len(responses) != len(batch):
             raise RuntimeError(f"backend returned {len(responses)} responses for {len(batch)} items")
         return responses
     except ScopebenchError as exc:
-        return [Response(it.id, status="error", error=str(exc)) for it in batch]
+        return [Response(r.item_id, status="error", error=str(exc)) for r in batch]
     except (RuntimeError, ValueError, OSError, MemoryError) as exc:
         # A model failure must not take down the run: record it per item and carry on.
         log.debug("batch failed", exc_info=True)
-        return [Response(it.id, status="error", error=f"{type(exc).__name__}: {exc}") for it in batch]
+        return [Response(r.item_id, status="error", error=f"{type(exc).__name__}: {exc}") for r in batch]
 
 
 class Executor(Protocol):
     """Runs batches and yields ``(batch, responses)`` as each finishes (any order)."""
 
-    def run(self, batches: Sequence[Sequence[Item]]) -> Iterator[tuple[Sequence[Item], list[Response]]]:
+    def run(self, batches: Sequence[Sequence[Request]]) -> Iterator[tuple[Sequence[Request], list[Response]]]:
         """Answer every batch."""
         ...
 
@@ -62,7 +73,7 @@ class LocalExecutor:
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
 
-    def run(self, batches: Sequence[Sequence[Item]]) -> Iterator[tuple[Sequence[Item], list[Response]]]:
+    def run(self, batches: Sequence[Sequence[Request]]) -> Iterator[tuple[Sequence[Request], list[Response]]]:
         """Answer batches in order."""
         for batch in batches:
             yield batch, answer_batch(self.backend, batch)
@@ -74,10 +85,15 @@ class LocalExecutor:
 class _Worker:
     """A Ray actor body: loads the benchmark and one model replica, answers batches of item ids."""
 
-    def __init__(self, config: RunConfig, item_ids: Sequence[str]) -> None:
-        from scopebench.engine.runner import build_backend, load_items
-
-        _, items = load_items(config)
+    def __init__(
+        self,
+        config: RunConfig,
+        item_ids: Sequence[str],
+        setup: WorkerSetup,
+        item_hook: ItemHook | None = None,
+    ) -> None:
+        load_items, build_backend = setup
+        _, items = load_items(config, item_hook)
         wanted = set(item_ids)
         self.items = {it.id: it for it in items if it.id in wanted}
         self.backend = build_backend(config)
@@ -85,7 +101,7 @@ class _Worker:
         self.backend.prepare([self.items[i] for i in item_ids])
 
     def answer(self, ids: Sequence[str]) -> list[Response]:
-        return answer_batch(self.backend, [self.items[i] for i in ids])
+        return answer_batch(self.backend, [self.backend.render(self.items[i]) for i in ids])
 
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -114,9 +130,11 @@ class RayExecutor:
     Args:
         config: The run configuration (each actor rebuilds benchmark and backend from it).
         item_ids: Ids of the items the backend will be asked about (what ``prepare`` saw).
+        setup: How each actor loads the items and builds the backend (:data:`WorkerSetup`).
         num_workers: Actors to start (default: one per GPU, else 2).
         address: Ray cluster address (``None`` starts or joins a local instance).
         gpus_per_worker: GPUs per actor (default 1 when the cluster has GPUs, else 0).
+        item_hook: The run's item transform (each actor applies it after loading, as the driver did).
     """
 
     def __init__(
@@ -124,9 +142,11 @@ class RayExecutor:
         config: RunConfig,
         item_ids: Sequence[str],
         *,
+        setup: WorkerSetup,
         num_workers: int | None = None,
         address: str | None = None,
         gpus_per_worker: float | None = None,
+        item_hook: ItemHook | None = None,
     ) -> None:
         try:
             import ray
@@ -155,19 +175,21 @@ class RayExecutor:
         n = num_workers or (int(n_gpus) if n_gpus >= 1 else 2)
         actor_cls = ray.remote(num_cpus=1, num_gpus=gpus)(_Worker)
         # Ray's actor handles are dynamically typed; Any keeps mypy out of its stubs' gaps.
-        self.workers: list[Any] = [actor_cls.remote(config, list(item_ids)) for _ in range(n)]
+        self.workers: list[Any] = [
+            actor_cls.remote(config, list(item_ids), setup, item_hook) for _ in range(n)
+        ]
         log.info("ray executor: %d workers, %.1f GPU each", n, gpus)
 
-    def run(self, batches: Sequence[Sequence[Item]]) -> Iterator[tuple[Sequence[Item], list[Response]]]:
+    def run(self, batches: Sequence[Sequence[Request]]) -> Iterator[tuple[Sequence[Request], list[Response]]]:
         """Keep every worker busy with one batch at a time; yield batches as they finish."""
         ray = self._ray
         queue = list(batches)
-        pending: dict[Any, tuple[int, Sequence[Item]]] = {}
+        pending: dict[Any, tuple[int, Sequence[Request]]] = {}
 
         def submit(w: int) -> None:
             if queue:
                 batch = queue.pop(0)
-                pending[self.workers[w].answer.remote([it.id for it in batch])] = (w, batch)
+                pending[self.workers[w].answer.remote([r.item_id for r in batch])] = (w, batch)
 
         for w in range(len(self.workers)):
             submit(w)
@@ -179,7 +201,7 @@ class RayExecutor:
                 responses: list[Response] = ray.get(ref)
             except ray.exceptions.RayError as exc:
                 responses = [
-                    Response(it.id, status="error", error=f"ray worker failed: {exc}") for it in batch
+                    Response(r.item_id, status="error", error=f"ray worker failed: {exc}") for r in batch
                 ]
             submit(w)
             yield batch, responses

@@ -29,14 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scopebench.display import progress
-from scopebench.engine.rundir import CONFIG_FILE
-from scopebench.engine.store import RunStore
 from scopebench.errors import ConfigMismatchError, ModelSpecError, RunInterruptedError, ScopebenchError
 from scopebench.items import Item, Record
 from scopebench.models import Backend, ChatMessage, ModelOptions, Response, load_model, split_spec
+from scopebench.models.registry import backend_class
 from scopebench.parsing.choice import LabelStyle
 from scopebench.parsing.judge import JUDGE_PROMPT_VERSION, build_judge_prompt, judge_free, read_judge_reply
-from scopebench.protocols import render_prompt
+from scopebench.store.rundir import CONFIG_FILE
+from scopebench.store.runstore import RunStore
 
 if TYPE_CHECKING:
     from scopebench.engine.runner import RunConfig
@@ -66,8 +66,6 @@ def check_judge_spec(spec: str) -> None:
         ModelSpecError: For an unknown spec, or a backend without a text conversation (``clip:``,
             ``random``…).
     """
-    from scopebench.models.registry import backend_class
-
     scheme, _ = split_spec(spec)
     cls = backend_class(spec)
     if cls.chat is Backend.chat:
@@ -192,11 +190,8 @@ class JudgeStats:
 
 
 def _labels_of(item: Item, config: RunConfig, backend: Backend) -> LabelStyle:
-    """The label style the main model's prompt used (replay's explicit ``labels`` wins, as in parsing)."""
-    explicit = getattr(backend, "_explicit_labels", None)
-    if explicit in ("letters", "numbers"):
-        return explicit
-    return render_prompt(item, config.protocol).labels
+    """The label style of the main model's request for ``item`` (the one its reply was parsed with)."""
+    return backend.render(item).labels
 
 
 def _ask(judge: Backend, convs: Sequence[Sequence[ChatMessage]], ids: Sequence[str]) -> list[Response]:

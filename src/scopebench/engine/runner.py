@@ -1,8 +1,11 @@
 """Run a benchmark through a backend into a durable, resumable run directory.
 
-The flow: load items → check/record provenance → skip what the store already has → ask the
-backend in batches → turn each response into a :class:`~scopebench.items.Record` (parser for
-text, argmax for scores) → commit each batch → compute metrics.
+The flow: load items → check/record provenance → skip what the store already has → the stages
+**plan** (:meth:`Backend.plan <scopebench.models.Backend.plan>` orders the work) → **render** (each
+item's :class:`~scopebench.protocols.Request`) → **execute** (the executor hands batches of requests
+to the backend) → **parse** (:func:`~scopebench.engine.parse.parse`: each response, read with its
+request's labels, becomes a :class:`~scopebench.items.Record`) → **store** (each batch committed) →
+compute metrics. Item transforms (probes) happen before: :func:`load_items` takes them as a hook.
 """
 
 from __future__ import annotations
@@ -10,7 +13,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import math
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -30,12 +32,10 @@ from scopebench.engine.judging import (
     judge_provenance,
     judge_unparsed,
 )
-from scopebench.engine.lock import RunLock, check_unlocked
-from scopebench.engine.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE
-from scopebench.engine.store import RunStore
+from scopebench.engine.limits import check_limit
+from scopebench.engine.parse import guarded_parse, parse
 from scopebench.errors import (
     ConfigMismatchError,
-    ImageLoadError,
     ModelSpecError,
     NoItemsError,
     RunAbortedError,
@@ -43,15 +43,24 @@ from scopebench.errors import (
     RunInterruptedError,
     ScopebenchError,
 )
-from scopebench.items import Item, Record
+from scopebench.items import Item, Record, RecordStatus
 from scopebench.models import Backend, ModelOptions, Response, load_model, split_spec
 from scopebench.models.registry import scheme_origin
-from scopebench.parsing import PARSER_VERSION, parse_choice
-from scopebench.parsing.boxes import BOX_PARSER_VERSION, parse_boxes
-from scopebench.protocols import PROTOCOL_VERSION, detection_class, resolve_protocol
-from scopebench.scoring.grit import grit_score
+from scopebench.models.strategies import StrategyBackend
+from scopebench.parsing import PARSER_VERSION
+from scopebench.parsing.boxes import BOX_PARSER_VERSION
+from scopebench.protocols import PROTOCOL_VERSION, Request, detection_class, resolve_protocol
+from scopebench.scoring import compute_metrics
+from scopebench.scoring.metrics import METRICS_SCHEMA_VERSION
+from scopebench.store.lock import RunLock, check_unlocked
+from scopebench.store.rundir import CONFIG_FILE, METRICS_FILE, RECORDS_JSONL, STORE_FILE, load_run
+from scopebench.store.runstore import RunStore
 
-__all__ = ["RunConfig", "RunResult", "load_items", "make_record", "run_benchmark"]
+__all__ = ["ItemHook", "RunConfig", "RunResult", "load_items", "make_record", "run_benchmark"]
+
+#: Transforms a run's items after loading and before rendering (the probe layer's corruptions,
+#: noise images, question swaps…): deterministic, keeping every item's id.
+ItemHook = Callable[[list[Item]], list[Item]]
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +69,6 @@ _IDENTITY_KEYS = (
     "benchmark",
     "data_fingerprint",
     "split",
-    "limit",
     "exclude_fingerprint",
     "transform",
     "strategy",
@@ -110,6 +118,8 @@ class RunConfig:
             the parser leaves unparsed (:mod:`scopebench.engine.judging`); ``None``: no judge.
         judge_args: The judge's options (``--judge-arg k=v``): ``device``, ``base_url``,
             ``batch_size`` and backend options.
+        label: The run's display name in tables and reports (``run --label``, an eval config's
+            model ``name``); recorded in ``run.json``, not part of the run's identity.
     """
 
     benchmark: str
@@ -135,6 +145,7 @@ class RunConfig:
     box_repair: bool = False
     judge: str | None = None
     judge_args: dict[str, Any] = field(default_factory=dict)
+    label: str | None = None
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -171,8 +182,19 @@ class RunResult:
     seconds: float
 
 
-def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
-    """Load the benchmark and select the run's items (split, exclusions, limit)."""
+def load_items(config: RunConfig, item_hook: ItemHook | None = None) -> tuple[LoadedBenchmark, list[Item]]:
+    """Load the benchmark and select the run's items (split, exclusions, limit), then ``item_hook``.
+
+    Args:
+        config: The run.
+        item_hook: Transforms the selected items before anything is rendered: the probe layer's
+            ``config.transform`` (:func:`scopebench.transforms.transform_hook`). The engine
+            applies no transform of its own.
+
+    Raises:
+        ScopebenchError: When ``config.transform`` is set but no ``item_hook`` applies it (the run
+            would silently evaluate the untransformed items under the transform's name).
+    """
     loaded = get_benchmark(config.benchmark).load(config.data, split=config.split)
     items = [it for it in loaded.items if it.id not in config.exclude_ids]
     if config.exclude_ids:
@@ -192,10 +214,14 @@ def load_items(config: RunConfig) -> tuple[LoadedBenchmark, list[Item]]:
             )
     if config.limit is not None:
         items = items[: config.limit]
-    if config.transform:
-        from scopebench.probes.transforms import apply_transform
-
-        items = apply_transform(config.transform, items, config.seed)
+    if config.transform and item_hook is None:
+        raise ScopebenchError(
+            f"the run names the item transform {config.transform!r}, which the engine does not apply "
+            "itself; pass item_hook=scopebench.transforms.transform_hook(config.transform, "
+            "config.seed) (the probes do), or leave RunConfig.transform unset"
+        )
+    if item_hook is not None:
+        items = item_hook(items)
     return loaded, items
 
 
@@ -269,8 +295,6 @@ def build_backend(config: RunConfig) -> Backend:
     backend = load_model(config.model, config.model_options())
     _check_mode(config, backend)
     if config.strategy:
-        from scopebench.models.strategies import StrategyBackend
-
         backend = StrategyBackend(
             backend, config.strategy, protocol=config.protocol, no_image=config.no_image
         )
@@ -286,82 +310,8 @@ def _adopt_backend(config: RunConfig, backend: Backend) -> Backend:
         )
     _check_mode(config, backend)
     if config.strategy:
-        from scopebench.models.strategies import StrategyBackend
-
         return StrategyBackend(backend, config.strategy, protocol=config.protocol, no_image=config.no_image)
     return backend
-
-
-def make_record(item: Item, response: Response, backend: Backend, *, box_repair: bool = False) -> Record:
-    """Turn a backend response into the stored record (parser for text, argmax for scores).
-
-    ``box_repair`` applies to detection items only (see :attr:`RunConfig.box_repair`).
-    """
-    rec = _response_record(item, response, backend)
-    if response.status != "ok":
-        rec.status, rec.error = response.status, response.error or response.status
-        return rec
-    if item.kind == "detection":
-        return _score_detection(item, response, backend, rec, box_repair=box_repair)
-    choice: int | None = response.choice
-    reason: str | None = None
-    if choice is None and response.text is not None:
-        parsed = parse_choice(response.text, item.choices, labels=backend.answer_labels)
-        choice, reason = parsed.index, parsed.reason
-        rec.extra["parse_method"] = parsed.method
-        rec.extra["answer_method"] = "parser"
-    elif choice is None and response.scores is not None:
-        scores = response.scores
-        if len(scores) != len(item.choices) or any(math.isnan(s) for s in scores):
-            rec.status, rec.error = "error", "backend returned malformed option scores"
-            return rec
-        # Ties go to the lowest index: deterministic, and the recorded scores show the tie.
-        choice = max(range(len(scores)), key=lambda i: scores[i])
-        rec.extra["answer_method"] = "scores"
-    elif choice is not None:
-        rec.extra["answer_method"] = "choice"
-    if choice is None:
-        rec.status, rec.error = "unparsed", reason or "no option chosen"
-    elif not 0 <= choice < len(item.choices):
-        rec.status, rec.error = "error", f"backend chose option {choice} of {len(item.choices)}"
-    else:
-        rec.choice, rec.correct = choice, choice == item.answer_index
-    return rec
-
-
-def _score_detection(
-    item: Item, response: Response, backend: Backend, rec: Record, *, box_repair: bool = False
-) -> Record:
-    """Parse the response's boxes and score them against the targets with GRIT.
-
-    The boxes are scored as the model wrote them (on its grid, converted to pixels) unless
-    ``box_repair``; the record says which (``box_repair``) and how many boxes were reversed or
-    outside the image (``boxes_irregular``), repaired, cut off by truncation or by the parser's
-    cap. A reply with no box is an empty prediction: 1 when the image has no target, else 0.
-    """
-    if not item.images:
-        rec.status, rec.error = "error", "detection item has no image to size its boxes"
-        return rec
-    try:
-        width, height = item.images[0].size()
-    except ImageLoadError as exc:
-        rec.status, rec.error = "error", str(exc)
-        return rec
-    cls = detection_class(item)
-    parsed = parse_boxes(response.text, width, height, fmt=backend.box_format, label=cls, repair=box_repair)
-    rec.extra.update(
-        boxes=[[b.x1, b.y1, b.x2, b.y2] for b in parsed.boxes],
-        box_format=parsed.format,
-        boxes_dropped=parsed.dropped,
-        boxes_truncated=parsed.truncated,
-        boxes_irregular=parsed.irregular,
-        boxes_repaired=parsed.repaired,
-        box_repair=box_repair,
-        grit=grit_score(parsed.boxes, item.targets, unread=parsed.truncated),
-        class_name=cls,
-        box_parser_version=BOX_PARSER_VERSION,
-    )
-    return rec
 
 
 def _box_provenance(config: RunConfig, items: Sequence[Item]) -> dict[str, Any]:
@@ -426,6 +376,7 @@ def _provenance(
         "platform": platform.platform(),
         "python": platform.python_version(),
         "n_items": len(items),
+        "label": config.label,
         # Records the loader could not turn into a usable item: kept here so a run never loses a
         # record without a trace (``scopebench validate`` lists the same problems).
         "unusable_records": [str(p) for p in loaded.problems if p.severity == "error"],
@@ -444,7 +395,7 @@ def _plugin_provenance(config: RunConfig) -> dict[str, Any]:
     return {"plugins": used} if used else {}
 
 
-def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
+def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool, backend: Backend) -> None:
     cfg_path = run_dir / CONFIG_FILE
     if fresh and not cfg_path.is_file():
         # No run.json, so not known to be a run folder: only a (damaged) store goes, the way out
@@ -453,19 +404,7 @@ def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
             (run_dir / name).unlink(missing_ok=True)
         return
     if fresh:
-        for name in (
-            CONFIG_FILE,
-            STORE_FILE,
-            STORE_FILE + "-wal",
-            STORE_FILE + "-shm",
-            METRICS_FILE,
-            RECORDS_JSONL,
-        ):
-            (run_dir / name).unlink(missing_ok=True)
-        # The report files of the discarded results too (tables, plots), so none outlives them.
-        for pattern in ("metrics.*", "*.png", "*.svg", "records.parquet"):
-            for path in run_dir.glob(pattern):
-                path.unlink(missing_ok=True)
+        _discard(run_dir)
         return
     if not cfg_path.is_file():
         return
@@ -481,6 +420,25 @@ def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
             + "\n".join(diffs)
             + "\nUse another --out, or pass --fresh to discard the stored results and start again."
         )
+    if check_limit(old, new, backend, run_dir):
+        _discard(run_dir)
+
+
+def _discard(run_dir: Path) -> None:
+    """Delete a run folder's stored results and report files (``--fresh``); other files stay."""
+    for name in (
+        CONFIG_FILE,
+        STORE_FILE,
+        STORE_FILE + "-wal",
+        STORE_FILE + "-shm",
+        METRICS_FILE,
+        RECORDS_JSONL,
+    ):
+        (run_dir / name).unlink(missing_ok=True)
+    # The report files of the discarded results too (tables, plots), so none outlives them.
+    for pattern in ("metrics.*", "*.png", "*.svg", "records.parquet"):
+        for path in run_dir.glob(pattern):
+            path.unlink(missing_ok=True)
 
 
 def run_benchmark(
@@ -493,6 +451,7 @@ def run_benchmark(
     backend: Backend | None = None,
     metrics_key: str | None = None,
     rejudge: bool = False,
+    item_hook: ItemHook | None = None,
 ) -> RunResult:
     """Run (or resume) ``config`` into ``out_dir``.
 
@@ -511,6 +470,7 @@ def run_benchmark(
             default metrics have their own key; a custom ``on_metrics`` without a key always runs.
         rejudge: Drop the judge verdicts stored in ``out_dir`` first, so another judge (or none)
             may take over (:func:`~scopebench.engine.judging.check_judge_config`).
+        item_hook: Applies ``config.transform`` to the loaded items (see :func:`load_items`).
 
     Returns:
         A :class:`RunResult`.
@@ -533,7 +493,7 @@ def run_benchmark(
     check_config(config)
     run_dir = Path(out_dir)
     check_unlocked(run_dir)  # a second writer is refused before data and weights are loaded
-    loaded, items = load_items(config)
+    loaded, items = load_items(config, item_hook)
     unusable = [p for p in loaded.problems if p.severity == "error"]
     if unusable:
         log.warning(
@@ -580,7 +540,7 @@ def run_benchmark(
         try:
             provenance = _provenance(config, loaded, items, backend)
             provenance["judge"] = judge_provenance(judge)
-            _check_config(run_dir, provenance, fresh)
+            _check_config(run_dir, provenance, fresh, backend)
             with RunStore(run_dir / STORE_FILE, check=True) as store:
                 check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
             (run_dir / CONFIG_FILE).write_text(
@@ -588,7 +548,7 @@ def run_benchmark(
             )
             with RunStore(run_dir / STORE_FILE) as store:
                 try:
-                    n_new, n_skipped = _execute(config, backend, items, store, retry_errors)
+                    n_new, n_skipped = _execute(config, backend, items, store, retry_errors, item_hook)
                     if judge is not None:
                         judge_unparsed(config, judge, backend, items, store)
                 except RunAbortedError:
@@ -628,7 +588,6 @@ def _build_judge_or_close(config: RunConfig, backend: Backend, owned: bool) -> B
 
 
 def _metrics_stamp(key: str, generation: int) -> dict[str, Any]:
-    from scopebench.scoring.metrics import METRICS_SCHEMA_VERSION
 
     return {
         "key": key,
@@ -657,8 +616,6 @@ def _cached_metrics(run_dir: Path, store: RunStore, stamp: dict[str, Any] | None
 
 
 def _basic_metrics(run_dir: Path) -> dict[str, Any]:
-    from scopebench.engine.rundir import load_run
-    from scopebench.scoring import compute_metrics
 
     # Recomputed from the store: a stale metrics file that is unreadable (a run killed while writing
     # it) must not stop the resume, as load_run would otherwise parse it.
@@ -678,7 +635,12 @@ def _basic_metrics(run_dir: Path) -> dict[str, Any]:
 
 
 def _execute(
-    config: RunConfig, backend: Backend, items: Sequence[Item], store: RunStore, retry_errors: bool
+    config: RunConfig,
+    backend: Backend,
+    items: Sequence[Item],
+    store: RunStore,
+    retry_errors: bool,
+    item_hook: ItemHook | None = None,
 ) -> tuple[int, int]:
     """Answer every item the store lacks; returns (records written, items of unsupported kind)."""
     if retry_errors:
@@ -704,35 +666,24 @@ def _execute(
     # Items whose image is missing cannot be shown to an image model: record that, don't call it.
     needs_images = backend.needs_images and not config.no_image
     blocked = [it for it in todo if needs_images and "missing_image" in it.problems]
-    if blocked:
-        store.add(
-            Record(
-                item_id=it.id,
-                model=backend.spec,
-                status="missing_image",
-                error="image file missing from the data",
-                task=it.task,
-                subset=it.subset,
-                split=it.split,
-                answer_index=it.answer_index,
-                # A detection item keeps its kind and class: localization scores it 0, never drops it.
-                kind=it.kind,
-                extra={"class_name": detection_class(it)} if it.kind == "detection" else {},
-            )
-            for it in blocked
-        )
+    store.add(_blocked_record(it, backend.spec) for it in blocked)
     blocked_ids = {it.id for it in blocked}
+    # plan → render → execute → parse → store.
     todo = backend.plan([it for it in todo if it.id not in blocked_ids])
+    requests, unrenderable = _render_all(backend, todo)
+    store.add(unrenderable)
     batch_size = max(1, config.batch_size or backend.default_batch_size)
-    batches = [todo[k : k + batch_size] for k in range(0, len(todo), batch_size)]
-    executor = _make_executor(config, backend, supported)
-    written, failed, processed = len(blocked), 0, 0
+    batches = [requests[k : k + batch_size] for k in range(0, len(requests), batch_size)]
+    executor = _make_executor(config, backend, supported, item_hook)
+    written, failed, processed = len(blocked) + len(unrenderable), len(unrenderable), len(unrenderable)
     with progress(len(todo), desc=f"{config.benchmark} × {backend.spec}") as bar:
+        bar.update(len(unrenderable))
         try:
             for batch, responses in executor.run(batches):
+                fmt, repair = backend.box_format, config.box_repair
                 records = [
-                    _guarded_record(it, r, backend, box_repair=config.box_repair)
-                    for it, r in zip(batch, responses, strict=True)
+                    guarded_parse(req, r, model=backend.spec, box_format=fmt, box_repair=repair)
+                    for req, r in zip(batch, responses, strict=True)
                 ]
                 written += store.add(records)
                 errors = [r.error for r in records if r.status == "error"]
@@ -758,45 +709,62 @@ def _execute(
     return written, n_skipped
 
 
-def _guarded_record(item: Item, response: Response, backend: Backend, *, box_repair: bool = False) -> Record:
-    """:func:`make_record`, but any exception becomes this item's ``error`` record.
-
-    One reply the parsers cannot read (3,000 nested brackets once raised ``RecursionError``) must
-    not stop the run, and since API replies are cached it would stop every resume on the same
-    reply. The record keeps the reply and names the exception, so nothing is dropped silently.
-    """
-    try:
-        return make_record(item, response, backend, box_repair=box_repair)
-    except Exception as exc:  # any bug in reading one reply is that item's error
-        error = f"reading the reply failed: {type(exc).__name__}: {str(exc)[:500]}"
-        log.warning("item %s: %s", item.id, error)
-        rec = _response_record(item, response, backend)
-        rec.status, rec.error = "error", error
-        return rec
+def _render_all(backend: Backend, items: Sequence[Item]) -> tuple[list[Request], list[Record]]:
+    """The render stage: each item's request, in order; an item that cannot be rendered is an error record."""
+    requests: list[Request] = []
+    failed: list[Record] = []
+    for it in items:
+        try:
+            requests.append(backend.render(it))
+        except ScopebenchError as exc:  # e.g. a plugin's owner prompt refusing an item
+            failed.append(_item_record(it, backend.spec, "error", f"cannot render the prompt: {exc}"))
+    return requests, failed
 
 
-def _response_record(item: Item, response: Response, backend: Backend) -> Record:
-    """The ``ok`` record of ``response`` before any reading: the item's copies, reply and scores."""
+def _item_record(item: Item, model: str, status: RecordStatus, error: str) -> Record:
+    """A record of ``item`` that no reply produced (``status`` says why)."""
     return Record(
         item_id=item.id,
-        model=backend.spec,
-        status="ok",
+        model=model,
+        status=status,
+        error=error,
         task=item.task,
         subset=item.subset,
         split=item.split,
         answer_index=item.answer_index,
-        response=response.text,
-        scores=response.scores,
-        extra=dict(response.extra),
+        # A detection item keeps its kind and class: localization scores it 0, never drops it.
         kind=item.kind,
+        extra={"class_name": detection_class(item)} if item.kind == "detection" else {},
     )
 
 
-def _make_executor(config: RunConfig, backend: Backend, items: Sequence[Item]) -> Executor:
+def _blocked_record(item: Item, model: str) -> Record:
+    """The record of an item whose image is missing from the data (the model is not asked)."""
+    return _item_record(item, model, "missing_image", "image file missing from the data")
+
+
+def make_record(item: Item, response: Response, backend: Backend, *, box_repair: bool = False) -> Record:
+    """Turn a backend response about ``item`` into the stored record (render, then :func:`parse`).
+
+    Kept for callers holding items rather than requests; the run itself parses each response with
+    the request it answers. ``box_repair`` applies to detection items only.
+    """
+    request = backend.render(item)
+    return parse(request, response, model=backend.spec, box_format=backend.box_format, box_repair=box_repair)
+
+
+def _make_executor(
+    config: RunConfig, backend: Backend, items: Sequence[Item], item_hook: ItemHook | None = None
+) -> Executor:
     if config.executor == "local":
         return LocalExecutor(backend)
     if config.executor == "ray":
         return RayExecutor(
-            config, [it.id for it in items], num_workers=config.workers, address=config.ray_address
+            config,
+            [it.id for it in items],
+            setup=(load_items, build_backend),
+            num_workers=config.workers,
+            address=config.ray_address,
+            item_hook=item_hook,
         )
     raise ScopebenchError(f"unknown executor {config.executor!r}; use local or ray")

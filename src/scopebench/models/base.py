@@ -1,7 +1,10 @@
-"""The backend contract: a model adapter takes a batch of items and returns one response each.
+"""The backend contract: a model adapter answers a batch of Requests, one response each.
 
-Backends receive a *list* of items and batch internally (the lm-evaluation-harness habit), so the
-engine can hand them as much work as memory allows. A backend answers in one of three ways:
+The engine renders every item into a :class:`~scopebench.protocols.Request` (:meth:`Backend.render`:
+prompt text, images, option labels, answer prefix, captions) and hands backends *lists* of them;
+backends batch internally (the lm-evaluation-harness habit), so the engine can hand them as much
+work as memory allows, and never build a prompt themselves. The parser reads each reply with the
+labels of the request it answers. A backend answers in one of three ways:
 
 * ``text`` — free text from a generative model, mapped to an option by the parser;
 * ``scores`` — one score per option (probabilities for contrastive and log-prob backends); the
@@ -11,13 +14,14 @@ engine can hand them as much work as memory allows. A backend answers in one of 
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from scopebench.errors import ModelSpecError
 from scopebench.items import ImageRef, Item
+from scopebench.protocols import DetectionStyle, Request, render
 
 __all__ = ["Backend", "ChatMessage", "ModelOptions", "Response", "ResponseStatus"]
 
@@ -89,7 +93,7 @@ class ModelOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Backend(ABC):
+class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() must be overridden
     """Base class of every model adapter.
 
     Attributes:
@@ -109,21 +113,27 @@ class Backend(ABC):
     #: The ``--model-arg`` keys the backend reads; ``load_model`` refuses others, so a typo is an
     #: error rather than a silently ignored setting. ``None``: the backend validates them itself.
     model_args: ClassVar[frozenset[str] | None] = frozenset()
+    #: Whether an item's answer depends on the whole set of items evaluated (frequent-choice
+    #: baselines count letters over it): such a run's ``--limit`` cannot be raised in place.
+    item_set_dependent: ClassVar[bool] = False
 
     @property
     def box_format(self) -> Literal["auto", "qwen", "paligemma", "json"]:
         """How this backend writes boxes for detection items (``auto`` tries every format)."""
         return "auto"
 
-    #: Option labels of the last batch's prompts; backends that render prompts set it per batch.
-    _labels: Literal["letters", "numbers"] = "letters"
-
     @property
-    def answer_labels(self) -> Literal["letters", "numbers"]:
-        """How options are labelled in this backend's prompts (MicroVQA's owner protocol numbers them)."""
-        return self._labels
+    def detection_style(self) -> DetectionStyle:
+        """The box format detection prompts ask this backend for (its :attr:`box_format`, else JSON)."""
+        fmt = self.box_format
+        return "json" if fmt == "auto" else fmt
 
     def __init__(self, spec: str, options: ModelOptions) -> None:
+        if type(self).answer is Backend.answer and type(self).predict is Backend.predict:
+            raise ModelSpecError(
+                f"{type(self).__module__}.{type(self).__qualname__} implements neither answer(requests) "
+                "nor predict(items); a backend must answer requests (docs/extending.md)"
+            )
         self.spec = spec
         self.options = options
 
@@ -138,13 +148,38 @@ class Backend(ABC):
         """
         return list(items)
 
-    @abstractmethod
-    def predict(self, items: Sequence[Item]) -> list[Response]:
-        """Answer a batch of items, one :class:`Response` per item, in order.
+    def render(self, item: Item) -> Request:
+        """The :class:`~scopebench.protocols.Request` this backend is asked for ``item``.
 
-        A failure that concerns one item is returned as that item's ``error`` response; raising
-        marks the whole batch as failed with the exception's message.
+        :func:`~scopebench.protocols.render` under the backend's protocol, ``no_image`` option and
+        detection style. A backend overrides it only to change what the request says about the
+        reply (a replay file declaring its own option labels).
         """
+        return render(
+            item, self.options.protocol, no_image=self.options.no_image, detection_style=self.detection_style
+        )
+
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
+        """Answer a batch of requests, one :class:`Response` per request, in order (the engine's call).
+
+        Every built-in backend implements this. A failure that concerns one item is returned as
+        that item's ``error`` response; raising marks the whole batch as failed with the
+        exception's message. The default hands the requests' items to :meth:`predict`, for
+        third-party backends written against the older item-based contract.
+        """
+        if type(self).predict is Backend.predict:
+            raise NotImplementedError(f"{type(self).__name__} implements neither answer() nor predict()")
+        return self.predict([r.item for r in requests])
+
+    def predict(self, items: Sequence[Item]) -> list[Response]:
+        """Answer a batch of items: :meth:`render` each, then :meth:`answer` (a convenience).
+
+        Older third-party backends override this instead of :meth:`answer`; the engine still
+        renders and parses their items the same way.
+        """
+        if type(self).answer is Backend.answer:
+            raise NotImplementedError(f"{type(self).__name__} implements neither answer() nor predict()")
+        return self.answer([self.render(it) for it in items])
 
     def chat(
         self,

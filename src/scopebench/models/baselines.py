@@ -12,6 +12,7 @@ import numpy as np
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
 from scopebench.models.registry import split_spec
+from scopebench.protocols import Request
 
 __all__ = [
     "REFERENCE_SPLITS",
@@ -45,8 +46,9 @@ class RandomBackend(Backend):
         digest = hashlib.sha256(f"{self.options.seed}:{item_id}".encode()).digest()
         return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Pick one option uniformly at random per item (seeded per item)."""
+        items = [r.item for r in requests]
         out = []
         for it in items:
             if not it.choices:
@@ -96,6 +98,7 @@ class FrequentBackend(Backend):
 
     mode = "baseline"
     needs_images = False
+    item_set_dependent = True  # counts over the evaluated items (prepare)
 
     def __init__(self, spec: str, options: ModelOptions) -> None:
         split_spec(spec)
@@ -125,8 +128,9 @@ class FrequentBackend(Backend):
             self.ranking[task] = sorted(range(width), key=lambda i: (-counts[i], order[i]))
             self.reference[task] = {"split": ", ".join(where), "n": len(ref), "letter_counts": counts}
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Answer every item with its task's most frequent letter (that the item has)."""
+        items = [r.item for r in requests]
         out = []
         for it in items:
             if not it.choices:
@@ -164,6 +168,7 @@ class FrequentTextLOOBackend(Backend):
 
     mode = "baseline"
     needs_images = False
+    item_set_dependent = True  # counts over the evaluated items (prepare)
 
     def __init__(self, spec: str, options: ModelOptions) -> None:
         split_spec(spec)
@@ -178,8 +183,9 @@ class FrequentTextLOOBackend(Backend):
             if it.answer_index is not None and it.choices
         )
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Pick the option whose text is most often correct among the other evaluated items."""
+        items = [r.item for r in requests]
         out = []
         for it in items:
             if not it.choices:

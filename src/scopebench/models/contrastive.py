@@ -28,7 +28,7 @@ from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
 from scopebench.models.registry import split_spec
-from scopebench.protocols import caption_texts
+from scopebench.protocols import Request
 
 __all__ = ["ContrastiveBackend", "HFContrastiveBackend", "resolve_device", "weights_digest"]
 
@@ -147,9 +147,10 @@ class ContrastiveBackend(Backend):
             for t, e in zip(chunk, self.encode_texts(chunk), strict=True):
                 self._text_cache[t] = e.astype(np.float16)
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Score every option of every item; unique images and captions are encoded once per run."""
-        captions = {it.id: caption_texts(it) for it in items}
+        items = [r.item for r in requests]
+        captions = {r.item_id: list(r.captions) for r in requests}
         self._fill_image_cache([it for it in items if it.images])
         self._fill_text_cache([c for cs in captions.values() for c in cs])
         out = []
@@ -228,10 +229,10 @@ class HFContrastiveBackend(ContrastiveBackend):
             bias = getattr(self.model, "logit_bias", None)
             self.logit_bias = float(bias.item()) if bias is not None else 0.0
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Load the weights on first use, then score (see :class:`ContrastiveBackend`)."""
         self._ensure_loaded()
-        return super().predict(items)
+        return super().answer(requests)
 
     @staticmethod
     def _features(out: Any) -> Any:

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from scopebench.errors import MissingDependencyError, ModelError
-from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
+from scopebench.models.contrastive import resolve_device, weights_digest
 from scopebench.models.registry import split_spec
+from scopebench.protocols import Request
 
 __all__ = ["TEMPERATURE", "EmbeddingBackend"]
 
@@ -53,7 +54,6 @@ class EmbeddingBackend(Backend):
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise MissingDependencyError("sentence-transformers", "embed", "embed: models") from exc
-        from scopebench.models.contrastive import resolve_device
 
         device = None if options.device == "auto" else resolve_device(options.device)
         # The bundled model must load without any hub lookup.
@@ -79,8 +79,9 @@ class EmbeddingBackend(Backend):
             for t, e in zip(todo, emb, strict=True):
                 self._cache[t] = np.asarray(e, dtype=np.float32)
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Score each option by its cosine similarity to the question."""
+        items = [r.item for r in requests]
         self._embed([t for it in items for t in (it.question, *it.choices)])
         out = []
         for it in items:
@@ -98,8 +99,6 @@ class EmbeddingBackend(Backend):
 
     def identity(self) -> dict[str, Any]:
         """Spec, model path and its weights hash."""
-        from scopebench.models.contrastive import weights_digest
-
         path = Path(self.model_path)
         return {
             "spec": self.spec,

@@ -1,7 +1,7 @@
 """``hf:MODEL`` — local generative vision-language models through transformers.
 
-The model is loaded with ``AutoModelForImageTextToText`` and its ``AutoProcessor``; prompts come from
-:func:`~scopebench.protocols.render_prompt` and are laid out with the model's own chat template
+The model is loaded with ``AutoModelForImageTextToText`` and its ``AutoProcessor``; prompts come
+rendered in each :class:`~scopebench.protocols.Request` and are laid out with the model's own chat template
 (images first, one placeholder per image, then the text). Two modes (``--mode``):
 
 * ``generate`` — greedy decoding of free text (``--model-arg max_new_tokens=N``, default 64); the
@@ -20,10 +20,11 @@ prefers after the prompt counts. A label with no single-token spelling (``"10"``
 tokenizer) cannot be scored this way and its item is recorded as an error, never guessed.
 
 Answer prefix: in ``choice-logprob`` mode a text can be appended after the chat template's
-generation prompt (``--model-arg answer_prefix=…``), so the next token is the label. Defaults follow
-each protocol's answer format: none for prompts that ask for the letter alone (default, μ-Bench,
-PathMMU), ``"The answer is ("`` for MicroVQA's owner protocol and ``"<ANSWER>"`` for SPUR's (no
-trailing space: the label variants cover ``" A"``).
+generation prompt (``--model-arg answer_prefix=…``), so the next token is the label. The default is
+the request's answer prefix, which each benchmark declares for its owner protocol
+(:attr:`~scopebench.benchmarks.Benchmark.answer_prefix`): none for prompts that ask for the letter
+alone (default, μ-Bench, PathMMU), ``"The answer is ("`` for MicroVQA's owner protocol and
+``"<ANSWER>"`` for SPUR's (no trailing space: the label variants cover ``" A"``).
 
 Families: Qwen2-VL / Qwen2.5-VL, LLaVA-1.5 / LLaVA-NeXT, PaliGemma and Idefics3 / SmolVLM, plus any
 other model whose processor has a chat template. PaliGemma has none: it gets its plain prompt
@@ -55,7 +56,7 @@ from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
 from scopebench.models.registry import split_spec
 from scopebench.parsing.boxes import parse_boxes
-from scopebench.protocols import DetectionStyle, render_detection_prompt, render_prompt
+from scopebench.protocols import DetectionStyle, Request, render_detection_prompt, render_prompt
 
 __all__ = ["MODES", "HFGenerativeBackend", "family_of", "load_processor"]
 
@@ -76,9 +77,6 @@ _FAMILIES: dict[str, Family] = {
     "idefics3": "idefics3",
     "smolvlm": "idefics3",
 }
-
-# Text appended after the generation prompt in choice-logprob mode, per protocol (see module doc).
-_ANSWER_PREFIX = {"microvqa-owner": "The answer is (", "spur-owner": "<ANSWER>"}
 
 
 def family_of(model_type: str) -> Family:
@@ -315,17 +313,6 @@ class HFGenerativeBackend(Backend):
 
     # Planning ---------------------------------------------------------------------------------
 
-    def prepare(self, items: Sequence[Item]) -> None:
-        """Learn how options are labelled under the run's protocol (the engine parses with it).
-
-        Set here, not only in :meth:`predict`, because with ``--executor ray`` the driver's backend
-        parses the answers but never predicts.
-        """
-        for it in items:
-            if it.kind == "mcq":
-                self._labels = render_prompt(it, self.options.protocol).labels
-                break
-
     def plan(self, items: Sequence[Item]) -> list[Item]:
         """Order the run: items about the same image together, groups by prompt length.
 
@@ -353,31 +340,26 @@ class HFGenerativeBackend(Backend):
 
     # Prediction -------------------------------------------------------------------------------
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
-        """Answer a batch (generate or choice-logprob for MCQ items, boxes for detection items)."""
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
+        """Answer a batch (generate or choice-logprob for MCQ items, boxes for detection items).
+
+        Each request's text, system message, images, option labels and answer prefix are used as
+        rendered; ``--model-arg answer_prefix`` replaces the protocol's prefix in choice-logprob mode.
+        """
         self._ensure_loaded()
+        items = [r.item for r in requests]
         out: list[Response | None] = [None] * len(items)
         jobs: list[_Job] = []
-        for i, it in enumerate(items):
-            if it.kind == "detection":
-                jobs.append(
-                    _Job(i, [_Turn("user", self._detection_text(it), self._images(it))], detection=True)
-                )
+        for i, req in enumerate(requests):
+            if req.kind == "detection":
+                jobs.append(_Job(i, [_Turn("user", req.text, req.images)], detection=True))
                 continue
-            prompt = render_prompt(it, self.options.protocol, no_image=self.options.no_image)
-            self._labels = prompt.labels
-            turns = [_Turn("system", prompt.system)] if prompt.system else []
-            turns.append(_Turn("user", prompt.text, prompt.images))
+            turns = [_Turn("system", req.system)] if req.system else []
+            turns.append(_Turn("user", req.text, req.images))
             prefix = ""
             if self.mode == "choice-logprob":
-                prefix = (
-                    self.answer_prefix
-                    if self.answer_prefix is not None
-                    else _ANSWER_PREFIX.get(prompt.protocol, "")
-                )
-            jobs.append(
-                _Job(i, turns, prefix=prefix, option_labels=prompt.option_labels, protocol=prompt.protocol)
-            )
+                prefix = self.answer_prefix if self.answer_prefix is not None else req.answer_prefix
+            jobs.append(_Job(i, turns, prefix=prefix, option_labels=req.option_labels, protocol=req.protocol))
         logprob = [j for j in jobs if not j.detection and self.mode == "choice-logprob"]
         text_jobs = [j for j in jobs if j.detection or self.mode == "generate"]
         for job, resp in self._run(logprob, items, kind="logprob"):

@@ -30,7 +30,9 @@ from typing import Any
 from scopebench.errors import MissingDependencyError, ModelError, reason
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
+from scopebench.models.contrastive import resolve_device, weights_digest
 from scopebench.models.registry import split_spec
+from scopebench.protocols import Request
 
 __all__ = ["ISNEXT_LABEL", "NSPBackend", "question_text"]
 
@@ -62,7 +64,6 @@ class NSPBackend(Backend):
             from transformers import AutoConfig
         except ImportError as exc:
             raise MissingDependencyError("transformers", "hf", "nsp: models") from exc
-        from scopebench.models.contrastive import resolve_device
 
         self._torch = torch
         self.device = resolve_device(options.device)
@@ -129,8 +130,9 @@ class NSPBackend(Backend):
             out += logits.softmax(-1)[:, ISNEXT_LABEL].cpu().tolist()
         return out
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Score every option of every item (all pairs of the batch go through the model together)."""
+        items = [r.item for r in requests]
         self._ensure_loaded()
         pairs: list[tuple[str, str]] = []
         spans: dict[str, tuple[int, int]] = {}
@@ -155,8 +157,6 @@ class NSPBackend(Backend):
 
     def identity(self) -> dict[str, Any]:
         """Spec, model class, revision or weight hash, dtype and device."""
-        from scopebench.models.contrastive import weights_digest
-
         local = Path(self.model_id).is_dir()
         return {
             "spec": self.spec,

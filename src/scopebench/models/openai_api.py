@@ -40,11 +40,11 @@ from urllib.parse import urlsplit, urlunsplit
 from PIL import Image
 
 from scopebench.errors import ImageLoadError, ModelError, ModelSpecError
-from scopebench.items import ImageRef, Item
+from scopebench.items import ImageRef
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
 from scopebench.models.registry import split_spec
 from scopebench.models.scrub import register_secret, scrub_secrets
-from scopebench.protocols import render_detection_prompt, render_prompt
+from scopebench.protocols import Request
 
 if TYPE_CHECKING:
     import httpx
@@ -394,26 +394,20 @@ class OpenAIBackend(Backend):
 
     # ------------------------------------------------------------------ Backend interface
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Answer a batch concurrently; a failed request is that item's ``error`` response."""
         bodies: list[dict[str, Any] | None] = []
         extras: list[dict[str, Any]] = []
         errors: list[str | None] = []
         urls: dict[str, str] = {}  # image key → data URL: each image encoded once per batch
-        for it in items:
+        for req in requests:
             try:
-                if it.kind == "detection":
-                    images = () if self.options.no_image else it.images[:1]
-                    text, system, protocol = render_detection_prompt(it, "json"), None, "detection-json"
-                else:
-                    prompt = render_prompt(it, self.options.protocol, no_image=self.options.no_image)
-                    self._labels = prompt.labels
-                    text, system, images = prompt.text, prompt.system, prompt.images
-                    protocol = prompt.protocol
-                conv = [ChatMessage("system", system)] if system else []
-                conv.append(ChatMessage("user", text, tuple(images)))
+                # A detection request sends its first image only (boxes are read in its pixels).
+                images = req.images[:1] if req.kind == "detection" else req.images
+                conv = [ChatMessage("system", req.system)] if req.system else []
+                conv.append(ChatMessage("user", req.text, tuple(images)))
                 bodies.append(self._body(conv, self.settings.max_tokens, urls))
-                extras.append({"protocol": protocol, "n_images": len(images)})
+                extras.append({"protocol": req.protocol, "n_images": len(images)})
                 errors.append(None)
             except (ImageLoadError, ModelSpecError) as exc:
                 bodies.append(None)
@@ -421,8 +415,8 @@ class OpenAIBackend(Backend):
                 errors.append(self._scrub(str(exc)))
         outcomes = _run_sync(lambda: self._send_all(bodies))
         out = []
-        for it, outcome, extra, err in zip(items, outcomes, extras, errors, strict=True):
-            out.append(self._response(it.id, outcome, extra, err))
+        for req, outcome, extra, err in zip(requests, outcomes, extras, errors, strict=True):
+            out.append(self._response(req.item_id, outcome, extra, err))
         return out
 
     def chat(

@@ -21,14 +21,15 @@ import hashlib
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from scopebench.errors import DataFormatError, DataNotFoundError, ModelSpecError
-from scopebench.items import Item
+from scopebench.items import LETTERS, Item
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
 from scopebench.models.registry import split_spec
-from scopebench.protocols import render_prompt
+from scopebench.protocols import Request
 
 __all__ = ["ReplayBackend", "read_replay_file"]
 
@@ -113,8 +114,7 @@ class ReplayBackend(Backend):
         explicit = options.extra.get("labels")
         if explicit not in (None, "letters", "numbers"):
             raise ModelSpecError(f"--model-arg labels must be letters or numbers (got {explicit!r})")
-        self._explicit_labels = explicit
-        self._labels = explicit or "letters"
+        self.explicit_labels: Literal["letters", "numbers"] | None = explicit
 
     #: Replies an item needs to be answered: 1, or a strategy's number of steps (the strategy sets
     #: it before :meth:`prepare`, so the warning counts exactly the ``missing_response`` records).
@@ -157,19 +157,30 @@ class ReplayBackend(Backend):
                 else "",
             )
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def render(self, item: Item) -> Request:
+        """The run's request, with the file's declared option labels (``labels=``) when given.
+
+        The parser reads each reply with the request's labels, so a file of numbered answers
+        (``The answer is (2)``) is read as numbers whatever the protocol.
+        """
+        request = super().render(item)
+        if self.explicit_labels is None or request.kind != "mcq":
+            return request
+        n = len(item.choices)
+        numbers = self.explicit_labels == "numbers"
+        labels = tuple(str(i + 1) for i in range(n)) if numbers else tuple(LETTERS[:n])
+        return replace(request, labels=self.explicit_labels, option_labels=labels)
+
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Return the stored response of each item (a transcript's last reply), or ``missing_response``."""
-        if items:
-            self._labels = self._explicit_labels or render_prompt(items[0], self.options.protocol).labels
         out = []
-        for it in items:
-            got = self.responses.get(it.id)
+        for req in requests:
+            got = self.responses.get(req.item_id)
             if got is None or (isinstance(got, list) and not got):
-                out.append(
-                    Response(it.id, status="missing_response", error=f"no line for this item in {self.path}")
-                )
+                error = f"no line for this item in {self.path}"
+                out.append(Response(req.item_id, status="missing_response", error=error))
             else:
-                out.append(Response(it.id, text=got[-1] if isinstance(got, list) else got))
+                out.append(Response(req.item_id, text=got[-1] if isinstance(got, list) else got))
         return out
 
     def unused_replies(self, item_id: str, n_steps: int) -> int:

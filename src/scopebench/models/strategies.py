@@ -26,7 +26,7 @@ from typing import Any
 from scopebench.errors import ModelSpecError
 from scopebench.items import Item
 from scopebench.models.base import Backend, ChatMessage, Response
-from scopebench.protocols import render_prompt
+from scopebench.protocols import Request, render
 from scopebench.registry import did_you_mean
 
 __all__ = ["STRATEGIES", "Step", "StrategyBackend", "strategy_steps"]
@@ -150,11 +150,18 @@ class StrategyBackend(Backend):
         fn = getattr(self.inner, "unused_replies", None)
         return fn if callable(fn) else None
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
-        """Run every step for the whole batch; the last reply is the answer text."""
-        prompts = [render_prompt(it, self.protocol, no_image=self.no_image) for it in items]
-        if prompts:
-            self._labels = prompts[0].labels
+    def render(self, item: Item) -> Request:
+        """The request under the strategy's protocol and image setting."""
+        return render(item, self.protocol, no_image=self.no_image)
+
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
+        """Run every step for the whole batch; the last reply is the answer text.
+
+        The first user turn is the request's text (plus the step's instruction) with its images;
+        "the letter"/"the number" in instructions follows the request's option labels.
+        """
+        prompts = list(requests)
+        items = [r.item for r in requests]
         convs: list[list[ChatMessage]] = []
         for p in prompts:
             conv = [ChatMessage("system", p.system)] if p.system else []

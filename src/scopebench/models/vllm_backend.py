@@ -22,10 +22,10 @@ from typing import Any, Literal
 from PIL import Image
 
 from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError
-from scopebench.items import ImageRef, Item
+from scopebench.items import Item
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
 from scopebench.models.registry import split_spec
-from scopebench.protocols import render_detection_prompt, render_prompt
+from scopebench.protocols import Request, render
 
 __all__ = ["ChatRequest", "VLLMBackend", "build_messages", "chat_messages"]
 
@@ -101,6 +101,8 @@ def build_messages(
 ) -> ChatRequest:
     """The chat request of ``item``: the protocol's prompt (or a JSON-box detection prompt) and its images.
 
+    :func:`~scopebench.protocols.render` then :func:`request_messages`.
+
     Args:
         item: The item.
         protocol: Prompt protocol (``default``, ``owner``…).
@@ -111,15 +113,24 @@ def build_messages(
         ImageLoadError: When one of the item's images cannot be decoded.
         ModelSpecError: For an unknown protocol.
     """
-    refs: tuple[ImageRef, ...]
-    if item.kind == "detection":
-        refs = () if no_image else item.images[:1]
-        conv = [ChatMessage("user", render_detection_prompt(item, "json"), refs)]
-        return ChatRequest(chat_messages(conv, images), len(refs), "detection-json", "letters")
-    prompt = render_prompt(item, protocol, no_image=no_image)
-    conv = [ChatMessage("system", prompt.system)] if prompt.system else []
-    conv.append(ChatMessage("user", prompt.text, prompt.images))
-    return ChatRequest(chat_messages(conv, images), len(prompt.images), prompt.protocol, prompt.labels)
+    return request_messages(render(item, protocol, no_image=no_image), images)
+
+
+def request_messages(request: Request, images: dict[str, Image.Image] | None = None) -> ChatRequest:
+    """VLLM chat messages of a rendered :class:`~scopebench.protocols.Request`.
+
+    A detection request sends its first image only (the boxes are read in that image's pixels).
+
+    Raises:
+        ImageLoadError: When one of the request's images cannot be decoded.
+    """
+    if request.kind == "detection":
+        refs = request.images[:1]
+        conv = [ChatMessage("user", request.text, refs)]
+        return ChatRequest(chat_messages(conv, images), len(refs), request.protocol, "letters")
+    conv = [ChatMessage("system", request.system)] if request.system else []
+    conv.append(ChatMessage("user", request.text, request.images))
+    return ChatRequest(chat_messages(conv, images), len(request.images), request.protocol, request.labels)
 
 
 def _typed(key: str, value: Any, kind: type) -> Any:
@@ -233,26 +244,23 @@ class VLLMBackend(Backend):
 
         return SamplingParams(temperature=self.temperature, max_tokens=max_tokens, seed=self.options.seed)
 
-    def predict(self, items: Sequence[Item]) -> list[Response]:
+    def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Answer a batch with one ``LLM.chat`` call; an unreadable image is that item's error."""
         images: dict[str, Image.Image] = {}
-        requests: list[ChatRequest | None] = []
+        chats: list[ChatRequest | None] = []
         errors: list[str | None] = []
-        for it in items:
+        for request in requests:
             try:
-                req = build_messages(it, self.options.protocol, no_image=self.options.no_image, images=images)
-                if it.kind == "mcq":
-                    self._labels = req.labels
-                requests.append(req)
+                chats.append(request_messages(request, images))
                 errors.append(None)
             except ImageLoadError as exc:
-                requests.append(None)
+                chats.append(None)
                 errors.append(str(exc))
-        texts = self._generate([r.messages for r in requests if r is not None], self.max_tokens)
+        texts = self._generate([c.messages for c in chats if c is not None], self.max_tokens)
         request_extras = [
-            {} if r is None else {"protocol": r.protocol, "n_images": r.n_images} for r in requests
+            {} if c is None else {"protocol": c.protocol, "n_images": c.n_images} for c in chats
         ]
-        return _responses([it.id for it in items], errors, texts, request_extras)
+        return _responses([r.item_id for r in requests], errors, texts, request_extras)
 
     def chat(
         self,

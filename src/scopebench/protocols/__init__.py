@@ -1,12 +1,14 @@
-"""Prompt templates and caption building, per benchmark and model family."""
+"""The Request stage: the shared ``default`` protocol, owner-protocol resolution, :func:`render`."""
 
 from scopebench.protocols.prompts import (
     PROTOCOL_VERSION,
     PROTOCOLS,
     DetectionStyle,
     Prompt,
+    Request,
     caption_texts,
     detection_class,
+    render,
     render_detection_prompt,
     render_prompt,
     resolve_protocol,
@@ -17,8 +19,10 @@ __all__ = [
     "PROTOCOL_VERSION",
     "DetectionStyle",
     "Prompt",
+    "Request",
     "caption_texts",
     "detection_class",
+    "render",
     "render_detection_prompt",
     "render_prompt",
     "resolve_protocol",

@@ -1,11 +1,19 @@
-"""Prompt protocols: how an item becomes the text (and images) a generative model sees.
+"""The Request stage: how an item becomes what a backend is asked (:func:`render` → :class:`Request`).
 
-Two families:
+Two protocol families:
 
-* ``default`` — one unified prompt for every benchmark, so models are compared on equal terms;
-* ``owner`` — each benchmark's own published prompt, byte for byte as its code builds it (see
-  ``docs/models.md``, Protocols), resolved to ``ubench-owner``, ``pathmmu-owner``, ``spur-owner``
-  or ``microvqa-owner``.
+* ``default`` — one unified prompt for every benchmark, so models are compared on equal terms
+  (defined here, the only protocol this package owns);
+* ``owner`` — each benchmark's own published prompt, byte for byte as its code builds it, defined
+  by the benchmark itself (:meth:`~scopebench.benchmarks.Benchmark.owner_prompt`, beside its loader)
+  and resolved to ``<benchmark>-owner`` (``ubench-owner``, ``pathmmu-owner``…; see
+  ``docs/models.md``, Protocols).
+
+A :class:`Request` carries everything a backend of any kind needs — the text and system message of
+a generative model, the images, the option labels the answer must use (the parser reads the reply
+with the same request), the owner's answer prefix for log-prob scoring, and one caption per option
+for contrastive models — so no backend builds a prompt itself and two backends given the same
+request see the same labels.
 
 The resolved protocol name is recorded per item (``extra.protocol``) and in ``run.json``;
 :data:`PROTOCOL_VERSION` names the template revision (2: owner prompts made byte-exact). An
@@ -19,17 +27,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from scopebench.benchmarks.base import Benchmark, Labels
+from scopebench.benchmarks.registry import find_benchmark, owner_protocol_benchmarks
 from scopebench.errors import ModelSpecError
-from scopebench.items import ImageRef, Item, letter
+from scopebench.items import ImageRef, Item, ItemKind, letter
 
 __all__ = [
     "PROTOCOLS",
     "PROTOCOL_VERSION",
     "DetectionStyle",
+    "Labels",
     "Prompt",
+    "Request",
     "caption_texts",
     "detection_class",
-    "pathmmu_option_text",
+    "render",
     "render_detection_prompt",
     "render_prompt",
     "resolve_protocol",
@@ -37,29 +49,54 @@ __all__ = [
 
 PROTOCOL_VERSION = "2"  # 2: owner prompts byte for byte as the owners' code
 
-Labels = Literal["letters", "numbers"]
+DetectionStyle = Literal["qwen", "paligemma", "paligemma-segment", "json"]
 
 
 @dataclass(frozen=True, slots=True)
-class Prompt:
-    """What a generative backend sends for one item.
+class Request:
+    """What a backend is asked about one item: the output of :func:`render`.
 
     Attributes:
+        item: The item (backends that need more than the rendering, e.g. its image keys for
+            batching, read it here; the parser reads its choices).
         text: The user message text. Images are not placed inline: backends put them before the
-            text in the model's own chat format (one image placeholder per image).
+            text in the model's own chat format (one image placeholder per image). For detection
+            items, the detection prompt in the requested style.
         images: The images to attach (empty with ``--no-image``).
         system: A system message, for protocols that have one.
-        labels: How options are labelled (``letters`` A, B…; ``numbers`` 1, 2…).
+        labels: How options are labelled (``letters`` A, B…; ``numbers`` 1, 2…); the parser reads
+            the reply with the same labels.
         option_labels: The label of each option as the model must answer it (``"A"``/``"1"``).
-        protocol: Resolved protocol name.
+        protocol: Resolved protocol name (``default``, ``<benchmark>-owner``, or
+            ``detection-<style>`` for detection items).
+        answer_prefix: Text the answer starts with under the protocol (the owner's, for
+            choice-logprob scoring; empty under ``default``).
+        captions: One text per option for contrastive models (:func:`caption_texts`).
     """
 
+    item: Item
     text: str
     images: tuple[ImageRef, ...]
     system: str | None
     labels: Labels
     option_labels: tuple[str, ...]
     protocol: str
+    answer_prefix: str = ""
+    captions: tuple[str, ...] = ()
+
+    @property
+    def item_id(self) -> str:
+        """The id of the item asked about."""
+        return self.item.id
+
+    @property
+    def kind(self) -> ItemKind:
+        """``mcq`` or ``detection``."""
+        return self.item.kind
+
+
+#: The former name of :class:`Request` (a rendered prompt), kept for callers of :func:`render_prompt`.
+Prompt = Request
 
 
 def _context(item: Item) -> str:
@@ -76,127 +113,106 @@ def _default(item: Item) -> tuple[str, str | None, Labels]:
     return text, None, "letters"
 
 
-def _ubench_owner(item: Item) -> tuple[str, str | None, Labels]:
-    # Byte for byte as Ale9806/eVLLM src/evlm/inference/generative_inference.py builds it:
-    # prompt + "\n" + "Question:" + question + "\n" + "\n".join(options), each option prefixed
-    # "A) " by add_alphabet (src/evlm/inference/utils.py). No space after "Question:" and no
-    # trailing newline (the paper's Fig. 19 shows one; the code has none).
-    opts = "\n".join(f"{letter(i)}) {c}" for i, c in enumerate(item.choices))
-    return (
-        f"Answer with a single letter, no extra details.\nQuestion:{item.question}\n{opts}",
-        None,
-        "letters",
-    )
+#: The protocols this package owns; benchmarks add ``<name>-owner`` (:func:`resolve_protocol`).
+PROTOCOLS: dict[str, Callable[[Item], tuple[str, str | None, Labels]]] = {"default": _default}
+_OWNER_SUFFIX = "-owner"
 
 
-def pathmmu_option_text(raw: str) -> str:
-    """An option's text as PathMMU's ``construct_prompt`` renders it: ``raw.split(")")[1].strip()``.
-
-    The official code (PathMMU-Benchmark/PathMMU ``eval/utils/data_utils.py``) keeps only what lies
-    between the label's ")" and the option's *second* ")": ``"A) Carcinoma (invasive) type"``
-    becomes ``"Carcinoma (invasive"``. The owner protocol reproduces that cut. An option with no
-    ")" at all, which the official code cannot render (it skips the question), is kept whole.
-    """
-    parts = raw.split(")")
-    return parts[1].strip() if len(parts) > 1 else raw.strip()
-
-
-def _pathmmu_raw_options(item: Item) -> list[str]:
-    # The loader keeps the options as written in data.json ("A) text"); items from elsewhere get
-    # the "A) " label the released data always carries.
-    raw = item.metadata.get("options_raw")
-    if isinstance(raw, list) and len(raw) == len(item.choices) and all(isinstance(o, str) for o in raw):
-        return list(raw)
-    return [f"{letter(i)}) {c}" for i, c in enumerate(item.choices)]
-
-
-def _pathmmu_owner(item: Item) -> tuple[str, str | None, Labels]:
-    # PathMMU eval/configs/llava1.5.yaml: multi_choice_example_format is the single-quoted YAML
-    # scalar '{}\n\n{}\n\nAnswer with…' whose blank lines fold to one "\n" each, i.e.
-    # "{}\n{}\nAnswer with the option's letter from the given choices directly."; construct_prompt
-    # fills it with the question and "(A) text\n" per option (every option line ends in "\n").
-    opts = "".join(
-        f"({letter(i)}) {pathmmu_option_text(o)}\n" for i, o in enumerate(_pathmmu_raw_options(item))
-    )
-    text = f"{item.question}\n{opts}\nAnswer with the option's letter from the given choices directly."
-    return text, None, "letters"
-
-
-# SPUR api_test/base.py SYSTEM_INSTRUCTION, verbatim (including its odd spacing and the stray "]").
-_SPUR_SYSTEM = (
-    " You are a helpful assistant specialized in analyzing academic images. Please answer this question."
-    " Input: {question} {options} {image}"
-    " Answer with the option’s letter from the given choices.Please solve the problem step by step."
-    " Make sure to follow this output format strictly:"
-    " <ANSWER> the correct answer (A or B or C or D or E) of question here] </ANSWER>"
-    " <EVIDENCE> the explain of your answer here </EVIDENCE>"
-)
-
-
-def _spur_owner(item: Item) -> tuple[str, str | None, Labels]:
-    # The released code sends QUESTION + "\n {Options}:" + the raw OPTION string; we render the
-    # parsed options one per line with their letters, which carries the same content.
-    opts = " ".join(f"{letter(i)}. {c}" for i, c in enumerate(item.choices))
-    return f"{item.question}\n {{Options}}:{opts}", _SPUR_SYSTEM, "letters"
-
-
-def _microvqa_owner(item: Item) -> tuple[str, str | None, Labels]:
-    # jmhb0/microvqa eval/eval.py PROMPT_TEMPLATE (MMLU-Pro style), byte for byte: the template
-    # ends "{{CHOICES}}\n" and every choice line "  (n): text\n" ends in a newline, so the prompt
-    # ends in two newlines. The question goes in as is (no context block).
-    opts = "".join(f"  ({i + 1}): {c}\n" for i, c in enumerate(item.choices))
-    text = (
-        "The following is a multiple choice question (with answers). \n"
-        'Think step by step and then output the answer in the format of "The answer is (X)" at the end.'
-        f"\n\n{item.question}\n\nOptions:\n{opts}\n"
-    )
-    return text, None, "numbers"
-
-
-PROTOCOLS: dict[str, Callable[[Item], tuple[str, str | None, Labels]]] = {
-    "default": _default,
-    "ubench-owner": _ubench_owner,
-    "pathmmu-owner": _pathmmu_owner,
-    "spur-owner": _spur_owner,
-    "microvqa-owner": _microvqa_owner,
-}
+def _owner_benchmark(name: str) -> Benchmark | None:
+    """The benchmark whose owner protocol ``name`` (``<benchmark>-owner``) is, if it has one."""
+    if not name.endswith(_OWNER_SUFFIX):
+        return None
+    bench = find_benchmark(name[: -len(_OWNER_SUFFIX)])
+    return bench if bench is not None and bench.has_owner_protocol() else None
 
 
 def resolve_protocol(name: str, benchmark: str) -> str:
     """Resolve ``owner`` to the benchmark's own protocol and check the name exists.
 
+    Args:
+        name: ``default``, ``owner`` or a ``<benchmark>-owner`` name.
+        benchmark: The benchmark the items come from (a name or a plugin file spec).
+
     Raises:
         ModelSpecError: For an unknown protocol, or ``owner`` on a benchmark without one.
     """
+    return _resolve(name, benchmark)[0]
+
+
+def _resolve(name: str, benchmark: str) -> tuple[str, Benchmark | None]:
+    """The resolved protocol name and, for an owner protocol, the benchmark that owns it."""
+    if name in PROTOCOLS:
+        return name, None
     if name == "owner":
-        key = f"{benchmark}-owner"
-        if key not in PROTOCOLS:
+        bench = find_benchmark(benchmark)
+        if bench is None or not bench.has_owner_protocol():
             raise ModelSpecError(
                 f"benchmark {benchmark!r} has no owner protocol; use --protocol default "
-                f"(owner protocols exist for: {', '.join(k[:-6] for k in PROTOCOLS if k.endswith('-owner'))})"
+                f"(owner protocols exist for: {', '.join(owner_protocol_benchmarks())})"
             )
-        return key
-    if name not in PROTOCOLS:
-        raise ModelSpecError(f"unknown protocol {name!r}; choose one of: owner, {', '.join(PROTOCOLS)}")
-    return name
+        return bench.name + _OWNER_SUFFIX, bench
+    owner = _owner_benchmark(name)
+    if owner is None:
+        known = ["owner", *PROTOCOLS, *(b + _OWNER_SUFFIX for b in owner_protocol_benchmarks())]
+        raise ModelSpecError(f"unknown protocol {name!r}; choose one of: {', '.join(known)}")
+    return name, owner
 
 
-def render_prompt(item: Item, protocol: str = "default", *, no_image: bool = False) -> Prompt:
-    """Build the prompt of ``item`` under ``protocol`` (``owner`` resolves per benchmark)."""
-    name = resolve_protocol(protocol, item.benchmark)
-    text, system, labels = PROTOCOLS[name](item)
+def render(
+    item: Item,
+    protocol: str = "default",
+    *,
+    no_image: bool = False,
+    detection_style: DetectionStyle = "json",
+) -> Request:
+    """Build the :class:`Request` of ``item`` under ``protocol`` (``owner`` resolves per benchmark).
+
+    Args:
+        item: The item.
+        protocol: ``default``, ``owner`` or ``<benchmark>-owner``.
+        no_image: Send no image (text-only runs).
+        detection_style: The box format to ask detection items for (the backend's own).
+
+    Raises:
+        ModelSpecError: For an unknown protocol, or ``owner`` on a benchmark without one.
+    """
+    images = () if no_image else item.images
+    if item.kind == "detection":
+        return Request(
+            item=item,
+            text=render_detection_prompt(item, detection_style),
+            images=images,
+            system=None,
+            labels="letters",
+            option_labels=(),
+            protocol=f"detection-{detection_style}",
+        )
+    name, owner = _resolve(protocol, item.benchmark)
+    if owner is not None:
+        got = owner.owner_prompt(item)
+        if got is None:  # has_owner_protocol() said otherwise: a plugin returning None for an item
+            raise ModelSpecError(f"the owner protocol {name} renders no prompt for item {item.id}")
+        text, system, labels, prefix = got.text, got.system, got.labels, owner.answer_prefix
+    else:
+        text, system, labels = PROTOCOLS[name](item)
+        prefix = ""
     option_labels = tuple(str(i + 1) if labels == "numbers" else letter(i) for i in range(len(item.choices)))
-    return Prompt(
+    return Request(
+        item=item,
         text=text,
-        images=() if no_image else item.images,
+        images=images,
         system=system,
         labels=labels,
         option_labels=option_labels,
         protocol=name,
+        answer_prefix=prefix,
+        captions=tuple(caption_texts(item)),
     )
 
 
-DetectionStyle = Literal["qwen", "paligemma", "paligemma-segment", "json"]
+def render_prompt(item: Item, protocol: str = "default", *, no_image: bool = False) -> Request:
+    """The multiple-choice :class:`Request` of ``item`` (:func:`render`; kept for existing callers)."""
+    return render(item, protocol, no_image=no_image)
 
 
 def detection_class(item: Item) -> str:

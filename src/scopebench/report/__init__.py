@@ -7,8 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine import rundir
-from scopebench.engine.rundir import METRICS_FILE, RunData, load_run
+from scopebench.report.labels import run_display_names
 from scopebench.report.tables import (
     judge_used,
     render_metrics_table,
@@ -22,6 +21,8 @@ from scopebench.report.tables import (
 from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES
 from scopebench.scoring.metrics import compute_metrics
+from scopebench.store import rundir
+from scopebench.store.rundir import METRICS_FILE, RunData, load_run
 
 __all__ = ["is_run_default", "json_safe", "render_metrics_table", "report_dir", "write_run_outputs"]
 
@@ -94,7 +95,14 @@ def write_run_outputs(
     Returns:
         The metrics dict (NaN where undefined).
     """
-    from scopebench.report.plots import has_accuracy, plot_accuracy, plot_localization, plot_reliability
+    from scopebench.report.plots import (
+        chance_level,
+        has_accuracy,
+        plot_accuracy,
+        plot_localization,
+        plot_reliability,
+        reliability_drawn,
+    )
 
     run = load_run(run_dir)
     if seed is None:
@@ -120,7 +128,9 @@ def write_run_outputs(
         (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
     (out / METRICS_FILE).write_text(text, encoding="utf-8")
     rows = report_rows(metrics)
-    title = f"{run.benchmark} — {run.model}"
+
+    # The display name: a spec may name a local (home) folder, which a shared file must not show.
+    title = f"{run.benchmark} — {run_display_names([run])[0]}"
     (out / "metrics.csv").write_text(rows_to_csv(rows, report_columns(metrics)), encoding="utf-8")
     note = table_note(metrics)
     judge = judge_used(metrics)
@@ -129,9 +139,9 @@ def write_run_outputs(
     task_rows = metrics["by_task"] or [metrics["overall"]]
     # A detection-only run has no accuracy to plot: its figure is the GRIT score per class.
     if has_accuracy(task_rows):
-        plot_accuracy(task_rows, out / "accuracy_by_task", title)
+        plot_accuracy(task_rows, out / "accuracy_by_task", title, chance_level(metrics))
     if metrics.get("localization"):
         plot_localization(metrics["localization"], out / "localization", title)
-    if metrics.get("calibration"):
+    if metrics.get("calibration") and reliability_drawn(run.model):
         plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
     return metrics

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
+from scopebench.benchmarks.registry import find_benchmark
+
 __all__ = [
     "CONDITION_TABLES",
     "PUBLISHED_NOTE",
@@ -42,7 +44,17 @@ def _float(s: str) -> float | None:
 
 
 def load_published(benchmark: str | None = None) -> list[dict[str, Any]]:
-    """Rows of the shipped CSV (all, or one benchmark's), values as floats (percent)."""
+    """Rows of the shipped CSV (all, or one benchmark's), values as floats (percent).
+
+    A benchmark's rows are those under its :attr:`~scopebench.benchmarks.Benchmark.published_key`
+    (a plugin benchmark may name a built-in's key; an unknown name keys itself).
+    """
+    if benchmark is not None:
+        bench = find_benchmark(benchmark)
+        if bench is not None:
+            if bench.published_key is None:
+                return []  # nothing published (never "every benchmark's rows")
+            benchmark = bench.published_key
     text = (
         resources.files("scopebench.report")
         .joinpath("data/published_results.csv")

@@ -11,6 +11,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from scopebench.scoring.schema import LeaderboardEntry, Metrics
+
 __all__ = [
     "format_accuracy",
     "format_interval",
@@ -94,25 +96,24 @@ def format_interval(row: Mapping[str, Any]) -> str:
     return f"[{100 * float(lo):.1f}, {100 * float(hi):.1f}]"
 
 
-def metrics_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every accuracy row of a metrics dict, flattened with a ``section`` column.
+def metrics_rows(metrics: Mapping[str, Any] | Metrics) -> list[dict[str, Any]]:
+    """Every accuracy row of a metrics dict (or its typed view), flattened with a ``section`` column.
 
     Sections: ``overall``, ``task``, ``subset``, ``split``, ``metadata:<field>``, ``owner`` and
     ``baseline:random`` / ``baseline:frequent`` (overall, per task, owner rows).
     """
-    out: list[dict[str, Any]] = [{"section": "overall", **metrics["overall"]}]
-    for key, section in (("by_task", "task"), ("by_subset", "subset"), ("by_split", "split")):
-        out += [{"section": section, **r} for r in metrics.get(key, [])]
-    for fld, rows in (metrics.get("by_metadata") or {}).items():
-        out += [{"section": f"metadata:{fld}", **r} for r in rows]
-    owner = metrics.get("owner")
-    if owner:
-        out += [{"section": "owner", **r} for r in owner["rows"]]
-    for name, base in (metrics.get("baselines") or {}).items():
+    m = metrics if isinstance(metrics, Metrics) else Metrics.from_dict(metrics)
+    out: list[dict[str, Any]] = [{"section": "overall", **m.overall.to_dict()}]
+    for section, rows in (("task", m.by_task), ("subset", m.by_subset), ("split", m.by_split)):
+        out += [{"section": section, **r.to_dict()} for r in rows]
+    for fld, field_rows in m.by_metadata.items():
+        out += [{"section": f"metadata:{fld}", **r.to_dict()} for r in field_rows]
+    out += [{"section": "owner", **r.to_dict()} for r in m.owner_rows]
+    for name, base in m.baselines.items():
         sec = f"baseline:{name}"
-        out.append({"section": sec, **base["overall"]})
-        out += [{"section": sec, **r} for r in base["by_task"]]
-        out += [{"section": sec, **r} for r in base["owner"]]
+        out.append({"section": sec, **base.overall.to_dict()})
+        out += [{"section": sec, **r.to_dict()} for r in base.by_task]
+        out += [{"section": sec, **r.to_dict()} for r in base.owner]
     return out
 
 
@@ -326,8 +327,7 @@ def leaderboard_columns(result: Mapping[str, Any]) -> list[str]:
     """``"<split_or_group>/<subset_or_task>"`` owner columns of a comparison, in first-seen order."""
     cols: list[str] = []
     for entry in result["leaderboard"]:
-        for r in entry["owner"]:
-            key = f"{r['split_or_group']}/{r['subset_or_task']}"
+        for key in LeaderboardEntry.from_dict(entry).owner_by_column():
             if key not in cols:
                 cols.append(key)
     return cols
@@ -343,20 +343,20 @@ def leaderboard_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[s
     cols = leaderboard_columns(result)
     head = ["model", "source", "n", "overall", "95% CI", "unparsed", "errors", "missing", *cols]
     body = []
-    for e in [*result["leaderboard"], *result.get("baselines", [])]:
-        owner = {f"{r['split_or_group']}/{r['subset_or_task']}": r for r in e["owner"]}
-        ov = e["overall"]
+    for e in (LeaderboardEntry.from_dict(d) for d in [*result["leaderboard"], *result.get("baselines", [])]):
+        owner = e.owner_by_column()
+        ov = e.overall
         body.append(
             [
-                e["model"],
-                e["source"],
-                str(ov["n"]),
-                format_percent(ov),
-                format_interval(ov),
-                str(ov["unparsed"]),
-                str(ov["errors"]),
-                str(ov["missing_image"] + ov["missing_response"]),
-                *[format_accuracy(owner[c]) if c in owner else "" for c in cols],
+                e.model,
+                e.source,
+                str(ov.n),
+                format_percent(ov.to_dict()),
+                format_interval(ov.to_dict()),
+                str(ov.unparsed),
+                str(ov.errors),
+                str(ov.missing_image + ov.missing_response),
+                *[format_accuracy(owner[c].to_dict()) if c in owner else "" for c in cols],
             ]
         )
     for p in result.get("published", []):

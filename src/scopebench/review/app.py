@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from scopebench.review.accounts import session_user
 from scopebench.review.db import LoginSession, User, open_database
-from scopebench.review.errors import ReviewError, TooLarge, Unauthenticated
+from scopebench.review.errors import Forbidden, ReviewError, TooLarge, Unauthenticated
 from scopebench.review.store import ImageStore
 from scopebench.review.submissions import ModelAnswerer
 
@@ -167,8 +167,6 @@ async def auth(request: Request, a: Auth = Depends(_session_auth)) -> Auth:
         Unauthenticated: Without a valid session.
         Forbidden: Without the CSRF token on a state-changing request.
     """
-    from scopebench.review.errors import Forbidden
-
     if request.method in _UNSAFE:
         sent = request.headers.get(CSRF_HEADER)
         if sent is None and request.headers.get("content-type", "").startswith(
@@ -188,6 +186,7 @@ def _wants_html(request: Request) -> bool:
 
 def create_app(settings: AppSettings) -> FastAPI:
     """Build the application (opening and upgrading the database)."""
+    # Local: the route modules import this module's dependencies (DB, auth, state).
     from scopebench.review import routes_admin, routes_api, routes_pages
 
     sessions = open_database(settings.db)

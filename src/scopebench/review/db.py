@@ -29,6 +29,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
+from scopebench.review.errors import Invalid
+
 __all__ = [
     "Answer",
     "Arbitration",
@@ -302,8 +304,6 @@ def open_database(db: str, *, migrate: bool = True) -> sessionmaker[Any]:
         Invalid: When the database cannot be reached or upgraded; the message says what to check.
     """
     from sqlalchemy.exc import SQLAlchemyError
-
-    from scopebench.review.errors import Invalid
 
     url = database_url(db)
     if url.startswith("sqlite:///"):

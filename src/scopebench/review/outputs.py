@@ -17,11 +17,15 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from scopebench.benchmarks.local import ITEM_COLUMNS
+from scopebench.engine.runner import _package_versions  # the same provenance fields as a run
 from scopebench.items import Item, Record
+from scopebench.parsing import PARSER_VERSION
 from scopebench.review.db import Arbitration, Event, ImageRow, ItemRow, ItemVersion, Member, Project, User
 from scopebench.review.errors import Conflict
 from scopebench.review.stats import agreement, gate, review_rows
 from scopebench.review.store import ImageStore
+from scopebench.store.rundir import CONFIG_FILE, RECORDS_JSONL, STORE_FILE
+from scopebench.store.runstore import RunStore
 
 __all__ = ["export_project", "write_baseline"]
 
@@ -298,11 +302,6 @@ def write_baseline(db: Session, project: Project, out_dir: Path, *, seed: int = 
     whether the answer matches the final key, which separates "the expert was wrong" from "the
     item is wrong".
     """
-    from scopebench.engine.rundir import CONFIG_FILE, RECORDS_JSONL, STORE_FILE
-    from scopebench.engine.runner import _package_versions  # the same provenance fields as a run
-    from scopebench.engine.store import RunStore
-    from scopebench.parsing import PARSER_VERSION
-
     groups = dict(
         db.execute(select(Member.user_id, Member.group).where(Member.project_id == project.id)).all()
     )

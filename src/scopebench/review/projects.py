@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from scopebench.benchmarks import get_benchmark
 from scopebench.errors import ImageLoadError, ScopebenchError
 from scopebench.items import ImageRef, Item
 from scopebench.review.accounts import log_event
@@ -100,8 +101,6 @@ def create_project(
         Conflict: When a project of that name exists.
         Invalid: For bad settings or a benchmark without multiple-choice items.
     """
-    from scopebench.benchmarks import get_benchmark
-
     if db.scalar(select(Project).where(Project.name == name)) is not None:
         raise Conflict(f"a project named {name!r} exists already; choose another --name")
     if n_reviewers < 1:

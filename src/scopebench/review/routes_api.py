@@ -14,6 +14,7 @@ from scopebench.review import projects as proj
 from scopebench.review import stats, submissions, workflow
 from scopebench.review.accounts import (
     authenticate,
+    check_senior,
     create_user,
     end_session,
     require_project,
@@ -21,7 +22,7 @@ from scopebench.review.accounts import (
     start_session,
 )
 from scopebench.review.app import COOKIE, DB, Auth, auth, state
-from scopebench.review.db import ImageRow, ItemRow, ItemVersion, Project, Submission, User
+from scopebench.review.db import ImageRow, ItemRow, ItemVersion, Member, Project, Submission, User
 from scopebench.review.errors import Invalid, NotFound, Unauthenticated
 from scopebench.review.rubrics import load_rubric
 
@@ -172,8 +173,6 @@ def api_projects(a: Auth = Depends(auth), db: Session = DB) -> list[dict[str, An
 
 def visible_projects(db: Session, user: User) -> list[Project]:
     """Projects visible to ``user``."""
-    from scopebench.review.db import Member
-
     q = select(Project).order_by(Project.id)
     if user.role != "admin":
         q = q.join(Member, Member.project_id == Project.id).where(Member.user_id == user.id)
@@ -313,8 +312,6 @@ def api_edit(item_id: int, body: EditBody, a: Auth = Depends(auth), db: Session 
 @router.get("/items/{item_id}/versions")
 def api_versions(item_id: int, a: Auth = Depends(auth), db: Session = DB) -> list[dict[str, Any]]:
     """Every version of an item: who, when, why (seniors and admins)."""
-    from scopebench.review.accounts import check_senior
-
     check_senior(a.user)
     item = db.get(ItemRow, item_id)
     if item is None:

@@ -10,12 +10,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from scopebench.review import stats, workflow
-from scopebench.review.accounts import end_session, require_project
+from scopebench.review.accounts import end_session, not_found, require_project
 from scopebench.review.app import COOKIE, DB, LOGIN_CSRF_COOKIE, Auth, auth, state
 from scopebench.review.db import Submission
 from scopebench.review.errors import Invalid, ReviewError
 from scopebench.review.routes_api import login_user, set_session_cookie, submit_sync, visible_projects
 from scopebench.review.rubrics import Rubric
+from scopebench.review.submissions import give_feedback
 
 router = APIRouter()
 
@@ -275,8 +276,6 @@ def submission_page(
     """A submission with the model's answer and the feedback form."""
     sub = db.get(Submission, submission_id)
     if sub is None or (sub.user_id != a.user.id and a.user.role != "admin"):
-        from scopebench.review.accounts import not_found
-
         raise not_found(f"submission {submission_id}")
     require_project(db, a.user, sub.project_id)
     return render(request, "submission.html", a, s=sub)
@@ -291,7 +290,5 @@ def feedback_submit(
     db: Session = DB,
 ) -> Response:
     """Store the expert's feedback on the model's answer."""
-    from scopebench.review.submissions import give_feedback
-
     sub = give_feedback(db, a.user, submission_id, verdict, feedback)
     return go(f"/submissions/{sub.id}")

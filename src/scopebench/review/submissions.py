@@ -17,6 +17,8 @@ from sqlalchemy.orm import Session
 
 from scopebench.errors import ScopebenchError
 from scopebench.items import ImageRef
+from scopebench.models import ModelOptions, load_model
+from scopebench.models.base import ChatMessage
 from scopebench.review.accounts import log_event, not_found, require_project
 from scopebench.review.db import ImageRow, Project, Submission, User
 from scopebench.review.errors import Forbidden, Invalid
@@ -54,8 +56,6 @@ class ModelAnswerer:
         """``(text, None)`` or ``(None, error)``; a failing model never loses the submission."""
         if self.spec is None:
             return None, None
-        from scopebench.models import ModelOptions, load_model
-        from scopebench.models.base import ChatMessage
 
         prompt = (f"{context}\n\n" if context else "") + question
         try:

@@ -1,22 +1,19 @@
-"""Each benchmark's own headline aggregation (the ``owner`` section of the metrics dict).
+"""The ``owner`` section of the metrics dict: each benchmark's own headline aggregation.
 
-* ``ubench`` — μ-Bench: macro-average over tasks for *coarse* (modality, submodality, domain,
-  subdomain, stain), *fine* (classification) and *cognition* (any other multiple-choice task), on
-  all items and on the pathology-only view (item metadata ``domain == "pathology"``); the 95% CI is
-  a stratified percentile bootstrap (resample within each task, then macro-average), or under
-  ``--protocol owner`` μ-Bench's own ``scipy.stats.bootstrap(method="basic")``
-  (:func:`~scopebench.scoring.intervals.owner_macro_basic_ci`).
-* ``pathmmu`` — instance-weighted accuracy per subset and ``overall`` for each split (``test_tiny``,
-  ``test``, then any other split present), plus the paper's ``ALL`` rows: ``test`` and ``test_tiny``
-  pooled (the released data keeps them disjoint; the paper's ALL columns count both, e.g.
-  SocialPath 1,620 + 235 = 1,855, as ``eval/print_results.py`` of PathMMU-Benchmark/PathMMU does).
-* ``spur`` — accuracy per task NP, MP, IL, TA, HI, Qual, Quant and instance-weighted ``overall``.
-* ``microvqa`` — accuracy per task 1, 2, 3 and instance-weighted ``overall``.
+The aggregation itself belongs to the benchmark (:meth:`~scopebench.benchmarks.Benchmark.owner_rows`,
+beside its loader and owner prompt); this module finds the benchmark through the registry, calls
+its hook, and provides the row builders the hooks share:
+
+* :func:`instance_row` — instance-weighted accuracy of a group of records, with the Wilson
+  interval of its accuracy;
+* :func:`macro_row` — the macro-average over tasks, with a stratified percentile bootstrap (resample
+  within each task, then macro-average), or under ``--protocol owner`` μ-Bench's own
+  ``scipy.stats.bootstrap(method="basic")`` (:func:`~scopebench.scoring.intervals.owner_macro_basic_ci`);
+* :func:`per_task_rows` — one instance-weighted row per task and ``overall``, per split
+  (``test_tiny``, ``test``, then any other split present).
 
 Every row carries ``split_or_group`` and ``subset_or_task``, the two keys of the published-results
-table, so published numbers can be set beside a run's. Instance-weighted rows carry the Wilson
-interval of their accuracy (PathMMU, SPUR and MicroVQA publish no interval, so the owner protocol
-changes nothing there); every row records its ``ci_method``.
+table, so published numbers can be set beside a run's; every row records its ``ci_method``.
 """
 
 from __future__ import annotations
@@ -24,23 +21,22 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from scopebench.benchmarks.registry import find_benchmark
 from scopebench.items import Record
 from scopebench.scoring.accuracy import Policy, accuracy_row, outcomes
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, stratified_macro_ci
 from scopebench.scoring.intervals import owner_macro_basic_ci
 
-__all__ = ["COARSE_TASKS", "FINE_TASKS", "MICROVQA_TASKS", "PATHMMU_ALL", "SPUR_TASKS", "owner_aggregation"]
+__all__ = ["SPLIT_ORDER", "OwnerRows", "instance_row", "macro_row", "owner_aggregation", "per_task_rows"]
 
-COARSE_TASKS: tuple[str, ...] = ("modality", "submodality", "domain", "subdomain", "stain")
-FINE_TASKS: tuple[str, ...] = ("classification",)
-SPUR_TASKS: tuple[str, ...] = ("NP", "MP", "IL", "TA", "HI", "Qual", "Quant")
-MICROVQA_TASKS: tuple[str, ...] = ("1", "2", "3")
-_SPLIT_ORDER = ("test_tiny", "test")
+#: The order of split rows: PathMMU's Tiny before the full test set, then any other split.
+SPLIT_ORDER = ("test_tiny", "test")
 
 
-def _row(
+def instance_row(
     split_or_group: str,
     subset_or_task: str,
     records: Sequence[Record],
@@ -48,13 +44,14 @@ def _row(
     seed: int,
     resamples: int,
 ) -> dict[str, Any]:
+    """One instance-weighted accuracy row (Wilson interval) keyed like the published table."""
     row = accuracy_row(f"{split_or_group}/{subset_or_task}", records, policy, seed=seed, resamples=resamples)
     out = row.to_dict()
     out.update(split_or_group=split_or_group, subset_or_task=subset_or_task, weighting="instance")
     return out
 
 
-def _macro_row(
+def macro_row(
     split_or_group: str,
     subset_or_task: str,
     records: Sequence[Record],
@@ -63,6 +60,11 @@ def _macro_row(
     resamples: int,
     protocol: str = "default",
 ) -> dict[str, Any] | None:
+    """The macro-average over tasks of ``records`` (``None`` when there are none).
+
+    Under ``protocol == "owner"`` the interval is μ-Bench's basic bootstrap (the raw, unclipped
+    bounds kept as ``ci_owner_unclipped``), else the stratified percentile bootstrap.
+    """
     by_task: dict[str, list[Record]] = defaultdict(list)
     for r in records:
         by_task[r.task].append(r)
@@ -106,91 +108,62 @@ def _macro_row(
     }
 
 
-def _ubench(
-    records: Sequence[Record],
-    items: Mapping[str, Mapping[str, Any]],
-    policy: Policy,
-    seed: int,
-    resamples: int,
-    protocol: str = "default",
-) -> list[dict[str, Any]]:
-    def is_pathology(r: Record) -> bool:
-        meta = items.get(r.item_id, {}).get("metadata") or {}
-        return str(meta.get("domain", "")).strip().lower() == "pathology"
-
-    groups = {
-        "coarse": [r for r in records if r.task in COARSE_TASKS],
-        "fine": [r for r in records if r.task in FINE_TASKS],
-        "cognition": [r for r in records if r.task not in COARSE_TASKS + FINE_TASKS],
-    }
-    rows = []
-    for name, recs in groups.items():
-        for view, sel in (("all", recs), ("pathology", [r for r in recs if is_pathology(r)])):
-            row = _macro_row(name, view, sel, policy, seed, resamples, protocol)
-            if row is not None:
-                rows.append(row)
-    return rows
-
-
-def _per_task(
+def per_task_rows(
     records: Sequence[Record], order: Sequence[str], policy: Policy, seed: int, resamples: int
 ) -> list[dict[str, Any]]:
+    """Per split: an :func:`instance_row` per task (``order`` first, others sorted), then ``overall``."""
     by_split: dict[str, list[Record]] = defaultdict(list)
     for r in records:
         by_split[r.split or "test"].append(r)
     rows = []
 
     def split_key(s: str) -> tuple[int, str]:
-        return (_SPLIT_ORDER.index(s), "") if s in _SPLIT_ORDER else (len(_SPLIT_ORDER), s)
+        return (SPLIT_ORDER.index(s), "") if s in SPLIT_ORDER else (len(SPLIT_ORDER), s)
 
     for split in sorted(by_split, key=split_key):
         recs = by_split[split]
         present = {r.task for r in recs}
         tasks = [t for t in order if t in present] + sorted(present - set(order))
         for t in tasks:
-            rows.append(_row(split, t, [r for r in recs if r.task == t], policy, seed, resamples))
-        rows.append(_row(split, "overall", recs, policy, seed, resamples))
+            rows.append(instance_row(split, t, [r for r in recs if r.task == t], policy, seed, resamples))
+        rows.append(instance_row(split, "overall", recs, policy, seed, resamples))
     return rows
 
 
-#: The owner-row group of PathMMU's pooled ``test`` + ``test_tiny`` rows (the paper's "ALL").
-PATHMMU_ALL = "ALL"
-_PATHMMU_POOLED = ("test_tiny", "test")
+@dataclass(frozen=True, slots=True)
+class OwnerRows:
+    """The row builders a benchmark's owner aggregation uses, bound to the run's settings.
 
+    Handed to :meth:`~scopebench.benchmarks.Benchmark.owner_rows`, so a benchmark module computes
+    its owners' table without importing the scoring layer.
 
-def _pathmmu(records: Sequence[Record], policy: Policy, seed: int, resamples: int) -> list[dict[str, Any]]:
-    order = ("PubMed", "SocialPath", "EduContent", "Atlas", "PathCLS")
-    regrouped = [Record(**{**r.to_dict(), "task": r.subset or r.task}) for r in records]
-    rows = _per_task(regrouped, order, policy, seed, resamples)
-    # The paper's ALL = test ∪ test_tiny, per subset and overall; only where both splits are
-    # present (with one of them, "ALL" would silently be Tiny or the rest of the test set).
-    pooled = [r for r in regrouped if r.split in _PATHMMU_POOLED]
-    splits_of: dict[str, set[str]] = defaultdict(set)
-    for r in pooled:
-        splits_of[r.task].add(r.split)
-    if {s for ss in splits_of.values() for s in ss} != set(_PATHMMU_POOLED):
-        return rows
-    both = [t for t in order if len(splits_of.get(t, ())) == 2]
-    both += sorted(t for t, ss in splits_of.items() if len(ss) == 2 and t not in order)
-    all_rows = [
-        _row(PATHMMU_ALL, t, [r for r in pooled if r.task == t], policy, seed, resamples) for t in both
-    ]
-    all_rows.append(_row(PATHMMU_ALL, "overall", pooled, policy, seed, resamples))
-    for row in all_rows:
-        row["pooled_splits"] = list(_PATHMMU_POOLED)
-    # Beside Tiny and test, before any other split (val).
-    at = max(i for i, row in enumerate(rows) if row["split_or_group"] in _PATHMMU_POOLED) + 1
-    return rows[:at] + all_rows + rows[at:]
+    Attributes:
+        policy: What unscorable records count as.
+        seed: Bootstrap seed.
+        resamples: Bootstrap resamples.
+        protocol: The run's prompt protocol (``owner`` gives macro rows the owner's interval).
+    """
 
+    policy: Policy
+    seed: int
+    resamples: int
+    protocol: str
 
-_DESCRIPTIONS = {
-    "ubench": "μ-Bench: macro-average over tasks (coarse, fine, cognition; all items and pathology only); "
-    "CI by stratified bootstrap within tasks (percentile; basic, as eVLLM, under --protocol owner)",
-    "pathmmu": "PathMMU: instance-weighted accuracy per subset and overall, per split; ALL pools test and "
-    "test_tiny (the paper's ALL columns)",
-    "spur": "SPUR: accuracy per task (NP, MP, IL, TA, HI, Qual, Quant) and instance-weighted overall",
-    "microvqa": "MicroVQA: accuracy per task (1, 2, 3) and instance-weighted overall",
-}
+    def instance(self, split_or_group: str, subset_or_task: str, records: Sequence[Record]) -> dict[str, Any]:
+        """An instance-weighted row (:func:`instance_row`)."""
+        return instance_row(split_or_group, subset_or_task, records, self.policy, self.seed, self.resamples)
+
+    def macro(
+        self, split_or_group: str, subset_or_task: str, records: Sequence[Record]
+    ) -> dict[str, Any] | None:
+        """A macro-average over tasks (:func:`macro_row`); ``None`` without records."""
+        return macro_row(
+            split_or_group, subset_or_task, records, self.policy, self.seed, self.resamples, self.protocol
+        )
+
+    def per_task(self, records: Sequence[Record], order: Sequence[str]) -> list[dict[str, Any]]:
+        """Per split, a row per task and ``overall`` (:func:`per_task_rows`)."""
+        return per_task_rows(records, order, self.policy, self.seed, self.resamples)
 
 
 def owner_aggregation(
@@ -206,9 +179,10 @@ def owner_aggregation(
     """The benchmark owners' aggregation of multiple-choice ``records``.
 
     Args:
-        records: Multiple-choice records of one run.
-        benchmark: Benchmark name; unknown benchmarks get ``None``.
-        items: Item summaries by id (for μ-Bench's pathology view).
+        records: Records of one run (only multiple-choice ones are aggregated).
+        benchmark: Benchmark name (or plugin file spec); its
+            :meth:`~scopebench.benchmarks.Benchmark.owner_rows` computes the rows.
+        items: Item summaries by id (for views such as μ-Bench's pathology rows).
         policy: What unscorable records count as.
         seed: Bootstrap seed.
         resamples: Bootstrap resamples.
@@ -216,18 +190,14 @@ def owner_aggregation(
             basic bootstrap interval.
 
     Returns:
-        ``{"benchmark", "description", "rows"}`` or ``None`` when the benchmark has no owner
-        aggregation here.
+        ``{"benchmark", "description", "rows"}``, or ``None`` when the benchmark is unknown here
+        or has no owner aggregation.
     """
-    mcq = [r for r in records if r.kind == "mcq"]
-    if benchmark == "ubench":
-        rows = _ubench(mcq, items or {}, policy, seed, resamples, protocol)
-    elif benchmark == "pathmmu":
-        rows = _pathmmu(mcq, policy, seed, resamples)
-    elif benchmark == "spur":
-        rows = _per_task(mcq, SPUR_TASKS, policy, seed, resamples)
-    elif benchmark == "microvqa":
-        rows = _per_task(mcq, MICROVQA_TASKS, policy, seed, resamples)
-    else:
+    bench = find_benchmark(benchmark)
+    if bench is None:
         return None
-    return {"benchmark": benchmark, "description": _DESCRIPTIONS[benchmark], "rows": rows}
+    mcq = [r for r in records if r.kind == "mcq"]
+    rows = bench.owner_rows(mcq, items=items or {}, rows=OwnerRows(policy, seed, resamples, protocol))
+    if rows is None:
+        return None
+    return {"benchmark": benchmark, "description": bench.owner_description, "rows": rows}

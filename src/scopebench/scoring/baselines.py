@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scopebench.items import Item, Record
+from scopebench.models.base import ModelOptions
+from scopebench.models.baselines import FrequentBackend, RandomBackend
 from scopebench.scoring.accuracy import accuracy_row, group_rows
 from scopebench.scoring.aggregate import owner_aggregation
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES
@@ -55,9 +57,6 @@ def _baseline_runs(
     items: Sequence[Mapping[str, Any]], *, seed: int
 ) -> tuple[dict[str, list[Record]], dict[str, dict[str, Any]]]:
     """Records of both baselines on ``items`` and the frequent baseline's reference per task."""
-    from scopebench.models.base import ModelOptions
-    from scopebench.models.baselines import FrequentBackend, RandomBackend
-
     usable = [it for it in (_item(s) for s in items) if it is not None]
     out: dict[str, list[Record]] = {}
     reference: dict[str, dict[str, Any]] = {}

@@ -21,11 +21,12 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine.rundir import RunData, load_run
 from scopebench.errors import ConfigMismatchError, DataFormatError
 from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, paired_diff_ci
 from scopebench.scoring.metrics import compute_metrics
+from scopebench.scoring.schema import Metrics
+from scopebench.store.rundir import RunData, load_run
 
 __all__ = [
     "CHECKED_KEYS",
@@ -193,6 +194,7 @@ def compare_runs(
             + f" items; {len(common)} shared); pairwise tests use shared items only"
         )
     board = []
+    overall: list[float] = []  # each run's headline accuracy, for the leaderboard's order
     baselines: list[dict[str, Any]] = []
     for k, run in enumerate(runs):
         m = compute_metrics(
@@ -206,30 +208,32 @@ def compare_runs(
             baselines=k == 0,
             protocol=str(run.config.get("protocol") or "default"),
         )
-        for name, base in (m.get("baselines") or {}).items():
+        typed = Metrics.from_dict(m)
+        for name, base in typed.baselines.items():
             baselines.append(
                 {
                     "model": f"{name} baseline",
                     "source": f"baseline on {labels[k]}'s items",
-                    "overall": base["overall"],
-                    "owner": base["owner"],
+                    "overall": base.overall.to_dict(),
+                    "owner": [r.to_dict() for r in base.owner],
                 }
             )
+        overall.append(typed.overall.accuracy)
         board.append(
             {
                 "run": str(run.path),
                 "model": run.model,
                 "source": "this run",
-                "overall": m["overall"],
-                "by_task": m["by_task"],
-                "by_subset": m["by_subset"],
-                "owner": (m["owner"] or {}).get("rows", []),
+                "overall": typed.overall.to_dict(),
+                "by_task": [r.to_dict() for r in typed.by_task],
+                "by_subset": [r.to_dict() for r in typed.by_subset],
+                "owner": [r.to_dict() for r in typed.owner_rows],
                 "config": {
                     k: run.config.get(k) for k in ("data_fingerprint", "protocol", "parser_version", "seed")
                 },
             }
         )
-    order = sorted(range(len(runs)), key=lambda i: -_acc(board[i]["overall"]["accuracy"]))
+    order = sorted(range(len(runs)), key=lambda i: -_acc(overall[i]))
     pairs = []
     for i, j in combinations(order, 2):
         res = paired_comparison(outcomes[i], outcomes[j], seed=seed, resamples=resamples)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scopebench.benchmarks.registry import find_benchmark
 from scopebench.items import Record
 from scopebench.parsing.judge import answered_by_judge, judge_free
 from scopebench.scoring.accuracy import Policy, accuracy_row, group_rows
@@ -171,7 +172,9 @@ def _metadata_rows(
 
 def _interval_methods(benchmark: str, protocol: str) -> dict[str, str]:
     """Which 95% interval each kind of row carries (also recorded per row as ``ci_method``)."""
-    owner_macro = OWNER_BASIC if protocol == "owner" and benchmark == "ubench" else "stratified-" + CI_METHOD
+    bench = find_benchmark(benchmark)
+    owner_basic = protocol == "owner" and bench is not None and bench.owner_macro_rows
+    owner_macro = OWNER_BASIC if owner_basic else "stratified-" + CI_METHOD
     return {
         "proportion": WILSON,
         "macro_average": owner_macro,

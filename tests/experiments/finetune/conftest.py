@@ -18,7 +18,7 @@ def small_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("transformers")
-    from scopebench.models.tiny import build_tiny_clip
+    from scopebench.testing.tiny import build_tiny_clip
 
     return build_tiny_clip(tmp_path_factory.mktemp("ft-clip") / "clip", kind="clip", seed=0)
 
@@ -26,6 +26,6 @@ def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_vlm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("transformers")
-    from scopebench.models.tiny import build_tiny_generative
+    from scopebench.testing.tiny import build_tiny_generative
 
     return build_tiny_generative(tmp_path_factory.mktemp("ft-vlm") / "qwen", "qwen2-vl", seed=0)

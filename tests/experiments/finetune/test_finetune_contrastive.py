@@ -49,7 +49,7 @@ def test_pairs_are_the_captions_the_clip_backend_scores(small_demo: Path) -> Non
 def test_finetune_records_evaluates_and_feeds_the_merge_sweep(
     small_demo: Path, tiny_clip: Path, tmp_path: Path
 ) -> None:
-    from scopebench.models.merge import sweep_alphas
+    from scopebench.experiments.merge import sweep_alphas
 
     source = DataSource("demo", "train", str(small_demo))
     held_out = EvalSpec(DataSource("demo", "test", str(small_demo)), limit=12)

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scopebench.engine import RunConfig, load_run, run_benchmark
+from scopebench.engine import RunConfig, run_benchmark
 from scopebench.experiments.finetune.data import DataSource
 from scopebench.items import Record
 from scopebench.scoring.accuracy import outcomes
 from scopebench.scoring.intervals import proportion_ci
+from scopebench.store import load_run
 
 __all__ = ["EvalSpec", "evaluate_model", "summarise_records"]
 

@@ -1,0 +1,95 @@
+"""Unit tests of scoring.aggregate: the owner rows' order and grouping (killers of ``make mutation``
+survivors; the published-results join in test_metrics.py reads rows by key, not by position)."""
+
+from __future__ import annotations
+
+from scopebench.items import Record
+from scopebench.scoring.aggregate import owner_aggregation
+
+
+def _rec(i: int, subset: str, split: str, correct: bool) -> Record:
+    return Record(f"x/{i}", "m", "ok", choice=0, correct=correct, task="t", subset=subset, split=split,
+                  answer_index=0)  # fmt: skip
+
+
+def test_pathmmu_subsets_come_in_the_papers_order_then_the_rest_alphabetically() -> None:
+    # Given in reverse; "Aux" is no PathMMU subset and sorts before "PathCLS" alphabetically, so
+    # dropping any name from the paper's order moves that subset behind it.
+    subsets = ["Aux", "PathCLS", "Atlas", "EduContent", "SocialPath", "PubMed"]
+    recs = [_rec(i, s, "test", i % 2 == 0) for i, s in enumerate(subsets)]
+    own = owner_aggregation(recs, benchmark="pathmmu")
+    assert own is not None
+    got = [(r["split_or_group"], r["subset_or_task"], r["n"], r["correct"]) for r in own["rows"]]
+    assert got == [
+        ("test", "PubMed", 1, 0),
+        ("test", "SocialPath", 1, 1),
+        ("test", "EduContent", 1, 0),
+        ("test", "Atlas", 1, 1),
+        ("test", "PathCLS", 1, 0),
+        ("test", "Aux", 1, 1),
+        ("test", "overall", 6, 3),
+    ]
+
+
+def test_pathmmu_all_rows_pool_both_splits_and_sit_before_other_splits() -> None:
+    # PubMed and the non-paper subset "Aux" are in both test splits, "Solo" only in test; a val
+    # split comes last. ALL rows: the subsets present in both splits (paper order, then the rest
+    # sorted) and the pooled overall, placed right after the test rows.
+    spec = [("PubMed", "test_tiny", True), ("PubMed", "test", False), ("Aux", "test_tiny", True),
+            ("Aux", "test", True), ("Solo", "test", False), ("PubMed", "val", True)]  # fmt: skip
+    recs = [_rec(i, s, sp, c) for i, (s, sp, c) in enumerate(spec)]
+    own = owner_aggregation(recs, benchmark="pathmmu")
+    assert own is not None
+    got = [(r["split_or_group"], r["subset_or_task"], r["n"], r["correct"]) for r in own["rows"]]
+    assert got == [
+        ("test_tiny", "PubMed", 1, 1),
+        ("test_tiny", "Aux", 1, 1),
+        ("test_tiny", "overall", 2, 2),
+        ("test", "PubMed", 1, 0),
+        ("test", "Aux", 1, 1),
+        ("test", "Solo", 1, 0),
+        ("test", "overall", 3, 1),
+        ("ALL", "PubMed", 2, 1),
+        ("ALL", "Aux", 2, 2),
+        ("ALL", "overall", 5, 3),
+        ("val", "PubMed", 1, 1),
+        ("val", "overall", 1, 1),
+    ]
+    assert {r["weighting"] for r in own["rows"]} == {"instance"}
+    assert [r.get("pooled_splits") for r in own["rows"] if r["split_or_group"] == "ALL"] == [
+        ["test_tiny", "test"]
+    ] * 3
+
+
+def _ub(i: int, task: str, correct: bool, judge: bool = False) -> Record:
+    return Record(f"u/{i}", "m", "ok", choice=0, correct=correct, task=task, answer_index=0,
+                  extra={"answer_method": "judge"} if judge else {})  # fmt: skip
+
+
+def test_ubench_macro_row_fields_by_hand() -> None:
+    # coarse tasks: modality 2 of 2 right (one by the judge), stain 1 of 2 right.
+    recs = [_ub(0, "modality", True), _ub(1, "modality", True, judge=True), _ub(2, "stain", True),
+            _ub(3, "stain", False)]  # fmt: skip
+    own = owner_aggregation(recs, benchmark="ubench", seed=3, resamples=40)
+    assert own is not None
+    (row,) = own["rows"]  # no pathology items, no fine or cognition tasks
+    assert (row["split_or_group"], row["subset_or_task"], row["weighting"]) == (
+        "coarse",
+        "all",
+        "macro over tasks",
+    )
+    assert row["tasks"] == {"modality": 1.0, "stain": 0.5}
+    assert (row["accuracy"], row["n"], row["correct"], row["denominator"]) == (0.75, 4, 3, 4)
+    assert (row["policy"], row["resamples"], row["seed"], row["n_judge"]) == ("wrong", 40, 3, 1)
+    assert row["ci_method"] == "stratified-bootstrap-percentile"
+    # Judge-free: modality 1 of 2, stain 1 of 2 -> macro 0.5.
+    assert row["judge_free_accuracy"] == 0.5
+
+
+def test_a_record_without_a_split_counts_as_test() -> None:
+    own = owner_aggregation([_rec(0, "PubMed", None, True)], benchmark="pathmmu")  # type: ignore[arg-type]
+    assert own is not None
+    assert [(r["split_or_group"], r["subset_or_task"]) for r in own["rows"]] == [
+        ("test", "PubMed"),
+        ("test", "overall"),
+    ]
