@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from scopebench.errors import ConfigMismatchError, MissingDependencyError
+from scopebench.errors import ConfigMismatchError, MissingDependencyError, UsageError
 
 __all__ = ["LoopConfig", "LoopResult", "TrainingInterrupted", "batch_indices", "train_loop"]
 
@@ -76,8 +76,6 @@ class LoopConfig:
         Raises:
             UsageError: For a non-positive step count, batch size or learning rate.
         """
-        from scopebench.errors import UsageError
-
         if self.steps < 1 or self.batch_size < 1 or not self.lr > 0:
             raise UsageError("fine-tuning needs --steps ≥ 1, --batch-size ≥ 1 and --lr > 0")
         if self.checkpoint_every < 0 or self.eval_every < 0 or self.keep_checkpoints < 1:

@@ -27,7 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from scopebench.errors import ConfigMismatchError
+from scopebench.errors import ConfigMismatchError, UsageError
 from scopebench.experiments.finetune import contrastive as clip_recipe
 from scopebench.experiments.finetune import generative as sft
 from scopebench.experiments.finetune.data import (
@@ -205,8 +205,6 @@ def finetune_contrastive(
     elif source is not None:
         pairs, data = caption_pairs(load_split(source), skipped), source.describe()
     else:
-        from scopebench.errors import UsageError
-
         raise UsageError("give the training data: --bench (and --split/--data) or --pairs FILE")
     refuse_empty(len(pairs), str(pairs_file or source), skipped)
     hp = {
