@@ -58,6 +58,7 @@ _EXTENSION_MODULES = (
     "scopebench.cli.review",
     "scopebench.cli.build",
     "scopebench.cli.paper",
+    "scopebench.cli.finetune",
 )
 
 
