@@ -62,7 +62,7 @@ def test_malformed_replay_file_message(tmp_path: Path) -> None:
 
 def test_run_prints_table_and_writes_run_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
-        ["-q", "run", "--bench", "unit", "--data", "12", "--model", "frequent", "--out", str(tmp_path / "r")]
+        ["run", "--bench", "unit", "--data", "12", "--model", "frequent", "--out", str(tmp_path / "r")]
     )
     assert code == 0
     out = capsys.readouterr().out
@@ -98,13 +98,19 @@ def test_benchmarks_lists_every_builtin(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_demo_command_end_to_end(tmp_path: Path) -> None:
-    proc = _cli("-q", "demo", "--data", str(tmp_path / "demo"), "--out", str(tmp_path / "runs"))
+    # Not -q (which prints nothing but errors): the one-screen summary is what is checked.
+    proc = _cli("demo", "--data", str(tmp_path / "demo"), "--out", str(tmp_path / "runs"))
     assert proc.returncode == 0, proc.stderr
-    assert "demo benchmark:" in proc.stdout and "overall" in proc.stdout
-    assert "UNTRAINED" in proc.stdout  # the tiny model is labelled for what it is
+    out = proc.stdout
+    assert "demo benchmark:" in out and "demo: overall accuracy" in out
+    assert "UNTRAINED" in out  # the tiny model is labelled for what it is
+    # One screen (issue 17: it was ~180 lines of per-task tables), saying where the tables went.
+    assert len(out.splitlines()) <= 40, out
+    assert "per-task" not in out.split("demo: overall accuracy")[0]
+    assert f"{tmp_path / 'runs'}/<model>/metrics.md" in out.replace("\n", "")
     for model in ("random", "frequent", "embed_default", "tiny-clip", "tiny-qwen2-vl"):
         metrics = json.loads((tmp_path / "runs" / model / "metrics.json").read_text())
-        assert metrics["overall"]["n"] == 114
+        assert metrics["overall"]["n"] == 120
         assert (tmp_path / "runs" / model / "records.jsonl").is_file()
 
 
@@ -169,6 +175,7 @@ def test_quiet_and_verbose_work_after_the_subcommand(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # quiet: no bars, no log lines
+    assert proc.stdout == ""  # and no tables: silent except errors (issue 17)
 
 
 def test_fresh_removes_the_discarded_runs_report_files(tmp_path: Path) -> None:
@@ -176,7 +183,8 @@ def test_fresh_removes_the_discarded_runs_report_files(tmp_path: Path) -> None:
     base = ["-q", "run", "--bench", "unit", "--data", "12", "--out", str(out)]
     assert main([*base, "--model", "random"]) == 0
     plots = {p.name for p in out.glob("*.png")}
-    assert "reliability.png" in plots  # random gives option scores: a reliability diagram
+    # The random baseline's option scores are uniform: no reliability diagram is drawn (issue 17).
+    assert "accuracy_by_task.png" in plots and "reliability.png" not in plots
     (out / "stale.svg").write_text("<svg/>")
     assert main([*base, "--model", "frequent", "--fresh"]) == 0
     assert not (out / "reliability.png").exists() and not (out / "stale.svg").exists()
@@ -338,7 +346,7 @@ def test_validate_decodes_every_image_and_fails_on_undecodable_ones(
             "gone.png": None,
         },
     )
-    assert main(["-q", "validate", "local", "--data", str(data)]) == 1  # errors: exit 1 without --strict
+    assert main(["validate", "local", "--data", str(data)]) == 1  # errors: exit 1 without --strict
     out = capsys.readouterr().out
     assert "images: 3 opened and decoded, 2 of them undecodable, 1 missing file(s) not opened" in out
     assert "3 problem(s): 2 error(s), 1 warning(s) — bad_image: 2, missing_image: 1" in out
@@ -347,7 +355,7 @@ def test_validate_decodes_every_image_and_fails_on_undecodable_ones(
     assert any(str(data / "truncated.png") in x and "[local/q1]" in x for x in lines)
     assert any(str(data / "text.png") in x and "[local/q2]" in x for x in lines)
     # --no-images: only what loading finds (the missing file, a warning), so exit 0.
-    assert main(["-q", "validate", "local", "--data", str(data), "--no-images"]) == 0
+    assert main(["validate", "local", "--data", str(data), "--no-images"]) == 0
     out = capsys.readouterr().out
     assert "images: not decoded (--no-images)" in out and "1 problem(s): 0 error(s), 1 warning(s)" in out
 
@@ -363,7 +371,7 @@ def test_validate_names_every_item_sharing_a_bad_image(
         for i in range(3)
     ]
     (data / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main(["-q", "validate", "local", "--data", str(data)]) == 1
+    assert main(["validate", "local", "--data", str(data)]) == 1
     out = capsys.readouterr().out
     assert "images: 1 opened and decoded, 1 of them undecodable" in out  # one file, decoded once
     assert "[local/q0 and 2 other item(s)]" in out
@@ -376,7 +384,7 @@ def test_validate_exit_codes_errors_fail_warnings_only_with_strict(
     warned = _image_bench(tmp_path / "warned", {"a.png": _png(), "gone.png": None})
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"question": "Q?", "choices": ["a", "b"], "answer": 0}\n{"question": "no choices"}\n')
-    base = ["-q", "validate", "local", "--data"]
+    base = ["validate", "local", "--data"]
     assert main([*base, str(clean)]) == 0
     assert main([*base, str(clean), "--strict"]) == 0
     assert main([*base, str(warned)]) == 0  # warnings alone pass
@@ -390,13 +398,13 @@ def test_validate_caps_each_kind_of_problem_and_keeps_every_one_available(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = _image_bench(tmp_path / "b", {f"gone{i:02d}.png": None for i in range(25)})
-    assert main(["-q", "validate", "local", "--data", str(data)]) == 0
+    assert main(["validate", "local", "--data", str(data)]) == 0
     out = capsys.readouterr().out
     listed = [x for x in out.splitlines() if x.startswith("warning:")]
     assert len(listed) == 20 and "gone19.png" in listed[-1]
     assert "… and 5 more (missing_image: 5); --all lists every one" in out
     report = tmp_path / "problems.json"
-    assert main(["-q", "validate", "local", "--data", str(data), "--all", "--json", str(report)]) == 0
+    assert main(["validate", "local", "--data", str(data), "--all", "--json", str(report)]) == 0
     out = capsys.readouterr().out
     assert len([x for x in out.splitlines() if x.startswith("warning:")]) == 25 and "more" not in out
     saved = json.loads(report.read_text())
@@ -417,12 +425,10 @@ def test_validate_and_run_with_a_symlinked_cache(tmp_path: Path) -> None:
             [sys.executable, "-m", "scopebench", *args], capture_output=True, text=True, env=env
         )
 
-    proc = cli("-q", "validate", "demo")
+    proc = cli("validate", "demo")
     assert proc.returncode == 0, proc.stderr
     assert "no problems found" in proc.stdout and "undecodable" in proc.stdout
-    proc = cli(
-        "-q", "run", "--bench", "demo", "--model", "random", "--limit", "5", "--out", str(tmp_path / "run")
-    )
+    proc = cli("run", "--bench", "demo", "--model", "random", "--limit", "5", "--out", str(tmp_path / "run"))
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["overall"]["n"] == 5
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 from tqdm.auto import tqdm
 
-__all__ = ["configure_logging", "progress", "set_quiet"]
+__all__ = ["configure_logging", "is_quiet", "progress", "set_quiet"]
 
 _QUIET = False
 
@@ -24,6 +24,17 @@ def set_quiet(quiet: bool) -> None:
 def configure_logging(verbosity: int = 0, quiet: bool = False) -> None:
     """Set up ``logging`` for the CLI: warnings by default, info with ``-v``, debug with ``-vv``."""
     level = logging.ERROR if quiet else [logging.WARNING, logging.INFO, logging.DEBUG][min(verbosity, 2)]
+    if quiet:
+        # transformers' and datasets' own log lines and bars ("Loading checkpoint shards",
+        # "Map: 100%") read these when first imported, which in scopebench is always later, lazily.
+        for var, value in (
+            ("TRANSFORMERS_VERBOSITY", "error"),
+            ("DATASETS_VERBOSITY", "error"),
+            ("HF_DATASETS_DISABLE_PROGRESS_BARS", "1"),
+            ("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1"),
+        ):
+            os.environ.setdefault(var, value)
+        _quiet_loaded_hf()
     if quiet or not sys.stderr.isatty():
         # Hugging Face's own bars ("Loading weights", downloads) read this when transformers and
         # huggingface_hub are first imported, which in scopebench is always later, lazily.
@@ -48,3 +59,18 @@ def progress(total: int, desc: str, unit: str = "item") -> Iterator[tqdm]:
         yield bar
     finally:
         bar.close()
+
+
+def _quiet_loaded_hf() -> None:
+    """Silence transformers/datasets if they were imported before ``--quiet`` took effect."""
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].logging.set_verbosity_error()
+        sys.modules["transformers"].logging.disable_progress_bar()
+    if "datasets" in sys.modules:
+        sys.modules["datasets"].logging.set_verbosity_error()
+        sys.modules["datasets"].disable_progress_bars()
+
+
+def is_quiet() -> bool:
+    """Whether ``--quiet`` is on (see :func:`set_quiet`)."""
+    return _QUIET

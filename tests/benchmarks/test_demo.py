@@ -22,11 +22,11 @@ def test_counts_and_answers(demo_dir: Path) -> None:
     manifest = json.loads((demo_dir / "manifest.json").read_text())
     assert manifest["tasks"] == {
         "contour": 8, "eccentricity": 8, "texture": 8, "colocalization": 12,
-        "bar_max": 8, "bar_value": 8, "modality": 16, "stain": 8,
+        "bar_max": 8, "bar_value": 8, "modality": 16, "stain": 8, "cognition": 6,
     }  # fmt: skip
-    assert manifest["items"] == 76 and manifest["train_items"] == 120 and manifest["version"] == DEMO_VERSION
+    assert manifest["items"] == 82 and manifest["train_items"] == 120 and manifest["version"] == DEMO_VERSION
     loaded = get_benchmark("demo").load(str(demo_dir))
-    assert len(loaded.items) == 76 and loaded.problems == []
+    assert len(loaded.items) == 82 and loaded.problems == []
     for it in loaded.items:
         assert it.answer_index is not None and 0 <= it.answer_index < len(it.choices)
         assert it.choices[-1] == "none of the above"  # kept last, as in μ-Bench
@@ -129,7 +129,7 @@ def test_detection_split_boxes_are_the_objects(demo_dir: Path) -> None:
             inside = img[int(c.y1) : int(c.y2), int(c.x1) : int(c.x2), 1].mean()
             assert inside > 3 * img[..., 1].mean() / 2  # the box holds a bright cell, not background
     # The test and train data do not depend on the detection split.
-    assert manifest["items"] == 76 and manifest["train_items"] == 120
+    assert manifest["items"] == 82 and manifest["train_items"] == 120
 
 
 def test_never_replaces_a_folder_it_did_not_write(tmp_path: Path) -> None:
@@ -150,3 +150,21 @@ def test_never_replaces_a_folder_it_did_not_write(tmp_path: Path) -> None:
     assert (
         generate_demo(empty, seed=0, n_per_class=1) / "manifest.json"
     ).is_file()  # an empty folder is fine
+
+
+def test_cognition_stand_in_has_mu_bench_cognition_format(demo_dir: Path) -> None:
+    loaded = get_benchmark("demo").load(str(demo_dir))
+    cog = [it for it in loaded.items if it.task == "cognition"]
+    # Six options, "none of the above" last, the answer once at each of A–F (μ-Bench §3).
+    assert [it.answer_index for it in cog] == [0, 1, 2, 3, 4, 5]
+    assert all(len(it.choices) == 6 and it.choices[-1] == "none of the above" for it in cog)
+    for it in cog:
+        cell = it.metadata["cell"]
+        true = f"{'irregular' if cell['irregular'] else 'smooth'} contour, " + (
+            "elongated shape" if cell["elongated"] else "round shape"
+        )
+        # The generated cell's own description is the answer, or absent when F is correct.
+        assert (it.answer_text == true) if it.answer_index < 5 else (true not in it.choices)
+        assert it.captions is not None and it.captions[it.answer_index] == f"{it.question} {it.answer_text}"
+    # The other tasks keep their counts (the stand-in draws from its own random stream).
+    assert sum(1 for it in loaded.items if it.task != "cognition") == 76

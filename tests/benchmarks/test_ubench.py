@@ -85,6 +85,7 @@ def test_registered_with_help() -> None:
         "subdomain",
         "stain",
         "classification",
+        "cognition",
         "detection",
     )
     assert HUB_ID in bench.data_help and "save_to_disk" in bench.data_help

@@ -53,7 +53,7 @@ def test_rerun_redoes_only_what_changed(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_cli_build_run_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["-q", "build", "run", str(_config(tmp_path))]) == 0
+    assert main(["build", "run", str(_config(tmp_path))]) == 0
     out = capsys.readouterr().out
     assert "build summary" in out
     assert "missing_image: 1" in out and "unknown_vocabulary: 1" in out

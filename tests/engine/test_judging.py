@@ -481,7 +481,8 @@ def test_reports_show_judge_and_judge_free_side_by_side(tmp_path: Path, files: t
     console.print(render_metrics_table(m))
     text = console.export_text()
     assert "judge-free" in text and "22.2%" in text
-    page = build_html_report([tmp_path / "run"], resamples=20)
+    report = build_html_report([tmp_path / "run"], resamples=20)
+    page = report.page + "".join(report.files.values())  # the judge notes are in the item files
     assert '<th class="l">judge-free</th>' in page
     assert "answer used" in page and "answer not used" in page
     assert "The answer is C" in page  # the unreadable reply is shown, escaped

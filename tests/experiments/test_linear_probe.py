@@ -79,8 +79,9 @@ def test_probe_beats_chance_on_the_demo_cell_shape_tasks(demo_result: LP.ProbeRe
     assert by["contour"].macro_f1 >= 0.9 and by["texture"].balanced_accuracy >= 0.8
     # Tasks without training data are reported, with their item counts, not dropped.
     untrained = {t.task: t.n_test for t in demo_result.tasks if t.status == "no_training_data"}
-    assert untrained == {"bar_max": 12, "bar_value": 12, "colocalization": 18, "modality": 24, "stain": 12}
-    assert demo_result.skipped == {"no_training_data": 78} and len(demo_result.predictions) == 114
+    assert untrained == {"bar_max": 12, "bar_value": 12, "colocalization": 18, "modality": 24, "stain": 12,
+                         "cognition": 6}  # fmt: skip
+    assert demo_result.skipped == {"no_training_data": 84} and len(demo_result.predictions) == 120
     o = demo_result.overall
     assert (
         o["n"] == 36 and o["accuracy"] == o["correct"] / 36 and o["ci_low"] <= o["accuracy"] <= o["ci_high"]
@@ -169,7 +170,8 @@ def test_feature_values_are_named_for_a_bad_features_option(
             LP.check_features(bad)
         msg = str(info.value)
         assert msg.startswith(f"--features {bad!r}")
-        assert "valid values: handcrafted, clip:<folder or hub id>, openclip:<model>" in msg
+        assert "valid values: handcrafted, dinov2:<folder or hub id>, vision:<folder or hub id>, " in msg
+        assert "clip:<folder or hub id>, openclip:<model>" in msg
         assert "frequent" not in msg and "nsp:" not in msg  # not the list of every model scheme
     with pytest.raises(ModelSpecError, match="needs an argument after 'clip:'"):
         LP.check_features("clip:")
@@ -219,9 +221,7 @@ def test_missing_optuna_names_the_extra(tmp_path: Path, monkeypatch: pytest.Monk
 def test_cli_linear_probe(demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "lp"
     assert (
-        main(
-            ["-q", "linear-probe", "--bench", "demo", "--data", str(demo), "--out", str(out), "--limit", "14"]
-        )
+        main(["linear-probe", "--bench", "demo", "--data", str(demo), "--out", str(out), "--limit", "14"])
         == 0
     )
     text = capsys.readouterr().out
@@ -250,3 +250,17 @@ def test_cli_linear_probe(demo: Path, tmp_path: Path, capsys: pytest.CaptureFixt
                  "--out", str(out2), "--limit", "14"]) == 0  # fmt: skip
     again = {r["task"]: r for r in csv.DictReader((out2 / "linear_probe.csv").open())}
     assert again["contour"] == rows["contour"]  # same training data, same classifier
+
+
+def test_markdown_shows_the_published_mu_bench_probe_for_ubench(tmp_path: Path) -> None:
+    # μ-Bench §C.7: DINOv2-S14 + logistic regression, 86.71 % weighted average accuracy.
+    result = LP.ProbeResult(tasks=[], overall={"n": 0, "correct": 0, "accuracy": float("nan"),
+                            "ci_low": float("nan"), "ci_high": float("nan")}, skipped={}, predictions=[],
+                            config={"seed": 0, "features": {"features": "handcrafted"}, "C": 1.0,
+                                    "pipeline": "p", "benchmarks": ["ubench"]})  # fmt: skip
+    LP.write_probe_outputs(result, tmp_path / "u")
+    md = (tmp_path / "u" / "linear_probe.md").read_text(encoding="utf-8")
+    assert "DINOv2-S14 linear probe (mu-Bench §C.7" in md and "weighted accuracy (all tasks): 86.71%" in md
+    result.config["benchmarks"] = ["demo"]
+    LP.write_probe_outputs(result, tmp_path / "d")
+    assert "Published" not in (tmp_path / "d" / "linear_probe.md").read_text(encoding="utf-8")

@@ -193,9 +193,7 @@ def test_cli_merge_and_three_point_sweep(
     tiny: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "merged"
-    assert (
-        main(["-q", "merge", str(tiny["base"]), str(tiny["tuned"]), "--alpha", "0.5", "--out", str(out)]) == 0
-    )
+    assert main(["merge", str(tiny["base"]), str(tiny["tuned"]), "--alpha", "0.5", "--out", str(out)]) == 0
     assert "merged 78 tensors" in capsys.readouterr().out
     assert (out / "model.safetensors").is_file() and load_model(f"clip:{out}").spec == f"clip:{out}"
     assert (

@@ -84,7 +84,7 @@ def test_strategies_command_on_spur_fixture_with_transcripts(
         )
     )
     code = main(
-        ["-q", "strategies", "--bench", "spur", "--data", str(FIXTURES / "spur"), "--model", f"replay:{replay}",
+        ["strategies", "--bench", "spur", "--data", str(FIXTURES / "spur"), "--model", f"replay:{replay}",
          "--out", str(tmp_path / "out"), "--strategies", "direct,ddcot", "--no-image"]
     )  # fmt: skip
     assert code == 0

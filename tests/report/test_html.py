@@ -15,7 +15,8 @@ from scopebench.benchmarks import Benchmark, LoadedBenchmark, register_benchmark
 from scopebench.cli import main
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.items import ImageRef, Item, Record
-from scopebench.report.html import build_html_report, item_groups, outcome
+from scopebench.report import html
+from scopebench.report.html import HtmlReport, build_html_report, item_groups, outcome, write_html_report
 
 
 class PageParser(HTMLParser):
@@ -104,58 +105,106 @@ def test_outcome_and_groups():
     assert item_groups(s) == ["subset=single", "split=test", "domain=pathology", "stain=H&E"]
 
 
+def item_pages(report: HtmlReport) -> list[dict]:
+    """The item files' payloads, in page order (each file is ``sbPage(n, {...});``)."""
+    out = []
+    for n, name in enumerate(sorted(report.files), start=1):
+        text = report.files[name]
+        assert name == f"items-{n:05d}.js"
+        prefix = f"sbPage({n}, "
+        assert text.startswith(prefix) and text.endswith(");\n")
+        out.append(json.loads(text[len(prefix) : -3]))
+    return out
+
+
 def test_page_is_self_contained_and_escaped(html_runs):
-    text = build_html_report(html_runs, resamples=50)
+    report = build_html_report(html_runs, resamples=50)
+    text = report.page
     page = parse(text)
-    # Nothing but data: URIs anywhere; every script inline; a CSP that forbids other sources.
+    # Nothing but data: URIs in the page; every script inline; a CSP that forbids other sources
+    # than the item files beside the page.
     assert page.urls, "the page should have plots and an icon"
     for tag, attr, url in page.urls:
         assert url.startswith("data:"), (tag, attr, url[:60])
     assert "http://" not in text and "https://" not in text
     assert all(s.get("src") is None for s in page.scripts)
-    assert [s.get("id") for s in page.scripts] == ["sb-thumbs", "sb-metrics", None]
+    assert [s.get("id") for s in page.scripts] == ["sb-index", "sb-placeholder", "sb-metrics", None]
     assert "Content-Security-Policy" in text and "default-src 'none'" in text
-    # User text comes back exactly as text, never as markup.
-    assert EVIL_QUESTION in page.questions
-    assert EVIL_OPTION in page.options
-    assert EVIL_RESPONSE in page.responses
+    # User text is data for the JavaScript, which sets it as DOM text (never innerHTML).
+    items = item_pages(report)[0]["items"]
+    assert items[0]["question"] == EVIL_QUESTION and items[0]["choices"][0] == EVIL_OPTION
+    assert items[9]["runs"][0]["response"] == EVIL_RESPONSE
+    js = (Path(html.__file__).parent / "templates" / "report.js").read_text()
+    assert "innerHTML" not in js
     assert "<script>window.__pwned" not in text
-    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in text
+    assert "</" not in "".join(report.files.values())  # JSON in the item files escapes < too
     # Embedded JSON cannot close its <script> element.
-    assert "</" not in page.script_text["sb-thumbs"] and "</" not in page.script_text["sb-metrics"]
+    for key in ("sb-index", "sb-metrics"):
+        assert "</" not in page.script_text[key]
     metrics = json.loads(page.script_text["sb-metrics"])
     assert [m["model"] for m in metrics] == ["model-a", "model-b"]
     assert metrics[0]["overall"]["correct"] == 6 and metrics[1]["overall"]["correct"] == 5
 
 
 def test_items_outcomes_and_thumbnails(html_runs):
-    text = build_html_report(html_runs, resamples=50)
-    page = parse(text)
-    assert page.counter == "12 of 12 items shown"
-    assert "1 image(s) could not be found or read" in text
-    assert len(page.articles) == 12
-    by_id = {a["data-id"]: a for a in page.articles}
+    report = build_html_report(html_runs, resamples=50, page_size=5)
+    page = parse(report.page)
+    assert page.counter == "12 of 12 items match"
+    assert "1 image(s) could not be found or read" in report.page
+    assert not page.articles  # items are drawn by the script, a page at a time
+    index = json.loads(page.script_text["sb-index"])
+    assert index["page_size"] == 5 and index["items_dir"] == "report_items"
+    assert index["labels"] == ["model-a", "model-b"] and index["tasks"] == ["HI", "NP"]
+    rows = {r[0]: r for r in index["rows"]}
+    assert list(rows) == [f"spur/q{i:02d}" for i in range(12)]
     for i in range(12):
-        a = by_id[f"spur/q{i:02d}"]
         expect = [A_OUTCOMES[i], B_OUTCOMES[i]]
         expect = ["missing" if o.startswith("missing") else o for o in expect]
-        assert json.loads(a["data-outcomes"] or "") == expect
-        assert a["data-task"] == ("NP" if i % 2 == 0 else "HI")
-    assert json.loads(by_id["spur/q00"]["data-groups"] or "") == [
+        assert [index["outcomes"][int(c)] for c in rows[f"spur/q{i:02d}"][3]] == expect
+        assert index["tasks"][rows[f"spur/q{i:02d}"][1]] == ("NP" if i % 2 == 0 else "HI")
+    assert [index["groups"][g] for g in rows["spur/q00"][2]] == [
         "subset=single",
         "split=test",
         "modality=light",
     ]
+    # 12 items, 5 a page: three item files of 5, 5 and 2 items, in id order.
+    pages = item_pages(report)
+    assert [[it["id"] for it in p["items"]] for p in pages] == [
+        [f"spur/q{i:02d}" for i in range(5 * k, min(5 * k + 5, 12))] for k in range(3)
+    ]
+    items = [it for p in pages for it in p["items"]]
     # Items 0–9 show a real thumbnail (8 and 9 share one file), item 10's file is gone, 11 has none.
-    assert len(page.thumb_refs) == 11
-    assert page.thumb_refs[10] == "missing"
-    thumbs = json.loads(page.script_text["sb-thumbs"])
-    assert len(set(page.thumb_refs[:10])) == 9 and page.thumb_refs[8] == page.thumb_refs[9]
-    assert set(thumbs) == {"missing", *page.thumb_refs[:10]}
-    data = thumbs[page.thumb_refs[0]]
+    refs = [key for it in items for key, _ in it["images"]]
+    assert len(refs) == 11 and refs[10] == "missing" and items[11]["images"] == []
+    assert len(set(refs[:10])) == 9 and refs[8] == refs[9]
+    # Each file carries exactly the thumbnails its items show.
+    for p in pages:
+        assert set(p["thumbs"]) == {k for it in p["items"] for k, _ in it["images"]} - {"missing"}
+    data = pages[0]["thumbs"][refs[0]]
     assert data.startswith("data:image/jpeg;base64,")
     with Image.open(io.BytesIO(base64.b64decode(data.split(",", 1)[1]))) as im:
         assert im.size == (160, 107)  # 300×200 bounded to 160 px
+    assert items[10]["runs"][0] == {
+        "outcome": "error",
+        "answer": "—",
+        "response": "",
+        "notes": ["model call failed: <timeout> & retry"],
+    }
+    assert items[0]["truth"] == f"A. {EVIL_OPTION}"
+
+
+def test_write_replaces_the_item_folder(html_runs, tmp_path):
+    out = tmp_path / "rep.html"
+    stale = tmp_path / "rep_items" / "items-00099.js"
+    stale.parent.mkdir()
+    stale.write_text("old")
+    write_html_report(html_runs, out, resamples=20, page_size=5)
+    assert sorted(p.name for p in (tmp_path / "rep_items").iterdir()) == [
+        "items-00001.js",
+        "items-00002.js",
+        "items-00003.js",
+    ]
+    assert '"items_dir": "rep_items"' in out.read_text()
 
 
 def test_cli_writes_html_and_refuses_mixed_benchmarks(html_runs, tmp_path, capsys):
@@ -210,20 +259,21 @@ def test_thumbnails_from_a_reloaded_dataset(tmp_path):
     run = run_benchmark(
         RunConfig(benchmark="htmlbytes", data="x", model="random", seed=0), tmp_path / "r"
     ).run_dir
-    page = parse(build_html_report([run], resamples=20))
-    assert page.thumb_refs and "missing" not in page.thumb_refs
-    assert len(set(page.thumb_refs)) == 2  # two distinct images, each made once
-    thumbs = json.loads(page.script_text["sb-thumbs"])
-    with Image.open(io.BytesIO(base64.b64decode(thumbs[page.thumb_refs[1]].split(",", 1)[1]))) as im:
+    (data,) = item_pages(build_html_report([run], resamples=20))
+    refs = [key for it in data["items"] for key, _ in it["images"]]
+    assert refs and "missing" not in refs
+    assert len(set(refs)) == 2  # two distinct images, each made once
+    thumbs = data["thumbs"]
+    with Image.open(io.BytesIO(base64.b64decode(thumbs[refs[1]].split(",", 1)[1]))) as im:
         assert im.size == (64, 32)  # smaller than the bound: kept as is
 
 
 def test_single_run_page_with_published_rows(html_runs):
-    text = build_html_report([html_runs[0]], resamples=20, published=True)
+    text = build_html_report([html_runs[0]], resamples=20, published=True).page
     page = parse(text)
     assert "Published numbers (published, not reproduced here)" in text
     assert "Leaderboard" not in text  # one run: no leaderboard, no pairwise tests
-    assert page.counter == "12 of 12 items shown"
+    assert page.counter == "12 of 12 items match"
     # Baseline rows sit in the run's metrics table, marked as such.
     assert 'class="baseline" data-section="baseline:frequent" data-group="overall"' in text
 

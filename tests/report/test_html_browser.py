@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from html_fixtures import EVIL_RESPONSE
 
 from scopebench.report import write_run_outputs
 from scopebench.report.html import write_html_report
@@ -77,6 +78,7 @@ def page(browser: Any, report: tuple[Path, list[dict]]) -> Iterator[Any]:
     pg.on("requestfailed", lambda r: problems.append(f"request failed: {r.url[:100]}"))
     pg.goto(report[0].as_uri())
     pg.wait_for_load_state("load")
+    pg.wait_for_selector('#items[data-state="ready"]', state="attached")
     pg.problems = problems
     yield pg
     pg.close()
@@ -87,20 +89,22 @@ def shown(pg: Any, **filters: str) -> int:
     for name in ("task", "group", "outcome"):
         pg.select_option(f"#f-{name}", filters.get(name, ""))
     pg.select_option("#f-model", filters.get("model", "0"))
-    n = pg.locator("article.item:not([hidden])").count()
-    assert pg.inner_text("#sb-counter") == f"{n} of 12 items shown"
+    pg.wait_for_selector('#items[data-state="ready"]', state="attached")
+    n = pg.locator("article.item").count()
+    assert pg.inner_text("#sb-counter") == f"{n} of 12 items match"
     return n
 
 
 def test_page_loads_clean_from_disk(page):
     assert page.url.startswith("file://")
-    assert page.inner_text("#sb-counter") == "12 of 12 items shown"
+    assert page.inner_text("#sb-counter") == "12 of 12 items match"
     assert page.evaluate("window.__pwned === undefined")  # the escaped <script>s never ran
     # Every thumbnail (11: 10 images + the missing-file placeholder) decoded to a real picture.
     widths = page.eval_on_selector_all("img[data-thumb]", "els => els.map(e => e.complete && e.naturalWidth)")
     assert len(widths) == 11 and all(w and w > 0 for w in widths), widths
     plots = page.eval_on_selector_all("img.plot", "els => els.map(e => e.naturalWidth)")
-    assert len(plots) >= 3 and all(w > 0 for w in plots)
+    # One accuracy panel of both models (issue 17: not one per model) and the heatmap.
+    assert len(plots) == 2 and all(w > 0 for w in plots)
     assert page.problems == []
 
 
@@ -139,3 +143,48 @@ def test_filters_change_rows_by_hand_count(page):
     assert shown(page, outcome="unparsed") == 1 and shown(page, outcome="error") == 1
     assert shown(page, outcome="unparsed", model="1") == 0
     assert shown(page) == 12
+
+
+def test_pages_load_their_item_files_on_demand(browser, html_runs, tmp_path):
+    # 12 items, 5 a page: page 2 shows items 5–9, read from report_items/items-00002.js only
+    # when the user turns to it; the last page has the 2 items left.
+    out = write_html_report(html_runs, tmp_path / "report.html", resamples=20, page_size=5)
+    pg = browser.new_page()
+    problems: list[str] = []
+    pg.on("pageerror", lambda e: problems.append(str(e)))
+    requested: list[str] = []
+    pg.on("request", lambda r: requested.append(r.url.rsplit("/", 1)[-1]))
+    pg.goto(out.as_uri())
+    pg.wait_for_selector('#items[data-state="ready"]', state="attached")
+    ids = "els => els.map(e => e.getAttribute('data-id'))"
+    assert pg.eval_on_selector_all("article.item", ids) == [f"spur/q{i:02d}" for i in range(5)]
+    assert [u for u in requested if u.startswith("items-")] == ["items-00001.js"]
+    assert pg.inner_text("#sb-page") == "page 1 of 3 (items 1–5)"
+    pg.click("#sb-next")
+    pg.wait_for_selector('#items[data-state="ready"][data-page="2"]', state="attached")
+    assert pg.eval_on_selector_all("article.item", ids) == [f"spur/q{i:02d}" for i in range(5, 10)]
+    assert pg.inner_text("#sb-page") == "page 2 of 3 (items 6–10)"
+    assert pg.inner_text("article.item[data-id='spur/q09'] pre.response") == EVIL_RESPONSE
+    assert [u for u in requested if u.startswith("items-")] == ["items-00001.js", "items-00002.js"]
+    pg.click("#sb-next")
+    pg.wait_for_selector('#items[data-state="ready"][data-page="3"]', state="attached")
+    assert pg.locator("article.item").count() == 2 and pg.is_disabled("#sb-next")
+    # A filter spanning pages: NP (even items) draws from all three files, 5 on page 1.
+    pg.select_option("#f-task", "NP")
+    pg.wait_for_selector('#items[data-state="ready"][data-page="1"]', state="attached")
+    assert pg.eval_on_selector_all("article.item", ids) == [f"spur/q{i:02d}" for i in (0, 2, 4, 6, 8)]
+    assert pg.inner_text("#sb-counter") == "6 of 12 items match"
+    assert problems == [] and pg.evaluate("window.__pwned === undefined")
+    pg.close()
+
+
+def test_missing_item_folder_says_what_to_do(browser, html_runs, tmp_path):
+    import shutil
+
+    out = write_html_report(html_runs, tmp_path / "r.html", resamples=20)
+    shutil.rmtree(tmp_path / "r_items")
+    pg = browser.new_page()
+    pg.goto(out.as_uri())
+    pg.wait_for_selector('#items[data-state="failed"]', state="attached")
+    assert "keep the folder r_items/ beside this HTML file" in pg.inner_text("#sb-status")
+    pg.close()

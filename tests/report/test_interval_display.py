@@ -220,14 +220,14 @@ def test_compare_tables_and_pairs_hold_their_estimates(runs, tmp_path):
 
 
 def test_every_html_interval_cell_holds_its_estimate(runs):
-    html = build_html_report([runs["mixed"], runs["perfect"], runs["zero"]], resamples=200)
+    html = build_html_report([runs["mixed"], runs["perfect"], runs["zero"]], resamples=200).page
     rows = html_rows(html)
     # Per run: overall, tasks, subsets, splits, metadata, owner and baseline rows; the leaderboard;
     # the pairwise table (difference and its interval).
     assert check_table(rows) >= 3 * 10 + 5 + 3
     pair_rows = [r for r in rows if len(r) == 8 and r[3].startswith(("+", "-"))]
     assert len(pair_rows) == 3 and check_table(pair_rows) == 3
-    det = html_rows(build_html_report([runs["det"]], resamples=200))
+    det = html_rows(build_html_report([runs["det"]], resamples=200).page)
     loc = [r for r in det if r and r[0] == "localization"]
     assert len(loc) >= 4  # class=cell, class=nucleus, split rows, overall
     assert check_table(loc) == len(loc)
@@ -250,7 +250,7 @@ def test_reversed_display_is_caught_end_to_end(runs, tmp_path, monkeypatch):
     write_run_outputs(runs["mixed"], out_dir=tmp_path / "rev", resamples=100)
     with pytest.raises(AssertionError, match="reversed"):
         check_table(md_rows((tmp_path / "rev" / "metrics.md").read_text(encoding="utf-8")))
-    det = html_rows(build_html_report([runs["det"]], resamples=100))
+    det = html_rows(build_html_report([runs["det"]], resamples=100).page)
     with pytest.raises(AssertionError, match=r"reversed|does not contain"):
         check_table([r for r in det if r and r[0] == "localization"])
 

@@ -121,7 +121,7 @@ def test_detection_run_shows_localization_everywhere(tmp_path, capsys):
     # No multiple-choice item: no empty accuracy plot, a GRIT plot instead.
     assert not (run / "accuracy_by_task.png").exists()
     assert (run / "localization.png").is_file() and (run / "localization.svg").is_file()
-    html = build_html_report([run], resamples=50)
+    html = build_html_report([run], resamples=50).page
     assert "GRIT localization per class" in html and "Localization (detection items)" in html
     assert '<td class="l">class=cell</td><td>2</td><td>' + f"{cell:.3f}" in html
 
@@ -153,14 +153,18 @@ def test_report_checks_runs_before_writing(html_runs, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "different benchmarks" in err and "nothing was written" in err
     assert not out.exists() and not (tmp_path / "x.html").exists()
-    # A parent folder of runs: say so and suggest its runs.
-    parent = html_runs[0].parent
-    assert main(["report", str(parent), "--out", str(out)]) == 2
-    err = " ".join(capsys.readouterr().err.split())
-    assert "holds 2 of them (a, b)" in err and f"`{parent / '*'}`" in err.replace(" ", "")
+    # A folder that is no run and holds none is refused before anything is written.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["report", str(empty), "--out", str(out)]) == 2
+    assert "holds none" in " ".join(capsys.readouterr().err.split())
     assert not out.exists()
-    assert main(["compare", str(parent)]) == 2
-    assert "holds 2 of them (a, b)" in " ".join(capsys.readouterr().err.split())
+    # A parent folder of runs (runs/demo after `make demo`) stands for its runs, in name order
+    # (issue 17: it used to be refused, so the README's `report runs/* --html` failed).
+    parent = html_runs[0].parent
+    assert main(["report", str(parent), "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["a", "b"]
+    assert main(["compare", str(parent)]) == 0
 
 
 def test_published_leaderboard_rows_name_their_table_and_skip_conditions(html_runs):
@@ -179,7 +183,7 @@ def test_published_leaderboard_rows_name_their_table_and_skip_conditions(html_ru
     _head, body = leaderboard_table(result)
     assert {row[1] for row in body} == {f"{PUBLISHED_NOTE}: PathMMU Table 1 (zero-shot accuracy)"}
     assert not any(t in row[1] for row in body for t in CONDITION_TABLES)
-    html = build_html_report(list(html_runs), resamples=20, published=True)
+    html = build_html_report(list(html_runs), resamples=20, published=True).page
     assert f"{PUBLISHED_NOTE}: SPUR main results (excerpt)" in html
 
 

@@ -12,7 +12,12 @@ on μ-Bench's synthetic tasks and needs no download:
 * **coarse** — modality and stain questions on scikit-image's bundled ``cell`` (light microscopy)
   and ``immunohistochemistry`` (IHC, DAB + hematoxylin) images and on synthetic fluorescence cells
   (``modality``, ``stain``; balanced so no answer is a frequency shortcut), with μ-Bench-style
-  captions for contrastive models.
+  captions for contrastive models;
+* **cognition** — a small synthetic stand-in for μ-Bench Cognition, which is not public
+  (``cognition``): six questions that combine two perceptions of a synthetic cell (contour and
+  shape) in μ-Bench's cognition format — six options, the last "none of the above", the correct
+  answer once at each position A–F — with question + option captions as μ-Bench scores cognition.
+  It exercises the format and the pipeline; it is not μ-Bench's reasoning content.
 
 A separate training split (``train.jsonl``) of the cell-shape tasks serves the linear-probe
 baseline, and a ``detection`` split (``detection.jsonl``) holds fields of 2–5 cells with their
@@ -45,7 +50,7 @@ __all__ = ["DEMO_VERSION", "DemoBenchmark", "default_cache_dir", "generate_demo"
 
 log = logging.getLogger(__name__)
 
-DEMO_VERSION = "3"
+DEMO_VERSION = "4"
 NONE = "none of the above"
 SIZE = 128
 
@@ -205,6 +210,48 @@ def _options(rng: np.random.Generator, correct: str, others: list[str]) -> tuple
     order = list(rng.permutation(len(opts)))
     shuffled = [opts[i] for i in order] + [NONE]
     return shuffled, shuffled.index(correct)
+
+
+_COGNITION_QUESTION = (
+    "Considering both the outline and the overall shape of this cell, which description fits it?"
+)
+_COGNITION_DISTRACTORS = ("a dividing cell with two separate nuclei", "a cell without a nucleus")
+
+
+def _cognition_rows(rng: np.random.Generator, save: Callable[[np.ndarray, str], str]) -> list[dict[str, Any]]:
+    """Six μ-Bench-Cognition-format questions; item ``k`` has its answer at option ``k`` (A–F)."""
+    rows = []
+    for k in range(6):
+        irregular, elongated = bool(rng.random() < 0.5), bool(rng.random() < 0.5)
+        img = _cell(rng, irregular=irregular, elongated=elongated, coarse=bool(rng.random() < 0.5))
+        name = save(img, f"test-cognition-{k:03d}")
+        combos = [f"{c} contour, {s} shape" for c in ("smooth", "irregular") for s in ("round", "elongated")]
+        true = combos[2 * irregular + elongated]
+        wrong = [c for c in combos if c != true] + list(_COGNITION_DISTRACTORS)
+        picked = [wrong[i] for i in rng.permutation(len(wrong))]
+        if k < 5:  # the true description at position k, four distractors around it
+            choices = [*picked[:4]]
+            choices.insert(k, true)
+        else:  # the true description is absent: "none of the above" (F) is correct
+            choices = picked[:5]
+        choices.append(NONE)
+        rows.append(
+            {
+                "id": f"test-cognition-{k:03d}",
+                "question": _COGNITION_QUESTION,
+                "choices": choices,
+                "answer": k,
+                "image": name,
+                "task": "cognition",
+                "subset": "cognition",
+                "split": "test",
+                # μ-Bench App. D: a cognition caption is the question followed by the option.
+                "captions": [f"{_COGNITION_QUESTION} {c}" for c in choices],
+                "cell": {"irregular": irregular, "elongated": elongated},
+                "synthetic_stand_in": "mu-Bench cognition (not public)",
+            }
+        )
+    return rows
 
 
 _SHAPE_TASKS: dict[str, tuple[str, str, str, str]] = {
@@ -425,6 +472,8 @@ def generate_demo(
                             "source_image": origin,
                         }
                     )
+        # Cognition draws from its own stream too, so the rows above are unchanged by it.
+        rows += _cognition_rows(np.random.default_rng([seed, 4]), save)
         train = _shape_rows(rng, 5 * n_per_class, "train", save)
         # Detection fields draw from their own stream, so the test and train data above are the
         # same as before this split existed.
@@ -491,6 +540,7 @@ class DemoBenchmark(Benchmark):
         "bar_value",
         "modality",
         "stain",
+        "cognition",
         "detection",
     )
     default_split = "test"

@@ -19,6 +19,15 @@ and answer agree with the question; metadata keeps which one (``caption_key``) a
 of the task (``caption_variants``). When no entry agrees the item has no captions and a
 ``caption_mismatch`` warning says so.
 
+Cognition. μ-Bench Cognition (121 expert questions on 54 images; §3, App. C.5) is not public. A
+user who has it in μ-Bench's schema — rows whose ``questions["cognition"]`` holds ``question``,
+``options`` (six, one of them "None of the above") and ``answer_idx`` — loads it here: one item
+``ubench/<image_id>/cognition`` per row, task and granularity ``cognition`` (the owner aggregation's
+cognition column). Its captions for contrastive models are the question followed by each option,
+as μ-Bench scores cognition (App. D), unless the row carries ``captions["cognition_<n>"]``. A
+question without six options or without "None of the above" is kept with a ``cognition_format``
+warning.
+
 A null question with captions. When ``questions[<task>]`` is null but the row has captions for
 that task, the item is still built — contrastive models are evaluated on the captions alone, which
 is how μ-Bench scores them — with the choices recovered from the caption sentences by undoing the
@@ -70,6 +79,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CAPTION_QUESTION",
     "COARSE_TASKS",
+    "COGNITION_OPTIONS",
+    "COGNITION_TASKS",
     "DETECTION_CLASS_PROMPTS",
     "FINE_TASKS",
     "HUB_ID",
@@ -87,7 +98,13 @@ HUB_ID = "jnirschl/uBench"
 COARSE_TASKS: tuple[str, ...] = ("modality", "submodality", "domain", "subdomain", "stain")
 #: Fine-grained perception questions.
 FINE_TASKS: tuple[str, ...] = ("classification",)
-_QUESTION_TASKS = COARSE_TASKS + FINE_TASKS
+#: μ-Bench Cognition (reasoning): not public; loaded when a user's rows carry ``questions["cognition"]``.
+COGNITION_TASKS: tuple[str, ...] = ("cognition",)
+#: Options a cognition question has in μ-Bench (§3: one correct, five distractors, one of which is
+#: "None of the above"); other counts load with a ``cognition_format`` warning.
+COGNITION_OPTIONS = 6
+_PERCEPTION_TASKS = COARSE_TASKS + FINE_TASKS
+_QUESTION_TASKS = _PERCEPTION_TASKS + COGNITION_TASKS
 #: The question shown to generative models for an item built from captions alone.
 CAPTION_QUESTION = "Which of the following best describes this image?"
 #: Datasets whose detection class the official evaluation names itself (eVLLM
@@ -114,7 +131,7 @@ class UbenchBenchmark(Benchmark):
 
     title = "μ-Bench perception — microscopy modality/domain/stain (coarse), classification (fine), detection"
     splits = ("test",)
-    tasks = (*COARSE_TASKS, *FINE_TASKS, "detection")
+    tasks = (*COARSE_TASKS, *FINE_TASKS, *COGNITION_TASKS, "detection")
     default_split = "test"
     data_help = (
         f"The Hugging Face dataset {HUB_ID} (17,315 images, split test; CC-BY-SA-4.0). Pass the id "
@@ -413,14 +430,17 @@ class _RowBuilder:
                 if task not in _QUESTION_TASKS:
                     self.problem(
                         f"{column}[{key!r}]",
-                        f"{column} has entries under {key!r}, which is not a μ-Bench perception task "
+                        f"{column} has entries under {key!r}, which is not a μ-Bench task "
                         f"({', '.join(_QUESTION_TASKS)}); they are not loaded",
                         severity="warning",
                         kind="unknown_task",
                     )
-        if self.question_keys is not None:
-            for task in _QUESTION_TASKS:
-                if not any(k == task or k.startswith(f"{task}_") for k in self.question_keys):
+        keys = self.question_keys
+        # Cognition is a separate (private) set: perception rows lack it, and a cognition-only file
+        # lacks the perception tasks; only a file holding some perception task warns of the others.
+        if keys is not None and any(k == t or k.startswith(f"{t}_") for t in _PERCEPTION_TASKS for k in keys):
+            for task in _PERCEPTION_TASKS:
+                if not any(k == task or k.startswith(f"{task}_") for k in keys):
                     self.problem(
                         f"questions[{task!r}]",
                         f"the data have no {task} questions at all; no {task} items are built "
@@ -602,7 +622,38 @@ class _RowBuilder:
                     severity="warning",
                     kind="caption_mismatch",
                 )
+        if task in COGNITION_TASKS:
+            captions = self._cognition_captions(record, question.strip(), choices, captions, metadata)
         return ctx.item(task, question.strip(), choices, answer, captions, metadata)
+
+    def _cognition_captions(
+        self,
+        record: str,
+        question: str,
+        choices: tuple[str, ...],
+        captions: tuple[str, ...] | None,
+        metadata: dict[str, Any],
+    ) -> tuple[str, ...]:
+        """Check a cognition question's format; its captions are question + option (μ-Bench App. D).
+
+        μ-Bench scores contrastive models on cognition with each caption "the concatenation of the
+        question string and the candidate answer string"; captions the row carries win.
+        """
+        has_none = any(" ".join(c.lower().rstrip(".").split()) == "none of the above" for c in choices)
+        if len(choices) != COGNITION_OPTIONS or not has_none:
+            self.problem(
+                record,
+                f"a μ-Bench cognition question has {COGNITION_OPTIONS} options, one of them "
+                f"'None of the above'; this one has {len(choices)}"
+                + ("" if has_none else " and no 'None of the above'")
+                + "; the item is kept as given",
+                severity="warning",
+                kind="cognition_format",
+            )
+        if captions is not None:
+            return captions
+        metadata["caption_source"] = "question + option"
+        return tuple(f"{question} {c}" for c in choices)
 
     def _caption_item(
         self, ctx: _RowContext, task: str, variants: list[tuple[str, Mapping[str, Any]]]

@@ -6,8 +6,8 @@ non-zero exit code; anything else is a bug and keeps its traceback.
 How to add a subcommand:
 
 1. Put it in the module of its feature area (``cli/report.py``, ``cli/probe.py``, ``cli/tools.py``,
-   ``cli/review.py``, ``cli/build.py``) or a new ``cli/<area>.py``; a new module is listed in
-   :data:`_EXTENSION_MODULES` below and defines ``add_subcommands(sub)``.
+   ``cli/review.py``, ``cli/build.py``, ``cli/paper.py``) or a new ``cli/<area>.py``; a new module
+   is listed in :data:`_EXTENSION_MODULES` below and defines ``add_subcommands(sub)``.
 2. In ``add_subcommands``: ``p = sub.add_parser("name", help=...)``, its options, then
    ``p.set_defaults(func=cmd_name)``; ``cmd_name(args) -> int`` returns the exit code.
 3. Reuse the shared option groups instead of re-declaring flags: :func:`_add_run_options` (run and
@@ -33,9 +33,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from scopebench.cli.output import out_console, print_wide
 from scopebench.display import configure_logging
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
 from scopebench.report import render_metrics_table, write_run_outputs
+from scopebench.report.tables import format_interval, format_percent
 
 if TYPE_CHECKING:
     from scopebench.benchmarks.base import LoadedBenchmark, Problem
@@ -44,7 +46,7 @@ __all__ = ["build_parser", "main"]
 
 # Piped output (CI logs, `| tee`) gets a fixed wide layout instead of rich's 80-column default,
 # which would truncate group names.
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
 # Feature areas that add their own subcommands (module with `add_subcommands(sub)`); a module
@@ -55,6 +57,8 @@ _EXTENSION_MODULES = (
     "scopebench.cli.tools",
     "scopebench.cli.review",
     "scopebench.cli.build",
+    "scopebench.cli.paper",
+    "scopebench.cli.finetune",
 )
 
 
@@ -101,29 +105,65 @@ def _present_modules(names: Sequence[str]) -> list[Any]:
 # Commands ---------------------------------------------------------------------------------------
 
 
+def _print_json(obj: Any) -> None:
+    # Plain print, not rich: rich would wrap long lines and highlight, breaking the JSON.
+    print(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
 def cmd_benchmarks(args: argparse.Namespace) -> int:
     """List registered benchmarks, their splits/tasks and what data each needs."""
     from scopebench.benchmarks import available_benchmarks, get_benchmark
     from scopebench.benchmarks.registry import benchmark_plugins
     from scopebench.errors import PluginError
 
-    table = Table(title="Registered benchmarks", show_lines=True)
-    for col in ("name", "benchmark", "splits", "tasks", "data: what and where"):
-        table.add_column(col, overflow="fold")
+    rows: list[dict[str, Any]] = []
     broken = set()
     for name in available_benchmarks():
         try:
             b = get_benchmark(name)
         except PluginError as exc:  # a broken plugin is listed, not fatal to the listing
-            table.add_row(name, "unavailable", "", "", escape(str(exc)))
+            rows.append(
+                {"name": name, "title": None, "splits": [], "tasks": [], "data": "", "problem": str(exc)}
+            )
             broken.add(name)
             continue
-        table.add_row(name, b.title, ", ".join(b.splits), ", ".join(b.tasks), b.data_help)
+        rows.append(
+            {
+                "name": name,
+                "title": b.title,
+                "splits": list(b.splits),
+                "tasks": list(b.tasks),
+                "data": b.data_help,
+                "problem": None,
+            }
+        )
     for entry in benchmark_plugins():
         if entry.problem and entry.name not in broken:  # a clash: the built-in's row is above
             label = f"{entry.name} ({entry.distribution})"
-            table.add_row(label, "unavailable", "", "", escape(entry.problem))
-    console.print(table)
+            rows.append(
+                {
+                    "name": label,
+                    "title": None,
+                    "splits": [],
+                    "tasks": [],
+                    "data": "",
+                    "problem": entry.problem,
+                }
+            )
+    if args.json:
+        _print_json(rows)
+        return 0
+    table = Table(title="Registered benchmarks", show_lines=True)
+    table.add_column("name", no_wrap=True)
+    for col in ("benchmark", "splits", "tasks"):
+        table.add_column(col)
+    table.add_column("data: what and where")
+    for r in rows:
+        if r["problem"] is not None:
+            table.add_row(r["name"], "unavailable", "", "", escape(r["problem"]))
+        else:
+            table.add_row(r["name"], r["title"], ", ".join(r["splits"]), ", ".join(r["tasks"]), r["data"])
+    print_wide(console, table)
     return 0
 
 
@@ -241,6 +281,11 @@ def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
     return result
 
 
+def _single(value: Any) -> Any:
+    """``run``'s repeatable ``--bench``/``--model``/``--data`` given once, as that one value."""
+    return value[0] if isinstance(value, list) and len(value) == 1 else value
+
+
 def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
     """The RunConfig of the run options in ``args`` (``run``, ``strategies`` and the probes).
 
@@ -252,9 +297,9 @@ def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
     from scopebench.engine import RunConfig
 
     config = RunConfig(
-        benchmark=args.bench,
-        data=args.data or "",
-        model=args.model,
+        benchmark=_single(args.bench),
+        data=_single(args.data) or "",
+        model=_single(args.model),
         split=args.split,
         limit=args.limit,
         seed=args.seed,
@@ -274,14 +319,22 @@ def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
         box_repair=getattr(args, "box_repair", False),
         judge=getattr(args, "judge", None),
         judge_args=_parse_model_args(getattr(args, "judge_arg", None) or [], "--judge-arg"),
+        label=getattr(args, "label", None),
     )
     return replace(config, **overrides) if overrides else config
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Evaluate one model on one benchmark into a run directory."""
+    """Evaluate one model on one benchmark into a run directory (several: a grid, then tables)."""
     from scopebench.engine import run_benchmark
 
+    if len(args.bench) > 1 or len(args.model) > 1:
+        from scopebench.cli.paper import cmd_run_grid
+
+        return cmd_run_grid(args, _run_config)
+    if len(args.data or []) > 1:
+        raise DataFormatError("--data is given several times for one --bench: give it once")
+    args.bench, args.model, args.data = args.bench[0], args.model[0], (args.data or [None])[0]
     config = _run_config(args)
     result = run_benchmark(
         config,
@@ -311,15 +364,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
     console.print(f"demo benchmark: {data_dir}")
     out_root = Path(args.out)
     models = [(m, m) for m in args.models] if args.models else _demo_models(data_dir.parent, args.seed)
+    summary = Table(title="demo: overall accuracy, 95% interval \\[low, high] (chance {chance})")
+    for col in ("model", "accuracy", "95% CI", "n", "unparsed", "files"):
+        summary.add_column(col, justify="left" if col in ("model", "files") else "right")
+    chance = float("nan")
     for label, model in models:
         # Generative models run in choice-logprob mode: one forward pass per batch, so the demo stays fast.
         mode = "choice-logprob" if model.startswith("hf:") else None
         config = RunConfig(benchmark="demo", data=str(data_dir), model=model, seed=args.seed, mode=mode)
         run_dir = out_root / label.split(" ")[0].replace(":", "_").replace("/", "_")
         result = run_benchmark(config, run_dir, fresh=True, on_metrics=lambda d: _write_outputs(d, args.seed))
-        _print_metrics(result.metrics, f"demo — {label}")
-        console.print(f"[dim]{label}: results in {result.run_dir}/[/dim]")
-    console.print(f"\nrun folders under {out_root}/ (records.jsonl, metrics.json per model)")
+        m = result.metrics
+        if args.tables:
+            _print_metrics(m, f"demo — {label}")
+        o = m["overall"]
+        summary.add_row(label, format_percent(o), format_interval(o), str(o["n"]), str(o["unparsed"]),
+                        f"{result.run_dir}/metrics.md")  # fmt: skip
+        chance = (m.get("baselines") or {}).get("random", {}).get("expected_accuracy", chance)
+    summary.title = str(summary.title).format(chance=f"{100 * chance:.1f}%")
+    # One screen: the per-task tables are in each run's metrics.md/.csv/.tex (and --tables).
+    print_wide(console, summary)
+    console.print(
+        f"per-task tables and plots: {out_root}/<model>/metrics.md, .csv, .tex, accuracy_by_task.png; "
+        f"HTML: scopebench report {out_root}/* --html demo.html"
+    )
     return 0
 
 
@@ -367,12 +435,32 @@ def cmd_models(args: argparse.Namespace) -> int:
     from scopebench.models.presets import PRESETS
     from scopebench.models.registry import available_schemes
 
+    presets = list(PRESETS.values())
+    if args.json:
+        _print_json(
+            {
+                "presets": [
+                    {
+                        "name": p.name,
+                        "spec": p.spec,
+                        "published_as": p.published_as,
+                        "papers": p.papers,
+                        "note": p.note,
+                    }
+                    for p in presets
+                ],
+                "schemes": list(available_schemes()),
+            }
+        )
+        return 0
     table = Table(title="Model presets (--model NAME)")
-    for col in ("name", "spec", "published as", "papers", "note"):
-        table.add_column(col, overflow="fold")
-    for p in PRESETS.values():
+    table.add_column("name", no_wrap=True)
+    table.add_column("spec")
+    for col in ("published as", "papers", "note"):
+        table.add_column(col)
+    for p in presets:
         table.add_row(p.name, p.spec, p.published_as or "", p.papers, p.note)
-    console.print(table)
+    print_wide(console, table)
     console.print(
         "Any other model: a spec SCHEME:ARG with SCHEME one of "
         + ", ".join(available_schemes())
@@ -551,6 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     p = sub.add_parser("benchmarks", help="list benchmarks, their splits/tasks and the data each needs")
+    p.add_argument("--json", action="store_true", help="print the list as JSON (for scripts)")
     p.set_defaults(func=cmd_benchmarks)
 
     p = sub.add_parser("validate", help="load a benchmark and report counts and every data problem")
@@ -567,10 +656,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("run", help="evaluate a model on a benchmark (resumable)")
-    p.add_argument("--bench", required=True, help="benchmark name")
-    p.add_argument("--data", help="data location (not needed for `demo`)")
-    p.add_argument("--model", required=True, help="model spec: random, frequent, replay:FILE, …")
-    p.add_argument("--out", required=True, help="run directory (resumed if it exists)")
+    # Several --bench/--model: a grid of runs under --out, then the paper tables (docs/tables.md).
+    p.add_argument("--bench", required=True, action="append", help="benchmark name (repeatable)")
+    p.add_argument("--data", action="append", help="data location (not needed for `demo`); one per --bench")
+    p.add_argument(
+        "--model",
+        required=True,
+        action="append",
+        help="model spec: random, frequent, replay:FILE, … (repeatable)",
+    )
+    p.add_argument(
+        "--out", required=True, help="run directory (resumed if it exists); with several: their root"
+    )
+    p.add_argument("--label", help="display name of the run in tables and reports (recorded in run.json)")
     _add_run_options(p)
     p.add_argument(
         "--box-repair",
@@ -616,6 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_strategies)
 
     p = sub.add_parser("models", help="list the model presets of the seed papers and the spec schemes")
+    p.add_argument("--json", action="store_true", help="print presets and schemes as JSON (for scripts)")
     p.set_defaults(func=cmd_models)
 
     p = sub.add_parser("export", help="write a run's per-item records as Parquet or JSONL")
@@ -635,6 +734,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/demo", help="folder for the run directories (default runs/demo)")
     p.add_argument("--seed", type=int, default=0, help="generation and evaluation seed (default 0)")
     p.add_argument("--models", nargs="+", help="model specs to run (default: the demo set)")
+    p.add_argument("--tables", action="store_true", help="also print each model's full metrics table")
     p.set_defaults(func=cmd_demo)
 
     for module in _present_modules(_EXTENSION_MODULES):

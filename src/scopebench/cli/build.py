@@ -7,17 +7,16 @@ The build package (and datasets, yaml, tifffile) is imported only when a build c
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError
 
 __all__ = ["add_subcommands", "summary_table"]
 
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 _SHOWN = 20
 
 

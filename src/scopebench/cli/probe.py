@@ -9,14 +9,13 @@ prints the tables the probes return.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from scopebench.cli.output import out_console, print_wide
 from scopebench.engine import RunConfig
 from scopebench.errors import ScopebenchError
 from scopebench.experiments.probes import image_probes, matching, shortcut, text_probes
@@ -35,7 +34,7 @@ __all__ = [
 ]
 
 # Piped output gets a fixed wide layout (as in scopebench.cli) so table cells do not wrap.
-console = Console(width=None if sys.stdout.isatty() else 140)
+console = out_console(140)
 
 
 def add_common_probe_args(
@@ -136,7 +135,7 @@ def print_table(title: str, head: Sequence[str], body: Sequence[Sequence[Any]]) 
         table.add_column(str(h))
     for row in body:
         table.add_row(*(str(c) for c in row))
-    console.print(table)
+    print_wide(console, table)  # names never cut with "…"
 
 
 def add_subcommands(sub: Any) -> None:

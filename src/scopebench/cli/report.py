@@ -4,27 +4,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from scopebench.cli.output import out_console, print_wide
 from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
+from scopebench.report.labels import expand_run_dirs
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows
-from scopebench.scoring.compare import compare_runs, run_folder_names, run_labels
+from scopebench.scoring.compare import compare_runs, run_folder_names
 from scopebench.store import rundir
 
 __all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
 
 # As the main CLI's console: the terminal's width, or 120 columns when piped or redirected (rich's
 # default 80 would truncate the accuracy and interval cells of a file or a log).
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 
 
 def _markdown(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
@@ -61,7 +61,7 @@ def _print_table(title: str, head: Sequence[str], body: Sequence[Sequence[str]])
         table.add_column(h)
     for row in body:
         table.add_row(*row)
-    console.print(table)
+    print_wide(console, table)  # names never cut with "…"
 
 
 def _run_seed(run: str) -> int:
@@ -139,8 +139,10 @@ def _file_errors_as_messages(func: _FileFunc) -> _FileFunc:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
+    args.runs = expand_run_dirs(args.runs)  # a folder of runs (runs/demo) stands for its runs
     _check_runs(args.runs, one_benchmark=True)
     result = compare_runs(args.runs, seed=args.seed, resamples=args.resamples, policy=args.policy)
+    _use_display_names(result)
     if args.published:
         result["published"] = published_leaderboard(result["benchmark"], leaderboard_columns(result))
     head, body = leaderboard_table(result)
@@ -167,11 +169,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from scopebench.report.plots import plot_heatmap
 
         groups, values = heatmap_values(result["leaderboard"])
-        board = result["leaderboard"]
-        models = [e["model"] for e in board]
-        paths = run_labels([e["run"] for e in board])
-        # Two runs of one model are told apart by their folder.
-        columns = [m if models.count(m) == 1 else f"{p}: {m}" for m, p in zip(models, paths, strict=True)]
+        # Display names: path-free, two runs of one model told apart by their folder.
+        columns = [e["model"] for e in result["leaderboard"]]
         if groups:
             plot_heatmap(
                 groups,
@@ -182,6 +181,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
             )
         console.print(f"comparison written to {out}/ (compare.json, .md, .csv, .tex, heatmap.png/.svg)")
     return 0
+
+
+def _use_display_names(result: dict[str, Any]) -> None:
+    """Name the leaderboard's runs and pairs by display name (report/labels.py), not model spec."""
+    from scopebench.report.labels import relabel_comparison, run_display_names
+    from scopebench.store.rundir import load_run
+
+    runs = [e["run"] for e in result["leaderboard"]]
+    names = run_display_names([load_run(r) for r in runs])
+    relabel_comparison(result, dict(zip(runs, names, strict=True)))
 
 
 def _metrics_only(run: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -232,6 +241,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     With ``--html FILE`` also writes the single-file HTML report of all the runs.
     """
     # Checked first: a wrong argument must not leave half of the report files written.
+    args.runs = expand_run_dirs(args.runs)  # a folder of runs (runs/demo) stands for its runs
     _check_runs(args.runs, one_benchmark=bool(args.html))
     # Runs with one folder name (sweep/alpha-*/run, */clean) get distinct output folders.
     folders = run_folder_names(args.runs)
@@ -267,10 +277,15 @@ def cmd_report(args: argparse.Namespace) -> int:
                 (out / "published.md").write_text(note + _markdown(head, body), encoding="utf-8")
                 (out / "published.csv").write_text(_csv(head, body), encoding="utf-8")
         console.print(f"report files of {run} written to {out}/")
+        if args.log_to:
+            from scopebench.report.tracking import log_run
+
+            where = log_run(args.log_to, folder, metrics, out, Path(args.log_dir))
+            console.print(f"logged {run} to {args.log_to} in {where}")
         if note := _incomplete_note(run):
             console.print(note)
     if args.html:
-        from scopebench.report.html import write_html_report
+        from scopebench.report.html import items_dir_for, write_html_report
 
         path = write_html_report(
             args.runs,
@@ -280,7 +295,10 @@ def cmd_report(args: argparse.Namespace) -> int:
             policy=args.policy,
             published=args.published,
         )
-        console.print(f"HTML report written to {path} (one self-contained file; open it in a browser)")
+        console.print(
+            f"HTML report written to {path}; its items are in {path.parent / items_dir_for(path)}/ "
+            "(keep that folder beside the page)"
+        )
     return 0
 
 
@@ -310,6 +328,16 @@ def add_subcommands(sub: Any) -> None:
         )
         if name == "report":
             p.add_argument(
-                "--html", metavar="FILE", help="also write one self-contained HTML report of all RUNs"
+                "--log-to",
+                choices=("tensorboard", "mlflow", "wandb"),
+                help="also log each run's metrics, tables and plots there (extras track-tensorboard, …)",
+            )
+            p.add_argument(
+                "--log-dir", default="scopebench-logs", help="tracking folder (default scopebench-logs)"
+            )
+            p.add_argument(
+                "--html",
+                metavar="FILE",
+                help="also write an HTML report of all RUNs (FILE + FILE-stem_items/)",
             )
         p.set_defaults(func=_file_errors_as_messages(func))

@@ -10,19 +10,17 @@ import argparse
 import getpass
 import importlib.util
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
+from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError, MissingDependencyError
 
 __all__ = ["add_subcommands"]
 
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 
 
 def _need_extra() -> None:

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from scopebench.cli.output import out_console, print_wide
 from scopebench.errors import DataFormatError, ModelError
 
 __all__ = ["add_subcommands", "cmd_linear_probe", "cmd_merge"]
 
 # Piped output gets a fixed wide layout, as in scopebench.cli, so table columns are not truncated.
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = out_console(120)
 
 
 def _pct(x: float) -> str:
@@ -129,7 +128,7 @@ def cmd_linear_probe(args: argparse.Namespace) -> int:
             "–" if t.pca_components is None else str(t.pca_components), "–" if t.C is None else f"{t.C:.4g}",
             *(cv if args.optuna_trials > 0 else []),
         )  # fmt: skip
-    console.print(table)
+    print_wide(console, table)  # task names never cut with "…"
     o = result.overall
     console.print(f"overall: {_pct(o['accuracy'])} {_ci(o['ci_low'], o['ci_high'])} over {o['n']} items")
     if result.skipped:
@@ -169,7 +168,9 @@ def add_subcommands(sub: Any) -> None:
     p.add_argument("--data", help="data location (not needed for `demo`)")
     p.add_argument(
         "--features", default="handcrafted",
-        help="handcrafted (scikit-image, offline; default), clip:<folder or hub id> or openclip:<model>",
+        help="handcrafted (scikit-image, offline; default), dinov2:<folder or hub id>[?pool=cls|mean] "
+        "(μ-Bench §C.7), vision:<folder or hub id>[?pool=pooler|cls|mean], clip:<folder or hub id> "
+        "or openclip:<model>",
     )  # fmt: skip
     p.add_argument("--out", required=True, help="output folder (JSON, Markdown, CSV, predictions)")
     p.add_argument("--train", help="training data in the local format (default: the benchmark's train split)")

@@ -32,6 +32,7 @@ from scopebench.engine.judging import (
     judge_provenance,
     judge_unparsed,
 )
+from scopebench.engine.limits import check_limit
 from scopebench.engine.parse import guarded_parse, parse
 from scopebench.errors import (
     ConfigMismatchError,
@@ -68,7 +69,6 @@ _IDENTITY_KEYS = (
     "benchmark",
     "data_fingerprint",
     "split",
-    "limit",
     "exclude_fingerprint",
     "transform",
     "strategy",
@@ -118,6 +118,8 @@ class RunConfig:
             the parser leaves unparsed (:mod:`scopebench.engine.judging`); ``None``: no judge.
         judge_args: The judge's options (``--judge-arg k=v``): ``device``, ``base_url``,
             ``batch_size`` and backend options.
+        label: The run's display name in tables and reports (``run --label``, an eval config's
+            model ``name``); recorded in ``run.json``, not part of the run's identity.
     """
 
     benchmark: str
@@ -143,6 +145,7 @@ class RunConfig:
     box_repair: bool = False
     judge: str | None = None
     judge_args: dict[str, Any] = field(default_factory=dict)
+    label: str | None = None
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -373,6 +376,7 @@ def _provenance(
         "platform": platform.platform(),
         "python": platform.python_version(),
         "n_items": len(items),
+        "label": config.label,
         # Records the loader could not turn into a usable item: kept here so a run never loses a
         # record without a trace (``scopebench validate`` lists the same problems).
         "unusable_records": [str(p) for p in loaded.problems if p.severity == "error"],
@@ -391,7 +395,7 @@ def _plugin_provenance(config: RunConfig) -> dict[str, Any]:
     return {"plugins": used} if used else {}
 
 
-def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
+def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool, backend: Backend) -> None:
     cfg_path = run_dir / CONFIG_FILE
     if fresh and not cfg_path.is_file():
         # No run.json, so not known to be a run folder: only a (damaged) store goes, the way out
@@ -400,19 +404,7 @@ def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
             (run_dir / name).unlink(missing_ok=True)
         return
     if fresh:
-        for name in (
-            CONFIG_FILE,
-            STORE_FILE,
-            STORE_FILE + "-wal",
-            STORE_FILE + "-shm",
-            METRICS_FILE,
-            RECORDS_JSONL,
-        ):
-            (run_dir / name).unlink(missing_ok=True)
-        # The report files of the discarded results too (tables, plots), so none outlives them.
-        for pattern in ("metrics.*", "*.png", "*.svg", "records.parquet"):
-            for path in run_dir.glob(pattern):
-                path.unlink(missing_ok=True)
+        _discard(run_dir)
         return
     if not cfg_path.is_file():
         return
@@ -428,6 +420,25 @@ def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool) -> None:
             + "\n".join(diffs)
             + "\nUse another --out, or pass --fresh to discard the stored results and start again."
         )
+    if check_limit(old, new, backend, run_dir):
+        _discard(run_dir)
+
+
+def _discard(run_dir: Path) -> None:
+    """Delete a run folder's stored results and report files (``--fresh``); other files stay."""
+    for name in (
+        CONFIG_FILE,
+        STORE_FILE,
+        STORE_FILE + "-wal",
+        STORE_FILE + "-shm",
+        METRICS_FILE,
+        RECORDS_JSONL,
+    ):
+        (run_dir / name).unlink(missing_ok=True)
+    # The report files of the discarded results too (tables, plots), so none outlives them.
+    for pattern in ("metrics.*", "*.png", "*.svg", "records.parquet"):
+        for path in run_dir.glob(pattern):
+            path.unlink(missing_ok=True)
 
 
 def run_benchmark(
@@ -529,7 +540,7 @@ def run_benchmark(
         try:
             provenance = _provenance(config, loaded, items, backend)
             provenance["judge"] = judge_provenance(judge)
-            _check_config(run_dir, provenance, fresh)
+            _check_config(run_dir, provenance, fresh, backend)
             with RunStore(run_dir / STORE_FILE, check=True) as store:
                 check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
             (run_dir / CONFIG_FILE).write_text(

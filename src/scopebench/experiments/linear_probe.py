@@ -19,7 +19,10 @@ Features (:func:`extract_features`):
   shape properties of the Otsu foreground (see the function for the exact list);
 * ``clip:<folder or hub id>`` / ``openclip:…`` — the image embedding of a contrastive backend (its
   vision tower and projection, L2-normalised, as CLIP_benchmark's linear probe uses), computed with
-  the backend's own ``encode_images``.
+  the backend's own ``encode_images``;
+* ``dinov2:<folder or hub id>[?pool=cls|mean]`` / ``vision:<…>[?pool=pooler|cls|mean]`` — a frozen
+  ``transformers`` vision encoder (:mod:`scopebench.models.vision_features`); ``dinov2:`` with the
+  default CLS pooling gives the DINOv2 features of μ-Bench §C.7 (384 dims for ViT-S/14).
 
 Optional: ``optuna_trials > 0`` tunes the inverse regularisation ``C`` per task by stratified
 cross-validation on the training split (Optuna, seeded TPE sampler; extra ``scopebench[probe]``).
@@ -47,6 +50,8 @@ from scopebench.errors import DataFormatError, ImageLoadError, MissingDependency
 from scopebench.items import ImageRef, Item
 from scopebench.models import ModelOptions, load_model, split_spec
 from scopebench.models.contrastive import ContrastiveBackend
+from scopebench.models.vision_features import VisionEncoder, parse_vision_spec
+from scopebench.report.published import PUBLISHED_NOTE, load_published
 from scopebench.scoring.intervals import proportion_ci
 
 __all__ = [
@@ -194,8 +199,9 @@ class FeatureSet:
 CONTRASTIVE_SCHEMES = ("clip", "openclip")
 
 _FEATURES_HELP = (
-    "valid values: handcrafted, clip:<folder or hub id>, openclip:<model>, or the folder or preset "
-    "name of a contrastive (CLIP-like) model"
+    "valid values: handcrafted, dinov2:<folder or hub id>, vision:<folder or hub id>, "
+    "clip:<folder or hub id>, openclip:<model>, or the folder or preset name of a contrastive "
+    "(CLIP-like) model"
 )
 
 
@@ -212,6 +218,8 @@ def check_features(features: str) -> None:
     """
     if features == "handcrafted":
         return
+    if parse_vision_spec(features) is not None:  # raises on a malformed dinov2:/vision: spec
+        return
 
     try:
         scheme, _ = split_spec(features)
@@ -227,8 +235,10 @@ def check_features(features: str) -> None:
 
 
 def _load_backend(spec: str, device: str, batch_size: int | None) -> Any:
-
     check_features(spec)
+    vision = parse_vision_spec(spec)
+    if vision is not None:  # a frozen vision encoder: no text tower, no predict()
+        return VisionEncoder(vision, device=device, batch_size=batch_size)
     backend = load_model(spec, ModelOptions(device=device, batch_size=batch_size))
     if not isinstance(backend, ContrastiveBackend):  # a scheme registered by a plugin, say
         backend.close()
@@ -249,7 +259,7 @@ def extract_features(
     """Compute features for every image reference (each unique :attr:`ImageRef.key` once).
 
     Args:
-        features: ``handcrafted``, ``clip:…`` or ``openclip:…``.
+        features: ``handcrafted``, ``dinov2:…``, ``vision:…``, ``clip:…`` or ``openclip:…``.
         refs: One reference per row; ``None`` (an item without image) gives a failed row.
         device: Device for model features.
         batch_size: Images per model call (default: the backend's).
@@ -456,7 +466,7 @@ def run_linear_probe(
     Args:
         train_items: Labelled training items (label = correct option text).
         test_items: The benchmark's items (detection and unanswerable items are counted, skipped).
-        features: ``handcrafted``, ``clip:…`` or ``openclip:…``.
+        features: ``handcrafted``, ``dinov2:…``, ``vision:…``, ``clip:…`` or ``openclip:…``.
         seed: Seed of the logistic regression, the CV folds, the Optuna sampler and the bootstrap.
         C: Inverse regularisation strength when no search is run.
         optuna_trials: Trials of the Optuna search of ``C`` per task (0: no search).
@@ -604,8 +614,24 @@ def run_linear_probe(
         "LogisticRegression(lbfgs, max_iter=5000)",
         "n_train_items": len(train),
         "n_test_items": len(test_items),
+        "benchmarks": sorted({it.benchmark for it in test_items}),
     }
     return ProbeResult(results, overall, dict(skipped), predictions, config)
+
+
+def _published_lines(result: ProbeResult) -> list[str]:
+    """The seed paper's linear-probe values for the benchmark probed (μ-Bench §C.7), if any."""
+    lines = []
+    for bench in result.config.get("benchmarks") or []:
+        for r in load_published(bench):
+            if "linear probe" in str(r["model"]).lower() and r["value"] is not None:
+                lines.append(
+                    f"- {r['model']} ({r['source_table']}), {r['subset_or_task']}: {r['value']:.2f}%"
+                )
+    if not lines:
+        return []
+    return ["", f"Published ({PUBLISHED_NOTE}; compare with the overall accuracy above, which weights "
+            "tasks by their items):", *lines]  # fmt: skip
 
 
 def write_probe_outputs(result: ProbeResult, out_dir: str | Path, *, title: str = "") -> list[Path]:
@@ -668,6 +694,7 @@ def write_probe_outputs(result: ProbeResult, out_dir: str | Path, *, title: str 
         md.append(
             "Not evaluated: " + ", ".join(f"{k}: {v} item(s)" for k, v in sorted(result.skipped.items()))
         )
+    md += _published_lines(result)
     (root / "linear_probe.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     with open(root / "predictions.jsonl", "w", encoding="utf-8") as fh:
         for p in result.predictions:

@@ -607,7 +607,7 @@ def plot_sweep(rows: list[SweepRow], stem: Path, title: str = "") -> list[Path]:
     from scopebench.report.plots import save_figure
 
     xs = [r.alpha for r in rows]
-    fig, ax = plt.subplots(figsize=(5.0, 3.5))
+    fig, ax = plt.subplots(figsize=(6.8, 3.5))  # 5 inches of axes + the legend beside them
     for t in sorted({t for r in rows for t in r.by_task}):
         pts = [(r.alpha, 100 * r.by_task[t]) for r in rows if t in r.by_task]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], lw=0.8, alpha=0.45, label=t)
@@ -618,7 +618,8 @@ def plot_sweep(rows: list[SweepRow], stem: Path, title: str = "") -> list[Path]:
     ax.set_ylabel("accuracy (%)")
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(0, 100)
-    ax.legend(fontsize=7, loc="best")
+    # Right of the axes: "best" still put it over task lines that span the whole α range.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     if title:
         ax.set_title(title, fontsize=9)
     fig.tight_layout()

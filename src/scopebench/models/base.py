@@ -113,6 +113,9 @@ class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() 
     #: The ``--model-arg`` keys the backend reads; ``load_model`` refuses others, so a typo is an
     #: error rather than a silently ignored setting. ``None``: the backend validates them itself.
     model_args: ClassVar[frozenset[str] | None] = frozenset()
+    #: Whether an item's answer depends on the whole set of items evaluated (frequent-choice
+    #: baselines count letters over it): such a run's ``--limit`` cannot be raised in place.
+    item_set_dependent: ClassVar[bool] = False
 
     @property
     def box_format(self) -> Literal["auto", "qwen", "paligemma", "json"]:

@@ -98,6 +98,7 @@ class FrequentBackend(Backend):
 
     mode = "baseline"
     needs_images = False
+    item_set_dependent = True  # counts over the evaluated items (prepare)
 
     def __init__(self, spec: str, options: ModelOptions) -> None:
         split_spec(spec)
@@ -167,6 +168,7 @@ class FrequentTextLOOBackend(Backend):
 
     mode = "baseline"
     needs_images = False
+    item_set_dependent = True  # counts over the evaluated items (prepare)
 
     def __init__(self, spec: str, options: ModelOptions) -> None:
         split_spec(spec)

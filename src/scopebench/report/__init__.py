@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from scopebench.report.breakdowns import write_spur_breakdowns
+from scopebench.report.labels import run_display_names
 from scopebench.report.tables import (
     judge_used,
     render_metrics_table,
@@ -79,7 +81,8 @@ def write_run_outputs(
     then the GRIT ``localization`` rows), ``accuracy_by_task.png``/``.svg`` (when any item has an
     accuracy), ``localization.png``/``.svg`` (GRIT score per class, with detection items) and, when
     records carry scores,
-    ``reliability.png``/``.svg`` into ``out_dir`` (default, or when ``out_dir`` is the run
+    ``reliability.png``/``.svg`` and, for SPUR runs, ``spur_breakdowns.json``/``.md``/``.png``/``.svg``
+    (:mod:`scopebench.report.breakdowns`) into ``out_dir`` (default, or when ``out_dir`` is the run
     directory: :func:`report_dir`). The run
     directory's own ``metrics.json`` is rewritten only when the settings are the run's own
     (:func:`is_run_default`); any other policy, seed or resample count leaves it untouched.
@@ -94,7 +97,14 @@ def write_run_outputs(
     Returns:
         The metrics dict (NaN where undefined).
     """
-    from scopebench.report.plots import has_accuracy, plot_accuracy, plot_localization, plot_reliability
+    from scopebench.report.plots import (
+        chance_level,
+        has_accuracy,
+        plot_accuracy,
+        plot_localization,
+        plot_reliability,
+        reliability_drawn,
+    )
 
     run = load_run(run_dir)
     if seed is None:
@@ -120,7 +130,9 @@ def write_run_outputs(
         (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
     (out / METRICS_FILE).write_text(text, encoding="utf-8")
     rows = report_rows(metrics)
-    title = f"{run.benchmark} — {run.model}"
+
+    # The display name: a spec may name a local (home) folder, which a shared file must not show.
+    title = f"{run.benchmark} — {run_display_names([run])[0]}"
     (out / "metrics.csv").write_text(rows_to_csv(rows, report_columns(metrics)), encoding="utf-8")
     note = table_note(metrics)
     judge = judge_used(metrics)
@@ -129,9 +141,11 @@ def write_run_outputs(
     task_rows = metrics["by_task"] or [metrics["overall"]]
     # A detection-only run has no accuracy to plot: its figure is the GRIT score per class.
     if has_accuracy(task_rows):
-        plot_accuracy(task_rows, out / "accuracy_by_task", title)
+        plot_accuracy(task_rows, out / "accuracy_by_task", title, chance_level(metrics))
     if metrics.get("localization"):
         plot_localization(metrics["localization"], out / "localization", title)
-    if metrics.get("calibration"):
+    if metrics.get("calibration") and reliability_drawn(run.model):
         plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
+    if run.benchmark == "spur":  # the paper's MP-by-category and TA-by-relations breakdowns
+        write_spur_breakdowns(run.records, run.items, out, policy=policy, title=title)
     return metrics

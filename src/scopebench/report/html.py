@@ -25,6 +25,7 @@ import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from scopebench.display import progress
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
 from scopebench.items import LETTERS, Item, Record, open_image
 from scopebench.report import json_safe
+from scopebench.report.labels import relabel_comparison, run_display_names, scrub_home, shown_path
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
 from scopebench.report.tables import (
     format_interval,
@@ -50,16 +52,19 @@ from scopebench.report.tables import (
     pairwise_rows,
 )
 from scopebench.scoring.accuracy import Policy
-from scopebench.scoring.compare import compare_runs, run_labels
+from scopebench.scoring.compare import compare_runs
 from scopebench.scoring.metrics import METADATA_FIELDS, compute_metrics
 from scopebench.store.rundir import RunData, load_run
 
 __all__ = [
     "OUTCOMES",
+    "PAGE_SIZE",
     "THUMB_PX",
+    "HtmlReport",
     "build_html_report",
     "heatmap_values",
     "item_groups",
+    "items_dir_for",
     "outcome",
     "write_html_report",
 ]
@@ -68,12 +73,16 @@ log = logging.getLogger(__name__)
 
 #: Longest side of a thumbnail, in pixels.
 THUMB_PX = 160
+#: Items per page of the item browser, and per item file beside the page.
+PAGE_SIZE = 50
 #: At most this many thumbnails per item (the rest are counted).
 _MAX_THUMBS = 4
 #: Outcomes the correctness filter offers, in order.
 OUTCOMES: tuple[str, ...] = ("correct", "wrong", "unparsed", "error", "missing", "detection", "absent")
 
-_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+# Scripts: inline, plus the item files beside the page ('self' when served, file: when opened
+# from disk, where Chromium gives the page an opaque origin that 'self' does not match).
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline' 'self' file:"
 _PLACEHOLDER = "data:image/svg+xml;base64," + base64.b64encode(
     b'<svg xmlns="http://www.w3.org/2000/svg" width="160" height="120">'
     b'<rect width="160" height="120" fill="#eee" stroke="#bbb"/>'
@@ -253,7 +262,7 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
     cfg = run.config
     parts = [
         f'<section class="run" id="run-{index}"><h3>{_e(label)}</h3>',
-        f'<p class="note">run <code>{_e(run.path)}</code> · '
+        f'<p class="note">run <code>{_e(shown_path(run.path))}</code> · '
         f"data fingerprint {_e(cfg.get('data_fingerprint'))} · "
         f"protocol {_e(cfg.get('protocol'))} · parser {_e(cfg.get('parser_version'))} · "
         f"policy for unscorable answers: <b>{_e(metrics.get('policy'))}</b> · "
@@ -327,22 +336,25 @@ def _published_section(metrics: Mapping[str, Any]) -> str:
     )
 
 
-def _plots_section(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> str:
+def _plots_section(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]], models: Sequence[str]) -> str:
     from scopebench.report.plots import (
-        accuracy_figure,
+        chance_level,
         figure_data_uri,
         has_accuracy,
         heatmap_figure,
         localization_figure,
+        models_accuracy_figure,
+        reliability_drawn,
         reliability_figure,
     )
 
     imgs = []
+    series = [(lab, m["by_task"] or [m["overall"]]) for lab, m in zip(labels, metrics, strict=True)]
+    if any(has_accuracy(rows) for _, rows in series):
+        chance = next((c for m in metrics if (c := chance_level(m)) is not None), None)
+        uri = figure_data_uri(models_accuracy_figure(series, "accuracy per task, all models", chance))
+        imgs.append(f'<img class="plot" alt="accuracy per task, all models" src="{uri}">')
     for label, m in zip(labels, metrics, strict=True):
-        rows = m["by_task"] or [m["overall"]]
-        if has_accuracy(rows):
-            uri = figure_data_uri(accuracy_figure(rows, label))
-            imgs.append(f'<img class="plot" alt="accuracy per task: {_e(label)}" src="{uri}">')
         if m.get("localization"):
             uri = figure_data_uri(localization_figure(m["localization"], label))
             imgs.append(f'<img class="plot" alt="GRIT localization per class: {_e(label)}" src="{uri}">')
@@ -352,9 +364,9 @@ def _plots_section(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) 
             heatmap_figure(groups, list(labels), values, "accuracy (%) per group and model")
         )
         imgs.append(f'<img class="plot" alt="group by model heatmap" src="{uri}">')
-    for label, m in zip(labels, metrics, strict=True):
+    for label, m, model in zip(labels, metrics, models, strict=True):
         cal = m.get("calibration")
-        if cal:
+        if cal and reliability_drawn(model):  # the spec, not the display name
             uri = figure_data_uri(reliability_figure(cal["bins"], f"reliability: {label}"))
             imgs.append(f'<img class="plot" alt="reliability diagram: {_e(label)}" src="{uri}">')
     return '<h2>Plots</h2><div class="plots">' + "\n".join(imgs) + "</div>"
@@ -399,74 +411,59 @@ def _answer_text(summary: Mapping[str, Any], index: int | None) -> str:
     return f"option {index}"
 
 
-def _item_html(
-    summary: Mapping[str, Any],
-    records: Sequence[Record | None],
-    labels: Sequence[str],
-    thumbs: _Thumbnails,
-) -> str:
-    item_id = str(summary["id"])
-    outs = [outcome(r) for r in records]
-    groups = item_groups(summary)
-    images = list(summary.get("images") or [])
-    imgs = "".join(
-        f'<img data-thumb="{_e(thumbs.key(item_id, i, str(loc)))}" alt="{_e(loc)}" title="{_e(loc)}">'
-        for i, loc in enumerate(images[:_MAX_THUMBS])
-    )
-    if len(images) > _MAX_THUMBS:
-        imgs += f'<div class="note">+{len(images) - _MAX_THUMBS} more images</div>'
-    meta_bits = [f"task {summary.get('task')}"] + [g.replace("=", " ", 1) for g in groups]
-    parts = [
-        f'<article class="item" data-id="{_e(item_id)}" data-task="{_e(summary.get("task", ""))}" '
-        f'data-groups="{_e(json.dumps(groups, ensure_ascii=False))}" data-outcomes="{_e(json.dumps(outs))}">',
-        f'<div class="thumbs">{imgs}</div><div class="body">',
-        f'<div class="meta"><code>{_e(item_id)}</code> · {_e(" · ".join(meta_bits))}</div>',
-    ]
-    if summary.get("problems"):
-        parts.append(f'<div class="meta warn">data problems: {_e(", ".join(summary["problems"]))}</div>')
-    if summary.get("context"):
-        parts.append(f'<p class="context">{_e(summary["context"])}</p>')
-    parts.append(f'<p class="question">{_e(summary.get("question", ""))}</p>')
-    parts.append(_option_html(summary))
-    if summary.get("answer_index") is not None:
-        truth = _answer_text(summary, summary["answer_index"])
-        parts.append(f'<p class="truth">correct answer: <b>{_e(truth)}</b></p>')
-    rows = ["<tr><th>model</th><th>outcome</th><th>answer</th><th>raw response / error</th></tr>"]
-    for label, rec, out in zip(labels, records, outs, strict=True):
-        if rec is None:
-            rows.append(
-                f'<tr><td>{_e(label)}</td><td><span class="badge">absent</span></td><td></td><td></td></tr>'
-            )
-            continue
-        detail = ""
-        if rec.response:
-            detail = f'<pre class="response">{_e(rec.response)}</pre>'
-        if rec.error:
-            detail += f'<div class="note">{_e(rec.error)}</div>'
-        verdict = rec.extra.get("judge")
-        if isinstance(verdict, dict):
-            # The judge's part stays visible: what it replied and whether its answer was used.
-            used = "answer used" if rec.extra.get("answer_method") == "judge" else "answer not used"
-            detail += (
-                f'<div class="note">judge {_e(verdict.get("spec"))} replied '
-                f"{_e(json.dumps(verdict.get('reply')))} ({used}"
-                + (f"; {_e(verdict['error'])}" if verdict.get("error") else "")
-                + f"); parser: {_e(verdict.get('parser_error'))}</div>"
-            )
-        if rec.scores:
-            detail += '<div class="note">scores: ' + _e(", ".join(f"{s:.3f}" for s in rec.scores)) + "</div>"
-        rows.append(
-            f'<tr><td>{_e(label)}</td><td><span class="badge {_e(out)}">{_e(out)}</span></td>'
-            f"<td>{_e(_answer_text(summary, rec.choice))}</td><td>{detail}</td></tr>"
+def _image_name(loc: Any) -> str:
+    """An image's location as the page shows it: never an absolute path (a home folder)."""
+    text = str(loc)
+    return "/".join(Path(text).parts[-2:]) if Path(text).is_absolute() else text
+
+
+def _record_data(summary: Mapping[str, Any], rec: Record | None) -> dict[str, Any] | None:
+    """One run's part of an item in the browser: outcome, answer, raw response and notes."""
+    if rec is None:
+        return None
+    notes = [rec.error] if rec.error else []
+    verdict = rec.extra.get("judge")
+    if isinstance(verdict, dict):
+        # The judge's part stays visible: what it replied and whether its answer was used.
+        used = "answer used" if rec.extra.get("answer_method") == "judge" else "answer not used"
+        notes.append(
+            f"judge {verdict.get('spec')} replied {json.dumps(verdict.get('reply'))} ({used}"
+            + (f"; {verdict['error']}" if verdict.get("error") else "")
+            + f"); parser: {verdict.get('parser_error')}"
         )
-    parts.append('<table class="answers">' + "".join(rows) + "</table>")
-    parts.append("</div></article>")
-    return "\n".join(parts)
+    if rec.scores:
+        notes.append("scores: " + ", ".join(f"{s:.3f}" for s in rec.scores))
+    return {
+        "outcome": outcome(rec),
+        "answer": _answer_text(summary, rec.choice),
+        "response": rec.response or "",
+        "notes": notes,
+    }
 
 
-def _select(sel_id: str, label: str, options: Sequence[tuple[str, str]]) -> str:
-    opts = "".join(f'<option value="{_e(v)}">{_e(t)}</option>' for v, t in options)
-    return f'<label>{_e(label)} <select id="{sel_id}">{opts}</select></label>'
+def _item_data(
+    summary: Mapping[str, Any], records: Sequence[Record | None], thumbs: _Thumbnails
+) -> dict[str, Any]:
+    """What the browser's JavaScript renders for one item (as DOM text, so nothing is markup)."""
+    item_id = str(summary["id"])
+    images = list(summary.get("images") or [])
+    meta_bits = [f"task {summary.get('task')}"] + [g.replace("=", " ", 1) for g in item_groups(summary)]
+    ans = summary.get("answer_index")
+    return {
+        "id": item_id,
+        "meta": " · ".join(meta_bits),
+        "problems": ", ".join(summary.get("problems") or []),
+        "context": summary.get("context") or "",
+        "question": summary.get("question", ""),
+        "choices": list(summary.get("choices") or []),
+        "answer_index": ans,
+        "truth": _answer_text(summary, ans) if ans is not None else None,
+        "images": [
+            [thumbs.key(item_id, i, str(loc)), _image_name(loc)] for i, loc in enumerate(images[:_MAX_THUMBS])
+        ],
+        "more_images": max(0, len(images) - _MAX_THUMBS),
+        "runs": [_record_data(summary, r) for r in records],
+    }
 
 
 def _natural_key(item_id: str) -> list[Any]:
@@ -474,73 +471,110 @@ def _natural_key(item_id: str) -> list[Any]:
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", item_id)]
 
 
-def _browser_section(runs: Sequence[RunData], labels: Sequence[str], thumbs: _Thumbnails) -> str:
+@dataclass
+class HtmlReport:
+    """The page and its item files, before they are written.
 
+    Attributes:
+        page: The HTML page (summary, plots, item browser shell with the item index).
+        files: Item pages by file name, written into the folder ``items_dir`` beside the page;
+            each is a script ``sbPage(n, {...});`` the browser loads when page ``n`` is shown.
+        items_dir: Name of that folder (relative to the page).
+    """
+
+    page: str
+    files: dict[str, str]
+    items_dir: str
+
+
+def _summaries(
+    runs: Sequence[RunData], by_run: Sequence[Mapping[str, Record]]
+) -> dict[str, Mapping[str, Any]]:
+    """Every item's summary (union of the runs), in natural id order; a stub where a run lacks it."""
     summaries: dict[str, Mapping[str, Any]] = {}
     for run in runs:
         for iid, s in run.items.items():
             summaries.setdefault(iid, s)
+    for iid in {i for recs in by_run for i in recs} - set(summaries):
+        # A record whose item summary is missing (older run store): show what the record has.
+        first = next(m[iid] for m in by_run if iid in m)
+        summaries[iid] = {
+            "id": iid,
+            "task": first.task,
+            "subset": first.subset,
+            "split": first.split,
+            "question": "(item text not stored in this run)",
+            "choices": [],
+            "answer_index": first.answer_index,
+            "images": [],
+            "metadata": {},
+        }
+    return {iid: summaries[iid] for iid in sorted(summaries, key=_natural_key)}
+
+
+def _browser(
+    runs: Sequence[RunData], labels: Sequence[str], thumbs: _Thumbnails, items_dir: str, page_size: int
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The item index embedded in the page (for filtering) and the item pages written beside it.
+
+    The index holds, per item, only its id, task, groups and one outcome code per run, so the page
+    grows by ~50 bytes per item; questions, responses and thumbnails live in the item pages.
+    """
     by_run = [{r.item_id: r for r in run.records} for run in runs]
-    ids = sorted(set(summaries) | {i for recs in by_run for i in recs}, key=_natural_key)
-    articles = []
-    with progress(len(ids), "HTML item browser") as bar:
-        for iid in ids:
-            recs = [m.get(iid) for m in by_run]
-            summary = summaries.get(iid)
-            if summary is None:
-                # A record whose item summary is missing (older run store): show what the record has.
-                first = next(r for r in recs if r is not None)
-                summary = {
-                    "id": iid,
-                    "task": first.task,
-                    "subset": first.subset,
-                    "split": first.split,
-                    "question": "(item text not stored in this run)",
-                    "choices": [],
-                    "answer_index": first.answer_index,
-                    "images": [],
-                    "metadata": {},
-                }
-            articles.append(_item_html(summary, recs, labels, thumbs))
-            bar.update(1)
+    summaries = _summaries(runs, by_run)
     tasks = sorted({str(s.get("task", "")) for s in summaries.values()})
     prefix_order = {p: i for i, p in enumerate(("subset", "split", *METADATA_FIELDS))}
     groups = sorted(
         {g for s in summaries.values() for g in item_groups(s)},
         key=lambda g: (prefix_order.get(g.split("=", 1)[0], 99), g),
     )
-    filters = [
-        _select("f-task", "task", [("", "all tasks"), *((t, t) for t in tasks)]),
-        _select("f-group", "group", [("", "all groups"), *((g, g.replace("=", ": ", 1)) for g in groups)]),
-        _select("f-outcome", "outcome", [("", "any outcome"), *((o, o) for o in OUTCOMES)]),
-        _select("f-model", "of model", [(str(i), lab) for i, lab in enumerate(labels)]),
-        f'<span id="sb-counter">{len(ids)} of {len(ids)} items shown</span>',
-    ]
-    note = (
-        f'<p class="note">{thumbs.missing} image(s) could not be found or read; a placeholder '
-        "stands in for each.</p>"
-        if thumbs.missing
-        else ""
-    )
-    return (
-        "<h2>Items</h2>"
-        '<p class="note">Filter by task, by group (subset, split or metadata field) and by the '
-        "outcome of one model. Outcome <i>missing</i> = missing image or missing response; "
-        "<i>absent</i> = the run has no record of the item.</p>"
-        f'{note}<div id="filters">{" ".join(filters)}</div><div id="items">{"".join(articles)}</div>'
-    )
+    task_ix = {t: i for i, t in enumerate(tasks)}
+    group_ix = {g: i for i, g in enumerate(groups)}
+    code = {o: str(i) for i, o in enumerate(OUTCOMES)}
+    rows: list[list[Any]] = []
+    files: dict[str, str] = {}
+    page: list[dict[str, Any]] = []
+    with progress(len(summaries), "HTML item browser") as bar:
+        for n, (iid, summary) in enumerate(summaries.items()):
+            recs = [m.get(iid) for m in by_run]
+            rows.append(
+                [
+                    iid,
+                    task_ix[str(summary.get("task", ""))],
+                    [group_ix[g] for g in item_groups(summary)],
+                    "".join(code[outcome(r)] for r in recs),
+                ]
+            )
+            page.append(_item_data(summary, recs, thumbs))
+            if len(page) == page_size or n == len(summaries) - 1:
+                number = n // page_size + 1
+                keys = {key for it in page for key, _ in it["images"]} - {"missing"}
+                payload = {"items": page, "thumbs": {k: thumbs.uris[k] for k in sorted(keys)}}
+                files[_page_file(number)] = f"sbPage({number}, {_script_json(payload)});\n"
+                page = []
+            bar.update(1)
+    index = {
+        "items_dir": items_dir,
+        "page_size": page_size,
+        "outcomes": list(OUTCOMES),
+        "labels": list(labels),
+        "tasks": tasks,
+        "groups": groups,
+        "rows": rows,
+    }
+    return index, files
+
+
+def _page_file(number: int) -> str:
+    return f"items-{number:05d}.js"
 
 
 # Entry points ------------------------------------------------------------------------------------
 
 
 def _labels(runs: Sequence[RunData]) -> list[str]:
-
-    models = [r.model for r in runs]
-    paths = run_labels([r.path for r in runs])
-    return [
-        r.model if models.count(r.model) == 1 else f"{p}: {r.model}" for r, p in zip(runs, paths, strict=True)
-    ]
+    # Path-free display names, told apart by folder (report/labels.py): never a home folder.
+    return run_display_names(runs)
 
 
 def build_html_report(
@@ -551,8 +585,10 @@ def build_html_report(
     policy: Policy = "wrong",
     published: bool = False,
     thumb_px: int = THUMB_PX,
-) -> str:
-    """The report page of one or several runs of one benchmark, as a string.
+    items_dir: str = "report_items",
+    page_size: int = PAGE_SIZE,
+) -> HtmlReport:
+    """The report page of one or several runs of one benchmark, and its item pages.
 
     Args:
         run_dirs: Run directories.
@@ -561,6 +597,8 @@ def build_html_report(
         policy: What unscorable answers count as (``wrong`` or ``exclude``).
         published: Add the published numbers of the benchmark, marked as not reproduced here.
         thumb_px: Longest side of the item thumbnails.
+        items_dir: Folder (relative to the page) the item pages are loaded from.
+        page_size: Items per page of the item browser (and per item file).
 
     Raises:
         DataNotFoundError: When no run is given.
@@ -577,7 +615,7 @@ def build_html_report(
     bench = benches[0]
     labels = _labels(runs)
     metrics = []
-    for run in runs:
+    for run, label in zip(runs, labels, strict=True):
         m = compute_metrics(
             run.records,
             benchmark=bench,
@@ -587,57 +625,95 @@ def build_html_report(
             resamples=resamples,
             protocol=str(run.config.get("protocol") or "default"),
         )
-        m["model"] = run.model
+        m["model"] = label  # the display name: a spec may hold a local (home) path
         metrics.append(m)
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        '<link rel="icon" href="data:,">',
-        f"<title>scopebench report: {_e(bench)}</title>",
-        f"<style>{_template('report.css')}</style></head><body>",
-        f"<h1>scopebench report: {_e(bench)}</h1>",
-        f'<p class="note">{len(runs)} run(s): {_e(", ".join(labels))}. Accuracy is shown as '
-        f"its value, then its 95% interval [low, high] (method per row in metrics.json); "
-        f"unparsed answers, errors "
-        f"and missing images/responses are counted beside each accuracy (policy <b>{_e(policy)}</b>).</p>",
-    ]
+    sections = []
     if len(runs) > 1:
         result = compare_runs(run_dirs, seed=seed, resamples=resamples, policy=policy)
+        relabel_comparison(result, {str(run.path): lab for run, lab in zip(runs, labels, strict=True)})
         if published:
             cols = []
             for entry in result["leaderboard"]:
                 cols += [f"{r['split_or_group']}/{r['subset_or_task']}" for r in entry["owner"]]
             result["published"] = published_leaderboard(bench, list(dict.fromkeys(cols)))
-        parts.append(_leaderboard_section(result))
+        sections.append(_leaderboard_section(result))
     elif published:
-        parts.append(_published_section(metrics[0]))
-    parts.append("<h2>Metrics per run</h2>")
-    parts += [
+        sections.append(_published_section(metrics[0]))
+    sections.append("<h2>Metrics per run</h2>")
+    sections += [
         _metrics_section(i, lab, run, m)
         for i, (lab, run, m) in enumerate(zip(labels, runs, metrics, strict=True))
     ]
-    parts.append(_plots_section(labels, metrics))
+    sections.append(_plots_section(labels, metrics, [run.model for run in runs]))
     thumbs = _Thumbnails(runs, thumb_px)
-    parts.append(_browser_section(runs, labels, thumbs))
-    parts.append(f'<script type="application/json" id="sb-thumbs">{_script_json(thumbs.uris)}</script>')
-    parts.append(
-        f'<script type="application/json" id="sb-metrics">{_script_json(_json_safe(metrics))}</script>'
+    index, files = _browser(runs, labels, thumbs, items_dir, page_size)
+    n_items = len(index["rows"])
+    page = (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            csp=_CSP,
+            bench=bench,
+            labels=labels,
+            policy=policy,
+            css=_template("report.css"),
+            js=_template("report.js"),
+            sections=sections,
+            page_size=page_size,
+            items_dir=items_dir,
+            missing_thumbs=thumbs.missing,
+            tasks=[(t, t) for t in index["tasks"]],
+            groups=[(g, g.replace("=", ": ", 1)) for g in index["groups"]],
+            outcomes=[(o, o) for o in OUTCOMES],
+            models=[(str(i), lab) for i, lab in enumerate(labels)],
+            n_items=n_items,
+            index_json=_script_json(index),
+            placeholder_json=_script_json(_PLACEHOLDER),
+            metrics_json=_script_json(_json_safe(metrics)),
+        )
     )
-    parts.append(f"<script>{_template('report.js')}</script>")
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return HtmlReport(page=page, files=files, items_dir=items_dir)
+
+
+def _environment() -> Any:
+    import jinja2
+
+    # Autoescape on: every value is text unless a template marks it ``| safe`` (the sections
+    # built by the functions above, which escape themselves, and the script-safe JSON).
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("scopebench.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
 
 
 def _json_safe(obj: Any) -> Any:
-
     return json_safe(obj)
 
 
+def items_dir_for(path: str | Path) -> str:
+    """The folder name of a page's item files: ``report.html`` → ``report_items``."""
+    return f"{Path(path).stem}_items"
+
+
 def write_html_report(run_dirs: Sequence[str | Path], path: str | Path, **kwargs: Any) -> Path:
-    """Write :func:`build_html_report` to ``path`` (parent folders created) and return it."""
+    """Write :func:`build_html_report` to ``path`` and its item files beside it; return ``path``.
+
+    Parent folders are created. The item folder (``<stem>_items``) is replaced whole, so no page
+    of an earlier, larger report is left behind.
+    """
+    import shutil
+
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_html_report(run_dirs, **kwargs), encoding="utf-8")
+    report = build_html_report(run_dirs, items_dir=items_dir_for(out), **kwargs)
+    folder = out.parent / report.items_dir
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir()
+    # Error texts of records may quote a file under the home folder (a replay file, a cache).
+    for name, text in report.files.items():
+        (folder / name).write_text(scrub_home(text), encoding="utf-8")
+    out.write_text(scrub_home(report.page), encoding="utf-8")
     return out

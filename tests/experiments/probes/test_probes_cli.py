@@ -19,7 +19,9 @@ from scopebench.cli import main
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from scopebench.benchmarks.demo import generate_demo
 
-    return generate_demo(tmp_path_factory.mktemp("demo") / "d", seed=0, n_per_class=1)  # 19 items
+    return generate_demo(
+        tmp_path_factory.mktemp("demo") / "d", seed=0, n_per_class=1
+    )  # 25 items (19 + the 6 cognition items of demo v4)
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +168,7 @@ def test_no_image_probe_with_frequent_baseline(demo: Path, tmp_path: Path) -> No
     _check_two_conditions(report, out, "no-image", ("image", "no_image"))
     assert json.loads((out / "no-image" / "run.json").read_text())["no_image"] is True
     overall = next(r for r in report["rows"] if r["group"] == "overall")
-    assert overall["image_n"] == 19 and overall["drop"] == 0.0  # the baseline never looks at images
+    assert overall["image_n"] == 25 and overall["drop"] == 0.0  # the baseline never looks at images
     assert "never looks at images" in (out / "no-image.md").read_text()
 
 
@@ -208,7 +210,7 @@ def test_swap_probe_with_embedding_baseline(demo: Path, tmp_path: Path) -> None:
 
     stored = load_run(out / "swap-all").items
     changed = sum(1 for s in stored.values() if s["question"] != s["metadata"]["original_question"])
-    assert report["n_items"] == 19 and report["n_question_changed"] == changed > 0
+    assert report["n_items"] == 25 and report["n_question_changed"] == changed > 0
     assert json.loads((out / "swap-all" / "run.json").read_text())["transform"] == "swap-questions:all"
 
 
@@ -222,14 +224,14 @@ def test_permutation_probe_with_replay_always_a(demo: Path, tmp_path: Path) -> N
     out = tmp_path / "p"
     report = _probe("permutation", demo, f"replay:{replay}", out)
     k = max(len(it.choices) for it in items)
-    assert report["rotations"] == k == 5
+    assert report["rotations"] == k == 6  # the cognition items have six options
     overall = next(r for r in report["rows"] if r["group"] == "overall")
-    assert overall["n_items"] == 19 and overall["circular_accuracy"] == 0.0
+    assert overall["n_items"] == 25 and overall["circular_accuracy"] == 0.0
     assert overall["mean_accuracy"] == pytest.approx(sum(1 / len(it.choices) for it in items) / len(items))
     assert overall["consistency"] == 0.0  # "A" is a different option text in every rotation
     bias = {b["letter"]: b for b in report["position_bias"]["overall"]}
     assert bias["A"]["chosen_share"] == 1.0 and bias["A"]["chosen"] == sum(len(it.choices) for it in items)
-    assert bias["A"]["answer"] == 19  # each item's answer sits at A in exactly one rotation
+    assert bias["A"]["answer"] == 25  # each item's answer sits at A in exactly one rotation
     # Recompute the circular numbers per task from the per-rotation records.
     runs = [_records(out / ("clean" if j == 0 else f"rotate-{j}")) for j in range(k)]
     n_opts = {it.id: len(it.choices) for it in items}

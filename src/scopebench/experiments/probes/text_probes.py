@@ -391,12 +391,13 @@ def _plot_bias(rows: Sequence[Mapping[str, Any]], stem: Any) -> list[Any]:
     from scopebench.report.plots import save_figure
 
     x = np.arange(len(rows))
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.8 * len(rows) + 2), 3.4))
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.8 * len(rows) + 2) + 1.6, 3.4))  # + legend
     ax.bar(x - 0.2, [100 * r["chosen_share"] for r in rows], 0.4, label="chosen")
     ax.bar(x + 0.2, [100 * r["answer_share"] for r in rows], 0.4, label="correct answer")
     ax.set_xticks(x, [r["letter"] for r in rows])
     ax.set_ylabel("share of (item, rotation) pairs (%)")
     ax.set_title("Position bias: letter chosen vs letter correct", fontsize=10)
-    ax.legend(fontsize=8)
+    # Right of the axes: inside, it covered the bars of the first letters (issue 17).
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     return save_figure(fig, stem)

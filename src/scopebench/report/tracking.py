@@ -1,0 +1,139 @@
+"""Optional experiment tracking: log a run's metrics, tables and plots to TensorBoard, MLflow or W&B.
+
+Off by default. ``scopebench report RUN… --log-to tensorboard|mlflow|wandb [--log-dir DIR]``
+logs, per run, the scalars of every accuracy row (``accuracy``, ``ci_low``, ``ci_high``, ``n``
+under ``<section>/<group>``, e.g. ``by_task/task-NP/accuracy``), the report's tables
+(``metrics.csv``/``.md``) and its plots (PNG files of the report folder). Each backend's library is
+imported only when chosen; a missing one is a user error naming the extra to install
+(``pip install 'scopebench[track-tensorboard]'`` etc.).
+
+Numbers are logged exactly as in ``metrics.json`` (fractions in ``[0, 1]``, not percent), so a
+dashboard and the paper tables agree.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from scopebench.errors import MissingDependencyError, UsageError
+
+__all__ = ["BACKENDS", "log_run", "metric_scalars"]
+
+#: Backend names accepted by ``--log-to``, and the extra that installs each.
+BACKENDS: dict[str, str] = {
+    "tensorboard": "track-tensorboard",
+    "mlflow": "track-mlflow",
+    "wandb": "track-wandb",
+}
+
+_SECTIONS = ("by_task", "by_subset", "by_split")
+_FIELDS = ("accuracy", "ci_low", "ci_high", "n")
+
+
+def metric_scalars(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The scalars logged for one metrics dict: ``overall/<field>`` and ``<section>/<group>/<field>``.
+
+    NaN values (an undefined interval) are left out: trackers plot them as gaps or reject them.
+    Group names are written with ``-`` for ``=`` and ``_`` for any character outside letters,
+    digits and ``_ - . /`` (``task=NP`` → ``task-NP``): the characters all three backends accept
+    as a tag, so one key names one number in every dashboard.
+    """
+    out: dict[str, float] = {}
+
+    def add(prefix: str, row: Mapping[str, Any]) -> None:
+        prefix = re.sub(r"[^A-Za-z0-9_\-./]", "_", prefix.replace("=", "-"))
+        for f in _FIELDS:
+            v = row.get(f)
+            if isinstance(v, int | float) and not (isinstance(v, float) and math.isnan(v)):
+                out[f"{prefix}/{f}"] = float(v)
+
+    add("overall", metrics["overall"])
+    for sec in _SECTIONS:
+        for row in metrics.get(sec) or []:
+            add(f"{sec}/{row['group']}", row)
+    return out
+
+
+def _files(folder: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
+    return (p for p in sorted(folder.iterdir()) if p.suffix in suffixes and p.is_file())
+
+
+def _missing(backend: str, exc: ImportError) -> MissingDependencyError:
+    return MissingDependencyError(exc.name or backend, BACKENDS[backend], f"--log-to {backend}")
+
+
+def _tensorboard(name: str, scalars: Mapping[str, float], folder: Path, log_dir: Path) -> Path:
+    try:
+        from tensorboardX import SummaryWriter
+    except ImportError as exc:
+        raise _missing("tensorboard", exc) from exc
+    import numpy as np
+    from PIL import Image
+
+    target = log_dir / name
+    with SummaryWriter(logdir=str(target)) as w:
+        for tag, v in scalars.items():
+            w.add_scalar(tag, v, global_step=0)
+        for p in _files(folder, (".md",)):
+            w.add_text(p.stem, p.read_text(encoding="utf-8"), global_step=0)
+        for p in _files(folder, (".png",)):
+            with Image.open(p) as im:
+                w.add_image(p.stem, np.asarray(im.convert("RGB")), global_step=0, dataformats="HWC")
+    return target
+
+
+def _mlflow(name: str, scalars: Mapping[str, float], folder: Path, log_dir: Path) -> Path:
+    try:
+        import mlflow
+    except ImportError as exc:
+        raise _missing("mlflow", exc) from exc
+    mlflow.set_tracking_uri(log_dir.resolve().as_uri())
+    with mlflow.start_run(run_name=name):
+        mlflow.log_metrics(dict(scalars))
+        for p in _files(folder, (".csv", ".md", ".tex", ".png", ".svg", ".json")):
+            mlflow.log_artifact(str(p))
+    return log_dir
+
+
+def _wandb(name: str, scalars: Mapping[str, float], folder: Path, log_dir: Path) -> Path:
+    try:
+        import wandb
+    except ImportError as exc:
+        raise _missing("wandb", exc) from exc
+    run = wandb.init(name=name, dir=str(log_dir), reinit=True)
+    try:
+        run.log(dict(scalars))
+        for p in _files(folder, (".png",)):
+            run.log({p.stem: wandb.Image(str(p))})
+        for p in _files(folder, (".csv",)):
+            import pandas as pd
+
+            run.log({p.stem: wandb.Table(dataframe=pd.read_csv(p))})
+    finally:
+        run.finish()
+    return log_dir
+
+
+def log_run(backend: str, name: str, metrics: Mapping[str, Any], report_folder: Path, log_dir: Path) -> Path:
+    """Log one run's metrics, tables and plots to ``backend``; return where they went.
+
+    Args:
+        backend: ``tensorboard``, ``mlflow`` or ``wandb``.
+        name: The run's display name (its folder or preset name, never an absolute path).
+        metrics: The run's metrics dict (as written to ``metrics.json``).
+        report_folder: The folder with the run's ``metrics.*`` tables and PNG plots.
+        log_dir: Where TensorBoard event files / the MLflow file store / W&B's files go.
+
+    Raises:
+        UsageError: Unknown backend.
+        MissingDependencyError: Its library is not installed (the message names the extra).
+    """
+    writers = {"tensorboard": _tensorboard, "mlflow": _mlflow, "wandb": _wandb}
+    if backend not in writers:
+        raise UsageError(f"--log-to must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return writers[backend](name, metric_scalars(metrics), report_folder, log_dir)
