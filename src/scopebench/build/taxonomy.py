@@ -3,7 +3,8 @@
 The shipped tree is ``build/data/taxonomy.yaml``; a user file given with ``taxonomy:`` is merged
 into it (new concepts are added, an existing concept's id is replaced only when the user gives one).
 Attributes: ``modality`` → ``submodality`` and ``domain`` → ``subdomain`` are two-level trees,
-``stain`` is grouped by modality, ``organism`` maps a name to its NCBITaxon id.
+``stain`` is grouped by modality, ``organism`` maps a name to its NCBITaxon id. A user file may
+also name OBO ontologies under ``obo:`` whose subtrees become concepts (``build/ontology.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from scopebench.build.ontology import read_obo_concepts
 from scopebench.errors import DataFormatError, DataNotFoundError, MissingDependencyError
 
 __all__ = ["ATTRIBUTES", "Concept", "Taxonomy", "load_taxonomy"]
@@ -39,12 +41,14 @@ class Concept:
         attribute: ``modality``, ``submodality``, ``domain``, ``subdomain`` or ``stain``.
         parent: The parent concept's name (``None`` for a root).
         ontology_id: An ontology id (FBbi for imaging methods) when known, else ``None``.
+        aliases: Other names that normalise to this one (an OBO term's exact synonyms).
     """
 
     name: str
     attribute: str
     parent: str | None = None
     ontology_id: str | None = None
+    aliases: tuple[str, ...] = ()
 
 
 def _yaml() -> Any:
@@ -76,17 +80,22 @@ class Taxonomy:
         return list(self.concepts.get(attribute, {}))
 
     def get(self, attribute: str, name: str) -> Concept | None:
-        """The concept ``name`` of ``attribute``, matched exactly then case-insensitively."""
+        """The concept ``name`` of ``attribute``: exactly, case-insensitively, then by an alias."""
         table = self.concepts.get(attribute, {})
         if name in table:
             return table[name]
+        key = name.strip().casefold()
         folded = {k.casefold(): v for k, v in table.items()}
-        return folded.get(name.strip().casefold())
+        if key in folded:
+            return folded[key]
+        return next((c for c in table.values() if key in {a.casefold() for a in c.aliases}), None)
 
     def closest(self, attribute: str, name: str) -> str | None:
-        """The known concept closest to ``name`` (difflib ratio ≥ 0.6), for error messages."""
+        """The known concept closest to ``name`` or to an alias (difflib ratio ≥ 0.6), for messages."""
         names = self.names(attribute) if attribute != "organism" else list(self.organisms)
         by_fold = {n.casefold(): n for n in names}
+        for c in self.concepts.get(attribute, {}).values() if attribute != "organism" else ():
+            by_fold.update({a.casefold(): c.name for a in c.aliases if a.casefold() not in by_fold})
         hit = difflib.get_close_matches(name.casefold(), list(by_fold), n=1, cutoff=0.6)
         return by_fold[hit[0]] if hit else None
 
@@ -113,11 +122,16 @@ class Taxonomy:
         )
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def merge(self, raw: Any, source: str) -> None:
+    def merge(self, raw: Any, source: str, base: Path | None = None) -> None:
         """Add the concepts of one parsed YAML document.
 
+        Args:
+            raw: The parsed document.
+            source: Where it was read from, for messages and ``sources``.
+            base: The folder its ``obo:`` file paths are relative to (default: the current one).
+
         Raises:
-            DataFormatError: When the document is not a taxonomy.
+            DataFormatError: When the document is not a taxonomy, or an OBO entry is bad.
         """
         if not isinstance(raw, dict):
             raise DataFormatError(f"{source}: a taxonomy file must be a YAML mapping (see docs/build.md)")
@@ -134,6 +148,12 @@ class Taxonomy:
                 self._add(Concept(str(stain), "stain", str(modality), None))
         for name, taxon in _mapping(raw.get("organism"), source, "organism").items():
             self.organisms[str(name)] = str(taxon)
+        obo = raw.get("obo")
+        if obo is not None and not isinstance(obo, list):
+            raise DataFormatError(f"{source}: obo must be a list of {{file, attribute, root}} entries")
+        for entry in obo or []:
+            for term in read_obo_concepts(entry, base or Path(), source):
+                self._add(Concept(*term))
         for kind, table in _mapping(raw.get("templates"), source, "templates").items():
             self.templates.setdefault(str(kind), {}).update(
                 {str(k): str(v) for k, v in _mapping(table, source, f"templates.{kind}").items()}
@@ -144,18 +164,27 @@ class Taxonomy:
         table = self.concepts.setdefault(concept.attribute, {})
         old = table.get(concept.name)
         if old is not None and concept.ontology_id is None:
-            concept = Concept(concept.name, concept.attribute, concept.parent, old.ontology_id)
+            concept = Concept(
+                concept.name, concept.attribute, concept.parent, old.ontology_id, concept.aliases
+            )
         table[concept.name] = concept
 
 
 def vars_of(concept: Concept) -> dict[str, Any]:
-    """A concept as a plain dict (JSON-able)."""
-    return {
+    """A concept as a plain dict (JSON-able).
+
+    ``aliases`` appears only when there are some, so a tree without aliases keeps the fingerprint
+    (and cache keys) it had before aliases existed.
+    """
+    out: dict[str, Any] = {
         "name": concept.name,
         "attribute": concept.attribute,
         "parent": concept.parent,
         "id": concept.ontology_id,
     }
+    if concept.aliases:
+        out["aliases"] = list(concept.aliases)
+    return out
 
 
 def _mapping(value: Any, source: str, where: str) -> dict[Any, Any]:
@@ -185,5 +214,5 @@ def load_taxonomy(extra: str | Path | None = None) -> Taxonomy:
             raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
             raise DataFormatError(f"{path} is not valid YAML: {exc}") from exc
-        tax.merge(raw, str(path))
+        tax.merge(raw, str(path), path.parent)
     return tax
