@@ -262,7 +262,6 @@ def test_cli_filter_and_config_errors(
     assert (
         main(
             [
-                "-q",
                 "build",
                 "filter",
                 str(built["root"] / "questions"),

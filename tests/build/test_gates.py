@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from gate_helpers import Scripted
 
+from scopebench.build import gates
 from scopebench.build.gates import (
     CHOICES_ONLY_QUESTION,
     BackendAnswerer,
@@ -16,6 +17,7 @@ from scopebench.build.gates import (
     run_shortcut_gate,
 )
 from scopebench.errors import DataFormatError
+from scopebench.protocols import render
 
 
 def _item(i: str) -> GateItem:
@@ -116,7 +118,6 @@ def test_backend_answerer_parses_replayed_text(tmp_path: Path) -> None:
 def test_backends_see_no_image_and_no_question_in_the_choices_only_test(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import scopebench.models as models
     from scopebench.models.base import Response
 
     seen: list[tuple[bool, int, str, tuple[str, ...], int]] = []
@@ -126,6 +127,13 @@ def test_backends_see_no_image_and_no_question_in_the_choices_only_test(
 
         def __init__(self, opts: object) -> None:
             self.opts = opts
+
+        def render(self, item: object) -> object:
+            # The Request stage, as Backend.render does it (the gate reads the labels from it).
+            return render(item, "default", no_image=self.opts.no_image)
+
+        def answer(self, requests: list) -> list[Response]:
+            return self.predict([r.item for r in requests])
 
         def predict(self, items: list) -> list[Response]:
             for it in items:
@@ -138,7 +146,7 @@ def test_backends_see_no_image_and_no_question_in_the_choices_only_test(
         def identity(self) -> dict:
             return {"spec": "fake"}
 
-    monkeypatch.setattr(models, "load_model", lambda spec, opts: Fake(opts))
+    monkeypatch.setattr(gates, "load_model", lambda spec, opts: Fake(opts))
     who = BackendAnswerer()
     got = who.answer("x", ITEMS[:1], 3, key_suffix="#choices-only")
     assert seen == [(True, 3, CHOICES_ONLY_QUESTION, ("A", "B", "C", "D"), 0)]
@@ -148,7 +156,6 @@ def test_backends_see_no_image_and_no_question_in_the_choices_only_test(
 def test_blind_answers_are_cached_by_content_and_failures_are_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import scopebench.models as models
     from scopebench.models.base import Response
 
     asked: list[str] = []
@@ -158,6 +165,13 @@ def test_blind_answers_are_cached_by_content_and_failures_are_not(
 
         def __init__(self, opts: object) -> None:
             self.opts = opts
+
+        def render(self, item: object) -> object:
+            # The Request stage, as Backend.render does it (the gate reads the labels from it).
+            return render(item, "default", no_image=self.opts.no_image)
+
+        def answer(self, requests: list) -> list[Response]:
+            return self.predict([r.item for r in requests])
 
         def predict(self, items: list) -> list[Response]:
             asked.extend(it.id for it in items)
@@ -174,7 +188,7 @@ def test_blind_answers_are_cached_by_content_and_failures_are_not(
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(models, "load_model", lambda spec, opts: Fake(opts))
+    monkeypatch.setattr(gates, "load_model", lambda spec, opts: Fake(opts))
     cache = tmp_path / "llm.sqlite"
     first = BackendAnswerer(cache)
     got = first.answer("x", ITEMS[:2], 0)

@@ -293,7 +293,7 @@ def test_cli_generate(built: dict[str, Any], tmp_path: Path, capsys: pytest.Capt
 
     replay, texts = _setup(tmp_path)
     argv = ["build", "generate", str(built["root"] / "questions"), "--out", str(tmp_path / "g"), "--model",
-            f"replay:{replay}", "--inputs", str(texts), "--questions-per-image", "2", "--quiet"]  # fmt: skip
+            f"replay:{replay}", "--inputs", str(texts), "--questions-per-image", "2"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "LLM calls and cost" in out and "invalid_json: 1" in out
