@@ -154,8 +154,8 @@ CASES: list[tuple[str, str | None, tuple[str, ...], str, int | None, str]] = [
     ("several-or", "A or B", FOUR, "letters", None, "bare_label"),
     ("several-phrase-or", "The answer is A or B.", FOUR, "letters", None, "answer_phrase"),
     (
-        "phrases-disagree",
-        "The answer is B.\nOn reflection, the final answer is D.",
+        "phrases-disagree",  # choice-6: "On reflection" is now a switch, so no marker here
+        "The answer is B.\nAll told, the final answer is D.",
         FOUR,
         "letters",
         None,
@@ -499,11 +499,19 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
     ),
     (
         "trailing-other-label-voids-leading-label",
-        "A. Thinking again, D.",
+        "A. All told, D.",  # choice-6: was "A. Thinking again, D.", which now has a marker
         FOUR,
         None,
         "answer_phrase",
         "the opening label joins the closing one; no known marker between them: neither is taken",
+    ),
+    (
+        "change-of-mind-marker-beats-leading-label",
+        "A. Thinking again, D.",
+        FOUR,
+        3,
+        "answer_phrase",
+        "'thinking again' / 'on reflection' switch like 'on second thought' (choice-6): the later wins",
     ),
     (
         "labels-asked-are-not-leading",

@@ -21,12 +21,13 @@ STRONG_KINDS: frozenset[str] = frozenset({"bracketed", "closed", "keyword", "pun
 
 # "Option C", "option (B)", "choice #2", "No. 3"
 _KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)(?:\s*\#\s*|\s+|(?=[(\[])|(?=\d)))"
-_OPEN = r"(?:(?P<open>[(\[{'\"])\s*)"
-_CLOSE = r"(?:\s*(?P<close>[)\]}'\"]))"
+# choice-6: angle brackets too ("<A>", a bare tag); "<ANSWER>" is no label (one letter only)
+_OPEN = r"(?:(?P<open>[(\[{<'\"])\s*)"
+_CLOSE = r"(?:\s*(?P<close>[)\]}>'\"]))"
 _LETTER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>[A-Za-z])(?!\w){_CLOSE}?", re.I)
 # A number label is one or two digits that are not part of a decimal ("3.5") or a longer number.
 _NUMBER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>\d{{1,2}})(?!\w|[.,]\d){_CLOSE}?", re.I)
-_PAIRS = {"(": ")", "[": "]", "{": "}", "'": "'", '"': '"'}
+_PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">", "'": "'", '"': '"'}
 
 # Words that may follow a label but never follow the article "a" or the pronoun "I" in English,
 # so "A because …" is option A while "A cell …" is not.
@@ -107,7 +108,7 @@ def read_label(text: str, pos: int, style: LabelStyle) -> LabelRead | None:
             return None  # "(C because" or "'s": not a clean label form
         return LabelRead(label, m.start(), m.start("lab"), m.end(), "bracketed", lower)
     end = m.end("lab")
-    if closed is not None and closed in ")]}":
+    if closed is not None and closed in ")]}":  # a lone ">" is no closing bracket ("C>B")
         return LabelRead(label, m.start(), m.start("lab"), m.end(), "closed", lower)
     kind = _kind_after(text, end)
     if kind is None:

@@ -45,8 +45,10 @@ _VERDICT = (
     r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?(?:"
     # never plain "consistent" (one remark of a walk) or "plausible" (a possibility)
     r"(?i:most\s+(?:consistent|compatible|plausible|defensible|reasonable)"
-    r"|(?:most\s+)?(?:correct|right|best|better|safest|appropriate|accurate|likely|probable|strongest|final))"
-    r"(?:\s+(?i:answer|option|choice|one|candidate|pick))?"
+    r"|(?:most\s+)?(?:correct|right|best|better|safest|appropriate|accurate|likely|probable|strongest|final)"
+    # choice-6: "D is the best fit", "C seems the likeliest", "B is the closest match", "A is my top pick"
+    r"|likeliest|closest|top|leading|most\s+fitting|strongest)"
+    r"(?:\s+(?i:answer|option|choice|one|candidate|pick|fit|match|bet|guess|call))?"
     r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
     r"|(?i:does)|(?i:gets\s+my\s+vote)|(?i:makes\s+(?:the\s+)?most\s+sense))"
@@ -107,12 +109,25 @@ _HEDGE = re.compile(
       | (?:should|must)\s+be
       | the\s+(?:option|choice|one|answer)\s+that\s+(?:best\s+)?(?:fits|matches)(?:\s+best)?\s+is
       | (?:suggests?|indicates?|supports?)(?:\s+that)?
-      | I(?:'d|\s+would|'ll|\s+will)?\s+revise(?:\s+(?:my\s+answer|it))?\s+to
+      | I(?:'d|\s+would|'ll|\s+will)?(?:\s+(?:like|want|have|need)\s+to)?\s+(?:revise|change|update|amend|switch)
+        (?:\s+(?:my\s+answer|my\s+choice|it|that|this))?
+        (?:\s+from\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?)?\s+to
       | (?:(?:this|that|which|it)\s+leaves|leaving)(?:\s+(?:us|me)\s+with)?(?:\s+(?:only|just))?
         (?:\s+(?:options?|choices?))?
       | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
-      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response|hunch|instinct|impression)
+      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response|hunch|instinct|impression
+          |inclination|leaning|preference|verdict|call|conclusion|estimate|assessment|reading|take|reply
+          |pick\s+here|answer\s+choice)
         (?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
+      # choice-6: "The reply is B", "The verdict is C", "The selection would be 2"
+      | the\s+(?:reply|response|verdict|selection|pick|call|conclusion|label|letter)\s+(?:is|would\s+be|here\s+is)
+      # choice-6: "It corresponds to option C", "which maps to (3)", "this matches 2": a label only
+      | (?:corresponds?|corresponding|maps?|mapping|matches|aligns?|equates?)(?:\s+(?:best|most\s+closely))?
+        \s+(?:to|with)
+      # choice-6: "The option that applies is D", "the choice that is correct here is 2"
+      | the\s+(?:option|choice|one|answer|letter)\s+(?:that|which)\s+(?:best\s+|most\s+closely\s+)?
+        (?:applies|fits|matches|works|holds|describes\s+(?:it|this|the\s+\w+)|is\s+(?:correct|right|true|supported)
+          |I(?:'d|\s+would)?\s+(?:choose|pick|select|go\s+with|favou?r|prefer))(?:\s+(?:best|here|most))?\s+is
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
       | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
       | (?:my|our)\s+money\s+(?:is|would\s+be)\s+on
@@ -120,7 +135,7 @@ _HEDGE = re.compile(
       | I(?:'d|\s+would|'ll|\s+will)\s+put
       | I(?:'d|\s+would|'ll|\s+will)?\s+bet(?:\s+on)?
       | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?
-        (?:\s*[,;]?\s*but(?:\s+rather)?|[ \t]*[;,]|[ \t]+-)
+        (?:\s*[,;]?\s*but(?:\s+rather)?|[ \t]*[;,:]|[ \t]+-)
     )
     (?![\w'])[ \t]*[:\-]?
     """,
@@ -150,12 +165,17 @@ _VERDICT_TEXT = re.compile(
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
 _PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
+    r"|letter|label|verdict|call|guess|bet|reply"
     r"|(?:pick|choose|select)\s+one)\s*:"
     r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|correction|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead|rather"
     r"|on\s+second\s+thought"
     r"|tentatively|(?:up)?on\s+(?:closer|further)\s+(?:inspection|review|examination|look)"
-    r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait)"
+    r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait"
+    # choice-6: hedge adverbs before a lone label ("Plausibly C.", "Maybe 2.") and a change of mind
+    r"|plausibly|possibly|maybe|conceivably|arguably|in\s+all\s+likelihood|at\s+a\s+guess"
+    r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
+    r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look)"
     r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
     r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
@@ -191,6 +211,26 @@ _SHORT = re.compile(
     r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
     re.M,
 )
+# A hedged lead-in, then a label ending the sentence ("With moderate confidence: C.", "Hard to be
+# sure, but 1.", "Going out on a limb: 1.", "Not certain - B."): the label is the answer, hedged
+# (choice-6). The lead-in speaks of confidence or guessing and opens with a preposition, a verb or
+# a degree word, so a key such as "Confidence: 3" (a score, not an answer) is not one; no
+# condition ("unless", "whether", "were") and no label in it.
+_HEDGED_LEAD = re.compile(
+    r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
+    r"(?![^.;:!?\n]*(?<![\w'])(?i:unless|whether|were|or|either)(?![\w']))"
+    r"(?P<intro>(?i:with|without|at|in|on|under|going|taking|hard|difficult|tough|not|no|I|I'm|I'd|if|to|low"
+    r"|moderate|high|some|reasonable|fair|limited|having|though|although|while|can't|cannot|admittedly)(?![\w'])"
+    r"[^.;:!?\n]{0,60}?(?<![\w'])(?i:confiden\w*|sure|certain(?:ty)?|limb|guess\w*|hunch|instinct|gut|tentative\w*"
+    r"|forced|pressed|odds|doubts?|reservations?|caveats?|uncertain\w*|say|tell|commit\w*|call)(?![\w'])"
+    r"[^.;:!?\n]{0,30}?)"
+    r"[ \t]*(?:[:,]|[ \t]-)[ \t]*(?:(?i:but|though|still|yet|then)[ \t]+)?"
+    r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
+    re.M,
+)
+# A tentative adverb before a label that is asked: "Perhaps A?", "Maybe 2?" is a hedged answer,
+# where a bare "B?" asks (choice-6).
+_TENTATIVE = re.compile(r"(?i:perhaps|maybe|possibly|probably|plausibly|likely|presumably)[ \t]*,?[ \t]+")
 # A label-like token anywhere (for _changed_unread): never "A"/"I" before a word.
 _LABEL_LETTER = re.compile(r"(?<![\w'])(?:\([A-Za-z]\)|[B-HJ-Z]|A(?=[ \t]*(?:[.!)]|$)))(?![\w'])", re.M)
 _LABEL_NUMBER = re.compile(r"(?<![\w'.])\(?\d{1,2}\)?(?![\w']|[.,]\d)")
@@ -212,7 +252,11 @@ _CHINESE = re.compile(
     r"|答\s*:"  # "答：A" (answer:)
     r"|正确的是|我(?:认为|觉得)(?:应该)?是"  # "正确的是B" (the correct one is), "我认为是C" (I think it is)
     # "应该是C" (it should be C), "可能是B" (it is probably B), "结论：C" (conclusion); never after 不
-    r"|(?<![不])应(?:该|当)?(?:是|选)|(?<![不也])(?:很|最)?可能是|结论\s*[:：]?\s*(?:是|为)?"
+    r"|(?<![不])应(?:该|当)?(?:是|选)|(?<![不也])(?<!不太)(?<!不大)(?<!不很)(?:很|最|最有|更有?)?可能(?:的|的答案|的选项)?(?:是|为)|结论\s*[:：]?\s*(?:是|为)?"
+    # choice-6: "这张图最符合B" (fits best), "更接近2" (closer to), "对应的是C" (corresponds to), "估计是A"
+    # (I estimate), "我猜是B" (I guess), "倾向于C" (lean to), "大概是D" (roughly); never after 不
+    r"|(?<![不])(?:最|更)(?:符合|接近|匹配|吻合|像)(?:的是|的选项是)?|(?<![不])对应(?:的是|于)"
+    r"|(?<![不])(?:估计|猜测?|大概|大约|多半)(?:是|为|选)|倾向于?(?:选择?)?|我(?:会|要)?(?:选|挑)(?:择)?"
     r"|(?<![不别])选(?:择)?(?:是)?(?!项)\s*[:：]?"  # "选A", "应该选C"; never "不选A" or "选项"
     r"|不是[^,;.\n]{1,8}[,;]\s*(?:而)?是"  # "不是D，是A": denied, then affirmed
 )
@@ -228,13 +272,18 @@ _CORRECTION = re.compile(
 # last answer is politeness or a remark ("Sorry for the confusion"), not a withdrawal.
 _SWITCH = re.compile(
     r"(?<!\w)(?:sorry|I\s+mean(?:t)?|no(?=\s*(?:,|-\s))|(?:looking|look)\s+(?:closer|again)"
-    r"|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look))(?!\w)",
+    r"|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look)"
+    r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection|having\s+re-?considered"
+    r"|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look"
+    r"|(?<=,\s)but\s+(?:more|most)\s+(?:likely|probably))(?!\w)",  # "Possibly C, but more likely B"
     re.I,
 )
 # A first thought named as such ("At first I thought B", "Initial pick: A"): a "but", "however"
 # or "final" after it switches to the later answer, as a correction marker does.
 _FIRST_THOUGHT = re.compile(
-    r"(?<!\w)(?:at\s+first|initially|(?:my\s+)?(?:first|initial)\s+(?:thought|instinct|guess|impression|answer|pick))"
+    r"(?<!\w)(?:at\s+first|initially|originally|(?:my\s+)?(?:first|initial|original)\s+(?:thought|instinct|guess|impression|answer|pick|choice)"
+    # choice-6: "I was going to say A, however …", "I was tempted by B, but …"
+    r"|I\s+was\s+(?:going|about|planning|tempted|inclined|ready)(?=\s+(?:to|by)\s))"
     r"(?!\w)",
     re.I,
 )
@@ -282,6 +331,8 @@ _BARE_TAIL = re.compile(
     r"(?![\w'])",
     re.I,
 )
+# A label doubted at once ("Maybe D, maybe not.", "C, or perhaps not"): no commitment (choice-6).
+_DOUBTED = re.compile(r"[ \t.)\]'\"]*,?[ \t]*(?:but[ \t]+)?(?i:maybe|perhaps|possibly|or|probably)[ \t]+not(?![\w'])")
 # A label followed by "?" asks ("C? A? I'm unsure."), it does not answer.
 _ASKS = re.compile(r"[ \t.)\]'\"]*\?")
 # A bare label ending the reply after a separator (", B." / " 2."): see _ends_with_other_label.

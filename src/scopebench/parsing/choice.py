@@ -150,10 +150,12 @@ from scopebench.parsing._patterns import (
     _CONTRASTED,
     _CORRECTION,
     _DENIED_BEFORE,
+    _DOUBTED,
     _EXPLICIT,
     _FILLER,
     _FIRST_THOUGHT,
     _HEDGE,
+    _HEDGED_LEAD,
     _INLINE_LETTERS,
     _INLINE_NUMBERS,
     _INTRO,
@@ -176,6 +178,7 @@ from scopebench.parsing._patterns import (
     _SHORT,
     _SWITCH,
     _TAG,
+    _TENTATIVE,
     _TRAILING_LABEL,
     _UNDECIDED,
     _VERDICT_TEXT,
@@ -392,7 +395,7 @@ def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         raw = m["a"] or m["b"]
         if not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
-    for m in (*_INTRO.finditer(text), *_SHORT.finditer(text)):
+    for m in (*_INTRO.finditer(text), *_SHORT.finditer(text), *_HEDGED_LEAD.finditer(text)):
         if _LABEL_WORD.search(m.group(1)) is None:
             c = _read_answer(text[m.end() : m.end() + _WINDOW], ctx, loose=False, strict_case=True)
             if c is not None and len(c.labels) == 1:
@@ -426,6 +429,8 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
         items = read_label_list(body, read, ctx.style)
         if body[items[-1].end :].lstrip(" \t.)]'\"").startswith("?"):
             return None  # "Is the answer C?" asks, it does not answer
+        if _DOUBTED.match(body, items[-1].end):
+            return None  # "Maybe D, maybe not.": doubted at once
         if len(items) == 1:
             return _Commit((read.label,), _contradiction(body, read, ctx))
         return _Commit(tuple(r.label for r in items))
@@ -564,7 +569,7 @@ def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> Parse
     """
     # A marker may itself be the phrase of the later answer ("Actually, C."), so ``<=``.
     found = [*_CORRECTION.finditer(text), *_SWITCH.finditer(text)]
-    if _FIRST_THOUGHT.search(text, max(0, commits[0].pos - _WINDOW), commits[0].pos + 1):
+    if _first_thought_before(text, commits[0].pos):
         found.extend(_CONTRAST.finditer(text))  # "At first I thought B. However, … the answer is D"
     markers = [m for m in found if commits[0].pos < m.start() <= commits[-1].pos]
     if not markers:
@@ -585,6 +590,16 @@ def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> Parse
     )
 
 
+def _first_thought_before(text: str, pos: int) -> bool:
+    """Whether a first thought is named just before the first commitment ("At first I thought B").
+
+    The marker must start at or before ``pos`` but may run past it ("I was going to say A": the
+    commitment is read from "going to say").
+    """
+    m = _FIRST_THOUGHT.search(text, max(0, pos - _WINDOW))
+    return m is not None and m.start() <= pos
+
+
 def _out_of_range(label: str, ctx: _Ctx) -> str:
     noun = "letter" if ctx.style == "letters" else "option"
     return f"{noun} {label} out of range for {ctx.n} options"
@@ -600,13 +615,16 @@ def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
     filler = _FILLER.match(body, pos)
     if filler is not None:
         pos = filler.end()
+    tentative = _TENTATIVE.match(body, pos)
+    if tentative is not None:
+        pos = tentative.end()
     read = read_label(body, pos, ctx.style)
     if read is None or not (read.strong or read.kind == "connective"):
         return None
     items = read_label_list(body, read, ctx.style)
     end = items[-1].end
-    if _ASKS.match(body, end):
-        return None
+    if _ASKS.match(body, end) and (tentative is None or len(items) > 1):
+        return None  # "B?" asks; "Perhaps A?" answers, tentatively
     tail = _BARE_TAIL.match(body, end)
     if not _REST_OK.match(body, tail.end() if tail is not None else end):
         return None
