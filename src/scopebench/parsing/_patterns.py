@@ -68,6 +68,16 @@ _REVERSE_NUMBERS = re.compile(
     r"|(?<=,\sbut\s))(?P<d>\d{1,2}))" + _VERDICT,
     re.M,
 )
+# An option named by its place ("the second option", "the last choice"; choice-6): as the subject
+# of a verdict ("The second option is correct") or as what an answer phrase names ("I'd go with
+# the third option"). Never "the final answer" (not a place) and never "one" (too vague).
+_ORDINAL_WORDS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5, "last": -1}
+_ORDINAL = (
+    r"(?<![\w'])(?i:the\s+(?P<ord>first|second|third|fourth|fifth|sixth|last)\s+(?:listed\s+)?"
+    r"(?:option|choice|alternative))"
+)
+_ORDINAL_SUBJECT = re.compile(_ORDINAL + r"(?:\s*\([^()\n]{1,80}\))?" + _VERDICT)
+_ORDINAL_OBJECT = re.compile(_ORDINAL + r"(?![\w'])(?!\s+(?i:is|was|would|seems|looks|and|or)\b)")
 # "which makes C the most appropriate choice", "leaves 2 as the only answer": a verb that names
 # the label as its object and the verdict after it (upper-case or bracketed letters only).
 _OBJECT = (
@@ -109,18 +119,23 @@ _HEDGE = re.compile(
       | (?:should|must)\s+be
       | the\s+(?:option|choice|one|answer)\s+that\s+(?:best\s+)?(?:fits|matches)(?:\s+best)?\s+is
       | (?:suggests?|indicates?|supports?)(?:\s+that)?
-      | I(?:'d|\s+would|'ll|\s+will)?(?:\s+(?:like|want|have|need)\s+to)?\s+(?:revise|change|update|amend|switch)
+      | I(?:'d|\s+would|'ll|\s+will)?(?:\s+(?:like|want|have|need)\s+to)?
+        \s+(?:revise|change|update|amend|switch)
         (?:\s+(?:my\s+answer|my\s+choice|it|that|this))?
         (?:\s+from\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?)?\s+to
       | (?:(?:this|that|which|it)\s+leaves|leaving)(?:\s+(?:us|me)\s+with)?(?:\s+(?:only|just))?
         (?:\s+(?:options?|choices?))?
       | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
+      # choice-6: "the image is best described by option B", "most closely matched by (3)"
+      | (?:best|most\s+(?:accurately|closely|aptly))
+        \s+(?:described|represented|explained|captured|characteri[sz]ed|matched|summari[sz]ed)\s+(?:by|as|with)
       | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response|hunch|instinct|impression
           |inclination|leaning|preference|verdict|call|conclusion|estimate|assessment|reading|take|reply
           |pick\s+here|answer\s+choice)
         (?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
       # choice-6: "The reply is B", "The verdict is C", "The selection would be 2"
-      | the\s+(?:reply|response|verdict|selection|pick|call|conclusion|label|letter)\s+(?:is|would\s+be|here\s+is)
+      | the\s+(?:reply|response|verdict|selection|pick|call|conclusion|label|letter)
+        \s+(?:is|would\s+be|here\s+is)
       # choice-6: "It corresponds to option C", "which maps to (3)", "this matches 2": a label only
       | (?:corresponds?|corresponding|maps?|mapping|matches|aligns?|equates?)(?:\s+(?:best|most\s+closely))?
         \s+(?:to|with)
@@ -157,6 +172,11 @@ _VERDICT_TEXT = re.compile(
       | (?:aligns?|corresponds?|agrees?)\s+(?:most\s+closely|best)\s+with
       | (?:which|this|that)\s+(?:corresponds|matches)(?:\s+to)?
       | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
+      # choice-6: a conclusion naming the option's text ("So this is anaphase.")
+      | (?:so|therefore|thus|hence)[ \t]*,?[ \t]+(?:this|it|that)\s+(?:is|must\s+be|would\s+be)
+      # choice-6: an identification closing a clause ("… next to the nucleus, which is the Golgi
+      # apparatus"); only the text right after counts, so "…, which is not seen" names nothing
+      | (?<=,[ \t])which\s+(?:is|would\s+be|must\s+be|represents|corresponds\s+to)
     )
     (?![\w'])
     """,
@@ -299,6 +319,35 @@ _LONE_START = (
 )
 _LONE_LETTERS = re.compile(_LONE_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!]*[ \t]*$", re.M)
 _LONE_NUMBERS = re.compile(_LONE_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!]*[ \t]*$", re.M)
+# A label that is a sentence of its own after an interjection of change ("A? No - D. The finding
+# is decisive.", "B. Actually, C. …"), with more text after it on the line (choice-6).
+_LONE_MID_START = (
+    r"(?<=[^\s][.!?;][ \t])[ \t]*(?i:no|actually|wait|rather|instead|correction)"
+    r"(?:[ \t]*[,.:]|[ \t]*-)?[ \t]+"
+)
+_LONE_MID_LETTERS = re.compile(
+    _LONE_MID_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!](?=[ \t]+[A-Z])"
+)
+_LONE_MID_NUMBERS = re.compile(
+    _LONE_MID_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!](?=[ \t]+[A-Z])"
+)
+# An option's text followed by its label ("pilocytic astrocytoma - option E", "necrosis (D)"):
+# after an answer phrase, the pair commits when both name the same option (choice-6).
+_TEXT_THEN_LABEL = re.compile(
+    r"(?P<text>[^\n;:!?()]{1,160}?)[ \t]*(?:[ \t]-[ \t]|,|\(|:)[ \t]*"
+    r"(?:(?P<kw>(?i:option|choice))[ \t]+[(\[]?|[(\[])(?P<lab>[A-Za-z]|\d{1,2})[)\]]?"
+    r"[ \t]*\)?[ \t]*(?=[.!;,)]|$)",
+    re.M,
+)
+# Nouns a trailing number or letter belongs to ("lane 3.", "panel B."): such a label does not
+# change the reply's answer (see _ends_with_other_label).
+_NOUN_BEFORE = re.compile(
+    r"(?<![\w'])(?i:lanes?|panels?|grades?|stages?|types?|figures?|fig|images?|rows?|columns?|wells?|steps?|days?"
+    r"|weeks?|hours?|levels?|class|groups?|vitamin|hepatitis|complex|zones?|bands?|regions?|areas?|boxes|box"
+    r"|fields?|slides?|samples?|cells?|patients?|cases?|tables?|phases?|points?|channels?|layers?|sections?"
+    r"|parts?|sites?|spots?|peaks?|lines?|tubes?|doses?|arrows?|insets?|frames?|clones?|exons?|chromosomes?)"
+    r"[ \t]+\(?\Z"
+)
 # Words of indecision: with them, option text alone (the weakest rule) commits to nothing.
 _UNDECIDED = re.compile(
     r"(?<!\w)(?:both|either|not\s+(?:entirely\s+)?sure|unsure|uncertain|can(?:'t|not)\s+(?:tell|decide|say)"
@@ -319,6 +368,8 @@ _FILLER = re.compile(
     re.I,
 )
 _ARTICLES = frozenset({"a", "an", "the"})
+# Words joining a second option's text to the first after an answer phrase ("X or Y"): both named.
+_JOINED = frozenset({"or", "and", "nor", "vs", "versus", "plus"})
 # An answer after a phrase runs to the end of its clause.
 _CLAUSE_END = re.compile(r"\n|[.;!?](?=\s|$)|[,(]")
 _REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
@@ -332,7 +383,9 @@ _BARE_TAIL = re.compile(
     re.I,
 )
 # A label doubted at once ("Maybe D, maybe not.", "C, or perhaps not"): no commitment (choice-6).
-_DOUBTED = re.compile(r"[ \t.)\]'\"]*,?[ \t]*(?:but[ \t]+)?(?i:maybe|perhaps|possibly|or|probably)[ \t]+not(?![\w'])")
+_DOUBTED = re.compile(
+    r"[ \t.)\]'\"]*,?[ \t]*(?:but[ \t]+)?(?i:maybe|perhaps|possibly|or|probably)[ \t]+not(?![\w'])"
+)
 # A label followed by "?" asks ("C? A? I'm unsure."), it does not answer.
 _ASKS = re.compile(r"[ \t.)\]'\"]*\?")
 # A bare label ending the reply after a separator (", B." / " 2."): see _ends_with_other_label.

@@ -159,14 +159,21 @@ from scopebench.parsing._patterns import (
     _INLINE_LETTERS,
     _INLINE_NUMBERS,
     _INTRO,
+    _JOINED,
     _LABEL_LETTER,
     _LABEL_NUMBER,
     _LABEL_WORD,
     _LONE_LETTERS,
+    _LONE_MID_LETTERS,
+    _LONE_MID_NUMBERS,
     _LONE_NUMBERS,
     _NO_AFTER,
+    _NOUN_BEFORE,
     _OBJECT_LETTERS,
     _OBJECT_NUMBERS,
+    _ORDINAL_OBJECT,
+    _ORDINAL_SUBJECT,
+    _ORDINAL_WORDS,
     _PHRASE,
     _PLACEHOLDER,
     _PREFIX,
@@ -179,6 +186,7 @@ from scopebench.parsing._patterns import (
     _SWITCH,
     _TAG,
     _TENTATIVE,
+    _TEXT_THEN_LABEL,
     _TRAILING_LABEL,
     _UNDECIDED,
     _VERDICT_TEXT,
@@ -371,6 +379,10 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         raw = str(m["c"] or m.groupdict().get("d"))
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
+    for m in _ORDINAL_SUBJECT.finditer(text):
+        label = _ordinal_label(m, ctx)
+        if label is not None and not clauses.not_asserted(m.start()):
+            found.append(_Commit((label,), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
     objects = _OBJECT_LETTERS if ctx.style == "letters" else _OBJECT_NUMBERS
     for m in (*reverse.finditer(text), *objects.finditer(text)):
@@ -391,7 +403,10 @@ def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     """
     found: list[_Commit] = []
     clauses = ClauseIndex(text)
-    for m in (_LONE_LETTERS if ctx.style == "letters" else _LONE_NUMBERS).finditer(text):
+    lone, mid = (
+        (_LONE_LETTERS, _LONE_MID_LETTERS) if ctx.style == "letters" else (_LONE_NUMBERS, _LONE_MID_NUMBERS)
+    )
+    for m in (*lone.finditer(text), *mid.finditer(text)):
         raw = m["a"] or m["b"]
         if not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
@@ -434,17 +449,69 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
         if len(items) == 1:
             return _Commit((read.label,), _contradiction(body, read, ctx))
         return _Commit(tuple(r.label for r in items))
+    ordinal = _ORDINAL_OBJECT.match(body, pos)
+    if ordinal is not None:
+        label = _ordinal_label(ordinal, ctx)
+        return None if label is None else _Commit((label,))
+    paired = _text_then_label(body, pos, ctx)
+    if paired is not None:
+        return paired
     if not loose:
         return None
     clause = body[pos:]
     cut = _CLAUSE_END.search(clause)
-    words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause, ctx.span + 3)]
+    words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause, 2 * ctx.span + 4)]
     while words and words[0] in _ARTICLES and not named_options(words, ctx.options, at_start=True):
         words = words[1:]
     named = named_options(words, ctx.options, at_start=True)
     if not named or negated_after(words, len(ctx.options[named[0]])):
         return None  # "… suggests necrosis is unlikely"
-    return _Commit(tuple(label_for(i, ctx.style) for i in named))
+    named = [*named, *_alternative_text(words, named[0], ctx)]
+    return _Commit(tuple(label_for(i, ctx.style) for i in dict.fromkeys(named)))
+
+
+def _alternative_text(words: list[str], first: int, ctx: _Ctx) -> list[int]:
+    """A second option's text joined to the first by "or"/"and" ("Golgi apparatus or mitochondria").
+
+    choice-5 read such an answer as the first option; both are named, so the answer is none.
+    """
+    rest = words[len(ctx.options[first]) :]
+    if not rest or rest[0] not in _JOINED:
+        return []
+    rest = rest[1:]
+    while rest and rest[0] in _ARTICLES and not named_options(rest, ctx.options, at_start=True):
+        rest = rest[1:]
+    return named_options(rest, ctx.options, at_start=True)
+
+
+def _ordinal_label(m: re.Match[str], ctx: _Ctx) -> str | None:
+    """The label an ordinal names ("the second option" is B or 2), if within the options."""
+    place = _ORDINAL_WORDS[m["ord"].casefold()]
+    index = ctx.n - 1 if place < 0 else place
+    return label_for(index, ctx.style) if index < ctx.n else None
+
+
+def _text_then_label(body: str, pos: int, ctx: _Ctx) -> _Commit | None:
+    """An option's text and then its own label ("pilocytic astrocytoma - option E").
+
+    Commits only when the text is exactly one option's and the label is that option's; any
+    other pair (text of D, label E) is left to the other rules, never read as either.
+    """
+    m = _TEXT_THEN_LABEL.match(body, pos)
+    if m is None:
+        return None
+    raw = m["lab"]
+    if raw.isdigit() != (ctx.style == "numbers") or (raw.islower() and m["kw"] is None):
+        return None
+    label = raw.upper() if ctx.style == "letters" else str(int(raw))
+    if not ctx.in_range(label):
+        return None
+    own = ctx.options[label_index(label, ctx.style)]
+    words = [t.value for t in tokenize(m["text"], ctx.span)]
+    # "the necrosis - option D"; but "A-band" starts with "a", which is its own text, not an article
+    while words and words[0] in _ARTICLES and not equals_option(words, own):
+        words = words[1:]
+    return _Commit((label,)) if equals_option(words, own) else None
 
 
 def _reason_follows(text: str, read: LabelRead) -> bool:
@@ -691,7 +758,9 @@ def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult 
     """Rule 4; ``ending=False`` skips the check that the reply does not end on another label."""
     body = text.lstrip()
     read = read_label(body, 0, ctx.style)
-    if read is None or read.kind not in _leading_kinds(ctx) or _ASKS.match(body, read.end):
+    if read is None or _ASKS.match(body, read.end):
+        return None
+    if read.kind not in _leading_kinds(ctx) and not _number_dash(body, read, ctx):
         return None
     if _enumerates(body, ctx) or _option_starts_at_label(body, read, ctx):
         return None
@@ -722,6 +791,8 @@ def _ends_with_other_label(text: str, label: str, ctx: _Ctx) -> str | None:
     raw = m["lab"]
     if raw.isdigit() != (ctx.style == "numbers") or _DENIED_BEFORE.search(text, 0, m.start() + 1):
         return None  # "D, not B.": the closing label is denied, not chosen
+    if _NOUN_BEFORE.search(text, max(0, m.start() - 16), m.start() + 1):
+        return None  # "… in lane 3.": a number that belongs to a noun, not another answer
     last = raw.upper() if ctx.style == "letters" else str(int(raw))
     if last == label:
         return None
@@ -732,6 +803,11 @@ def _leading_kinds(ctx: _Ctx) -> frozenset[str]:
     if ctx.style == "numbers":
         return frozenset({"bracketed", "closed"})
     return frozenset({"bracketed", "closed", "punct", "keyword"})
+
+
+def _number_dash(body: str, read: LabelRead, ctx: _Ctx) -> bool:
+    """Whether a number label opens the reply with a dash ("1 - pink cytoplasm …"), not "1." (a list)."""
+    return ctx.style == "numbers" and read.kind == "punct" and body[read.end :].lstrip(" \t").startswith("-")
 
 
 def _option_starts_at_label(body: str, read: LabelRead, ctx: _Ctx) -> bool:
