@@ -285,7 +285,10 @@ _CHINESE = re.compile(
 _CORRECTION = re.compile(
     r"(?<!\w)(?:wait|actually|on\s+second\s+thought|correction|scratch\s+that|I\s+made\s+(?:a|an)\s+"
     r"(?:mistake|error)|I\s+was\s+wrong|let\s+me\s+(?:re-?consider|re-?check|re-?evaluate|re-?examine|correct)"
-    r"|re-?considering|等等|更正)(?!\w)",
+    r"|re-?considering|等等|更正"
+    # choice-6: changes of mind of the same kind as "on second thought"
+    r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
+    r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look)(?!\w)",
     re.I,
 )
 # Markers that switch between two answers but never withdraw one: "sorry" or "no," after the
@@ -293,8 +296,6 @@ _CORRECTION = re.compile(
 _SWITCH = re.compile(
     r"(?<!\w)(?:sorry|I\s+mean(?:t)?|no(?=\s*(?:,|-\s))|(?:looking|look)\s+(?:closer|again)"
     r"|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look)"
-    r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection|having\s+re-?considered"
-    r"|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look"
     r"|(?<=,\s)but\s+(?:more|most)\s+(?:likely|probably))(?!\w)",  # "Possibly C, but more likely B"
     re.I,
 )
@@ -307,6 +308,8 @@ _FIRST_THOUGHT = re.compile(
     r"(?!\w)",
     re.I,
 )
+# An answer the reply was about to give ("I was going to say A, however …"): see _given_up.
+_ABOUT_TO = re.compile(r"(?<!\w)I\s+was\s+(?:going|about|planning|tempted|ready)\s+to\s", re.I)
 _CONTRAST = re.compile(r"(?<!\w)(?:but|however|yet|final)(?!\w)", re.I)
 # A label that is a whole sentence of its own, perhaps after an interjection ("D... no, A.",
 # "Perhaps 4? Yes, 4.", "No, not C. D."), ending its line, after another sentence on that line:
@@ -338,6 +341,12 @@ _TEXT_THEN_LABEL = re.compile(
     r"(?:(?P<kw>(?i:option|choice))[ \t]+[(\[]?|[(\[])(?P<lab>[A-Za-z]|\d{1,2})[)\]]?"
     r"[ \t]*\)?[ \t]*(?=[.!;,)]|$)",
     re.M,
+)
+# A label right after an option's text ("fibrosis (option C)", "necrosis - C"): see _mislabelled.
+_GLOSS_AFTER = re.compile(
+    r"[ \t]*(?:[ \t]-[ \t]*|,[ \t]*|:[ \t]*)?"
+    r"(?:(?:\(?(?i:option|choice)[ \t]+[(\[]?(?P<x>[A-Za-z]|\d{1,2})(?![\w']))"
+    r"|\((?P<y>[A-Z]|\d{1,2})\))"
 )
 # Nouns a trailing number or letter belongs to ("lane 3.", "panel B."): such a label does not
 # change the reply's answer (see _ends_with_other_label).
@@ -385,6 +394,13 @@ _BARE_TAIL = re.compile(
 # A label doubted at once ("Maybe D, maybe not.", "C, or perhaps not"): no commitment (choice-6).
 _DOUBTED = re.compile(
     r"[ \t.)\]'\"]*,?[ \t]*(?:but[ \t]+)?(?i:maybe|perhaps|possibly|or|probably)[ \t]+not(?![\w'])"
+)
+# An alternative offered after the answer ("D is the best fit, or perhaps C.", "… D. Or maybe C."):
+# a second option named, so no single answer (choice-6).
+_OR_LATER = re.compile(
+    r"(?<![\w'])(?i:or)[ \t]+(?:(?i:maybe|perhaps|possibly|even|else)[ \t]+)?(?:(?i:option|choice)[ \t]+)?"
+    r"(?:\((?P<a>[A-Za-z]|\d{1,2})\)|(?P<b>[A-Z]|\d{1,2}))(?=[ \t]*(?:[.!?]|$))",
+    re.M,
 )
 # A label followed by "?" asks ("C? A? I'm unsure."), it does not answer.
 _ASKS = re.compile(r"[ \t.)\]'\"]*\?")

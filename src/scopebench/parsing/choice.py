@@ -136,6 +136,7 @@ from scopebench.parsing._labels import (
     read_label_list,
 )
 from scopebench.parsing._patterns import (
+    _ABOUT_TO,
     _ALTERNATIVE_BEFORE,
     _ARTICLES,
     _ASKS,
@@ -154,6 +155,7 @@ from scopebench.parsing._patterns import (
     _EXPLICIT,
     _FILLER,
     _FIRST_THOUGHT,
+    _GLOSS_AFTER,
     _HEDGE,
     _HEDGED_LEAD,
     _INLINE_LETTERS,
@@ -171,6 +173,7 @@ from scopebench.parsing._patterns import (
     _NOUN_BEFORE,
     _OBJECT_LETTERS,
     _OBJECT_NUMBERS,
+    _OR_LATER,
     _ORDINAL_OBJECT,
     _ORDINAL_SUBJECT,
     _ORDINAL_WORDS,
@@ -194,6 +197,8 @@ from scopebench.parsing._patterns import (
 )
 from scopebench.parsing._text import (
     ClauseIndex,
+    TextMatch,
+    Token,
     clause_starts,
     clean,
     equals_option,
@@ -381,7 +386,11 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     for m in _ORDINAL_SUBJECT.finditer(text):
         label = _ordinal_label(m, ctx)
-        if label is not None and not clauses.not_asserted(m.start()):
+        if (
+            label is not None
+            and not clauses.not_asserted(m.start())
+            and not _ALTERNATIVE_BEFORE.search(text, max(0, m.start() - 12), m.start())
+        ):
             found.append(_Commit((label,), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
     objects = _OBJECT_LETTERS if ctx.style == "letters" else _OBJECT_NUMBERS
@@ -506,12 +515,18 @@ def _text_then_label(body: str, pos: int, ctx: _Ctx) -> _Commit | None:
     label = raw.upper() if ctx.style == "letters" else str(int(raw))
     if not ctx.in_range(label):
         return None
-    own = ctx.options[label_index(label, ctx.style)]
     words = [t.value for t in tokenize(m["text"], ctx.span)]
+    other = named_options(words, ctx.options, at_start=True)
+    own = ctx.options[label_index(label, ctx.style)]
     # "the necrosis - option D"; but "A-band" starts with "a", which is its own text, not an article
     while words and words[0] in _ARTICLES and not equals_option(words, own):
         words = words[1:]
-    return _Commit((label,)) if equals_option(words, own) else None
+    if equals_option(words, own):
+        return _Commit((label,))
+    if len(other) == 1 and equals_option(words, ctx.options[other[0]]):
+        reason = f"text of option {label_for(other[0], ctx.style)} is labelled {label}"
+        return _Commit((label,), reason)  # "fibrosis - option C" with fibrosis B: self-contradiction
+    return None
 
 
 def _reason_follows(text: str, read: LabelRead) -> bool:
@@ -573,7 +588,9 @@ def _decide(commits: Sequence[_Commit], method: str, what: str, ctx: _Ctx, text:
     withdrawn = _withdrawal(text, commits[-1].pos)
     if withdrawn is not None:
         return ParseResult(None, method, f"answer withdrawn after {withdrawn.group()!r} with no new one")
-    changed = _changed_unread(text, commits[-1].pos, ctx)
+    changed = _changed_unread(text, commits[-1].pos, ctx) or _alternative_after(
+        text, commits[-1].pos, named, ctx
+    )
     if changed is not None:
         return ParseResult(None, method, changed)
     if len(named) > 1:
@@ -584,10 +601,46 @@ def _decide(commits: Sequence[_Commit], method: str, what: str, ctx: _Ctx, text:
     (label,) = named
     if not ctx.in_range(label):
         return ParseResult(None, method, _out_of_range(label, ctx))
+    if _given_up(text, commits):
+        return ParseResult(None, method, f"{label} named only as a first thought, then set aside")
     if all(c.method == "leading_label" for c in commits):
         method, what = "leading_label", "response starts with label"
         return ParseResult(label_index(label, ctx.style), method, f"{what} {label}")
     return ParseResult(label_index(label, ctx.style), method, f"{what} names {label}")
+
+
+def _alternative_after(text: str, last: int, named: Sequence[str], ctx: _Ctx) -> str | None:
+    """Why there is no single answer when another option is offered after the last one.
+
+    "D is the best fit, or perhaps C." / "… so D. Or maybe C.": the "or" names an alternative.
+    """
+    for m in _OR_LATER.finditer(text, last, last + 2 * _WINDOW):
+        raw = m["a"] or m["b"]
+        if raw.isdigit() != (ctx.style == "numbers"):
+            continue
+        other = raw.upper() if ctx.style == "letters" else str(int(raw))
+        if other not in named and ctx.in_range(other):
+            return f"alternative {other} offered after the answer"
+    return None
+
+
+def _given_up(text: str, commits: Sequence[_Commit]) -> bool:
+    """Whether the only answer is one the reply was about to give, then set aside with "but".
+
+    "I was going to say A, however B is also possible." commits to nothing: A was not given and
+    no final answer follows. "I was going to say A, and it is A" stays A.
+    """
+    first = commits[0].pos
+    sentence = max(text.rfind(".", 0, first), text.rfind("\n", 0, first)) + 1
+    about = _ABOUT_TO.search(text, sentence)
+    if about is None or about.start() > first:
+        return False
+    end = _SENTENCE_END.search(text, first)
+    stop = end.start() if end is not None else len(text)
+    turn = _CONTRAST.search(text, first + 1, stop)
+    return (
+        turn is not None and turn.group().casefold() != "final" and all(c.pos < turn.start() for c in commits)
+    )
 
 
 def _withdrawal(text: str, last: int) -> re.Match[str] | None:
@@ -769,6 +822,11 @@ def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult 
     if not ctx.in_range(read.label):
         # "I. Observations" or "F) …" with four options: no answer here; option text may still tell.
         return _option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
+    withdrawn = _withdrawal(body, read.end)
+    if withdrawn is not None:
+        return ParseResult(
+            None, "leading_label", f"label withdrawn after {withdrawn.group()!r} with no new one"
+        )
     conflict = (
         _contradiction(body, read, ctx) or (ending and _ends_with_other_label(body, read.label, ctx)) or None
     )
@@ -807,7 +865,14 @@ def _leading_kinds(ctx: _Ctx) -> frozenset[str]:
 
 def _number_dash(body: str, read: LabelRead, ctx: _Ctx) -> bool:
     """Whether a number label opens the reply with a dash ("1 - pink cytoplasm …"), not "1." (a list)."""
-    return ctx.style == "numbers" and read.kind == "punct" and body[read.end :].lstrip(" \t").startswith("-")
+    after = body[read.end :].lstrip(" \t")
+    # "1 - 2 weeks" is a range, not an answer: a word must follow the dash
+    return (
+        ctx.style == "numbers"
+        and read.kind == "punct"
+        and after[:1] == "-"
+        and after[1:].lstrip()[:1].isalpha()
+    )
 
 
 def _option_starts_at_label(body: str, read: LabelRead, ctx: _Ctx) -> bool:
@@ -861,6 +926,9 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
         )
         if m.option not in into:
             into.append(m.option)
+    mislabelled = _mislabelled(text, tokens, mentions, ctx)
+    if mislabelled is not None:
+        return ParseResult(None, "option_text", mislabelled)
     if not kept:
         names = ", ".join(label_for(i, ctx.style) for i in dropped)
         return ParseResult(None, "option_text", f"options named only to be ruled out: {names}")
@@ -876,6 +944,21 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     if len(kept) > 1:
         return ParseResult(None, "option_text", f"several options named: {', '.join(labels)}")
     return ParseResult(kept[0], "option_text", f"text of option {labels[0]} found")
+
+
+def _mislabelled(text: str, tokens: Sequence[Token], mentions: Sequence[TextMatch], ctx: _Ctx) -> str | None:
+    """Why option text is no answer when a mention carries another option's label ("fibrosis (C)")."""
+    for m in mentions:
+        gloss = _GLOSS_AFTER.match(text, tokens[m.end - 1].end)
+        if gloss is None:
+            continue
+        raw = gloss["x"] or gloss["y"]
+        if raw.isdigit() != (ctx.style == "numbers"):
+            continue
+        label = raw.upper() if ctx.style == "letters" else str(int(raw))
+        if label != label_for(m.option, ctx.style):
+            return f"text of option {label_for(m.option, ctx.style)} is labelled {label}"
+    return None
 
 
 def _skip_space(text: str, pos: int) -> int:
