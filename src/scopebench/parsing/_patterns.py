@@ -21,7 +21,7 @@ _PHRASE = re.compile(
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
         |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
-        \s+(?:options?|choices?|response|one)(?:\s+here)?
+        \s+(?:(?:letter|option)/(?:number|letter|option)|options?|choices?|response|one|letter|label)(?:\s+here)?
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
           (?:(?:probably|tentatively|likely|definitely|still|ultimately|personally|rather|now|therefore)\s+)?
           (?:choose|select|pick|go\s+with)
@@ -51,7 +51,9 @@ _VERDICT = (
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick|fit|match|bet|guess|call))?"
     r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
-    r"|(?i:does)|(?i:gets\s+my\s+vote)|(?i:makes\s+(?:the\s+)?most\s+sense))"
+    r"|(?i:does)|(?i:gets\s+my\s+vote)|(?i:makes\s+(?:the\s+)?most\s+sense)"
+    # choice-6: "C is what I'd choose", "2 is what I would go with"
+    r"|(?i:is\s+what\s+I(?:'d|\s+would|'ll|\s+will)?\s+(?:choose|pick|select|go\s+with|say|answer)))"
     r"(?:\s+(?i:to\s+me|here|overall|(?:with|for)\s+(?:the|these|this|those|all|our)(?:\s+[\w-]+){1,3}))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
@@ -78,6 +80,15 @@ _ORDINAL = (
 )
 _ORDINAL_SUBJECT = re.compile(_ORDINAL + r"(?:\s*\([^()\n]{1,80}\))?" + _VERDICT)
 _ORDINAL_OBJECT = re.compile(_ORDINAL + r"(?![\w'])(?!\s+(?i:is|was|would|seems|looks|and|or)\b)")
+# "It might be D; that's my pick.", "(3) - that is my final answer": a label, then a clause that
+# makes it the answer (choice-6).
+_THATS_MINE = (
+    r"(?<![\w'])(?:\((?P<a>{lab})\)|(?P<c>{bare}))[ \t]*[;:,\-][ \t]*"
+    r"(?i:that's|that\s+is|this\s+is|which\s+is)\s+(?i:my|the|our)\s+(?i:final\s+)?"
+    r"(?i:answer|choice|pick|guess|selection|bet)(?![\w'])"
+)
+_THATS_MINE_LETTERS = re.compile(_THATS_MINE.format(lab="[A-Za-z]", bare="[A-Z]"))
+_THATS_MINE_NUMBERS = re.compile(_THATS_MINE.format(lab=r"\d{1,2}", bare=r"\d{1,2}"))
 # "which makes C the most appropriate choice", "leaves 2 as the only answer": a verb that names
 # the label as its object and the verdict after it (upper-case or bracketed letters only).
 _OBJECT = (
@@ -101,7 +112,7 @@ _HEDGE = re.compile(
       | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?(?:\s+(?:towards?|for))?
           |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
       | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
-      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|meant|mean)
+      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|hazard(?:\s+a\s+guess(?:\s+of)?)?|meant|mean)
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:settle\s+on|commit\s+to|land\s+on|prefer|favou?r)
       | I(?:'m|\s+am)\s+(?:settling\s+on|committing\s+to|landing\s+on)
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:identify|give|mark|pick|choose|select)\s+the\s+answer\s+as
@@ -111,7 +122,8 @@ _HEDGE = re.compile(
       | (?:(?<=\band\s)|(?<=\bthen\s))(?:choose|select|pick|go\s+with)  # "rule out D and choose A"
       | (?:^|(?<=[.!?]\s))(?:definitely|certainly|clearly|surely|absolutely|undoubtedly)
       | let(?:'s|\s+us)\s+go\s+with
-      | (?:my\s+)?(?:instinct|gut)\s+says
+      | (?:my\s+)?(?:instinct|gut|hunch|gut\s+feeling|intuition|feeling|sense)\s+(?:says|tells\s+me)
+      | (?:my|our)\s+(?:gut\s+feeling|intuition|feeling|sense|belief|opinion|view)\s+(?:is|would\s+be)
       | I(?:'m|\s+am)\s+(?:(?:fairly|pretty|quite|very|reasonably|fully)\s+)?(?:sure|confident|certain)
         (?:\s+(?:that\s+)?(?:it's|it\s+is))?
       | (?:gonna|going\s+to)\s+(?:go\s+with|say)
@@ -186,11 +198,12 @@ _VERDICT_TEXT = re.compile(
 _PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
     r"|letter|label|verdict|call|guess|bet|reply"
-    r"|(?:pick|choose|select)\s+one)\s*:"
+    r"|(?:pick|choose|select)\s+one)\s*(?::|=(?!=)|->|=>)"  # choice-6: also "Response = C"
     r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|correction|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead|rather"
     r"|on\s+second\s+thought"
     r"|tentatively|(?:up)?on\s+(?:closer|further)\s+(?:inspection|review|examination|look)"
+    r"|after\s+(?:a\s+)?(?:closer|further|second|more\s+careful)\s+(?:inspection|review|examination|look)"
     r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait"
     # choice-6: hedge adverbs before a lone label ("Plausibly C.", "Maybe 2.") and a change of mind
     r"|plausibly|possibly|maybe|conceivably|arguably|in\s+all\s+likelihood|at\s+a\s+guess"
@@ -239,12 +252,16 @@ _SHORT = re.compile(
 _HEDGED_LEAD = re.compile(
     r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
     r"(?![^.;:!?\n]*(?<![\w'])(?i:unless|whether|were|or|either)(?![\w']))"
-    r"(?P<intro>(?i:with|without|at|in|on|under|going|taking|hard|difficult|tough|not|no|I|I'm|I'd|if|to|low"
-    r"|moderate|high|some|reasonable|fair|limited|having|though|although|while|can't|cannot|admittedly)(?![\w'])"
+    r"(?P<intro>(?:(?i:with|without|at|in|on|under|going|taking|hard|difficult|tough|not|no|I|I'm|I'd|if|to|low"
+    r"|moderate|high|some|reasonable|fair|limited|having|though|although|while|can't|cannot|admittedly"
+    r"|could|might|may)(?![\w'])"
     r"[^.;:!?\n]{0,60}?(?<![\w'])(?i:confiden\w*|sure|certain(?:ty)?|limb|guess\w*|hunch|instinct|gut|tentative\w*"
-    r"|forced|pressed|odds|doubts?|reservations?|caveats?|uncertain\w*|say|tell|commit\w*|call)(?![\w'])"
+    r"|forced|pressed|odds|doubts?|reservations?|caveats?|uncertain\w*|say|tell|commit\w*|call|wrong|mistaken)"
+    r"|(?i:uncertain|unsure|unclear|tentatively))(?![\w'])"  # or a word of doubt alone: "Uncertain, but …"
     r"[^.;:!?\n]{0,30}?)"
     r"[ \t]*(?:[:,]|[ \t]-)[ \t]*(?:(?i:but|though|still|yet|then)[ \t]+)?"
+    r"(?:(?i:leaning(?:[ \t]+(?:towards?|to))?|I'd[ \t]+say|I[ \t]+think|going[ \t]+with|probably|likely)"
+    r"[ \t]+)?"
     r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
     re.M,
 )
@@ -296,6 +313,7 @@ _CORRECTION = re.compile(
 _SWITCH = re.compile(
     r"(?<!\w)(?:sorry|I\s+mean(?:t)?|no(?=\s*(?:,|-\s))|(?:looking|look)\s+(?:closer|again)"
     r"|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look)"
+    r"|after\s+(?:a\s+)?(?:closer|further|second|more\s+careful)\s+(?:inspection|review|examination|look)"
     r"|(?<=,\s)but\s+(?:more|most)\s+(?:likely|probably))(?!\w)",  # "Possibly C, but more likely B"
     re.I,
 )
@@ -320,8 +338,17 @@ _LONE_START = (
     r"(?:(?i:no|yes|so|ok|okay|hmm|then|thus|hence|actually|wait|rather|instead)"
     r"[ \t]*(?:[,.]|[ \t]-)?[ \t]+){0,3}"
 )
-_LONE_LETTERS = re.compile(_LONE_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!]*[ \t]*$", re.M)
-_LONE_NUMBERS = re.compile(_LONE_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!]*[ \t]*$", re.M)
+# choice-6: after " - " too, when an interjection of change follows ("D - no, sorry, C.")
+_LONE_DASH = (
+    r"(?<=[^\s][ \t]-[ \t])[ \t]*"
+    r"(?:(?i:no|sorry|actually|wait|rather|instead|correction)[ \t]*(?:[,.]|[ \t]-)?[ \t]+){1,3}"
+)
+_LONE_LETTERS = re.compile(
+    rf"(?:{_LONE_START}|{_LONE_DASH})" + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!]*[ \t]*$", re.M
+)
+_LONE_NUMBERS = re.compile(
+    rf"(?:{_LONE_START}|{_LONE_DASH})" + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!]*[ \t]*$", re.M
+)
 # A label that is a sentence of its own after an interjection of change ("A? No - D. The finding
 # is decisive.", "B. Actually, C. …"), with more text after it on the line (choice-6).
 _LONE_MID_START = (
@@ -387,7 +414,14 @@ _BARE_TAIL = re.compile(
     r"[ \t]*,?[ \t]*(?:probably|likely|most\s+likely|I(?:'d|\s+would)\s+say"
     r"|I\s+(?:think|believe|guess|suppose)"
     r"|(?:not|rather\s+than|instead\s+of)\s+(?:option\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?"  # "3, not 4."
-    r"|[:\-]?[ \t]*\(?(?:correct|right)\)?)"  # "3 (correct)", "2: correct"
+    r"|[:\-]?[ \t]*\(?(?:correct|right)\)?"  # "3 (correct)", "2: correct"
+    # choice-6: "3 it is.", "1, definitely.", "Option 2, for sure.", "2 (final answer)", "C - final."
+    r"|it\s+is|(?:quite\s+)?(?:definitely|certainly|surely|clearly)|for\s+(?:sure|certain)|without\s+(?:a\s+)?doubt"
+    r"|[:\-]?[ \t]*\(?final(?:\s+answer)?\)?"
+    # "2, but I'm not certain.", "4: that's my answer."
+    r"|but\s+I(?:'m|\s+am)\s+not\s+(?:entirely\s+|completely\s+|100%\s+)?(?:sure|certain|confident)"
+    r"|[:;\-]?[ \t]*(?:that's|that\s+is|this\s+is)\s+(?:my|the|our)\s+(?:final\s+)?"
+    r"(?:answer|choice|pick|guess|selection))"
     r"(?![\w'])",
     re.I,
 )
@@ -400,6 +434,12 @@ _DOUBTED = re.compile(
 _OR_LATER = re.compile(
     r"(?<![\w'])(?i:or)[ \t]+(?:(?i:maybe|perhaps|possibly|even|else)[ \t]+)?(?:(?i:option|choice)[ \t]+)?"
     r"(?:\((?P<a>[A-Za-z]|\d{1,2})\)|(?P<b>[A-Z]|\d{1,2}))(?=[ \t]*(?:[.!?]|$))",
+    re.M,
+)
+# A label denied right after it ("D, definitely not.", "B - no."): no answer (choice-6).
+_DENIED_AFTER = re.compile(
+    r"[ \t]*[,:\-]?[ \t]*(?:(?i:definitely|certainly|surely|probably|absolutely)[ \t]+)?"
+    r"(?i:not|no)[ \t]*(?:[.!;]|$)",
     re.M,
 )
 # A label followed by "?" asks ("C? A? I'm unsure."), it does not answer.

@@ -153,6 +153,7 @@ from scopebench.parsing._patterns import (
     _CLAUSE_END,
     _CONTRASTED,
     _CORRECTION,
+    _DENIED_AFTER,
     _DENIED_BEFORE,
     _DOUBTED,
     _EXPLICIT,
@@ -186,6 +187,8 @@ from scopebench.parsing._patterns import (
     _TAG,
     _TENTATIVE,
     _TEXT_THEN_LABEL,
+    _THATS_MINE_LETTERS,
+    _THATS_MINE_NUMBERS,
     _TRAILING_LABEL,
     _UNDECIDED,
     _VERDICT_TEXT,
@@ -340,12 +343,14 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
             found.append(_Commit((label,), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
     objects = _OBJECT_LETTERS if ctx.style == "letters" else _OBJECT_NUMBERS
-    for m in (*reverse.finditer(text), *objects.finditer(text)):
+    mine = _THATS_MINE_LETTERS if ctx.style == "letters" else _THATS_MINE_NUMBERS
+    for m in (*reverse.finditer(text), *objects.finditer(text), *mine.finditer(text)):
         if clauses.not_asserted(m.start()) or _ALTERNATIVE_BEFORE.search(
             text, max(0, m.start() - 12), m.start()
         ):
             continue  # "Either C or D would be defensible": D is one of two alternatives
-        raw = str(m["a"] or m["b"] or m["c"] or m.groupdict().get("d"))
+        groups = m.groupdict()
+        raw = str(groups["a"] or groups.get("b") or groups["c"] or groups.get("d"))
         found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     return found
 
@@ -601,8 +606,8 @@ def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult 
     """Rule 4; ``ending=False`` skips the check that the reply does not end on another label."""
     body = text.lstrip()
     read = read_label(body, 0, ctx.style)
-    if read is None or _ASKS.match(body, read.end):
-        return None
+    if read is None or _ASKS.match(body, read.end) or _DENIED_AFTER.match(body, read.end):
+        return None  # "B?" asks; "D, definitely not." denies
     if read.kind not in _leading_kinds(ctx) and not _number_dash(body, read, ctx):
         return None
     if _enumerates(body, ctx) or _option_starts_at_label(body, read, ctx):
