@@ -17,7 +17,7 @@ _PHRASE = re.compile(
     (?<![\w<>/])                       # not inside a word or an <ANSWER> tag name
     (?:
         (?:{_QUALIFIER}[\s_]+)*answers?  # also the JSON key "final_answer"
-        (?:\s+to\s+(?:the|this)\s+question|\s+after\s+(?:review|reflection|reconsideration|consideration))?
+        (?:\s+here|\s+to\s+(?:the|this)\s+question|\s+after\s+(?:review|reflection|reconsideration|consideration))?
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
         |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
@@ -49,7 +49,8 @@ _VERDICT = (
     # choice-6: "D is the best fit", "C seems the likeliest", "B is the closest match", "A is my top pick"
     r"|likeliest|closest|top|leading|most\s+fitting|strongest)"
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick|fit|match|bet|guess|call))?"
-    r"|(?i:answer|one|pick|choice|guess|bet))|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
+    r"|(?i:answer|one|pick|choice|guess|bet|hunch|instinct|inclination|call|vote))"
+    r"|(?i:feels|sounds)\s+(?i:right|correct|best)|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
     r"|(?i:does)|(?i:gets\s+my\s+vote)|(?i:makes\s+(?:the\s+)?most\s+sense)"
     # choice-6: "C is what I'd choose", "2 is what I would go with"
@@ -84,7 +85,7 @@ _ORDINAL_OBJECT = re.compile(_ORDINAL + r"(?![\w'])(?!\s+(?i:is|was|would|seems|
 # makes it the answer (choice-6).
 _THATS_MINE = (
     r"(?<![\w'])(?:\((?P<a>{lab})\)|(?P<c>{bare}))[ \t]*[;:,\-][ \t]*"
-    r"(?i:that's|that\s+is|this\s+is|which\s+is)\s+(?i:my|the|our)\s+(?i:final\s+)?"
+    r"(?i:that's|that\s+is|this\s+is|which\s+is)\s+(?i:my|the|our)\s+(?i:final\s+|best\s+)?"
     r"(?i:answer|choice|pick|guess|selection|bet)(?![\w'])"
 )
 _THATS_MINE_LETTERS = re.compile(_THATS_MINE.format(lab="[A-Za-z]", bare="[A-Z]"))
@@ -197,7 +198,7 @@ _VERDICT_TEXT = re.compile(
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
 _PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
-    r"|letter|label|verdict|call|guess|bet|reply"
+    r"|letter|label|verdict|call|guess|bet|reply|solution|key"
     r"|(?:pick|choose|select)\s+one)\s*(?::|=(?!=)|->|=>)"  # choice-6: also "Response = C"
     r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|correction|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead|rather"
@@ -208,7 +209,8 @@ _PREFIX = re.compile(
     # choice-6: hedge adverbs before a lone label ("Plausibly C.", "Maybe 2.") and a change of mind
     r"|plausibly|possibly|maybe|conceivably|arguably|in\s+all\s+likelihood|at\s+a\s+guess"
     r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
-    r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look)"
+    r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look"
+    r"|make\s+(?:that|it)|looking\s+(?:again|closer)|let\s+me\s+correct\s+(?:myself|that)|hold\s+on|hang\s+on)"
     r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
     r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
@@ -254,9 +256,10 @@ _HEDGED_LEAD = re.compile(
     r"(?![^.;:!?\n]*(?<![\w'])(?i:unless|whether|were|or|either)(?![\w']))"
     r"(?P<intro>(?:(?i:with|without|at|in|on|under|going|taking|hard|difficult|tough|not|no|I|I'm|I'd|if|to|low"
     r"|moderate|high|some|reasonable|fair|limited|having|though|although|while|can't|cannot|admittedly"
-    r"|could|might|may)(?![\w'])"
+    r"|could|might|may|moderately|fairly|reasonably|somewhat|quite|very|highly|only|mildly|slightly)(?![\w'])"
     r"[^.;:!?\n]{0,60}?(?<![\w'])(?i:confiden\w*|sure|certain(?:ty)?|limb|guess\w*|hunch|instinct|gut|tentative\w*"
-    r"|forced|pressed|odds|doubts?|reservations?|caveats?|uncertain\w*|say|tell|commit\w*|call|wrong|mistaken)"
+    r"|forced|pressed|odds|doubts?|reservations?|caveats?|uncertain\w*|unsure|unclear|say|tell|commit\w*|call|wrong"
+    r"|mistaken)"
     r"|(?i:uncertain|unsure|unclear|tentatively))(?![\w'])"  # or a word of doubt alone: "Uncertain, but …"
     r"[^.;:!?\n]{0,30}?)"
     r"[ \t]*(?:[:,]|[ \t]-)[ \t]*(?:(?i:but|though|still|yet|then)[ \t]+)?"
@@ -289,12 +292,14 @@ _CHINESE = re.compile(
     r"|答\s*:"  # "答：A" (answer:)
     r"|正确的是|我(?:认为|觉得)(?:应该)?是"  # "正确的是B" (the correct one is), "我认为是C" (I think it is)
     # "应该是C" (it should be C), "可能是B" (it is probably B), "结论：C" (conclusion); never after 不
-    r"|(?<![不])应(?:该|当)?(?:是|选)|(?<![不也])(?<!不太)(?<!不大)(?<!不很)(?:很|最|最有|更有?)?可能(?:的|的答案|的选项)?(?:是|为)|结论\s*[:：]?\s*(?:是|为)?"
+    r"|(?<![不])应(?:该|当)?(?:是|选(?:择)?)|(?<![不也])(?<!不太)(?<!不大)(?<!不很)(?:很|最|最有|更有?)?可能(?:的|的答案|的选项)?(?:是|为)|结论\s*[:：]?\s*(?:是|为)?"
     # choice-6: "这张图最符合B" (fits best), "更接近2" (closer to), "对应的是C" (corresponds to), "估计是A"
     # (I estimate), "我猜是B" (I guess), "倾向于C" (lean to), "大概是D" (roughly); never after 不
     r"|(?<![不])(?:最|更)(?:符合|接近|匹配|吻合|像)(?:的是|的选项是)?|(?<![不])对应(?:的是|于)"
     r"|(?<![不])(?:估计|猜测?|大概|大约|多半)(?:是|为|选)|倾向于?(?:选择?)?|我(?:会|要)?(?:选|挑)(?:择)?"
-    r"|(?<![不别])选(?:择)?(?:是)?(?!项)\s*[:：]?"  # "选A", "应该选C"; never "不选A" or "选项"
+    # "选A", "应该选C"; never "不选A" or "选项", nor (choice-6) "不应该选2", "不要选B", "不能选B"
+    r"|(?<![不别没勿])(?<!不应该)(?<!不应当)(?<!不应)(?<!不该)(?<!不要)(?<!不能)(?<!不会)(?<!不可)"
+    r"选(?:择)?(?:是)?(?!项)\s*[:：]?"
     r"|不是[^,;.\n]{1,8}[,;]\s*(?:而)?是"  # "不是D，是A": denied, then affirmed
 )
 
@@ -305,7 +310,8 @@ _CORRECTION = re.compile(
     r"|re-?considering|等等|更正"
     # choice-6: changes of mind of the same kind as "on second thought"
     r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
-    r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look)(?!\w)",
+    r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look"
+    r"|hold\s+on|hang\s+on|make\s+that)(?!\w)",
     re.I,
 )
 # Markers that switch between two answers but never withdraw one: "sorry" or "no," after the
@@ -335,7 +341,7 @@ _CONTRAST = re.compile(r"(?<!\w)(?:but|however|yet|final)(?!\w)", re.I)
 # of labels, or the first line, which rules 2-3 read).
 _LONE_START = (
     r"(?:(?<=[^\s][.!?;][ \t])|(?<=\.\.\.))[ \t]*"
-    r"(?:(?i:no|yes|so|ok|okay|hmm|then|thus|hence|actually|wait|rather|instead)"
+    r"(?:(?i:no|yes|so|ok|okay|hmm|then|thus|hence|actually|wait|rather|instead|hold\s+on|hang\s+on)"
     r"[ \t]*(?:[,.]|[ \t]-)?[ \t]+){0,3}"
 )
 # choice-6: after " - " too, when an interjection of change follows ("D - no, sorry, C.")
@@ -403,6 +409,8 @@ _FILLER = re.compile(
     r"actually|either|both|simply|just|certainly|surely|still)\b[\s,]*)+",
     re.I,
 )
+# An interjection opening a whole-response label ("Hmm, 2 maybe.", "Well, C."; choice-6).
+_INTERJECTION = re.compile(r"(?i:hmm+|ok(?:ay)?|well|so|right|alright)[ \t]*[,.]?[ \t]+")
 _ARTICLES = frozenset({"a", "an", "the"})
 # Words joining a second option's text to the first after an answer phrase ("X or Y"): both named.
 _JOINED = frozenset({"or", "and", "nor", "vs", "versus", "plus"})
@@ -416,7 +424,7 @@ _BARE_TAIL = re.compile(
     r"|(?:not|rather\s+than|instead\s+of)\s+(?:option\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?"  # "3, not 4."
     r"|[:\-]?[ \t]*\(?(?:correct|right)\)?"  # "3 (correct)", "2: correct"
     # choice-6: "3 it is.", "1, definitely.", "Option 2, for sure.", "2 (final answer)", "C - final."
-    r"|it\s+is|(?:quite\s+)?(?:definitely|certainly|surely|clearly)|for\s+(?:sure|certain)|without\s+(?:a\s+)?doubt"
+    r"|it\s+is|maybe|perhaps|possibly|(?:quite\s+)?(?:definitely|certainly|surely|clearly)|for\s+(?:sure|certain)|without\s+(?:a\s+)?doubt"
     r"|[:\-]?[ \t]*\(?final(?:\s+answer)?\)?"
     # "2, but I'm not certain.", "4: that's my answer."
     r"|but\s+I(?:'m|\s+am)\s+not\s+(?:entirely\s+|completely\s+|100%\s+)?(?:sure|certain|confident)"

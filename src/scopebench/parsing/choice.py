@@ -163,6 +163,7 @@ from scopebench.parsing._patterns import (
     _HEDGED_LEAD,
     _INLINE_LETTERS,
     _INLINE_NUMBERS,
+    _INTERJECTION,
     _INTRO,
     _JOINED,
     _LABEL_WORD,
@@ -527,6 +528,9 @@ def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
     body = text.strip()
     bullet = _BULLET.match(body)
     pos = bullet.end() if bullet is not None else 0
+    interjection = _INTERJECTION.match(body, pos)
+    if interjection is not None:
+        pos = interjection.end()
     filler = _FILLER.match(body, pos)
     if filler is not None:
         pos = filler.end()
