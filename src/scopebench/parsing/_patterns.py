@@ -26,7 +26,10 @@ _PHRASE = re.compile(
           (?:(?:probably|tentatively|likely|definitely|still|ultimately|personally|rather|now|therefore)\s+)?
           (?:choose|select|pick|go\s+with)
         | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
-        | (?:change|changing|switch|switching)\s+(?:(?:my\s+)?answer|it|that)\s+to)
+        | (?:change|changing|switch|switching)\s+(?:(?:my\s+)?answer|it|that)\s+to
+        # choice-6: "Changing from A to D"
+        | (?:change|changing|switch|switching)(?:\s+(?:(?:my\s+)?answer|it|that))?
+          \s+from\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{{1,2}}[)\]]?\s+to)
     )
     (?![\w>])
     ["']?[ \t]*                       # a JSON key: {{"answer": "C"}}
@@ -42,7 +45,8 @@ _PHRASE = re.compile(
 # lookahead keeps "A is correct in stating…" (a remark about one option) out.
 _VERDICT = (
     r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+"
-    r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?(?:"
+    r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?"
+    r"(?i:(?:plausible|reasonable|possible)\s+and\s+)?(?:"  # choice-6: "E seems plausible and most likely"
     # never plain "consistent" (one remark of a walk) or "plausible" (a possibility)
     r"(?i:most\s+(?:consistent|compatible|plausible|defensible|reasonable)"
     r"|(?:most\s+)?(?:correct|right|best|better|safest|appropriate|accurate|likely|probable|strongest|final)"
@@ -158,6 +162,10 @@ _HEDGE = re.compile(
           |I(?:'d|\s+would)?\s+(?:choose|pick|select|go\s+with|favou?r|prefer))(?:\s+(?:best|here|most))?\s+is
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
       | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
+      # choice-6: "The choice is D", "Somewhat confident in A"
+      | the\s+(?:choice|option|pick|selection)\s+(?:is|would\s+be)
+      | (?:(?:fairly|pretty|quite|very|reasonably|fully|somewhat|moderately|highly|most)\s+)?
+        (?:confident|certain)\s+(?:in|of|about)(?:\s+(?:option|answer|choice))?
       | (?:my|our)\s+money\s+(?:is|would\s+be)\s+on
       | I(?:'d|\s+would)?\s+put\s+my\s+money\s+on
       | I(?:'d|\s+would|'ll|\s+will)\s+put
@@ -256,7 +264,8 @@ _HEDGED_LEAD = re.compile(
     r"(?![^.;:!?\n]*(?<![\w'])(?i:unless|whether|were|or|either)(?![\w']))"
     r"(?P<intro>(?:(?i:with|without|at|in|on|under|going|taking|hard|difficult|tough|not|no|I|I'm|I'd|if|to|low"
     r"|moderate|high|some|reasonable|fair|limited|having|though|although|while|can't|cannot|admittedly"
-    r"|could|might|may|moderately|fairly|reasonably|somewhat|quite|very|highly|only|mildly|slightly)(?![\w'])"
+    r"|could|might|may|moderately|fairly|reasonably|somewhat|quite|very|highly|only|mildly|slightly"
+    r"|roughly|about|around|approximately|perhaps|maybe|\d{1,3}[ \t]*%)(?![\w'])"
     r"[^.;:!?\n]{0,60}?(?<![\w'])(?i:confiden\w*|sure|certain(?:ty)?|limb|guess\w*|hunch|instinct|gut|tentative\w*"
     r"|forced|pressed|odds|doubts?|reservations?|caveats?|uncertain\w*|unsure|unclear|say|tell|commit\w*|call|wrong"
     r"|mistaken)"
@@ -274,7 +283,7 @@ _TENTATIVE = re.compile(r"(?i:perhaps|maybe|possibly|probably|plausibly|likely|p
 # A label-like token anywhere (for _changed_unread): never "A"/"I" before a word.
 _LABEL_LETTER = re.compile(r"(?<![\w'])(?:\([A-Za-z]\)|[B-HJ-Z]|A(?=[ \t]*(?:[.!)]|$)))(?![\w'])", re.M)
 _LABEL_NUMBER = re.compile(r"(?<![\w'.])\(?\d{1,2}\)?(?![\w']|[.,]\d)")
-_LABEL_WORD = re.compile(r"(?<![\w'])(?:[B-HJ-Z]|\d{1,2})(?![\w'])")
+_LABEL_WORD = re.compile(r"(?<![\w'])(?:[B-HJ-Z]|\d{1,2})(?![\w'%])")  # "70%" is no label
 # Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
 # word characters and the English word-boundary guards would reject them.
 # "选项C正确" (option C is correct): the label first.
@@ -320,7 +329,8 @@ _SWITCH = re.compile(
     r"(?<!\w)(?:sorry|I\s+mean(?:t)?|no(?=\s*(?:,|-\s))|(?:looking|look)\s+(?:closer|again)"
     r"|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look)"
     r"|after\s+(?:a\s+)?(?:closer|further|second|more\s+careful)\s+(?:inspection|review|examination|look)"
-    r"|(?<=,\s)but\s+(?:more|most)\s+(?:likely|probably))(?!\w)",  # "Possibly C, but more likely B"
+    r"|(?<=,\s)but\s+(?:more|most)\s+(?:likely|probably))(?!\w)"  # "Possibly C, but more likely B"
+    r"|(?<=[A-Z0-9)\]])[ \t]?(?:->|=>|\u2192)",  # choice-6: "Answer: B -> D after reconsideration"
     re.I,
 )
 # A first thought named as such ("At first I thought B", "Initial pick: A"): a "but", "however"
