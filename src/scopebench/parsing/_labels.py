@@ -24,9 +24,13 @@ _KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)(?:\s*\#\s*|\s
 # choice-6: angle brackets too ("<A>", a bare tag); "<ANSWER>" is no label (one letter only)
 _OPEN = r"(?:(?P<open>[(\[{<'\"])\s*)"
 _CLOSE = r"(?:\s*(?P<close>[)\]}>'\"]))"
-_LETTER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>[A-Za-z])(?!\w){_CLOSE}?", re.I)
+# A CJK character may follow a label directly ("选B比较合适": choose B, more fitting; choice-6).
+_CJK = "\u3400-\u9fff"
+# CJK words joining a label to another: 也 (also), 或/或者 (or), 还是 (or), 和/与/及 (and), 、 (list comma)
+_CJK_JOINERS = "也或还和与及、"
+_LETTER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>[A-Za-z])(?![^\W{_CJK}]){_CLOSE}?", re.I)
 # A number label is one or two digits that are not part of a decimal ("3.5") or a longer number.
-_NUMBER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>\d{{1,2}})(?!\w|[.,]\d){_CLOSE}?", re.I)
+_NUMBER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>\d{{1,2}})(?![^\W{_CJK}]|[.,]\d){_CLOSE}?", re.I)
 _PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">", "'": "'", '"': '"'}
 
 # Words that may follow a label but never follow the article "a" or the pronoun "I" in English,
@@ -136,8 +140,10 @@ def _kind_after(text: str, end: int) -> LabelKind | None:
     # An apostrophe before a letter is a contraction ("I'd say B", "I'm"), not a quote.
     if ch == "'" and nxt.isalpha():
         return None
-    if ch in "([<\"'":
-        return "punct"
+    if ch in _CJK_JOINERS:
+        return None  # "可能是C也可能是D", "B或C": one of alternatives, never an answer alone
+    if ch in "([<\"'" or "\u3400" <= ch <= "\u9fff":
+        return "punct"  # a CJK character closes the label as punctuation does
     if j > end and _TAIL.match(text, j):
         return "punct"
     if j > end:

@@ -53,7 +53,8 @@ _VERDICT = (
     # choice-6: "D is the best fit", "C seems the likeliest", "B is the closest match", "A is my top pick"
     r"|likeliest|closest|top|leading|most\s+fitting|strongest)"
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick|fit|match|bet|guess|call))?"
-    r"|(?i:answer|one|pick|choice|guess|bet|hunch|instinct|inclination|call|vote))"
+    r"|(?i:(?:tentative|preferred|favou?red|top)\s+)?(?i:answer|one|pick|choice|guess|bet|hunch|instinct|inclination"
+    r"|call|vote))"
     r"|(?i:feels|sounds)\s+(?i:right|correct|best)|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
     r"|(?i:does)|(?i:gets\s+my\s+vote)|(?i:makes\s+(?:the\s+)?most\s+sense)"
@@ -91,6 +92,9 @@ _THATS_MINE = (
     r"(?<![\w'])(?:\((?P<a>{lab})\)|(?P<c>{bare}))[ \t]*[;:,\-][ \t]*"
     r"(?i:that's|that\s+is|this\s+is|which\s+is)\s+(?i:my|the|our)\s+(?i:final\s+|best\s+)?"
     r"(?i:answer|choice|pick|guess|selection|bet)(?![\w'])"
+    # "Could well be B; I'll pick it."
+    r"|(?<![\w'])(?:\((?P<e>{lab})\)|(?P<f>{bare}))[ \t]*[;,\-][ \t]*(?i:I'll|I\s+will|I'd|I\s+would)\s+"
+    r"(?i:pick|choose|take|select|go\s+with)\s+(?i:it|that)(?:\s+one)?(?=[ \t]*[.!]|[ \t]*$)"
 )
 _THATS_MINE_LETTERS = re.compile(_THATS_MINE.format(lab="[A-Za-z]", bare="[A-Z]"))
 _THATS_MINE_NUMBERS = re.compile(_THATS_MINE.format(lab=r"\d{1,2}", bare=r"\d{1,2}"))
@@ -162,7 +166,8 @@ _HEDGE = re.compile(
           |I(?:'d|\s+would)?\s+(?:choose|pick|select|go\s+with|favou?r|prefer))(?:\s+(?:best|here|most))?\s+is
       | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
       | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
-      # choice-6: "The choice is D", "Somewhat confident in A"
+      # choice-6: "The choice is D", "Somewhat confident in A", "Mine is B"
+      | (?:^|(?<=[.!?]\s))mine\s+(?:is|would\s+be)
       | the\s+(?:choice|option|pick|selection)\s+(?:is|would\s+be)
       | (?:(?:fairly|pretty|quite|very|reasonably|fully|somewhat|moderately|highly|most)\s+)?
         (?:confident|certain)\s+(?:in|of|about)(?:\s+(?:option|answer|choice))?
@@ -170,7 +175,7 @@ _HEDGE = re.compile(
       | I(?:'d|\s+would)?\s+put\s+my\s+money\s+on
       | I(?:'d|\s+would|'ll|\s+will)\s+put
       | I(?:'d|\s+would|'ll|\s+will)?\s+bet(?:\s+on)?
-      | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?
+      | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?(?:\s+after\s+all)?
         (?:\s*[,;]?\s*but(?:\s+rather)?|[ \t]*[;,:]|[ \t]+-)
     )
     (?![\w'])[ \t]*[:\-]?
@@ -206,7 +211,7 @@ _VERDICT_TEXT = re.compile(
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
 _PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
-    r"|letter|label|verdict|call|guess|bet|reply|solution|key"
+    r"|letter|label|verdict|call|guess|bet|reply|solution|key|update|revision|edit|(?:updated|revised|new)\s+answer"
     r"|(?:pick|choose|select)\s+one)\s*(?::|=(?!=)|->|=>)"  # choice-6: also "Response = C"
     r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|correction|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead|rather"
@@ -297,9 +302,11 @@ _CHINESE_REVERSE = re.compile(
     r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?:的)?(?!\w)"
 )
 _CHINESE = re.compile(
-    r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能)?(?:是|为)?\s*[:=]?"
+    # choice-6: "答案就是3" (the answer is just 3), "答案：选项1" (answer: option 1)
+    r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能|就|即)?(?:是|为)?\s*[:=]?(?:\s*选项)?"
     r"|答\s*:"  # "答：A" (answer:)
-    r"|正确的是|我(?:认为|觉得)(?:应该)?是"  # "正确的是B" (the correct one is), "我认为是C" (I think it is)
+    # "正确的是B" (the correct one is), "我认为是C" (I think it is), "我认为选B" (I think: choose B)
+    r"|正确的是|我(?:认为|觉得)(?:应该)?(?:是|选)"
     # "应该是C" (it should be C), "可能是B" (it is probably B), "结论：C" (conclusion); never after 不
     r"|(?<![不])应(?:该|当)?(?:是|选(?:择)?)|(?<![不也])(?<!不太)(?<!不大)(?<!不很)(?:很|最|最有|更有?)?可能(?:的|的答案|的选项)?(?:是|为)|结论\s*[:：]?\s*(?:是|为)?"
     # choice-6: "这张图最符合B" (fits best), "更接近2" (closer to), "对应的是C" (corresponds to), "估计是A"
@@ -320,13 +327,16 @@ _CORRECTION = re.compile(
     # choice-6: changes of mind of the same kind as "on second thought"
     r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
     r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look"
-    r"|hold\s+on|hang\s+on|make\s+that)(?!\w)",
+    r"|hold\s+on|hang\s+on|make\s+that|update|updated\s+answer|revised\s+answer|revision|new\s+answer|edit"
+    r")(?!\w)",
     re.I,
 )
 # Markers that switch between two answers but never withdraw one: "sorry" or "no," after the
 # last answer is politeness or a remark ("Sorry for the confusion"), not a withdrawal.
 _SWITCH = re.compile(
-    r"(?<!\w)(?:sorry|I\s+mean(?:t)?|no(?=\s*(?:,|-\s))|(?:looking|look)\s+(?:closer|again)"
+    r"(?<!\w)(?:sorry|I\s+mean(?:t)?|(?:looking|look)\s+(?:closer|again)"
+    # "no," / "no -", and (choice-6) "no." before a lone label ("B. Hmm, no. A.")
+    r"|no(?=\s*(?:,|-\s|\.[ \t]+\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$)))"
     r"|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look)"
     r"|after\s+(?:a\s+)?(?:closer|further|second|more\s+careful)\s+(?:inspection|review|examination|look)"
     r"|(?<=,\s)but\s+(?:more|most)\s+(?:likely|probably))(?!\w)"  # "Possibly C, but more likely B"
@@ -420,7 +430,7 @@ _FILLER = re.compile(
     re.I,
 )
 # An interjection opening a whole-response label ("Hmm, 2 maybe.", "Well, C."; choice-6).
-_INTERJECTION = re.compile(r"(?i:hmm+|ok(?:ay)?|well|so|right|alright)[ \t]*[,.]?[ \t]+")
+_INTERJECTION = re.compile(r"(?i:hmm+|ok(?:ay)?|well|so|right|alright|oops|ah|oh)[ \t]*[,.]?[ \t]+")
 _ARTICLES = frozenset({"a", "an", "the"})
 # Words joining a second option's text to the first after an answer phrase ("X or Y"): both named.
 _JOINED = frozenset({"or", "and", "nor", "vs", "versus", "plus"})

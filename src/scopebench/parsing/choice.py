@@ -351,7 +351,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         ):
             continue  # "Either C or D would be defensible": D is one of two alternatives
         groups = m.groupdict()
-        raw = str(groups["a"] or groups.get("b") or groups["c"] or groups.get("d"))
+        raw = str(next(v for k, v in groups.items() if v is not None and k in "abcdef"))
         found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
     return found
 
@@ -368,9 +368,10 @@ def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         (_LONE_LETTERS, _LONE_MID_LETTERS) if ctx.style == "letters" else (_LONE_NUMBERS, _LONE_MID_NUMBERS)
     )
     for m in (*lone.finditer(text), *mid.finditer(text)):
-        raw = m["a"] or m["b"]
+        raw, at = (m["a"], m.start("a")) if m["a"] else (m["b"], m.start("b"))
         if not clauses.not_asserted(m.start()):
-            found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
+            # placed at the label, after its interjections ("Hmm, no. A."), which may be markers
+            found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=at))
     for m in (*_INTRO.finditer(text), *_SHORT.finditer(text), *_HEDGED_LEAD.finditer(text)):
         if _LABEL_WORD.search(m.group(1)) is None:
             c = _read_answer(text[m.end() : m.end() + _WINDOW], ctx, loose=False, strict_case=True)
