@@ -93,7 +93,8 @@ _THATS_MINE = (
     r"(?i:that's|that\s+is|this\s+is|which\s+is)\s+(?i:my|the|our)\s+(?i:final\s+|best\s+)?"
     r"(?i:answer|choice|pick|guess|selection|bet)(?![\w'])"
     # "Could well be B; I'll pick it."
-    r"|(?<![\w'])(?:\((?P<e>{lab})\)|(?P<f>{bare}))[ \t]*[;,\-][ \t]*(?i:I'll|I\s+will|I'd|I\s+would)\s+"
+    r"|(?<![\w'])(?:\((?P<e>{lab})\)|(?P<f>{bare}))[ \t]*[;,\-][ \t]*(?:(?i:so|and|hence|thus)[ \t]+)?"
+    r"(?i:I'll|I\s+will|I'd|I\s+would)\s+"
     r"(?i:pick|choose|take|select|go\s+with)\s+(?i:it|that)(?:\s+one)?(?=[ \t]*[.!]|[ \t]*$)"
 )
 _THATS_MINE_LETTERS = re.compile(_THATS_MINE.format(lab="[A-Za-z]", bare="[A-Z]"))
@@ -116,7 +117,7 @@ _HEDGE = re.compile(
     r"""
     (?<![\w'])
     (?:
-        I(?:'d|\s+would|\s+will|'ll)?\s+(?:say|guess|answer)
+        I(?:'d|\s+would|\s+will|'ll)?\s+(?:(?:now|still|rather|then|also|personally)\s+)?(?:say|guess|answer)
       | I\s+(?:believe|think|guess|suspect|feel|reckon)(?:\s+that)?
       | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?(?:\s+(?:towards?|for))?
           |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
@@ -223,7 +224,8 @@ _PREFIX = re.compile(
     r"|plausibly|possibly|maybe|conceivably|arguably|in\s+all\s+likelihood|at\s+a\s+guess"
     r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
     r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look"
-    r"|make\s+(?:that|it)|looking\s+(?:again|closer)|let\s+me\s+correct\s+(?:myself|that)|hold\s+on|hang\s+on)"
+    r"|make\s+(?:that|it)|looking\s+(?:again|closer)|let\s+me\s+correct\s+(?:myself|that)|hold\s+on|hang\s+on"
+    r"|let\s+me\s+fix\s+(?:that|this)|re-?considering)"
     r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
     r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
@@ -255,8 +257,10 @@ _SHORT = re.compile(
     r"(?P<lead>(?:[\w']+[ \t]+){0,7}?)"
     r"(?i:say|guess|guessing|suppose|be|(?:go|going|goes)\s+with|(?:go|going|opt|opting|vote|voting)\s+for"
     r"|toward|towards|lean\s+to|choose|choosing|pick|picking|select|selecting|wager|thinking|take"
-    r"|probably|presumably|likely|think|believe|reckon)[ \t]+"
-    r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
+    r"|probably|presumably|likely|think|believe|reckon"
+    # choice-6: "I'd go C.", "I'm answering A.", "Selecting option 4."
+    r"|go|answering|answer|saying|opting)[ \t]+"
+    r"(?=(?:(?i:option|choice|letter)[ \t]+)?\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
     re.M,
 )
 # A hedged lead-in, then a label ending the sentence ("With moderate confidence: C.", "Hard to be
@@ -284,6 +288,10 @@ _HEDGED_LEAD = re.compile(
 )
 # A tentative adverb before a label that is asked: "Perhaps A?", "Maybe 2?" is a hedged answer,
 # where a bare "B?" asks (choice-6).
+# A label asked and then confirmed ("C? Probably.", "B? Yes."): an answer (choice-6).
+_CONFIRMED = re.compile(
+    r"[ \t]*\?[ \t]*(?i:probably|likely|most\s+likely|yes|I\s+think\s+so|I\s+believe\s+so)[ \t]*[.!]*[ \t]*\Z"
+)
 _TENTATIVE = re.compile(r"(?i:perhaps|maybe|possibly|probably|plausibly|likely|presumably)[ \t]*,?[ \t]+")
 # A label-like token anywhere (for _changed_unread): never "A"/"I" before a word.
 _LABEL_LETTER = re.compile(r"(?<![\w'])(?:\([A-Za-z]\)|[B-HJ-Z]|A(?=[ \t]*(?:[.!)]|$)))(?![\w'])", re.M)
@@ -328,6 +336,7 @@ _CORRECTION = re.compile(
     r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
     r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look"
     r"|hold\s+on|hang\s+on|make\s+that|update|updated\s+answer|revised\s+answer|revision|new\s+answer|edit"
+    r"|let\s+me\s+fix\s+(?:that|this)"
     r")(?!\w)",
     re.I,
 )
@@ -446,6 +455,8 @@ _BARE_TAIL = re.compile(
     # choice-6: "3 it is.", "1, definitely.", "Option 2, for sure.", "2 (final answer)", "C - final."
     r"|it\s+is|maybe|perhaps|possibly|(?:quite\s+)?(?:definitely|certainly|surely|clearly)|for\s+(?:sure|certain)|without\s+(?:a\s+)?doubt"
     r"|[:\-]?[ \t]*\(?final(?:\s+answer)?\)?"
+    # choice-6: "3 (most appropriate).", "D is it."
+    r"|\((?:most\s+)?(?:appropriate|likely|correct|right|best|probable)\)|is\s+it|(?:that's|that\s+is)\s+it"
     # "2, but I'm not certain.", "4: that's my answer."
     r"|but\s+I(?:'m|\s+am)\s+not\s+(?:entirely\s+|completely\s+|100%\s+)?(?:sure|certain|confident)"
     r"|[:;\-]?[ \t]*(?:that's|that\s+is|this\s+is)\s+(?:my|the|our)\s+(?:final\s+)?"

@@ -151,6 +151,7 @@ from scopebench.parsing._patterns import (
     _CHINESE_ITEM,
     _CHINESE_REVERSE,
     _CLAUSE_END,
+    _CONFIRMED,
     _CONTRASTED,
     _CORRECTION,
     _DENIED_AFTER,
@@ -543,8 +544,12 @@ def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
         return None
     items = read_label_list(body, read, ctx.style)
     end = items[-1].end
+    if _CONFIRMED.match(body, end) and len(items) == 1:
+        return _decide([_Commit((read.label,))], "bare_label", "label asked and confirmed", ctx)
     if _ASKS.match(body, end) and (tentative is None or len(items) > 1):
         return None  # "B?" asks; "Perhaps A?" answers, tentatively
+    if tentative is None and body.rstrip().endswith("?"):
+        return None  # "D is it?" asks too
     tail = _BARE_TAIL.match(body, end)
     if not _REST_OK.match(body, tail.end() if tail is not None else end):
         return None
