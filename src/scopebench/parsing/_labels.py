@@ -59,7 +59,7 @@ _WORD = re.compile(r"[^\W\d_]+")
 _TAIL = re.compile(
     r"(?:here|to\s+me|for\s+me|most\s+likely|probably|maybe|perhaps|possibly"
     r"|after\s+(?:re-?consideration|reflection|review|further\s+thought)|for\s+(?:sure|certain)|(?:on|for)\s+this(?:\s+one)?|it\s+is"
-    r"|I\s+(?:think|believe|guess|suppose|reckon)|I(?:'d|\s+would)\s+say"
+    r"|I\s+(?:think|believe|guess|suppose|reckon)|I(?:'d|\s+would)\s+(?:say|guess)|no\s+doubt"
     # a denied alternative ("C rather than B.", "D, not A"): the label still ends its clause
     r"|(?:rather\s+than|instead\s+of|not)\s+(?:(?:option|choice)\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?(?![\w']))"
     r"[ \t]*(?:[.!;,]|$)",

@@ -259,7 +259,7 @@ _SHORT = re.compile(
     r"|toward|towards|lean\s+to|choose|choosing|pick|picking|select|selecting|wager|thinking|take"
     r"|probably|presumably|likely|think|believe|reckon"
     # choice-6: "I'd go C.", "I'm answering A.", "Selecting option 4."
-    r"|go|answering|answer|saying|opting)[ \t]+"
+    r"|go|answering|answer|answer\s+with|saying|opting)[ \t]+"
     r"(?=(?:(?i:option|choice|letter)[ \t]+)?\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
     re.M,
 )
@@ -348,7 +348,8 @@ _SWITCH = re.compile(
     r"|no(?=\s*(?:,|-\s|\.[ \t]+\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$)))"
     r"|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look)"
     r"|after\s+(?:a\s+)?(?:closer|further|second|more\s+careful)\s+(?:inspection|review|examination|look)"
-    r"|(?<=,\s)but\s+(?:more|most)\s+(?:likely|probably))(?!\w)"  # "Possibly C, but more likely B"
+    # "Possibly C, but more likely B", "D, or rather B" (choice-6)
+    r"|(?<=,\s)but\s+(?:more|most)\s+(?:likely|probably)|or\s+rather)(?!\w)"
     r"|(?<=[A-Z0-9)\]])[ \t]?(?:->|=>|\u2192)",  # choice-6: "Answer: B -> D after reconsideration"
     re.I,
 )
@@ -449,12 +450,12 @@ _REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
 # A hedge after a whole-response label ("3, probably.", "B, I'd say."): still that label.
 _BARE_TAIL = re.compile(
     r"[ \t]*,?[ \t]*(?:probably|likely|most\s+likely|I(?:'d|\s+would)\s+say"
-    r"|I\s+(?:think|believe|guess|suppose)"
+    r"|I\s+(?:think|believe|guess|suppose)|I(?:'d|\s+would)\s+guess|no\s+doubt"  # choice-6: "B I'd guess."
     r"|(?:not|rather\s+than|instead\s+of)\s+(?:option\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?"  # "3, not 4."
     r"|[:\-]?[ \t]*\(?(?:correct|right)\)?"  # "3 (correct)", "2: correct"
     # choice-6: "3 it is.", "1, definitely.", "Option 2, for sure.", "2 (final answer)", "C - final."
     r"|it\s+is|maybe|perhaps|possibly|(?:quite\s+)?(?:definitely|certainly|surely|clearly)|for\s+(?:sure|certain)|without\s+(?:a\s+)?doubt"
-    r"|[:\-]?[ \t]*\(?final(?:\s+answer)?\)?"
+    r"|[:;\-]?[ \t]*\(?final(?:\s+answer)?\)?"
     # choice-6: "3 (most appropriate).", "D is it."
     r"|\((?:most\s+)?(?:appropriate|likely|correct|right|best|probable)\)|is\s+it|(?:that's|that\s+is)\s+it"
     # "2, but I'm not certain.", "4: that's my answer."

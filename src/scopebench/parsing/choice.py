@@ -313,7 +313,11 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     ) -> None:
         if clauses.not_asserted(start):
             return
-        if at_end and _ALTERNATIVE_BEFORE.search(text, max(0, start - 12), start):
+        if (
+            at_end
+            and not text.startswith("rather", start)  # "D, or rather B": a correction, not an alternative
+            and _ALTERNATIVE_BEFORE.search(text, max(0, start - 12), start)
+        ):
             return  # "B, or perhaps D": a prefix after "or" names an alternative, not a verdict
         commit = _read_answer(text[end : end + _WINDOW], ctx, loose=loose, strict_case=strict_case)
         # After a hedge or terse prefix, a list ("Thus A, B and C are excluded") is no answer.
