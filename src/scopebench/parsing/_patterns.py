@@ -54,12 +54,13 @@ _VERDICT = (
     r"|likeliest|closest|top|leading|most\s+fitting|strongest)"
     r"(?:\s+(?i:answer|option|choice|one|candidate|pick|fit|match|bet|guess|call))?"
     r"|(?i:(?:tentative|preferred|favou?red|top)\s+)?(?i:answer|one|pick|choice|guess|bet|hunch|instinct|inclination"
-    r"|call|vote))"
+    r"|call|vote|response|reply|selection))"
     r"|(?i:feels|sounds)\s+(?i:right|correct|best)|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
     r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
     r"|(?i:does)|(?i:gets\s+my\s+vote)|(?i:makes\s+(?:the\s+)?most\s+sense)"
     # choice-6: "C is what I'd choose", "2 is what I would go with"
-    r"|(?i:is\s+what\s+I(?:'d|\s+would|'ll|\s+will)?\s+(?:choose|pick|select|go\s+with|say|answer)))"
+    r"|(?i:is\s+(?:what|the\s+one|the\s+option|the\s+letter)\s+I(?:'d|\s+would|'ll|\s+will)?\s+"
+    r"(?:choose|pick|select|go\s+with|say|answer)))"
     r"(?:\s+(?i:to\s+me|here|overall|(?:with|for)\s+(?:the|these|this|those|all|our)(?:\s+[\w-]+){1,3}))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
@@ -130,7 +131,8 @@ _HEDGE = re.compile(
         (?:give|choose|pick|go\s+with|favou?r|prefer|select)\s+is
       | I(?:'m|\s+am)\s+(?:not\s+(?:entirely\s+|completely\s+|100%\s+)?sure|unsure),?\s+but
       | (?:(?<=\band\s)|(?<=\bthen\s))(?:choose|select|pick|go\s+with)  # "rule out D and choose A"
-      | (?:^|(?<=[.!?]\s))(?:definitely|certainly|clearly|surely|absolutely|undoubtedly)
+      | (?:^|(?<=[.!?]\s))
+        (?:definitely|definitively|certainly|clearly|surely|absolutely|undoubtedly|unquestionably)
       | let(?:'s|\s+us)\s+go\s+with
       | (?:my\s+)?(?:instinct|gut|hunch|gut\s+feeling|intuition|feeling|sense)\s+(?:says|tells\s+me)
       | (?:my|our)\s+(?:gut\s+feeling|intuition|feeling|sense|belief|opinion|view)\s+(?:is|would\s+be)
@@ -259,7 +261,7 @@ _SHORT = re.compile(
     r"|toward|towards|lean\s+to|choose|choosing|pick|picking|select|selecting|wager|thinking|take"
     r"|probably|presumably|likely|think|believe|reckon"
     # choice-6: "I'd go C.", "I'm answering A.", "Selecting option 4."
-    r"|go|answering|answer|answer\s+with|saying|opting)[ \t]+"
+    r"|go|answering|answer|answer\s+with|saying|opting|mark|circle|tick)[ \t]+"
     r"(?=(?:(?i:option|choice|letter)[ \t]+)?\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
     re.M,
 )
@@ -350,7 +352,10 @@ _SWITCH = re.compile(
     r"|after\s+(?:a\s+)?(?:closer|further|second|more\s+careful)\s+(?:inspection|review|examination|look)"
     # "Possibly C, but more likely B", "D, or rather B" (choice-6)
     r"|(?<=,\s)but\s+(?:more|most)\s+(?:likely|probably)|or\s+rather)(?!\w)"
-    r"|(?<=[A-Z0-9)\]])[ \t]?(?:->|=>|\u2192)",  # choice-6: "Answer: B -> D after reconsideration"
+    # choice-6: an arrow after a label ("Answer: B -> D after reconsideration"), a one-word denial
+    # of an asked label ("3? Wrong. 2.")
+    r"|(?<=[A-Z0-9)\]])[ \t]?(?:->|=>|\u2192)"
+    r"|(?:^|(?<=[.!?][ \t]))(?:wrong|incorrect|nope|not\s+quite)(?=[ \t]*[.!,])",
     re.I,
 )
 # A first thought named as such ("At first I thought B", "Initial pick: A"): a "but", "however"
@@ -454,10 +459,10 @@ _BARE_TAIL = re.compile(
     r"|(?:not|rather\s+than|instead\s+of)\s+(?:option\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?"  # "3, not 4."
     r"|[:\-]?[ \t]*\(?(?:correct|right)\)?"  # "3 (correct)", "2: correct"
     # choice-6: "3 it is.", "1, definitely.", "Option 2, for sure.", "2 (final answer)", "C - final."
-    r"|it\s+is|maybe|perhaps|possibly|(?:quite\s+)?(?:definitely|certainly|surely|clearly)|for\s+(?:sure|certain)|without\s+(?:a\s+)?doubt"
+    r"|it\s+is|maybe|perhaps|possibly|(?:quite\s+)?(?:definitely|certainly|surely|clearly)|for\s+(?:sure|certain)|without\s+(?:a\s+)?(?:doubt|question)"
     r"|[:;\-]?[ \t]*\(?final(?:\s+answer)?\)?"
     # choice-6: "3 (most appropriate).", "D is it."
-    r"|\((?:most\s+)?(?:appropriate|likely|correct|right|best|probable)\)|is\s+it|(?:that's|that\s+is)\s+it"
+    r"|\((?:most\s+)?(?:appropriate|likely|correct|right|best|probable|answer)\)|is\s+it|(?:that's|that\s+is)\s+it"
     # "2, but I'm not certain.", "4: that's my answer."
     r"|but\s+I(?:'m|\s+am)\s+not\s+(?:entirely\s+|completely\s+|100%\s+)?(?:sure|certain|confident)"
     r"|[:;\-]?[ \t]*(?:that's|that\s+is|this\s+is)\s+(?:my|the|our)\s+(?:final\s+)?"
@@ -482,6 +487,10 @@ _DENIED_AFTER = re.compile(
     r"(?i:not|no)[ \t]*(?:[.!;]|$)",
     re.M,
 )
+# A label asked as a sentence of its own ("D? Maybe B.", "A? No - D."): see _asked_alone (choice-6).
+_ASKED_START = r"(?:^|(?<=[.!?;][ \t])|(?<=\n))[ \t]*"
+_ASKED_LETTERS = re.compile(_ASKED_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*\?", re.M)
+_ASKED_NUMBERS = re.compile(_ASKED_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*\?", re.M)
 # A label followed by "?" asks ("C? A? I'm unsure."), it does not answer.
 _ASKS = re.compile(r"[ \t.)\]'\"]*\?")
 # A bare label ending the reply after a separator (", B." / " 2."): see _ends_with_other_label.

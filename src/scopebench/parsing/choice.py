@@ -143,6 +143,8 @@ from scopebench.parsing._labels import (
 from scopebench.parsing._patterns import (
     _ALTERNATIVE_BEFORE,
     _ARTICLES,
+    _ASKED_LETTERS,
+    _ASKED_NUMBERS,
     _ASKS,
     _BARE_TAIL,
     _BOXED,
@@ -291,7 +293,7 @@ def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
         opening = _leading_label(text, ctx, ending=False)
         if opening is not None and opening.index is not None:
             lead = [_Commit((label_for(opening.index, ctx.style),), pos=0, method="leading_label")]
-    phrases = [*phrases, *lone]
+    phrases = [*phrases, *lone, *_asked_alone(text, ctx)]
     method, what = ("answer_tag", "answer tag") if tags else ("answer_phrase", "answer phrase")
     commits = sorted([*lead, *tags, *phrases], key=lambda c: c.pos)
     return _decide(commits, method, what, ctx, text)
@@ -358,6 +360,22 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         groups = m.groupdict()
         raw = str(next(v for k, v in groups.items() if v is not None and k in "abcdef"))
         found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
+    return found
+
+
+def _asked_alone(text: str, ctx: _Ctx) -> list[_Commit]:
+    """Labels asked as a sentence of their own ("D?"), which name an option without choosing it.
+
+    Alone they commit to nothing (the caller only sees them next to other commitments); next to
+    an answer they count as named, so "D? Maybe B." is none while "A? No - D." is D (the "No"
+    switches) and "Perhaps 4? Yes, 4." is 4 (the same label).
+    """
+    found: list[_Commit] = []
+    for m in (_ASKED_LETTERS if ctx.style == "letters" else _ASKED_NUMBERS).finditer(text):
+        raw = m["a"] or m["b"]
+        label = raw.upper() if ctx.style == "letters" else str(int(raw))
+        if ctx.in_range(label):
+            found.append(_Commit((label,), pos=m.start("a") if m["a"] else m.start("b")))
     return found
 
 
