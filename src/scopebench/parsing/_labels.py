@@ -133,7 +133,7 @@ def _kind_after(text: str, end: int) -> LabelKind | None:
     ch = text[j]
     nxt = text[j + 1] if j + 1 < len(text) else ""
     # "C." / "C:" count only before a space or the end, so "e.g." and "C.elegans" are no labels.
-    if ch in ".:;,!?" and (nxt == "" or nxt.isspace() or nxt in "\"')]<"):
+    if ch in ".:;,!?" and (nxt == "" or nxt.isspace() or nxt in "\"')]<" or (ch in "!?" and nxt in "!?")):
         return "punct"
     if ch == "-" and (nxt == "" or nxt.isspace()):
         return "punct"

@@ -29,7 +29,9 @@ _PHRASE = re.compile(
         | (?:change|changing|switch|switching)\s+(?:(?:my\s+)?answer|it|that)\s+to
         # choice-6: "Changing from A to D"
         | (?:change|changing|switch|switching)(?:\s+(?:(?:my\s+)?answer|it|that))?
-          \s+from\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{{1,2}}[)\]]?\s+to)
+          \s+from\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{{1,2}}[)\]]?\s+to
+        # "I'll change A to B"
+        | (?:change|changing|switch|switching)\s+(?:options?\s+)?[(\[]?[A-Z0-9]{{1,2}}[)\]]?\s+to)
     )
     (?![\w>])
     ["']?[ \t]*                       # a JSON key: {{"answer": "C"}}
@@ -215,6 +217,7 @@ _VERDICT_TEXT = re.compile(
 _PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
     r"|letter|label|verdict|call|guess|bet|reply|solution|key|update|revision|edit|(?:updated|revised|new)\s+answer"
+    r"|answering|rethinking"
     r"|(?:pick|choose|select)\s+one)\s*(?::|=(?!=)|->|=>)"  # choice-6: also "Response = C"
     r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
     r"|(?:therefore|thus|hence|so|correction|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead|rather"
@@ -261,7 +264,7 @@ _SHORT = re.compile(
     r"|toward|towards|lean\s+to|choose|choosing|pick|picking|select|selecting|wager|thinking|take"
     r"|probably|presumably|likely|think|believe|reckon"
     # choice-6: "I'd go C.", "I'm answering A.", "Selecting option 4."
-    r"|go|answering|answer|answer\s+with|saying|opting|mark|circle|tick)[ \t]+"
+    r"|go|answering|answer|answer\s+with|saying|opting|mark|circle|tick|vote)[ \t]+"
     r"(?=(?:(?i:option|choice|letter)[ \t]+)?\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
     re.M,
 )
@@ -338,7 +341,7 @@ _CORRECTION = re.compile(
     r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
     r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look"
     r"|hold\s+on|hang\s+on|make\s+that|update|updated\s+answer|revised\s+answer|revision|new\s+answer|edit"
-    r"|let\s+me\s+fix\s+(?:that|this)"
+    r"|let\s+me\s+fix\s+(?:that|this)|rethinking|re-?thinking\s+(?:it|this)"
     r")(?!\w)",
     re.I,
 )
@@ -348,6 +351,7 @@ _SWITCH = re.compile(
     r"(?<!\w)(?:sorry|I\s+mean(?:t)?|(?:looking|look)\s+(?:closer|again)"
     # "no," / "no -", and (choice-6) "no." before a lone label ("B. Hmm, no. A.")
     r"|no(?=\s*(?:,|-\s|\.[ \t]+\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$)))"
+    r"|(?:^|(?<=[.!?][ \t]))no(?=[ \t]*[.!])"  # "E? No. It's A."
     r"|I(?:'d|\s+would)\s+revise|(?:up)?on\s+(?:further|closer)\s+(?:review|inspection|examination|look)"
     r"|after\s+(?:a\s+)?(?:closer|further|second|more\s+careful)\s+(?:inspection|review|examination|look)"
     # "Possibly C, but more likely B", "D, or rather B" (choice-6)
@@ -384,11 +388,20 @@ _LONE_DASH = (
     r"(?<=[^\s][ \t]-[ \t])[ \t]*"
     r"(?:(?i:no|sorry|actually|wait|rather|instead|correction)[ \t]*(?:[,.]|[ \t]-)?[ \t]+){1,3}"
 )
+# choice-6: after a comma too, when an interjection of change follows ("B, sorry, C.")
+_LONE_COMMA = (
+    r"(?<=[^\s],[ \t])[ \t]*"
+    r"(?:(?i:no|sorry|actually|wait|rather|instead|correction)[ \t]*(?:[,.]|[ \t]-)?[ \t]+){1,3}"
+)
 _LONE_LETTERS = re.compile(
-    rf"(?:{_LONE_START}|{_LONE_DASH})" + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!]*[ \t]*$", re.M
+    rf"(?:{_LONE_START}|{_LONE_DASH}|{_LONE_COMMA})"
+    + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!]*[ \t]*$",
+    re.M,
 )
 _LONE_NUMBERS = re.compile(
-    rf"(?:{_LONE_START}|{_LONE_DASH})" + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!]*[ \t]*$", re.M
+    rf"(?:{_LONE_START}|{_LONE_DASH}|{_LONE_COMMA})"
+    + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!]*[ \t]*$",
+    re.M,
 )
 # A label that is a sentence of its own after an interjection of change ("A? No - D. The finding
 # is decisive.", "B. Actually, C. …"), with more text after it on the line (choice-6).
@@ -491,8 +504,12 @@ _DENIED_AFTER = re.compile(
 _ASKED_START = r"(?:^|(?<=[.!?;][ \t])|(?<=\n))[ \t]*"
 _ASKED_LETTERS = re.compile(_ASKED_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*\?", re.M)
 _ASKED_NUMBERS = re.compile(_ASKED_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*\?", re.M)
+# A label called wrong right after it ("My initial answer 1 is wrong."): no answer (choice-6).
+_WRONG_AFTER = re.compile(
+    r"[ \t]+(?i:is|was)[ \t]+(?i:wrong|incorrect|mistaken|a\s+mistake|not\s+(?:right|correct))(?![\w'])"
+)
 # A label followed by "?" asks ("C? A? I'm unsure."), it does not answer.
-_ASKS = re.compile(r"[ \t.)\]'\"]*\?")
+_ASKS = re.compile(r"[ \t.!)\]'\"]*\?")
 # A bare label ending the reply after a separator (", B." / " 2."): see _ends_with_other_label.
 _TRAILING_LABEL = re.compile(r"[\s,:;]\(?(?P<lab>[A-Z]|\d{1,2})\)?[ \t]*[.!]*\s*\Z")
 _DENIED_BEFORE = re.compile(r"(?<![\w'])(?i:not|no|than)[ \t]*\(?\Z")

@@ -197,6 +197,7 @@ from scopebench.parsing._patterns import (
     _UNDECIDED,
     _VERDICT_TEXT,
     _WINDOW,
+    _WRONG_AFTER,
 )
 from scopebench.parsing._text import (
     ClauseIndex,
@@ -431,6 +432,8 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
             return None  # "Is the answer C?" asks, it does not answer
         if _DOUBTED.match(body, items[-1].end):
             return None  # "Maybe D, maybe not.": doubted at once
+        if _WRONG_AFTER.match(body, items[-1].end):
+            return None  # "My initial answer 1 is wrong.": called wrong at once
         if len(items) == 1:
             return _Commit((read.label,), _contradiction(body, read, ctx))
         return _Commit(tuple(r.label for r in items))
@@ -638,8 +641,8 @@ def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult 
     """Rule 4; ``ending=False`` skips the check that the reply does not end on another label."""
     body = text.lstrip()
     read = read_label(body, 0, ctx.style)
-    if read is None or _ASKS.match(body, read.end) or _DENIED_AFTER.match(body, read.end):
-        return None  # "B?" asks; "D, definitely not." denies
+    if read is None or any(p.match(body, read.end) for p in (_ASKS, _DENIED_AFTER, _WRONG_AFTER)):
+        return None  # "B?" asks; "D, definitely not." and "Option B is wrong." deny
     if read.kind not in _leading_kinds(ctx) and not _number_dash(body, read, ctx):
         return None
     if _enumerates(body, ctx) or _option_starts_at_label(body, read, ctx):
