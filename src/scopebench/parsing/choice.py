@@ -30,7 +30,9 @@ The rules, in order; the first that commits decides:
      C", "Result: (B)", "Pick: C", "Therefore: A", "So C.", "Going with C", "Taking … into
      account, C.", "=> D"; since choice-5 also "which makes C the best option", "This leaves
      D", "suggests C", "The option that fits is 4", "I'd revise to C", "Not D - C", "C rather
-     than B", "I'd tentatively go with B";
+     than B", "I'd tentatively go with B"; since choice-6 a verdict vocabulary ("D is the best
+     fit", "Letter: D"), hedges ("Plausibly C.", "Hard to be sure, but 1."), ordinals, an option's
+     text with its own label, more Chinese verbs and changes of mind (docs/parser.md lists them);
    - weak forms (choice-3; they bring a rule-4 opening label in with them): a label that is a
      sentence of its own after another sentence ("C... no, D."), an introductory clause then a
      label ending the sentence ("After careful consideration, E."), a short sentence ending in a
