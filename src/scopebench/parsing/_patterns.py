@@ -51,6 +51,8 @@ _VERDICT = (
     r"(?i:(?:plausible|reasonable|possible)\s+and\s+)?(?:"  # choice-6: "E seems plausible and most likely"
     # never plain "consistent" (one remark of a walk) or "plausible" (a possibility)
     r"(?i:most\s+(?:consistent|compatible|plausible|defensible|reasonable)"
+    # choice-7: "C (4) is more consistent." — never before "than" (the lookahead below)
+    r"|more\s+(?:consistent|compatible|likely|plausible|fitting)"
     r"|(?:most\s+)?(?:correct|right|best|better|safest|appropriate|accurate|likely|probable|strongest|final)"
     # choice-6: "D is the best fit", "C seems the likeliest", "B is the closest match", "A is my top pick"
     r"|likeliest|closest|top|leading|most\s+fitting|strongest)"
@@ -66,8 +68,12 @@ _VERDICT = (
     r"(?:\s+(?i:to\s+me|here|overall|(?:with|for)\s+(?:the|these|this|those|all|our)(?:\s+[\w-]+){1,3}))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
+# choice-7: the label's option text in brackets between a label and its verdict ("C (4) is more
+# consistent"); the caller checks that it is the label's own text.
+_GLOSS = r"(?:[ \t]+\((?P<gl>[^()\n]{1,60})\))?"
 _REVERSE_LETTERS = re.compile(
     r"(?<![\w'])(?:(?i:options?|choices?)\s*)?(?:\((?P<a>[A-Za-z])\)|\[(?P<b>[A-Za-z])\]|(?P<c>[A-Z]))"
+    + _GLOSS
     + _VERDICT
 )
 _REVERSE_NUMBERS = re.compile(
@@ -76,7 +82,7 @@ _REVERSE_NUMBERS = re.compile(
     # or after an introductory comma ("Looking at the blot, 2 stands out.") or ", but", never in a
     # list ("1, 2")
     r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t])"
-    r"|(?<=,\sbut\s))(?P<d>\d{1,2}))" + _VERDICT,
+    r"|(?<=,\sbut\s))(?P<d>\d{1,2}))" + _GLOSS + _VERDICT,
     re.M,
 )
 # An option named by its place ("the second option", "the last choice"; choice-6): as the subject
@@ -342,6 +348,8 @@ _CORRECTION = re.compile(
     r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look"
     r"|hold\s+on|hang\s+on|make\s+that|update|updated\s+answer|revised\s+answer|revision|new\s+answer|edit"
     r"|let\s+me\s+fix\s+(?:that|this)|rethinking|re-?thinking\s+(?:it|this)"
+    # choice-7: informal withdrawals ("I'd say 5 - hmm, scratch that. 2 …", "B - never mind. C …")
+    r"|never\s*mind|strike\s+that|let\s+me\s+rephrase|disregard\s+that|forget\s+that|ignore\s+that"
     r")(?!\w)",
     re.I,
 )
@@ -446,6 +454,9 @@ _UNDECIDED = re.compile(
     re.I,
 )
 _SENTENCE_END = re.compile(r"[.!?\n]")
+# Where a withdrawal may begin after the last answer: a sentence end, or (choice-7) a spaced dash
+# ("I'd say 5 - hmm, scratch that. 2 …": the marker follows the answer in its own sentence).
+_WITHDRAW_BREAK = re.compile(r"[.!?\n]|[ \t]-[ \t]")
 _NO_AFTER = re.compile(r",?\s*no\b", re.I)
 #: How far after an answer phrase its answer is looked for: bounded, so parsing stays linear.
 _WINDOW = 240
@@ -515,7 +526,7 @@ _TRAILING_LABEL = re.compile(r"[\s,:;]\(?(?P<lab>[A-Z]|\d{1,2})\)?[ \t]*[.!]*\s*
 _DENIED_BEFORE = re.compile(r"(?<![\w'])(?i:not|no|than)[ \t]*\(?\Z")
 _BULLET = re.compile(r"[ \t]*(?:[-*•+][ \t]+)?")
 _INLINE_LETTERS = re.compile(
-    r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
+    r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:options?|choices?)(?:\s+\(?|\()([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
 )
 _INLINE_NUMBERS = re.compile(r"(?<!\S)\((\d{1,2})\)|(?<!\S)(\d{1,2})\)|\b(?i:option|choice)\s*\(?(\d{1,2})\b")
 # A label right after "or"/"and"/"nor" is the last of several, not a verdict of its own.
