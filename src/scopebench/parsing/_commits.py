@@ -26,8 +26,8 @@ from scopebench.parsing._patterns import (
     _PLACEHOLDER,
     _SENTENCE_END,
     _SWITCH,
-    _WITHDRAW_BREAK,
     _WINDOW,
+    _WITHDRAW_BREAK,
 )
 
 

@@ -72,7 +72,12 @@ def clean(text: str) -> str:
     """Normalise Unicode and strip markup that never changes which option a response names."""
     text = unicodedata.normalize("NFKC", text.translate(_CJK_SPACING)).translate(_TRANSLATE)
     text = _LATEX_WRAP.sub(r"\1", text)
+    # choice-7: a setext heading's underline or a rule ("Answer\n------\nC") says nothing
+    text = _RULE_LINE.sub("", text)
     return _MARKUP.sub("", text)
+
+
+_RULE_LINE = re.compile(r"^[ \t]*(?:-{3,}|={3,}|_{3,})[ \t]*$", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,8 +310,11 @@ def _described(values: Sequence[str], sentences: Sequence[int], start: int) -> b
 #: set aside, not the answer (choice-7).
 _OTHERS = frozenset({"other", "remaining", "alternative", "rest"})
 _OPTION_NOUNS = frozenset(
-    {"choice", "choices", "option", "options", "answer", "answers", "possibilities", "diagnoses", "candidates"}
-)
+    {
+        "choice", "choices", "option", "options", "answer", "answers", "possibilities", "diagnoses",
+        "candidates",
+    }
+)  # fmt: skip
 
 
 def _among_others(values: Sequence[str], sentences: Sequence[int], start: int) -> bool:
