@@ -70,10 +70,11 @@ _PLURAL_MIN = 3
 
 def clean(text: str) -> str:
     """Normalise Unicode and strip markup that never changes which option a response names."""
+    # choice-7: a setext heading's underline or a rule ("Answer\n------\nC") says nothing; removed
+    # before dashes are folded, so a line of typographic dashes alone still folds to "-" (tested)
+    text = _RULE_LINE.sub("", text)
     text = unicodedata.normalize("NFKC", text.translate(_CJK_SPACING)).translate(_TRANSLATE)
     text = _LATEX_WRAP.sub(r"\1", text)
-    # choice-7: a setext heading's underline or a rule ("Answer\n------\nC") says nothing
-    text = _RULE_LINE.sub("", text)
     return _MARKUP.sub("", text)
 
 

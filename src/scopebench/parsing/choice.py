@@ -33,6 +33,10 @@ The rules, in order; the first that commits decides:
      than B", "I'd tentatively go with B"; since choice-6 a verdict vocabulary ("D is the best
      fit", "Letter: D"), hedges ("Plausibly C.", "Hard to be sure, but 1."), ordinals, an option's
      text with its own label, more Chinese verbs and changes of mind (docs/parser.md lists them);
+     since choice-7 "<final_answer>D</final_answer>", "<ans>A</ans>", "B is what the image
+     shows", "Best estimate: C", "Answer (low confidence): 3", "Easy one - A.", "Instead of A,
+     choose B", "The only remaining option is D", "Which brings me to C", "C (4) is more
+     consistent";
    - weak forms (choice-3; they bring a rule-4 opening label in with them): a label that is a
      sentence of its own after another sentence ("C... no, D."), an introductory clause then a
      label ending the sentence ("After careful consideration, E."), a short sentence ending in a
