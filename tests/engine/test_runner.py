@@ -13,15 +13,16 @@ from helpers import make_items
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ConfigMismatchError, RunAbortedError
 from scopebench.items import Item
-from scopebench.models import Backend, ModelOptions, Response, load_model
+from scopebench.models import Backend, ModelOptions, ModelSpec, Response, load_model
 from scopebench.store import load_run
 
 
 @pytest.fixture(autouse=True)
 def _accept_scripted_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     # The scripted backends below are injected by patching load_model; let their spec through.
-    real = runner_mod.split_spec
-    monkeypatch.setattr(runner_mod, "split_spec", lambda s: ("scripted", "") if s == "scripted" else real(s))
+    real = runner_mod.parse_spec
+    scripted = ModelSpec("scripted", "scripted", "")
+    monkeypatch.setattr(runner_mod, "parse_spec", lambda s: scripted if s == "scripted" else real(s))
 
 
 def _cfg(model: str = "random", n: int = 10, **kw: object) -> RunConfig:

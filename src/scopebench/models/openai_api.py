@@ -42,7 +42,7 @@ from PIL import Image
 from scopebench.errors import ImageLoadError, ModelError, ModelSpecError
 from scopebench.items import ImageRef
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
-from scopebench.models.registry import split_spec
+from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.models.scrub import register_secret, scrub_secrets
 from scopebench.protocols import Request
 
@@ -350,9 +350,11 @@ class OpenAIBackend(Backend):
     kinds = ("mcq", "detection")
     default_batch_size = 64  # enough work per engine batch to keep `concurrency` requests busy
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
+    takes_model_spec = True
+
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
         super().__init__(spec, options)
-        _, self.model = split_spec(spec)
+        self.model = parse_spec(spec).target
         if options.mode not in (None, "generate"):
             raise ModelSpecError(
                 f"openai: models answer in 'generate' mode only (got --mode {options.mode}); "

@@ -406,11 +406,12 @@ def test_a_probe_loads_its_model_once(
     closed: list[str] = []
     real = base.load_model
 
-    def counting(spec: str, options: Any) -> Any:
+    def counting(spec: Any, options: Any) -> Any:
         backend = real(spec, options)
-        built.append(spec)
+        name = spec if isinstance(spec, str) else spec.raw  # the probe hands over its one parse
+        built.append(name)
         orig_close = backend.close
-        backend.close = lambda: (closed.append(spec), orig_close())[1]  # type: ignore[method-assign]
+        backend.close = lambda: (closed.append(name), orig_close())[1]  # type: ignore[method-assign]
         return backend
 
     monkeypatch.setattr(base, "load_model", counting)
