@@ -157,3 +157,20 @@ def test_max_retries_zero_sends_once(server: ChatServer, sleeps: list[float]) ->
     [resp] = _backend(server.base_url, "fail500", max_retries=0).predict(make_items(1))
     assert resp.error is not None and "gave up after 1 attempts" in resp.error
     assert len(server.state.log) == 1 and sleeps == []
+
+
+def test_seeded_backoff_alone_matches_the_formula() -> None:
+    import random
+
+    import tenacity
+
+    from scopebench.models.openai_api import SeededBackoff
+
+    wait = SeededBackoff(random.Random(0), base=0.5, cap=60.0, retry_after_max=300.0, max_retries=3)
+    state = tenacity.RetryCallState(retry_object=tenacity.AsyncRetrying(), fn=None, args=(), kwargs={})
+    got = []
+    for k in (1, 2, 3, 4):  # the 4th attempt is the last allowed: 0, and no draw
+        state.attempt_number = k
+        got.append(wait(state))
+    assert got == pytest.approx([0.25 + 0.25 * R0[0], 0.5 + 0.5 * R0[1], 1.0 + 1.0 * R0[2], 0.0], abs=1e-12)
+    assert wait.rng.random() == pytest.approx(0.25891675029296335)  # exactly three draws were made
