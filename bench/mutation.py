@@ -50,6 +50,7 @@ MODULES: tuple[str, ...] = (
     "scoring.metrics",
     "store.runstore",
     "engine.runner",
+    "engine.parse",
 )
 
 #: The functions of engine/runner.py that decide what a re-run keeps, redoes or reuses.
@@ -278,6 +279,21 @@ EQUIVALENT: dict[str, str] = {
     # parsing/_labels.py
     "scopebench.parsing._labels.x_read_label__mutmut_57": "the closing mark is one of )]}'\" (the "
     '_CLOSE group), never "X"',
+    # scoring/accuracy.py
+    "scopebench.scoring.accuracy.x_accuracy_row__mutmut_24": _NAN,
+    "scopebench.scoring.accuracy.x_accuracy_row__mutmut_95": _NAN,
+    **{
+        f"scopebench.scoring.accuracy.x_group_rows__mutmut_{k}": "seed/resamples passed on to "
+        "accuracy_row, which deletes them (Wilson interval, nothing drawn)"
+        for k in (12, 13, 17, 18)
+    },
+    # engine/runner.py (resume functions)
+    **{
+        f"scopebench.engine.runner.x__metrics_stamp__mutmut_{k}": "default version when scopebench's "
+        "own metadata is missing (None, dropped, another string): a stamp is only compared with a stamp "
+        "made by the same code, so any constant gives the same reuse decision"
+        for k in (10, 12, 15, 16)
+    },
     # store/runstore.py
     "scopebench.store.runstore.xǁRunStoreǁdone_ids__mutmut_4": _SQL,
     "scopebench.store.runstore.xǁRunStoreǁdone_ids__mutmut_5": _SQL,
@@ -358,8 +374,9 @@ def summarise(modules: list[str], root: Path) -> tuple[list[list[str]], Counter[
 
 
 def _judged(key: str, status: str) -> str:
-    # Only a mutant no test kills can be equivalent; a killed one listed there is simply killed.
-    return "equivalent" if key in EQUIVALENT and status in ("survived", "no tests") else status
+    # Only a mutant no test kills can be equivalent; a killed one listed there is simply killed. A
+    # listed one that timed out did so under load (it cannot change behaviour), so it is equivalent too.
+    return "equivalent" if key in EQUIVALENT and status in ("survived", "no tests", "timeout") else status
 
 
 def _cells(c: Counter[str]) -> list[str]:
