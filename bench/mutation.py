@@ -294,6 +294,20 @@ EQUIVALENT: dict[str, str] = {
         "made by the same code, so any constant gives the same reuse decision"
         for k in (10, 12, 15, 16)
     },
+    **{
+        f"scopebench.engine.runner.x_run_benchmark__mutmut_{k}": 'the default metrics\' key ("basic"): '
+        "only compared with a stamp this code wrote, so any spelling gives the same reuse decision"
+        for k in (169, 170)
+    },
+    **{
+        f"scopebench.engine.runner.x__check_config__mutmut_{k}": "sort_keys dropped for the stored "
+        "config: run.json is written with sort_keys=True, so its objects load (and dump) in sorted order"
+        for k in (25, 27)
+    },
+    "scopebench.engine.runner.x__check_config__mutmut_20": _CODEC,
+    "scopebench.engine.runner.x_run_benchmark__mutmut_136": _CODEC,
+    "scopebench.store.runstore.x__unreadable_records__mutmut_30": "ok = None for False: only tested "
+    "with `not ok`",
     # store/runstore.py
     "scopebench.store.runstore.xǁRunStoreǁdone_ids__mutmut_4": _SQL,
     "scopebench.store.runstore.xǁRunStoreǁdone_ids__mutmut_5": _SQL,

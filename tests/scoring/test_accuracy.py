@@ -89,4 +89,9 @@ def test_default_policy_is_wrong_everywhere() -> None:
     row = accuracy_row("overall", _RECORDS)
     assert (row.policy, row.denominator, row.accuracy) == ("wrong", 7, 2 / 7)
     (grouped,) = group_rows(_RECORDS, lambda r: r.task, "task")
-    assert (grouped.group, grouped.policy, grouped.denominator, grouped.accuracy) == ("task=t", "wrong", 7, 2 / 7)
+    assert (grouped.group, grouped.policy, grouped.denominator, grouped.accuracy) == (
+        "task=t",
+        "wrong",
+        7,
+        2 / 7,
+    )
