@@ -515,3 +515,20 @@ def test_custom_metrics_without_a_key_run_on_every_resume(
     assert seen == [run, run] and (first.metrics, second.metrics) == ({"n": 1}, {"n": 2})
     # Wall time of the invocation, not a sum of clock readings.
     assert 0 <= first.seconds < 60 and (first.n_new, second.n_new, first.n_skipped_kind) == (4, 0, 0)
+
+
+def test_items_of_a_kind_the_model_cannot_answer_are_counted_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from scopebench.benchmarks import LoadedBenchmark
+
+    items = [replace(it, kind="detection") if i < 2 else it for i, it in enumerate(make_items(5))]
+    loaded = LoadedBenchmark(name="unit", data="5", items=items, fingerprint="x")
+    monkeypatch.setattr(runner_mod, "load_items", lambda cfg, hook=None: (loaded, items))
+    with caplog.at_level("WARNING", logger="scopebench"):
+        res = run_benchmark(_cfg("random", n=5), tmp_path / "run")
+    assert (res.n_items, res.n_new, res.n_skipped_kind) == (5, 3, 2)
+    assert (
+        "2 detection item(s) are not evaluated by random (it answers mcq items); they are not in the metrics"
+        in caplog.messages
+    )
