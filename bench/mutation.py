@@ -146,7 +146,7 @@ EQUIVALENT: dict[str, str] = {
         f"scopebench.scoring.grit.x_iou_matrix__mutmut_{k}": "the area of a box with reversed corners "
         "(no lower clip at 0): such a box has intersection 0 with every box, so its IoU is 0 whatever "
         "the (negative) union"
-        for k in (62, 71, 91)
+        for k in (62, 71, 82, 91)
     },
     **{
         f"scopebench.scoring.grit.x_iou_matrix__mutmut_{k}": "divide= of np.errstate: union 0 implies "
@@ -230,6 +230,11 @@ EQUIVALENT: dict[str, str] = {
     },
     "scopebench.scoring.aggregate.x__per_task__mutmut_12": "second sort key of a known split: each known "
     "split has its own first key, so the second is never compared",
+    **{
+        f"scopebench.scoring.aggregate.xǁOwnerRowsǁinstance__mutmut_{k}": "as _row__mutmut_5 (seed/resamples "
+        "passed on to accuracy_row, which deletes them)"
+        for k in (5, 6)
+    },
     # scoring/baselines.py
     "scopebench.scoring.baselines.x__item__mutmut_13": "not choices and ans is None: with no choices "
     "every answer index fails 0 <= ans < 0 next, so the item is still left out",

@@ -93,3 +93,21 @@ def test_a_record_without_a_split_counts_as_test() -> None:
         ("test", "PubMed"),
         ("test", "overall"),
     ]
+
+
+def test_pathmmu_all_rows_keep_the_policy() -> None:
+    # PubMed in both test splits, one unparsed answer of four. The ALL rows pool them: under "wrong"
+    # the unparsed one stays in the denominator (1 of 4), under "exclude" it leaves it (1 of 3); a
+    # row built without the run's policy fell to "exclude" (make mutation survivor).
+    recs = [
+        _rec(0, "PubMed", "test_tiny", True),
+        _rec(1, "PubMed", "test", False),
+        _rec(2, "PubMed", "test", False),
+    ]
+    recs.append(Record("x/3", "m", "unparsed", task="t", subset="PubMed", split="test_tiny", answer_index=0))
+    for policy, den in (("wrong", 4), ("exclude", 3)):
+        own = owner_aggregation(recs, benchmark="pathmmu", policy=policy)
+        assert own is not None
+        got = [(r["subset_or_task"], r["policy"], r["denominator"], r["accuracy"]) for r in own["rows"]
+               if r["split_or_group"] == "ALL"]  # fmt: skip
+        assert got == [("PubMed", policy, den, 1 / den), ("overall", policy, den, 1 / den)]

@@ -246,5 +246,11 @@ def test_compare_runs_rows_pairs_and_policy(tmp_path):
 def test_compare_needs_a_run():
     from scopebench.errors import DataFormatError
 
-    with pytest.raises(DataFormatError, match="at least one run directory"):
+    with pytest.raises(DataFormatError, match="^compare needs at least one run directory$"):
         compare_runs([])
+
+
+def test_compare_runs_default_seed_is_zero(tmp_path):
+    # The seed a compare without --seed records (and draws its bootstraps from) is 0, as documented.
+    res = compare_runs([make_run(tmp_path, "only", [True, False, True])], resamples=50)
+    assert (res["seed"], res["resamples"], res["policy"]) == (0, 50, "wrong")
