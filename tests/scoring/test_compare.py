@@ -246,7 +246,7 @@ def test_compare_runs_rows_pairs_and_policy(tmp_path):
 def test_compare_needs_a_run():
     from scopebench.errors import DataFormatError
 
-    with pytest.raises(DataFormatError, match="^compare needs at least one run directory$"):
+    with pytest.raises(DataFormatError, match=r"^compare needs at least one run directory$"):
         compare_runs([])
 
 
