@@ -263,6 +263,12 @@ EQUIVALENT: dict[str, str] = {
     **{f"scopebench.scoring.compare.x_paired_comparison__mutmut_{k}": _NAN for k in (52, 61, 70, 85)},
     "scopebench.scoring.compare.x__acc__mutmut_4": "-2.0 instead of -1.0: any negative key still sorts "
     "a run without accuracy after every accuracy in [0, 1]",
+    **{
+        f"scopebench.scoring.compare.x_compare_runs__mutmut_{k}": "zip(labels, ...): the labels (one per "
+        "run directory), judges and item-id sets are each built from the same list of runs, so strict= "
+        "cannot matter"
+        for k in (42, 45, 46, 63, 66, 67, 93, 96, 97)
+    },
     # scoring/decoupling.py
     "scopebench.scoring.decoupling.x_decoupling_table__mutmut_1": "seed is unused since the Wilson "
     "interval (deleted at once, kept for callers' one set of options)",

@@ -74,8 +74,27 @@ def test_compare_runs_leaderboard_and_warnings(tmp_path):
 def test_compare_runs_rejects_mixed_benchmarks(tmp_path):
     r1 = make_run(tmp_path, "a", [True])
     r2 = make_run(tmp_path, "b", [True], bench="pathmmu")
-    with pytest.raises(ConfigMismatchError):
+    with pytest.raises(
+        ConfigMismatchError, match=r"^runs are of different benchmarks \(pathmmu, spur\); compare runs of one"
+    ):
         compare_runs([r1, r2])
+
+
+def test_compare_pairs_record_and_use_the_callers_seed_and_resamples(tmp_path):
+    # The pair's paired bootstrap takes compare's seed and resamples (recorded for the paper's
+    # methods section), and its interval is reproducible from them.
+    r1 = make_run(tmp_path, "a", [True, False, True, True, False, True])
+    r2 = make_run(tmp_path, "b", [False, False, True, True, True, False])
+    res = compare_runs([r1, r2], seed=5, resamples=40)
+    (pair,) = res["pairs"]
+    assert (pair["seed"], pair["resamples"], pair["ci_method"]) == (5, 40, "paired-bootstrap-percentile")
+    a = dict(enumerate([True, False, True, True, False, True]))
+    b = dict(enumerate([False, False, True, True, True, False]))
+    again = paired_comparison({f"q/{i}": v for i, v in a.items()}, {f"q/{i}": v for i, v in b.items()},
+                              seed=5, resamples=40)  # fmt: skip
+    assert (pair["ci_low"], pair["ci_high"]) == (again["ci_low"], again["ci_high"])
+    row = res["leaderboard"][0]
+    assert [r["group"] for r in row["by_subset"]] == [] and row["by_task"][0]["group"] == "task=NP"
 
 
 def test_compare_without_shared_items_says_so(tmp_path):
