@@ -200,7 +200,7 @@ EQUIVALENT: dict[str, str] = {
     "the method name",
     # scoring/aggregate.py
     **{
-        f"scopebench.scoring.aggregate.x__macro_row__mutmut_{k}": "default protocol name: only compared "
+        f"scopebench.scoring.aggregate.x_macro_row__mutmut_{k}": "default protocol name: only compared "
         'with "owner", and every caller passes the run\'s protocol'
         for k in (1, 2)
     },
@@ -214,10 +214,10 @@ EQUIVALENT: dict[str, str] = {
         '"XXXX"): like "", it is not "pathology"'
         for k in (15, 17, 20)
     },
-    "scopebench.scoring.aggregate.x__macro_row__mutmut_8": "the per-task rows' group label is never "
+    "scopebench.scoring.aggregate.x_macro_row__mutmut_8": "the per-task rows' group label is never "
     "read (only their counts and accuracies are)",
-    "scopebench.scoring.aggregate.x__macro_row__mutmut_27": _NAN,
-    "scopebench.scoring.aggregate.x__macro_row__mutmut_108": _NAN,
+    "scopebench.scoring.aggregate.x_macro_row__mutmut_27": _NAN,
+    "scopebench.scoring.aggregate.x_macro_row__mutmut_108": _NAN,
     **{
         f"scopebench.scoring.aggregate.x__row__mutmut_{k}": "seed/resamples of accuracy_row, which deletes "
         "them (Wilson interval)"
@@ -239,7 +239,7 @@ EQUIVALENT: dict[str, str] = {
     "scopebench.scoring.baselines.x__item__mutmut_13": "not choices and ans is None: with no choices "
     "every answer index fails 0 <= ans < 0 next, so the item is still left out",
     **{
-        f"scopebench.scoring.aggregate.x__macro_row__mutmut_{k}": "the group label of the totals row, "
+        f"scopebench.scoring.aggregate.x_macro_row__mutmut_{k}": "the group label of the totals row, "
         "of which only counts are read"
         for k in (57, 63, 64)
     },

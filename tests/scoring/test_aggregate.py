@@ -4,7 +4,7 @@ survivors; the published-results join in test_metrics.py reads rows by key, not 
 from __future__ import annotations
 
 from scopebench.items import Record
-from scopebench.scoring.aggregate import owner_aggregation
+from scopebench.scoring.aggregate import macro_row, owner_aggregation
 
 
 def _rec(i: int, subset: str, split: str, correct: bool) -> Record:
@@ -111,3 +111,13 @@ def test_pathmmu_all_rows_keep_the_policy() -> None:
         got = [(r["subset_or_task"], r["policy"], r["denominator"], r["accuracy"]) for r in own["rows"]
                if r["split_or_group"] == "ALL"]  # fmt: skip
         assert got == [("PubMed", policy, den, 1 / den), ("overall", policy, den, 1 / den)]
+
+
+def test_macro_row_scores_each_task_under_the_runs_policy() -> None:
+    # Task A: right + unparsed; task B: wrong + right. Under "exclude" A is 1/1 and B 1/2, macro 0.75;
+    # under "wrong" A is 1/2, macro 0.5. Tasks scored with the default policy gave 0.5 for both.
+    recs = [_ub(0, "A", True), _ub(2, "B", False), _ub(3, "B", True)]
+    recs.insert(1, Record("x/1", "m", "unparsed", task="A", answer_index=0))
+    for policy, tasks, acc in (("exclude", {"A": 1.0, "B": 0.5}, 0.75), ("wrong", {"A": 0.5, "B": 0.5}, 0.5)):
+        row = macro_row("test", "overall", recs, policy, seed=0, resamples=50)
+        assert row is not None and (row["tasks"], row["accuracy"]) == (tasks, acc)
