@@ -125,9 +125,18 @@ def test_compare_warnings_name_runs_by_distinguishing_path(tmp_path):
 def test_compare_run_with_itself_warns(tmp_path):
     r1 = make_run(tmp_path, "a", [True, False])
     res = compare_runs([r1, r1], seed=0, resamples=50)
-    assert any(
-        "a-2 is the same run directory as a" in w and "compared with itself" in w for w in res["warnings"]
-    )
+    assert f"a-2 is the same run directory as a ({r1}): a run compared with itself" in res["warnings"]
+
+
+def test_compare_warns_when_only_one_run_used_a_judge(tmp_path):
+    r1, r2 = make_run(tmp_path, "a", [True, False]), make_run(tmp_path, "b", [True, True])
+    cfg = json.loads((r2 / "run.json").read_text())
+    (r2 / "run.json").write_text(json.dumps({**cfg, "judge": {"spec": "hf:judge"}}))
+    res = compare_runs([r1, r2], seed=0, resamples=50)
+    assert (
+        "runs differ in answer-extraction judge: a=None, b='hf:judge'; each run's metrics.json gives "
+        "judge_free_accuracy for a comparison without any judge"
+    ) in res["warnings"]
 
 
 def test_compare_warns_when_box_repair_differs(tmp_path):
