@@ -3,8 +3,11 @@ survivors; the published-results join in test_metrics.py reads rows by key, not 
 
 from __future__ import annotations
 
+import math
+
 from scopebench.items import Record
 from scopebench.scoring.aggregate import macro_row, owner_aggregation
+from scopebench.scoring.intervals import owner_macro_basic_ci
 
 
 def _rec(i: int, subset: str, split: str, correct: bool) -> Record:
@@ -121,3 +124,22 @@ def test_macro_row_scores_each_task_under_the_runs_policy() -> None:
     for policy, tasks, acc in (("exclude", {"A": 1.0, "B": 0.5}, 0.75), ("wrong", {"A": 0.5, "B": 0.5}, 0.5)):
         row = macro_row("test", "overall", recs, policy, seed=0, resamples=50)
         assert row is not None and (row["tasks"], row["accuracy"]) == (tasks, acc)
+        assert (row["n"], row["denominator"], row["policy"]) == (4, 3 if policy == "exclude" else 4, policy)
+
+
+def test_owner_macro_row_resamples_the_runs_outcomes() -> None:
+    # The owner protocol's interval: scipy's basic bootstrap over each task's outcomes under the run's
+    # policy (task A without its unparsed record under "exclude"), with the caller's resamples.
+    recs = [_ub(0, "A", True), _ub(1, "A", False), _ub(2, "B", False), _ub(3, "B", True), _ub(4, "B", True)]
+    recs.append(Record("x/5", "m", "unparsed", task="A", answer_index=0))
+    row = macro_row("test", "overall", recs, "exclude", seed=7, resamples=60, protocol="owner")
+    iv, _ = owner_macro_basic_ci([[1.0, 0.0], [0.0, 1.0, 1.0]], seed=7, resamples=60)
+    assert row is not None and (row["ci_low"], row["ci_high"], row["resamples"]) == (iv.low, iv.high, 60)
+
+
+def test_macro_row_without_any_judge_free_task_is_nan() -> None:
+    # Every task's answers came from the judge and "exclude" drops them: no task has a judge-free
+    # denominator, so the judge-free macro accuracy is NaN (not a division by zero).
+    recs = [_ub(0, "A", True, judge=True), _ub(1, "B", False, judge=True)]
+    row = macro_row("test", "overall", recs, "exclude", seed=0, resamples=50)
+    assert row is not None and row["accuracy"] == 0.5 and math.isnan(row["judge_free_accuracy"])
