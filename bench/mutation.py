@@ -235,6 +235,11 @@ EQUIVALENT: dict[str, str] = {
         "passed on to accuracy_row, which deletes them)"
         for k in (5, 6)
     },
+    **{
+        f"scopebench.scoring.aggregate.x_instance_row__mutmut_{k}": "as _row__mutmut_5 (seed/resamples "
+        "passed on to accuracy_row, which deletes them)"
+        for k in (5, 6, 10, 11)
+    },
     # scoring/baselines.py
     "scopebench.scoring.baselines.x__item__mutmut_13": "not choices and ans is None: with no choices "
     "every answer index fails 0 <= ans < 0 next, so the item is still left out",
