@@ -255,6 +255,20 @@ EQUIVALENT: dict[str, str] = {
     },
     "scopebench.scoring.aggregate.x__pathmmu__mutmut_25": "seed=None: accuracy_row deletes its seed "
     "(Wilson interval, nothing drawn)",
+    "scopebench.scoring.aggregate.x_per_task_rows__mutmut_12": "as _per_task__mutmut_12 (second sort "
+    "key of a known split, never compared)",
+    **{
+        f"scopebench.scoring.aggregate.x_per_task_rows__mutmut_{k}": "as _row__mutmut_5 (seed/resamples "
+        "passed on to accuracy_row, which deletes them)"
+        for k in (31, 32, 45, 46)
+    },
+    "scopebench.scoring.baselines.x__baseline_runs__mutmut_5": "the initial reference is always replaced: "
+    "FrequentBackend is one of the two baselines looped over",
+    **{
+        f"scopebench.scoring.baselines.x__baseline_runs__mutmut_{k}": "zip(usable, predict(usable)): a "
+        "backend returns one response per item, so strict= cannot matter"
+        for k in (21, 24, 26)
+    },
     # scoring/compare.py
     "scopebench.scoring.compare.x_mcnemar_exact__mutmut_1": "b - c == 0 with b = c > 0: the exact two-sided "
     "binomial p-value of the most likely split is 1.0, the value returned for b + c == 0",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from scopebench.items import Record
-from scopebench.scoring.aggregate import macro_row, owner_aggregation
+from scopebench.scoring.aggregate import instance_row, macro_row, owner_aggregation
 from scopebench.scoring.intervals import owner_macro_basic_ci
 
 
@@ -143,3 +143,11 @@ def test_macro_row_without_any_judge_free_task_is_nan() -> None:
     recs = [_ub(0, "A", True, judge=True), _ub(1, "B", False, judge=True)]
     row = macro_row("test", "overall", recs, "exclude", seed=0, resamples=50)
     assert row is not None and row["accuracy"] == 0.5 and math.isnan(row["judge_free_accuracy"])
+
+
+def test_instance_row_keeps_the_policy() -> None:
+    recs = [_ub(0, "A", True), Record("x/1", "m", "unparsed", task="A", answer_index=0)]
+    row = instance_row("test", "A", recs, "exclude", 0, 50)
+    assert (row["group"], row["policy"], row["denominator"], row["accuracy"], row["weighting"]) == (
+        "test/A", "exclude", 1, 1.0, "instance"
+    )  # fmt: skip
