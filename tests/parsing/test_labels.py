@@ -98,3 +98,21 @@ def test_label_index_and_back() -> None:
     assert [label_index(x, "numbers") for x in ("1", "2", "12")] == [0, 1, 11]
     assert [label_for(i, "letters") for i in (0, 1, 25)] == ["A", "B", "Z"]
     assert [label_for(i, "numbers") for i in (0, 1, 11)] == ["1", "2", "12"]
+
+
+@pytest.mark.parametrize(
+    ("text", "style", "kind"),
+    [
+        # choice-6: angle brackets are a bare tag; a lone ">" closes nothing ("C>B" is a comparison)
+        ("<C>", "letters", "bracketed"), ("<3>", "numbers", "bracketed"), ("<C", None, None), ("C>B", "letters", None),
+        # a CJK character closes a label as punctuation does ("选B比较合适"), unless it joins a second
+        # label (也 also, 或 or, 和 and, 、 list comma): then it is no label at all
+        ("B比较合适", "letters", "punct"), ("2比较合适", "numbers", "punct"), ("C也可能", "letters", None),
+        ("B或C", "letters", None), ("2和3", "numbers", None), ("B、C", "letters", None),
+        # a tail after the label keeps it a label ("D for sure.", "2 maybe.", "B after reconsideration.")
+        ("D for sure.", "letters", "punct"), ("2 maybe.", "numbers", "punct"),
+        ("B after reconsideration.", "letters", "punct"), ("D for example", "letters", "word"),
+    ],
+)  # fmt: skip
+def test_label_kinds_choice_6(text: str, style: str | None, kind: str | None) -> None:
+    assert _kind(text, style or "letters") == kind

@@ -43,6 +43,16 @@ SHAPES = {
     "question-loop": "Is this necrosis or spindle cells ",
     "object-verdict-loop": "which makes C the best option and leaves ",
     "first-thought-loop": "At first I thought B, but however final answer: C ",
+    # choice-6 rules: hedged lead-ins, tentative labels, changes of mind, text with its label,
+    # ordinals, alternatives after the answer, answers about to be given, Chinese verdicts
+    "hedged-lead-loop": "With moderate confidence: C. Hard to be sure, but ",
+    "tentative-loop": "Perhaps A? Maybe B. Plausibly ",
+    "reflection-loop": "C. On reflection, B. Thinking again, ",
+    "text-label-loop": "In summary, necrosis - option D, spindle cells (C), ",
+    "ordinal-loop": "The second option is correct. I would go with the third option or ",
+    "alternative-loop": "D is the best fit, or perhaps C. Or maybe ",
+    "about-to-loop": "I was going to say A, however ",
+    "chinese-verdict-loop": "这张图最符合B。不太可能是A。",
 }
 
 

@@ -21,12 +21,17 @@ STRONG_KINDS: frozenset[str] = frozenset({"bracketed", "closed", "keyword", "pun
 
 # "Option C", "option (B)", "choice #2", "No. 3"
 _KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)(?:\s*\#\s*|\s+|(?=[(\[])|(?=\d)))"
-_OPEN = r"(?:(?P<open>[(\[{'\"])\s*)"
-_CLOSE = r"(?:\s*(?P<close>[)\]}'\"]))"
-_LETTER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>[A-Za-z])(?!\w){_CLOSE}?", re.I)
+# choice-6: angle brackets too ("<A>", a bare tag); "<ANSWER>" is no label (one letter only)
+_OPEN = r"(?:(?P<open>[(\[{<'\"])\s*)"
+_CLOSE = r"(?:\s*(?P<close>[)\]}>'\"]))"
+# A CJK character may follow a label directly ("选B比较合适": choose B, more fitting; choice-6).
+_CJK = "\u3400-\u9fff"
+# CJK words joining a label to another: 也 (also), 或/或者 (or), 还是 (or), 和/与/及 (and), 、 (list comma)
+_CJK_JOINERS = "也或还和与及、"
+_LETTER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>[A-Za-z])(?![^\W{_CJK}]){_CLOSE}?", re.I)
 # A number label is one or two digits that are not part of a decimal ("3.5") or a longer number.
-_NUMBER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>\d{{1,2}})(?!\w|[.,]\d){_CLOSE}?", re.I)
-_PAIRS = {"(": ")", "[": "]", "{": "}", "'": "'", '"': '"'}
+_NUMBER = re.compile(rf"(?P<kw>{_KEYWORD})?{_OPEN}?(?P<lab>\d{{1,2}})(?![^\W{_CJK}]|[.,]\d){_CLOSE}?", re.I)
+_PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">", "'": "'", '"': '"'}
 
 # Words that may follow a label but never follow the article "a" or the pronoun "I" in English,
 # so "A because …" is option A while "A cell …" is not.
@@ -52,8 +57,9 @@ _WORD = re.compile(r"[^\W\d_]+")
 # A hedge closing the sentence after a label ("D I think.", "C to me.", "B on this one."), or a
 # denied alternative ("C rather than B."): the label still ends its clause, as before punctuation.
 _TAIL = re.compile(
-    r"(?:here|to\s+me|for\s+me|most\s+likely|probably|(?:on|for)\s+this(?:\s+one)?|it\s+is"
-    r"|I\s+(?:think|believe|guess|suppose|reckon)|I(?:'d|\s+would)\s+say"
+    r"(?:here|to\s+me|for\s+me|most\s+likely|probably|maybe|perhaps|possibly"
+    r"|after\s+(?:re-?consideration|reflection|review|further\s+thought)|for\s+(?:sure|certain)|(?:on|for)\s+this(?:\s+one)?|it\s+is"
+    r"|I\s+(?:think|believe|guess|suppose|reckon)|I(?:'d|\s+would)\s+(?:say|guess)|no\s+doubt"
     # a denied alternative ("C rather than B.", "D, not A"): the label still ends its clause
     r"|(?:rather\s+than|instead\s+of|not)\s+(?:(?:option|choice)\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?(?![\w']))"
     r"[ \t]*(?:[.!;,]|$)",
@@ -107,7 +113,7 @@ def read_label(text: str, pos: int, style: LabelStyle) -> LabelRead | None:
             return None  # "(C because" or "'s": not a clean label form
         return LabelRead(label, m.start(), m.start("lab"), m.end(), "bracketed", lower)
     end = m.end("lab")
-    if closed is not None and closed in ")]}":
+    if closed is not None and closed in ")]}":  # a lone ">" is no closing bracket ("C>B")
         return LabelRead(label, m.start(), m.start("lab"), m.end(), "closed", lower)
     kind = _kind_after(text, end)
     if kind is None:
@@ -127,15 +133,17 @@ def _kind_after(text: str, end: int) -> LabelKind | None:
     ch = text[j]
     nxt = text[j + 1] if j + 1 < len(text) else ""
     # "C." / "C:" count only before a space or the end, so "e.g." and "C.elegans" are no labels.
-    if ch in ".:;,!?" and (nxt == "" or nxt.isspace() or nxt in "\"')]<"):
+    if ch in ".:;,!?" and (nxt == "" or nxt.isspace() or nxt in "\"')]<" or (ch in "!?" and nxt in "!?")):
         return "punct"
     if ch == "-" and (nxt == "" or nxt.isspace()):
         return "punct"
     # An apostrophe before a letter is a contraction ("I'd say B", "I'm"), not a quote.
     if ch == "'" and nxt.isalpha():
         return None
-    if ch in "([<\"'":
-        return "punct"
+    if ch in _CJK_JOINERS:
+        return None  # "可能是C也可能是D", "B或C": one of alternatives, never an answer alone
+    if ch in "([<\"'" or "\u3400" <= ch <= "\u9fff":
+        return "punct"  # a CJK character closes the label as punctuation does
     if j > end and _TAIL.match(text, j):
         return "punct"
     if j > end:

@@ -30,7 +30,9 @@ The rules, in order; the first that commits decides:
      C", "Result: (B)", "Pick: C", "Therefore: A", "So C.", "Going with C", "Taking … into
      account, C.", "=> D"; since choice-5 also "which makes C the best option", "This leaves
      D", "suggests C", "The option that fits is 4", "I'd revise to C", "Not D - C", "C rather
-     than B", "I'd tentatively go with B";
+     than B", "I'd tentatively go with B"; since choice-6 a verdict vocabulary ("D is the best
+     fit", "Letter: D"), hedges ("Plausibly C.", "Hard to be sure, but 1."), ordinals, an option's
+     text with its own label, more Chinese verbs and changes of mind (docs/parser.md lists them);
    - weak forms (choice-3; they bring a rule-4 opening label in with them): a label that is a
      sentence of its own after another sentence ("C... no, D."), an introductory clause then a
      label ending the sentence ("After careful consideration, E."), a short sentence ending in a
@@ -125,8 +127,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from scopebench.parsing._commits import Commit as _Commit
+from scopebench.parsing._commits import Ctx as _Ctx
+from scopebench.parsing._commits import ParseResult
+from scopebench.parsing._commits import decide as _decide
+from scopebench.parsing._commits import out_of_range as _out_of_range
+from scopebench.parsing._commits import withdrawal as _withdrawal
 from scopebench.parsing._labels import (
     LabelRead,
     LabelStyle,
@@ -138,6 +145,8 @@ from scopebench.parsing._labels import (
 from scopebench.parsing._patterns import (
     _ALTERNATIVE_BEFORE,
     _ARTICLES,
+    _ASKED_LETTERS,
+    _ASKED_NUMBERS,
     _ASKS,
     _BARE_TAIL,
     _BOXED,
@@ -146,43 +155,56 @@ from scopebench.parsing._patterns import (
     _CHINESE_ITEM,
     _CHINESE_REVERSE,
     _CLAUSE_END,
-    _CONTRAST,
+    _CONFIRMED,
     _CONTRASTED,
     _CORRECTION,
+    _DENIED_AFTER,
     _DENIED_BEFORE,
+    _DOUBTED,
     _EXPLICIT,
     _FILLER,
-    _FIRST_THOUGHT,
+    _GLOSS_AFTER,
     _HEDGE,
+    _HEDGED_LEAD,
     _INLINE_LETTERS,
     _INLINE_NUMBERS,
+    _INTERJECTION,
     _INTRO,
-    _LABEL_LETTER,
-    _LABEL_NUMBER,
+    _JOINED,
     _LABEL_WORD,
     _LONE_LETTERS,
+    _LONE_MID_LETTERS,
+    _LONE_MID_NUMBERS,
     _LONE_NUMBERS,
-    _NO_AFTER,
+    _NOUN_BEFORE,
     _OBJECT_LETTERS,
     _OBJECT_NUMBERS,
+    _ORDINAL_OBJECT,
+    _ORDINAL_SUBJECT,
+    _ORDINAL_WORDS,
     _PHRASE,
-    _PLACEHOLDER,
     _PREFIX,
     _REASON_WORDS,
     _REST_OK,
     _REVERSE_LETTERS,
     _REVERSE_NUMBERS,
-    _SENTENCE_END,
     _SHORT,
     _SWITCH,
     _TAG,
+    _TENTATIVE,
+    _TEXT_THEN_LABEL,
+    _THATS_MINE_LETTERS,
+    _THATS_MINE_NUMBERS,
     _TRAILING_LABEL,
     _UNDECIDED,
     _VERDICT_TEXT,
     _WINDOW,
+    _WRONG_AFTER,
 )
 from scopebench.parsing._text import (
     ClauseIndex,
+    TextMatch,
+    Token,
     clause_starts,
     clean,
     equals_option,
@@ -202,57 +224,7 @@ from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-5"
-
-
-@dataclass(frozen=True, slots=True)
-class ParseResult:
-    """What :func:`parse_choice` made of a response.
-
-    Attributes:
-        index: 0-based option index, or ``None`` when the response commits to no single option.
-        method: The rule that decided: ``"answer_tag"``, ``"answer_phrase"``, ``"bare_label"``,
-            ``"leading_label"``, ``"walk_through"``, ``"former_latter"``, ``"option_text"`` or
-            ``"none"``.
-        reason: Human-readable account, in particular why nothing was chosen.
-    """
-
-    index: int | None
-    method: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Commit:
-    """Labels one tag, phrase or leading label commits to, where, and by which rule.
-
-    ``conflict`` explains a self-contradiction.
-    """
-
-    labels: tuple[str, ...]
-    conflict: str | None = None
-    pos: int = 0
-    method: str = "answer_phrase"
-
-
-@dataclass(frozen=True, slots=True)
-class _Ctx:
-    """The item being parsed: option tokens and label style."""
-
-    options: tuple[tuple[str, ...], ...]
-    style: LabelStyle
-
-    @property
-    def n(self) -> int:
-        return len(self.options)
-
-    def in_range(self, label: str) -> bool:
-        return 0 <= label_index(label, self.style) < self.n
-
-    @property
-    def span(self) -> int:
-        """Tokens worth reading after a label or phrase: one more than the longest option."""
-        return max(len(o) for o in self.options) + 1
+PARSER_VERSION = "choice-6"
 
 
 # --- entry point ----------------------------------------------------------------------------
@@ -324,7 +296,7 @@ def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
         opening = _leading_label(text, ctx, ending=False)
         if opening is not None and opening.index is not None:
             lead = [_Commit((label_for(opening.index, ctx.style),), pos=0, method="leading_label")]
-    phrases = [*phrases, *lone]
+    phrases = [*phrases, *lone, *_asked_alone(text, ctx)]
     method, what = ("answer_tag", "answer tag") if tags else ("answer_phrase", "answer phrase")
     commits = sorted([*lead, *tags, *phrases], key=lambda c: c.pos)
     return _decide(commits, method, what, ctx, text)
@@ -346,7 +318,11 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     ) -> None:
         if clauses.not_asserted(start):
             return
-        if at_end and _ALTERNATIVE_BEFORE.search(text, max(0, start - 12), start):
+        if (
+            at_end
+            and not text.startswith("rather", start)  # "D, or rather B": a correction, not an alternative
+            and _ALTERNATIVE_BEFORE.search(text, max(0, start - 12), start)
+        ):
             return  # "B, or perhaps D": a prefix after "or" names an alternative, not a verdict
         commit = _read_answer(text[end : end + _WINDOW], ctx, loose=loose, strict_case=strict_case)
         # After a hedge or terse prefix, a list ("Thus A, B and C are excluded") is no answer.
@@ -368,15 +344,41 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         raw = str(m["c"] or m.groupdict().get("d"))
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
+    for m in _ORDINAL_SUBJECT.finditer(text):
+        label = _ordinal_label(m, ctx)
+        if (
+            label is not None
+            and not clauses.not_asserted(m.start())
+            and not _ALTERNATIVE_BEFORE.search(text, max(0, m.start() - 12), m.start())
+        ):
+            found.append(_Commit((label,), pos=m.start()))
     reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
     objects = _OBJECT_LETTERS if ctx.style == "letters" else _OBJECT_NUMBERS
-    for m in (*reverse.finditer(text), *objects.finditer(text)):
+    mine = _THATS_MINE_LETTERS if ctx.style == "letters" else _THATS_MINE_NUMBERS
+    for m in (*reverse.finditer(text), *objects.finditer(text), *mine.finditer(text)):
         if clauses.not_asserted(m.start()) or _ALTERNATIVE_BEFORE.search(
             text, max(0, m.start() - 12), m.start()
         ):
             continue  # "Either C or D would be defensible": D is one of two alternatives
-        raw = str(m["a"] or m["b"] or m["c"] or m.groupdict().get("d"))
+        groups = m.groupdict()
+        raw = str(next(v for k, v in groups.items() if v is not None and k in "abcdef"))
         found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
+    return found
+
+
+def _asked_alone(text: str, ctx: _Ctx) -> list[_Commit]:
+    """Labels asked as a sentence of their own ("D?"), which name an option without choosing it.
+
+    Alone they commit to nothing (the caller only sees them next to other commitments); next to
+    an answer they count as named, so "D? Maybe B." is none while "A? No - D." is D (the "No"
+    switches) and "Perhaps 4? Yes, 4." is 4 (the same label).
+    """
+    found: list[_Commit] = []
+    for m in (_ASKED_LETTERS if ctx.style == "letters" else _ASKED_NUMBERS).finditer(text):
+        raw = m["a"] or m["b"]
+        label = raw.upper() if ctx.style == "letters" else str(int(raw))
+        if ctx.in_range(label):
+            found.append(_Commit((label,), pos=m.start("a") if m["a"] else m.start("b")))
     return found
 
 
@@ -388,11 +390,15 @@ def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
     """
     found: list[_Commit] = []
     clauses = ClauseIndex(text)
-    for m in (_LONE_LETTERS if ctx.style == "letters" else _LONE_NUMBERS).finditer(text):
-        raw = m["a"] or m["b"]
+    lone, mid = (
+        (_LONE_LETTERS, _LONE_MID_LETTERS) if ctx.style == "letters" else (_LONE_NUMBERS, _LONE_MID_NUMBERS)
+    )
+    for m in (*lone.finditer(text), *mid.finditer(text)):
+        raw, at = (m["a"], m.start("a")) if m["a"] else (m["b"], m.start("b"))
         if not clauses.not_asserted(m.start()):
-            found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
-    for m in (*_INTRO.finditer(text), *_SHORT.finditer(text)):
+            # placed at the label, after its interjections ("Hmm, no. A."), which may be markers
+            found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=at))
+    for m in (*_INTRO.finditer(text), *_SHORT.finditer(text), *_HEDGED_LEAD.finditer(text)):
         if _LABEL_WORD.search(m.group(1)) is None:
             c = _read_answer(text[m.end() : m.end() + _WINDOW], ctx, loose=False, strict_case=True)
             if c is not None and len(c.labels) == 1:
@@ -426,20 +432,82 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
         items = read_label_list(body, read, ctx.style)
         if body[items[-1].end :].lstrip(" \t.)]'\"").startswith("?"):
             return None  # "Is the answer C?" asks, it does not answer
+        if _DOUBTED.match(body, items[-1].end):
+            return None  # "Maybe D, maybe not.": doubted at once
+        if _WRONG_AFTER.match(body, items[-1].end):
+            return None  # "My initial answer 1 is wrong.": called wrong at once
         if len(items) == 1:
             return _Commit((read.label,), _contradiction(body, read, ctx))
         return _Commit(tuple(r.label for r in items))
+    ordinal = _ORDINAL_OBJECT.match(body, pos)
+    if ordinal is not None:
+        label = _ordinal_label(ordinal, ctx)
+        return None if label is None else _Commit((label,))
+    paired = _text_then_label(body, pos, ctx)
+    if paired is not None:
+        return paired
     if not loose:
         return None
     clause = body[pos:]
     cut = _CLAUSE_END.search(clause)
-    words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause, ctx.span + 3)]
+    words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause, 2 * ctx.span + 4)]
     while words and words[0] in _ARTICLES and not named_options(words, ctx.options, at_start=True):
         words = words[1:]
     named = named_options(words, ctx.options, at_start=True)
     if not named or negated_after(words, len(ctx.options[named[0]])):
         return None  # "… suggests necrosis is unlikely"
-    return _Commit(tuple(label_for(i, ctx.style) for i in named))
+    named = [*named, *_alternative_text(words, named[0], ctx)]
+    return _Commit(tuple(label_for(i, ctx.style) for i in dict.fromkeys(named)))
+
+
+def _alternative_text(words: list[str], first: int, ctx: _Ctx) -> list[int]:
+    """A second option's text joined to the first by "or"/"and" ("Golgi apparatus or mitochondria").
+
+    choice-5 read such an answer as the first option; both are named, so the answer is none.
+    """
+    rest = words[len(ctx.options[first]) :]
+    if not rest or rest[0] not in _JOINED:
+        return []
+    rest = rest[1:]
+    while rest and rest[0] in _ARTICLES and not named_options(rest, ctx.options, at_start=True):
+        rest = rest[1:]
+    return named_options(rest, ctx.options, at_start=True)
+
+
+def _ordinal_label(m: re.Match[str], ctx: _Ctx) -> str | None:
+    """The label an ordinal names ("the second option" is B or 2), if within the options."""
+    place = _ORDINAL_WORDS[m["ord"].casefold()]
+    index = ctx.n - 1 if place < 0 else place
+    return label_for(index, ctx.style) if index < ctx.n else None
+
+
+def _text_then_label(body: str, pos: int, ctx: _Ctx) -> _Commit | None:
+    """An option's text and then its own label ("pilocytic astrocytoma - option E").
+
+    Commits only when the text is exactly one option's and the label is that option's; any
+    other pair (text of D, label E) is left to the other rules, never read as either.
+    """
+    m = _TEXT_THEN_LABEL.match(body, pos)
+    if m is None:
+        return None
+    raw = m["lab"]
+    if raw.isdigit() != (ctx.style == "numbers") or (raw.islower() and m["kw"] is None):
+        return None
+    label = raw.upper() if ctx.style == "letters" else str(int(raw))
+    if not ctx.in_range(label):
+        return None
+    words = [t.value for t in tokenize(m["text"], ctx.span)]
+    other = named_options(words, ctx.options, at_start=True)
+    own = ctx.options[label_index(label, ctx.style)]
+    # "the necrosis - option D"; but "A-band" starts with "a", which is its own text, not an article
+    while words and words[0] in _ARTICLES and not equals_option(words, own):
+        words = words[1:]
+    if equals_option(words, own):
+        return _Commit((label,))
+    if len(other) == 1 and equals_option(words, ctx.options[other[0]]):
+        reason = f"text of option {label_for(other[0], ctx.style)} is labelled {label}"
+        return _Commit((label,), reason)  # "fibrosis - option C" with fibrosis B: self-contradiction
+    return None
 
 
 def _reason_follows(text: str, read: LabelRead) -> bool:
@@ -482,114 +550,6 @@ def _contradiction(text: str, read: LabelRead, ctx: _Ctx) -> str | None:
     return None
 
 
-def _distinct(commits: Sequence[_Commit], ctx: _Ctx) -> list[str]:
-    named: list[str] = []
-    for c in commits:
-        for label in c.labels:
-            if label not in named:
-                named.append(label)
-    if len(named) > 1 and any(ctx.in_range(x) for x in named):
-        named = [x for x in named if not (x == _PLACEHOLDER and not ctx.in_range(x))]
-    return named
-
-
-def _decide(commits: Sequence[_Commit], method: str, what: str, ctx: _Ctx, text: str = "") -> ParseResult:
-    for c in commits:
-        if c.conflict is not None:
-            return ParseResult(None, method, c.conflict)
-    named = _distinct(commits, ctx)
-    withdrawn = _withdrawal(text, commits[-1].pos)
-    if withdrawn is not None:
-        return ParseResult(None, method, f"answer withdrawn after {withdrawn.group()!r} with no new one")
-    changed = _changed_unread(text, commits[-1].pos, ctx)
-    if changed is not None:
-        return ParseResult(None, method, changed)
-    if len(named) > 1:
-        corrected = _after_correction(commits, ctx, text)
-        if corrected is not None:
-            return corrected
-        return ParseResult(None, method, f"several options named: {', '.join(named)}")
-    (label,) = named
-    if not ctx.in_range(label):
-        return ParseResult(None, method, _out_of_range(label, ctx))
-    if all(c.method == "leading_label" for c in commits):
-        method, what = "leading_label", "response starts with label"
-        return ParseResult(label_index(label, ctx.style), method, f"{what} {label}")
-    return ParseResult(label_index(label, ctx.style), method, f"{what} names {label}")
-
-
-def _withdrawal(text: str, last: int) -> re.Match[str] | None:
-    """A correction marker in a sentence after the last commitment, with no answer after it.
-
-    "This is A. Actually no, I'm not sure." withdraws A. A plain "Actually," is often just
-    emphasis ("Actually, rosettes are classic here"), so only "actually no" counts.
-    """
-    end = _SENTENCE_END.search(text, last)
-    if end is None:
-        return None
-    for m in _CORRECTION.finditer(text, end.end()):
-        if m.group().casefold() != "actually" or _NO_AFTER.match(text, m.end()):
-            return m
-    return None
-
-
-def _changed_unread(text: str, last: int, ctx: _Ctx) -> str | None:
-    """Why the answer stands changed when a marker after it is followed by a label not read.
-
-    "Answer: D. Actually, on closer inspection: E": the later label is in no form the rules
-    read, but keeping D would report the answer the model took back.
-    """
-    end = _SENTENCE_END.search(text, last)
-    if end is None:
-        return None
-    label = _LABEL_LETTER if ctx.style == "letters" else _LABEL_NUMBER
-    # Only the first marker needs a look: a label after a later one is also after the first.
-    found = [
-        m for m in (_CORRECTION.search(text, end.end()), _SWITCH.search(text, end.end())) if m is not None
-    ]
-    if not found:
-        return None
-    marker = min(found, key=lambda m: m.start())
-    later = label.search(text, marker.end())
-    if later is None:
-        return None
-    return f"answer changed after {marker.group()!r} to {later.group().strip('()')!r}, not read"
-
-
-def _after_correction(commits: Sequence[_Commit], ctx: _Ctx, text: str) -> ParseResult | None:
-    """The answer given after the last self-correction marker, when that answer is single.
-
-    "The answer is D. Wait — … so the answer is C": the commitments after the last marker that
-    has commitments on both sides replace all earlier ones; if those name several, none wins.
-    """
-    # A marker may itself be the phrase of the later answer ("Actually, C."), so ``<=``.
-    found = [*_CORRECTION.finditer(text), *_SWITCH.finditer(text)]
-    if _FIRST_THOUGHT.search(text, max(0, commits[0].pos - _WINDOW), commits[0].pos + 1):
-        found.extend(_CONTRAST.finditer(text))  # "At first I thought B. However, … the answer is D"
-    markers = [m for m in found if commits[0].pos < m.start() <= commits[-1].pos]
-    if not markers:
-        return None
-    marker = max(markers, key=lambda m: m.start())
-    later = [c for c in commits if c.pos >= marker.start()]
-    named = _distinct(later, ctx)
-    if len(named) != 1 or not ctx.in_range(named[0]):
-        return None
-    method = later[-1].method
-    # Name the first of adjacent markers ("Wait — no, …" names "Wait"), as the reader sees it.
-    before = max(c.pos for c in commits if c.pos < marker.start())
-    shown = min((m for m in markers if m.start() > before), key=lambda m: m.start())
-    return ParseResult(
-        label_index(named[0], ctx.style),
-        method,
-        f"answer after the self-correction {shown.group()!r} names {named[0]}",
-    )
-
-
-def _out_of_range(label: str, ctx: _Ctx) -> str:
-    noun = "letter" if ctx.style == "letters" else "option"
-    return f"{noun} {label} out of range for {ctx.n} options"
-
-
 # --- rule 2: the whole response is a label ------------------------------------------------------
 
 
@@ -597,16 +557,26 @@ def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
     body = text.strip()
     bullet = _BULLET.match(body)
     pos = bullet.end() if bullet is not None else 0
+    interjection = _INTERJECTION.match(body, pos)
+    if interjection is not None:
+        pos = interjection.end()
     filler = _FILLER.match(body, pos)
     if filler is not None:
         pos = filler.end()
+    tentative = _TENTATIVE.match(body, pos)
+    if tentative is not None:
+        pos = tentative.end()
     read = read_label(body, pos, ctx.style)
     if read is None or not (read.strong or read.kind == "connective"):
         return None
     items = read_label_list(body, read, ctx.style)
     end = items[-1].end
-    if _ASKS.match(body, end):
-        return None
+    if _CONFIRMED.match(body, end) and len(items) == 1:
+        return _decide([_Commit((read.label,))], "bare_label", "label asked and confirmed", ctx)
+    if _ASKS.match(body, end) and (tentative is None or len(items) > 1):
+        return None  # "B?" asks; "Perhaps A?" answers, tentatively
+    if tentative is None and body.rstrip().endswith("?"):
+        return None  # "D is it?" asks too
     tail = _BARE_TAIL.match(body, end)
     if not _REST_OK.match(body, tail.end() if tail is not None else end):
         return None
@@ -673,7 +643,9 @@ def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult 
     """Rule 4; ``ending=False`` skips the check that the reply does not end on another label."""
     body = text.lstrip()
     read = read_label(body, 0, ctx.style)
-    if read is None or read.kind not in _leading_kinds(ctx) or _ASKS.match(body, read.end):
+    if read is None or any(p.match(body, read.end) for p in (_ASKS, _DENIED_AFTER, _WRONG_AFTER)):
+        return None  # "B?" asks; "D, definitely not." and "Option B is wrong." deny
+    if read.kind not in _leading_kinds(ctx) and not _number_dash(body, read, ctx):
         return None
     if _enumerates(body, ctx) or _option_starts_at_label(body, read, ctx):
         return None
@@ -682,6 +654,11 @@ def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult 
     if not ctx.in_range(read.label):
         # "I. Observations" or "F) …" with four options: no answer here; option text may still tell.
         return _option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
+    withdrawn = _withdrawal(body, read.end)
+    if withdrawn is not None:
+        return ParseResult(
+            None, "leading_label", f"label withdrawn after {withdrawn.group()!r} with no new one"
+        )
     conflict = (
         _contradiction(body, read, ctx) or (ending and _ends_with_other_label(body, read.label, ctx)) or None
     )
@@ -704,6 +681,8 @@ def _ends_with_other_label(text: str, label: str, ctx: _Ctx) -> str | None:
     raw = m["lab"]
     if raw.isdigit() != (ctx.style == "numbers") or _DENIED_BEFORE.search(text, 0, m.start() + 1):
         return None  # "D, not B.": the closing label is denied, not chosen
+    if _NOUN_BEFORE.search(text, max(0, m.start() - 16), m.start() + 1):
+        return None  # "… in lane 3.": a number that belongs to a noun, not another answer
     last = raw.upper() if ctx.style == "letters" else str(int(raw))
     if last == label:
         return None
@@ -714,6 +693,18 @@ def _leading_kinds(ctx: _Ctx) -> frozenset[str]:
     if ctx.style == "numbers":
         return frozenset({"bracketed", "closed"})
     return frozenset({"bracketed", "closed", "punct", "keyword"})
+
+
+def _number_dash(body: str, read: LabelRead, ctx: _Ctx) -> bool:
+    """Whether a number label opens the reply with a dash ("1 - pink cytoplasm …"), not "1." (a list)."""
+    after = body[read.end :].lstrip(" \t")
+    # "1 - 2 weeks" is a range, not an answer: a word must follow the dash
+    return (
+        ctx.style == "numbers"
+        and read.kind == "punct"
+        and after[:1] == "-"
+        and after[1:].lstrip()[:1].isalpha()
+    )
 
 
 def _option_starts_at_label(body: str, read: LabelRead, ctx: _Ctx) -> bool:
@@ -767,6 +758,9 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
         )
         if m.option not in into:
             into.append(m.option)
+    mislabelled = _mislabelled(text, tokens, mentions, ctx)
+    if mislabelled is not None:
+        return ParseResult(None, "option_text", mislabelled)
     if not kept:
         names = ", ".join(label_for(i, ctx.style) for i in dropped)
         return ParseResult(None, "option_text", f"options named only to be ruled out: {names}")
@@ -782,6 +776,21 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     if len(kept) > 1:
         return ParseResult(None, "option_text", f"several options named: {', '.join(labels)}")
     return ParseResult(kept[0], "option_text", f"text of option {labels[0]} found")
+
+
+def _mislabelled(text: str, tokens: Sequence[Token], mentions: Sequence[TextMatch], ctx: _Ctx) -> str | None:
+    """Why option text is no answer when a mention carries another option's label ("fibrosis (C)")."""
+    for m in mentions:
+        gloss = _GLOSS_AFTER.match(text, tokens[m.end - 1].end)
+        if gloss is None:
+            continue
+        raw = gloss["x"] or gloss["y"]
+        if raw.isdigit() != (ctx.style == "numbers"):
+            continue
+        label = raw.upper() if ctx.style == "letters" else str(int(raw))
+        if label != label_for(m.option, ctx.style):
+            return f"text of option {label_for(m.option, ctx.style)} is labelled {label}"
+    return None
 
 
 def _skip_space(text: str, pos: int) -> int:
