@@ -31,6 +31,7 @@ from pathlib import Path
 
 #: Modules mutated and counted, as ``scopebench.<name>``.
 MODULES: tuple[str, ...] = (
+    "parsing._commits",
     "parsing._labels",
     "parsing._patterns",
     "parsing._text",
@@ -287,6 +288,11 @@ EQUIVALENT: dict[str, str] = {
         "run directory), judges and item-id sets are each built from the same list of runs, so strict= "
         "cannot matter"
         for k in (42, 45, 46, 63, 66, 67, 93, 96, 97)
+    },
+    **{
+        f"scopebench.scoring.compare.x_run_labels__mutmut_{k}": "zip over lists built one per unique "
+        "path (parts, depth, labels), so strict= cannot matter"
+        for k in (23, 26, 27, 46, 49, 50)
     },
     # scoring/decoupling.py
     "scopebench.scoring.decoupling.x_decoupling_table__mutmut_1": "seed is unused since the Wilson "
