@@ -7,7 +7,9 @@ It listens on 127.0.0.1 (a free port) in a background thread and implements
   tokenizer generates a few tokens greedily from the request's text: deterministic, and honest
   about being a model rather than a canned string;
 * ``say:TEXT`` — replies ``TEXT`` (for exact accuracy checks through the parser);
-* ``fail429:K`` — the first ``K`` requests get 429 with ``Retry-After: <retry_after>``, then ``tiny``;
+* ``fail429:K`` — the first ``K`` requests get 429 with ``Retry-After: <retry_after>`` (and
+  ``retry-after-ms: <retry_after_ms>`` when that is set), then ``tiny``;
+* ``status:CODE`` — always HTTP ``CODE`` with an OpenAI-style error body and no ``Retry-After``;
 * ``fail500`` — always 500; the error body echoes the request's ``Authorization`` header, like a
   careless proxy, so the client must scrub the key from what it records;
 * ``slow`` — sleeps ``slow_s`` seconds before answering (longer than the client's timeout);
@@ -105,6 +107,7 @@ class ServerState:
     """What the handler shares with the test."""
 
     retry_after: str = "1"
+    retry_after_ms: str | None = None
     slow_s: float = 1.0
     delay_s: float = 0.0
     log: list[Logged] = field(default_factory=list)
@@ -174,7 +177,14 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(state.delay_s)
         if model.startswith("fail429:") and n_seen < int(model.split(":", 1)[1]):
             msg = {"error": {"message": "rate limited", "type": "rate_limit"}}
-            self._send(429, json.dumps(msg).encode(), {"Retry-After": state.retry_after})
+            headers = {"Retry-After": state.retry_after}
+            if state.retry_after_ms is not None:
+                headers["retry-after-ms"] = state.retry_after_ms
+            self._send(429, json.dumps(msg).encode(), headers)
+            return
+        if model.startswith("status:"):
+            code = int(model.split(":", 1)[1])
+            self._send(code, json.dumps({"error": {"message": f"scripted status {code}"}}).encode())
             return
         if model == "fail500":
             msg = {"error": {"message": f"internal error (request had Authorization: {auth})"}}

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -481,20 +482,26 @@ def test_no_image_with_a_contrastive_model_is_refused(
     assert not run.exists()
 
 
-def test_strategies_builds_the_same_run_config_as_run() -> None:
+def test_strategies_builds_the_same_run_config_as_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """`strategies` and `run` share their run options: same flags give the same RunConfig.
 
     `strategies` once declared its own `--device` without a default, so `--model hf:M` without
     `--device` handed ``device=None`` to the backend (a traceback in `resolve_device`).
+    (Through ``main``: the options are click's now, parsed by the commands themselves.)
     """
     from dataclasses import replace
 
-    from scopebench.cli import _run_config, build_parser
+    import scopebench.cli as cli
 
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(cli, "cmd_run", lambda args: seen.setdefault("run", cli._run_config(args)) and 0)
+    monkeypatch.setattr(
+        cli, "cmd_strategies", lambda args: seen.setdefault("strategies", cli._run_config(args)) and 0
+    )
     common = ["--bench", "demo", "--model", "hf:some/model", "--out", "o"]
-    run_args = build_parser().parse_args(["run", *common])
-    strat_args = build_parser().parse_args(["strategies", *common])
-    run_cfg, strat_cfg = _run_config(run_args), _run_config(strat_args)
-    assert strat_cfg.device == "auto"
+    assert main(["run", *common]) == 0
+    assert main(["strategies", *common]) == 0
+    run_cfg, strat_cfg = seen["run"], seen["strategies"]
+    assert strat_cfg.device == "auto" and strat_cfg.model == "hf:some/model"
     assert strat_cfg.model_options() == run_cfg.model_options()
     assert replace(strat_cfg, strategy=None) == replace(run_cfg, strategy=None)

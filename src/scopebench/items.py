@@ -288,7 +288,8 @@ class Record:
         split: Copied from the item.
         answer_index: Copied from the item.
         extra: Backend-specific details (intermediate messages, latency, token counts…); for
-            detection items the parsed ``boxes`` and their ``grit`` localization score.
+            detection items the parsed ``boxes`` (scored with GRIT at metrics time, never here;
+            runs written before that carry a stored ``grit`` score).
         kind: ``mcq`` or ``detection`` (detection records have no ``choice``/``correct``).
     """
 

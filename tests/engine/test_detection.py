@@ -1,4 +1,4 @@
-"""Detection items end to end: replayed raw outputs are parsed into boxes and scored with GRIT."""
+"""Detection items end to end: replayed raw outputs are parsed into boxes, then scored with GRIT."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from PIL import Image
 
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.protocols import render_detection_prompt
-from scopebench.store import load_run
+from scopebench.scoring.detection import record_grit
+from scopebench.store import RunData, load_run
+
+
+def _grit(run: RunData, item_id: str) -> float:
+    """The GRIT score of one stored detection record, as the metrics compute it."""
+    rec = next(r for r in run.records if r.item_id == item_id)
+    assert "grit" not in rec.extra  # the parse stage stores boxes, never a score
+    return record_grit(rec, run.items[item_id])
 
 
 def _bench(tmp: Path) -> Path:
@@ -44,12 +52,13 @@ def test_replayed_detection_outputs_scored_with_grit(tmp_path: Path) -> None:
     replay = tmp_path / "answers.jsonl"
     replay.write_text("".join(json.dumps({"item_id": k, "response": v}) + "\n" for k, v in answers.items()))
     run_benchmark(RunConfig(benchmark="local", data=str(data), model=f"replay:{replay}"), tmp_path / "run")
-    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    run = load_run(tmp_path / "run")
+    recs = {r.item_id: r for r in run.records}
     assert recs["local/d1"].kind == "detection" and recs["local/d1"].extra["box_format"] == "qwen"
-    assert recs["local/d1"].extra["grit"] == pytest.approx(1.0)
+    assert _grit(run, "local/d1") == pytest.approx(1.0)
     assert recs["local/d1"].extra["boxes"] == [[0.0, 0.0, 100.0, 50.0]]
-    assert recs["local/d2"].extra["grit"] == pytest.approx(0.5)
-    assert recs["local/d3"].extra["grit"] == 1.0 and recs["local/d3"].extra["boxes"] == []
+    assert _grit(run, "local/d2") == pytest.approx(0.5)
+    assert _grit(run, "local/d3") == 1.0 and recs["local/d3"].extra["boxes"] == []
     assert recs["local/d1"].correct is None and recs["local/d1"].choice is None
     assert recs["local/m1"].kind == "mcq" and recs["local/m1"].correct is True
 
@@ -117,10 +126,11 @@ def test_sloppy_boxes_are_scored_as_written_by_default(tmp_path: Path) -> None:
     data = _bench(tmp_path)
     cfg = RunConfig(benchmark="local", data=str(data), model=_replay(tmp_path, _SLOPPY))
     result = run_benchmark(cfg, tmp_path / "run")
-    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    run = load_run(tmp_path / "run")
+    recs = {r.item_id: r for r in run.records}
     d1, d2 = recs["local/d1"].extra, recs["local/d2"].extra
-    assert d1["grit"] == 0.0 and d1["boxes"] == [[100.0, 50.0, 0.0, 0.0]]
-    assert d2["grit"] == pytest.approx(0.125) and d2["boxes"] == [[-100.0, -50.0, 100.0, 50.0]]
+    assert _grit(run, "local/d1") == 0.0 and d1["boxes"] == [[100.0, 50.0, 0.0, 0.0]]
+    assert _grit(run, "local/d2") == pytest.approx(0.125) and d2["boxes"] == [[-100.0, -50.0, 100.0, 50.0]]
     assert d1["box_repair"] is False and d1["boxes_irregular"] == 1 and d1["boxes_repaired"] == 0
     assert d1["box_parser_version"] == "boxes-2"
     run_json = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
@@ -136,10 +146,11 @@ def test_box_repair_is_explicit_recorded_and_guards_resume(tmp_path: Path) -> No
     data = _bench(tmp_path)
     cfg = RunConfig(benchmark="local", data=str(data), model=_replay(tmp_path, _SLOPPY), box_repair=True)
     run_benchmark(cfg, tmp_path / "run")
-    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    run = load_run(tmp_path / "run")
+    recs = {r.item_id: r for r in run.records}
     d1, d2 = recs["local/d1"].extra, recs["local/d2"].extra
-    assert d1["grit"] == pytest.approx(1.0) and d1["boxes"] == [[0.0, 0.0, 100.0, 50.0]]
-    assert d2["grit"] == pytest.approx(0.5) and d2["boxes"] == [[0.0, 0.0, 100.0, 50.0]]
+    assert _grit(run, "local/d1") == pytest.approx(1.0) and d1["boxes"] == [[0.0, 0.0, 100.0, 50.0]]
+    assert _grit(run, "local/d2") == pytest.approx(0.5) and d2["boxes"] == [[0.0, 0.0, 100.0, 50.0]]
     assert d1["box_repair"] is True and d1["boxes_repaired"] == 1 == d2["boxes_repaired"]
     run_json = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
     assert run_json["box_repair"] is True
@@ -174,13 +185,14 @@ def test_pathological_replies_cannot_block_a_run(tmp_path: Path) -> None:
     }
     cfg = RunConfig(benchmark="local", data=str(data), model=_replay(tmp_path, answers))
     result = run_benchmark(cfg, tmp_path / "run")
-    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    run = load_run(tmp_path / "run")
+    recs = {r.item_id: r for r in run.records}
     assert {r.status for r in recs.values()} == {"ok"}
     # No box where a truth exists: an empty prediction, 0. The box inside deep nesting is read.
-    assert recs["local/d1"].extra["grit"] == 0.0 and recs["local/d1"].extra["box_format"] == "none"
-    assert recs["local/d2"].extra["grit"] == pytest.approx(0.5)
+    assert _grit(run, "local/d1") == 0.0 and recs["local/d1"].extra["box_format"] == "none"
+    assert _grit(run, "local/d2") == pytest.approx(0.5)
     # d3 has no truth, but the reply opened boxes it never finished: nothing read, none predicted → 1.
-    assert recs["local/d3"].extra["grit"] == 1.0 and recs["local/d3"].extra["boxes_dropped"] == 50_000
+    assert _grit(run, "local/d3") == 1.0 and recs["local/d3"].extra["boxes_dropped"] == 50_000
     assert {r["group"] for r in result.metrics["localization"]} >= {"class=nucleus", "class=cell"}
 
 
@@ -199,7 +211,8 @@ def test_missing_image_detection_item_counts_as_a_failed_detection(
     answers = {"local/d1": "<box>(0,0),(500,500)</box>", "local/d2": "[]", "local/d3": "", "local/m1": "B"}
     cfg = RunConfig(benchmark="local", data=str(data), model=_replay(tmp_path, answers))
     result = run_benchmark(cfg, tmp_path / "run")
-    recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
+    run = load_run(tmp_path / "run")
+    recs = {r.item_id: r for r in run.records}
     assert recs["local/d4"].status == "missing_image" and recs["local/d4"].kind == "detection"
     loc = {r["group"]: r for r in result.metrics["localization"]}
     # nucleus: d1 = 1, d2 = 0 (nothing predicted, 2 truths), d4 = 0 (no reply) → 1/3.

@@ -13,15 +13,16 @@ from helpers import make_items
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ConfigMismatchError, RunAbortedError
 from scopebench.items import Item
-from scopebench.models import Backend, ModelOptions, Response, load_model
+from scopebench.models import Backend, ModelOptions, ModelSpec, Response, load_model
 from scopebench.store import load_run
 
 
 @pytest.fixture(autouse=True)
 def _accept_scripted_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     # The scripted backends below are injected by patching load_model; let their spec through.
-    real = runner_mod.split_spec
-    monkeypatch.setattr(runner_mod, "split_spec", lambda s: ("scripted", "") if s == "scripted" else real(s))
+    real = runner_mod.parse_spec
+    scripted = ModelSpec("scripted", "scripted", "")
+    monkeypatch.setattr(runner_mod, "parse_spec", lambda s: scripted if s == "scripted" else real(s))
 
 
 def _cfg(model: str = "random", n: int = 10, **kw: object) -> RunConfig:
@@ -198,6 +199,12 @@ def test_unusable_records_are_recorded_in_provenance(
     assert all("2010096149_0_" in u and "1 labelled option" in u for u in unusable)
     assert prov["n_items"] == 154
     assert "2 record(s) of spur could not be used" in caplog.text
+    # The whole warning: where the list is, the command that explains it, and the first record.
+    run_json = tmp_path / "run" / "run.json"
+    assert (
+        f"2 record(s) of spur could not be used and are not in this run (listed in {run_json}; "
+        f"`scopebench validate spur` explains each), e.g. {unusable[0]}"
+    ) in caplog.messages
 
 
 def test_a_shared_backend_is_used_as_is_and_left_open(tmp_path: Path) -> None:
@@ -488,3 +495,41 @@ def test_a_new_scopebench_version_recomputes_stored_metrics(
     monkeypatch.setattr(runner_mod, "_package_versions", lambda: {"scopebench": "1.1"})
     run_benchmark(_cfg("random"), run)
     assert calls == [run]  # metrics computed by an older release are not reused
+
+
+def test_custom_metrics_without_a_key_run_on_every_resume(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # No key names what such a function computes, so its result is never taken from the store
+    # (make mutation: a stamp made for key None was reused on the second run).
+    run, seen = tmp_path / "run", []
+
+    def metrics(d: Path) -> dict[str, int]:
+        seen.append(d)
+        (d / "metrics.json").write_text(json.dumps({"n": len(seen)}), encoding="utf-8")  # as a reuse needs
+        return {"n": len(seen)}
+
+    first = run_benchmark(_cfg("random", n=4), run, on_metrics=metrics)
+    with caplog.at_level("INFO", logger="scopebench"):
+        second = run_benchmark(_cfg("random", n=4), run, on_metrics=metrics)
+    assert "all 4 items already have results; nothing to do" in caplog.messages
+    assert seen == [run, run] and (first.metrics, second.metrics) == ({"n": 1}, {"n": 2})
+    # Wall time of the invocation, not a sum of clock readings.
+    assert 0 <= first.seconds < 60 and (first.n_new, second.n_new, first.n_skipped_kind) == (4, 0, 0)
+
+
+def test_items_of_a_kind_the_model_cannot_answer_are_counted_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from scopebench.benchmarks import LoadedBenchmark
+
+    items = [replace(it, kind="detection") if i < 2 else it for i, it in enumerate(make_items(5))]
+    loaded = LoadedBenchmark(name="unit", data="5", items=items, fingerprint="x")
+    monkeypatch.setattr(runner_mod, "load_items", lambda cfg, hook=None: (loaded, items))
+    with caplog.at_level("WARNING", logger="scopebench"):
+        res = run_benchmark(_cfg("random", n=5), tmp_path / "run")
+    assert (res.n_items, res.n_new, res.n_skipped_kind) == (5, 3, 2)
+    assert (
+        "2 detection item(s) are not evaluated by random (it answers mcq items); they are not in the metrics"
+        in caplog.messages
+    )

@@ -18,6 +18,7 @@ from scopebench.cli import main
 from scopebench.errors import DataFormatError, MissingDependencyError, ModelSpecError
 from scopebench.experiments import linear_probe as LP
 from scopebench.items import ImageRef, Item
+from scopebench.models import parse_spec
 
 
 @pytest.fixture(scope="module")
@@ -150,14 +151,15 @@ def test_clip_vision_tower_features(demo: Path, tmp_path: Path, monkeypatch: pyt
     assert 0.0 <= row.balanced_accuracy <= 1.0 and res.config["features"]["features"] == f"clip:{folder}"
     with pytest.raises(Exception, match="not a contrastive model"):
         LP.extract_features("random", [])
-    # The spec is resolved like --model (scopebench.models.split_spec): a bare model folder works,
+    # The spec is resolved like --model (scopebench.models.parse_spec): a bare model folder works,
     # and so does a folder under the home directory written with ~.
-    LP.check_features(str(folder))
+    assert LP.check_features(str(folder)) == parse_spec(str(folder))
     monkeypatch.setenv("HOME", str(tmp_path))
-    LP.check_features("~/clip")
+    home = LP.check_features("~/clip")
+    assert home is not None and (home.scheme, home.target) == ("clip", str(folder))
     calls: list[str] = []
-    real_split = LP.split_spec  # the module's own import of scopebench.models.split_spec
-    monkeypatch.setattr(LP, "split_spec", lambda spec: (calls.append(spec), real_split(spec))[1])
+    real_parse = LP.parse_spec  # the module's own import of scopebench.models.parse_spec
+    monkeypatch.setattr(LP, "parse_spec", lambda spec: (calls.append(spec), real_parse(spec))[1])
     LP.check_features(f"clip:{folder}")
     assert calls == [f"clip:{folder}"]
 

@@ -346,7 +346,7 @@ def test_detection_items_use_the_family_prompt(family: str, tiny: dict[str, Path
     run_benchmark(cfg, tmp_path / "run")
     recs = {r.item_id: r for r in load_run(tmp_path / "run").records}
     det = [r for r in recs.values() if r.kind == "detection"]
-    assert len(det) == 1 and "grit" in det[0].extra and det[0].status == "ok"
+    assert len(det) == 1 and "boxes" in det[0].extra and det[0].status == "ok"
     if family == "qwen2-vl":
         assert det[0].extra["detection_prompt"] == "Detect nucleus"
     else:

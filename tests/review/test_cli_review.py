@@ -54,7 +54,7 @@ def test_import_scopebench_stays_light() -> None:
     import sys
 
     code = (
-        "import sys, scopebench, scopebench.cli; scopebench.cli.build_parser(); "
+        "import sys, scopebench, scopebench.cli; scopebench.cli.build_cli(); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'fastapi', 'sqlalchemy', 'alembic', 'starlette', 'argon2'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

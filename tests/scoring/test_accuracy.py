@@ -80,3 +80,18 @@ def test_group_rows_one_sorted_row_per_key_without_none() -> None:
     rows = group_rows(recs, lambda r: r.task or None, "task", "exclude")
     got = [(r.group, r.n, r.correct, r.denominator, r.policy) for r in rows]
     assert got == [("task=a", 2, 0, 1, "exclude"), ("task=b", 2, 2, 2, "exclude")]
+
+
+def test_default_policy_is_wrong_everywhere() -> None:
+    # The headline number: without a policy, unscorable records stay in the denominator as wrong
+    # (2 right of 7), never the answered-only 2 of 3.
+    assert outcomes(_RECORDS) == [1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    row = accuracy_row("overall", _RECORDS)
+    assert (row.policy, row.denominator, row.accuracy) == ("wrong", 7, 2 / 7)
+    (grouped,) = group_rows(_RECORDS, lambda r: r.task, "task")
+    assert (grouped.group, grouped.policy, grouped.denominator, grouped.accuracy) == (
+        "task=t",
+        "wrong",
+        7,
+        2 / 7,
+    )

@@ -3,8 +3,11 @@ survivors; the published-results join in test_metrics.py reads rows by key, not 
 
 from __future__ import annotations
 
+import math
+
 from scopebench.items import Record
-from scopebench.scoring.aggregate import owner_aggregation
+from scopebench.scoring.aggregate import instance_row, macro_row, owner_aggregation
+from scopebench.scoring.intervals import owner_macro_basic_ci
 
 
 def _rec(i: int, subset: str, split: str, correct: bool) -> Record:
@@ -93,3 +96,58 @@ def test_a_record_without_a_split_counts_as_test() -> None:
         ("test", "PubMed"),
         ("test", "overall"),
     ]
+
+
+def test_pathmmu_all_rows_keep_the_policy() -> None:
+    # PubMed in both test splits, one unparsed answer of four. The ALL rows pool them: under "wrong"
+    # the unparsed one stays in the denominator (1 of 4), under "exclude" it leaves it (1 of 3); a
+    # row built without the run's policy fell to "exclude" (make mutation survivor).
+    recs = [
+        _rec(0, "PubMed", "test_tiny", True),
+        _rec(1, "PubMed", "test", False),
+        _rec(2, "PubMed", "test", False),
+    ]
+    recs.append(Record("x/3", "m", "unparsed", task="t", subset="PubMed", split="test_tiny", answer_index=0))
+    for policy, den in (("wrong", 4), ("exclude", 3)):
+        own = owner_aggregation(recs, benchmark="pathmmu", policy=policy)
+        assert own is not None
+        got = [(r["subset_or_task"], r["policy"], r["denominator"], r["accuracy"]) for r in own["rows"]
+               if r["split_or_group"] == "ALL"]  # fmt: skip
+        assert got == [("PubMed", policy, den, 1 / den), ("overall", policy, den, 1 / den)]
+
+
+def test_macro_row_scores_each_task_under_the_runs_policy() -> None:
+    # Task A: right + unparsed; task B: wrong + right. Under "exclude" A is 1/1 and B 1/2, macro 0.75;
+    # under "wrong" A is 1/2, macro 0.5. Tasks scored with the default policy gave 0.5 for both.
+    recs = [_ub(0, "A", True), _ub(2, "B", False), _ub(3, "B", True)]
+    recs.insert(1, Record("x/1", "m", "unparsed", task="A", answer_index=0))
+    for policy, tasks, acc in (("exclude", {"A": 1.0, "B": 0.5}, 0.75), ("wrong", {"A": 0.5, "B": 0.5}, 0.5)):
+        row = macro_row("test", "overall", recs, policy, seed=0, resamples=50)
+        assert row is not None and (row["tasks"], row["accuracy"]) == (tasks, acc)
+        assert (row["n"], row["denominator"], row["policy"]) == (4, 3 if policy == "exclude" else 4, policy)
+
+
+def test_owner_macro_row_resamples_the_runs_outcomes() -> None:
+    # The owner protocol's interval: scipy's basic bootstrap over each task's outcomes under the run's
+    # policy (task A without its unparsed record under "exclude"), with the caller's resamples.
+    recs = [_ub(0, "A", True), _ub(1, "A", False), _ub(2, "B", False), _ub(3, "B", True), _ub(4, "B", True)]
+    recs.append(Record("x/5", "m", "unparsed", task="A", answer_index=0))
+    row = macro_row("test", "overall", recs, "exclude", seed=7, resamples=60, protocol="owner")
+    iv, _ = owner_macro_basic_ci([[1.0, 0.0], [0.0, 1.0, 1.0]], seed=7, resamples=60)
+    assert row is not None and (row["ci_low"], row["ci_high"], row["resamples"]) == (iv.low, iv.high, 60)
+
+
+def test_macro_row_without_any_judge_free_task_is_nan() -> None:
+    # Every task's answers came from the judge and "exclude" drops them: no task has a judge-free
+    # denominator, so the judge-free macro accuracy is NaN (not a division by zero).
+    recs = [_ub(0, "A", True, judge=True), _ub(1, "B", False, judge=True)]
+    row = macro_row("test", "overall", recs, "exclude", seed=0, resamples=50)
+    assert row is not None and row["accuracy"] == 0.5 and math.isnan(row["judge_free_accuracy"])
+
+
+def test_instance_row_keeps_the_policy() -> None:
+    recs = [_ub(0, "A", True), Record("x/1", "m", "unparsed", task="A", answer_index=0)]
+    row = instance_row("test", "A", recs, "exclude", 0, 50)
+    assert (row["group"], row["policy"], row["denominator"], row["accuracy"], row["weighting"]) == (
+        "test/A", "exclude", 1, 1.0, "instance"
+    )  # fmt: skip

@@ -213,3 +213,22 @@ def test_item_summaries_that_are_no_scorable_mcq_are_left_out() -> None:
     assert _item({**ok, "answer_index": None}) is None
     assert _item({**ok, "answer_index": 2}) is None  # no third option
     assert _item({**ok, "choices": []}) is None
+
+
+def test_baseline_records_carry_the_items_fields() -> None:
+    # Each baseline record is an answered ("ok") record of its own item: model name, task, subset,
+    # split and key copied, so the owner tables group and score it like a model's.
+    items = summaries()
+    items[0] = {**items[0], "subset": "PubMed", "split": "val"}
+    recs = baseline_records(items, seed=7)
+    freq = recs["frequent"]
+    got = [(r.item_id, r.model, r.status, r.task, r.subset, r.split, r.answer_index, r.choice, r.correct)
+           for r in freq]  # fmt: skip
+    assert got == [
+        ("i0", "frequent", "ok", "NP", "PubMed", "val", 0, 0, True),
+        ("i1", "frequent", "ok", "NP", None, "test", 0, 0, True),
+        ("i2", "frequent", "ok", "HI", None, "test", 0, 0, True),
+        ("i3", "frequent", "ok", "HI", None, "test", 0, 0, True),
+        ("i4", "frequent", "ok", "HI", None, "test", 2, 0, False),
+    ]
+    assert [(r.model, r.status) for r in recs["random"]] == [("random", "ok")] * 5

@@ -74,8 +74,27 @@ def test_compare_runs_leaderboard_and_warnings(tmp_path):
 def test_compare_runs_rejects_mixed_benchmarks(tmp_path):
     r1 = make_run(tmp_path, "a", [True])
     r2 = make_run(tmp_path, "b", [True], bench="pathmmu")
-    with pytest.raises(ConfigMismatchError):
+    with pytest.raises(
+        ConfigMismatchError, match=r"^runs are of different benchmarks \(pathmmu, spur\); compare runs of one"
+    ):
         compare_runs([r1, r2])
+
+
+def test_compare_pairs_record_and_use_the_callers_seed_and_resamples(tmp_path):
+    # The pair's paired bootstrap takes compare's seed and resamples (recorded for the paper's
+    # methods section), and its interval is reproducible from them.
+    r1 = make_run(tmp_path, "a", [True, False, True, True, False, True])
+    r2 = make_run(tmp_path, "b", [False, False, True, True, True, False])
+    res = compare_runs([r1, r2], seed=5, resamples=40)
+    (pair,) = res["pairs"]
+    assert (pair["seed"], pair["resamples"], pair["ci_method"]) == (5, 40, "paired-bootstrap-percentile")
+    a = dict(enumerate([True, False, True, True, False, True]))
+    b = dict(enumerate([False, False, True, True, True, False]))
+    again = paired_comparison({f"q/{i}": v for i, v in a.items()}, {f"q/{i}": v for i, v in b.items()},
+                              seed=5, resamples=40)  # fmt: skip
+    assert (pair["ci_low"], pair["ci_high"]) == (again["ci_low"], again["ci_high"])
+    row = res["leaderboard"][0]
+    assert [r["group"] for r in row["by_subset"]] == [] and row["by_task"][0]["group"] == "task=NP"
 
 
 def test_compare_without_shared_items_says_so(tmp_path):
@@ -106,9 +125,18 @@ def test_compare_warnings_name_runs_by_distinguishing_path(tmp_path):
 def test_compare_run_with_itself_warns(tmp_path):
     r1 = make_run(tmp_path, "a", [True, False])
     res = compare_runs([r1, r1], seed=0, resamples=50)
-    assert any(
-        "a-2 is the same run directory as a" in w and "compared with itself" in w for w in res["warnings"]
-    )
+    assert f"a-2 is the same run directory as a ({r1}): a run compared with itself" in res["warnings"]
+
+
+def test_compare_warns_when_only_one_run_used_a_judge(tmp_path):
+    r1, r2 = make_run(tmp_path, "a", [True, False]), make_run(tmp_path, "b", [True, True])
+    cfg = json.loads((r2 / "run.json").read_text())
+    (r2 / "run.json").write_text(json.dumps({**cfg, "judge": {"spec": "hf:judge"}}))
+    res = compare_runs([r1, r2], seed=0, resamples=50)
+    assert (
+        "runs differ in answer-extraction judge: a=None, b='hf:judge'; each run's metrics.json gives "
+        "judge_free_accuracy for a comparison without any judge"
+    ) in res["warnings"]
 
 
 def test_compare_warns_when_box_repair_differs(tmp_path):
@@ -246,5 +274,11 @@ def test_compare_runs_rows_pairs_and_policy(tmp_path):
 def test_compare_needs_a_run():
     from scopebench.errors import DataFormatError
 
-    with pytest.raises(DataFormatError, match="at least one run directory"):
+    with pytest.raises(DataFormatError, match=r"^compare needs at least one run directory$"):
         compare_runs([])
+
+
+def test_compare_runs_default_seed_is_zero(tmp_path):
+    # The seed a compare without --seed records (and draws its bootstraps from) is 0, as documented.
+    res = compare_runs([make_run(tmp_path, "only", [True, False, True])], resamples=50)
+    assert (res["seed"], res["resamples"], res["policy"]) == (0, 50, "wrong")

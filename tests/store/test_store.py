@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 
 from scopebench.items import Record
 from scopebench.store import RunStore
+from scopebench.store.runstore import _unreadable_records, salvage_hint
 
 
 def _rec(i: int, status: str = "ok") -> Record:
@@ -156,3 +157,46 @@ def test_exports_keep_unicode_and_empty_parquet(tmp_path: Path) -> None:
     row = pq.read_table(tmp_path / "r.parquet").to_pylist()[0]
     assert row["scores"] is None and json.loads(row["extra"]) == {"k": "é"} and '"é"' in row["extra"]
     assert row["response"] == "5 μm" and row["item_id"] == "x/μ"
+
+
+# The integrity check a writing run does (make mutation survivors) ------------------------------
+
+
+def _records_table(rows: list[tuple[bytes | str, str, str]]) -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE records (item_id TEXT, status TEXT, body TEXT)")
+    db.executemany("INSERT INTO records VALUES (?, ?, ?)", rows)
+    return db
+
+
+def test_unreadable_records_names_at_most_limit_in_store_order() -> None:
+    # Seven broken bodies: the first five are named (a list, never None), the scan stops there.
+    db = _records_table([(f"x/{i}", "ok", "{broken") for i in range(7)])
+    assert _unreadable_records(db) == ["x/0", "x/1", "x/2", "x/3", "x/4"]
+    assert _unreadable_records(db, limit=2) == ["x/0", "x/1"]
+
+
+def test_unreadable_records_checks_both_id_and_status_columns() -> None:
+    good, other = _rec(1), _rec(2, "error")
+    db = _records_table([
+        ("x/1", "ok", json.dumps(good.to_dict())),  # readable
+        ("x/9", "ok", json.dumps(good.to_dict())),  # body of another item
+        ("x/2", "ok", json.dumps(other.to_dict())),  # its own item, but the status column says ok
+    ])  # fmt: skip
+    assert _unreadable_records(db) == ["x/9", "x/2"]
+
+
+def test_unreadable_records_names_an_id_of_broken_utf8_without_raising() -> None:
+    # Overwritten bytes in the id column: reported (with U+FFFD), not a UnicodeDecodeError traceback.
+    db = _records_table([(b"x/\xff", "ok", json.dumps(_rec(1).to_dict()))])
+    assert _unreadable_records(db) == ["x/\ufffd"]
+
+
+def test_salvage_hint_gives_the_commands_to_type() -> None:
+    # Users copy these commands: NEWDIR must be spelt alike in both, and each way out named.
+    assert salvage_hint(Path("runs/a")) == (
+        "Save what is readable with `scopebench export runs/a --salvage NEWDIR` (copies the run's "
+        "configuration and every readable record, from the store and records.jsonl, into NEWDIR), then "
+        "run the same command with --out NEWDIR: only the lost items are asked again. "
+        "Or start over in this folder with --fresh"
+    )

@@ -31,7 +31,7 @@ from scopebench.build.report import StepResult, read_problems
 from scopebench.build.splits import SplitConfig, split
 from scopebench.build.standardise import ingest, sha256_file
 from scopebench.errors import DataFormatError, DataNotFoundError
-from scopebench.models import split_spec
+from scopebench.models import parse_spec
 
 __all__ = ["BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
 
@@ -215,11 +215,13 @@ def _generate_step(
         prices=Prices(g.prices.input_per_mtok, g.prices.output_per_mtok) if g.prices else None,
         shuffle=g.shuffle,
     )
-    scheme, arg = split_spec(g.model)
-    if scheme == "replay" and arg and not Path(arg).expanduser().is_absolute():
+    spec = parse_spec(g.model)  # once; its target is the model file (or hub id) hashed below
+    target = spec.target
+    if spec.scheme == "replay" and target and not Path(target).expanduser().is_absolute():
         # A replay file is named relative to build.yaml, like every other path in it.
-        gcfg = GenerateConfig(**{**gcfg.__dict__, "model": f"replay:{cfg.path(arg)}"})
-    model_file = Path(split_spec(gcfg.model)[1]).expanduser() if split_spec(gcfg.model)[1] else None
+        target = str(cfg.path(target))
+        gcfg = GenerateConfig(**{**gcfg.__dict__, "model": f"replay:{target}"})
+    model_file = Path(target).expanduser() if target else None
     settings = [
         gcfg.__dict__,
         *(_digest(Path(p)) if p else None for p in (gcfg.inputs, gcfg.templates)),

@@ -1,26 +1,31 @@
-"""Command-line interface: thin argument parsing over the library (the only place that parses).
+"""Command-line interface on click: thin argument parsing over the library (the only place that parses).
 
 Every :class:`~scopebench.errors.ScopebenchError` is shown as one message (no traceback) with a
-non-zero exit code; anything else is a bug and keeps its traceback.
+non-zero exit code; a usage error (unknown option, missing or invalid value) prints click's message
+and exits 2; anything else is a bug and keeps its traceback.
 
 How to add a subcommand:
 
-1. Put it in the module of its feature area (``cli/report.py``, ``cli/probe.py``, ``cli/tools.py``,
-   ``cli/review.py``, ``cli/build.py``, ``cli/paper.py``) or a new ``cli/<area>.py``; a new module
-   is listed in :data:`_EXTENSION_MODULES` below and defines ``add_subcommands(sub)``.
-2. In ``add_subcommands``: ``p = sub.add_parser("name", help=...)``, its options, then
-   ``p.set_defaults(func=cmd_name)``; ``cmd_name(args) -> int`` returns the exit code.
-3. Reuse the shared option groups instead of re-declaring flags: :func:`_add_run_options` (run and
-   engine options with their defaults), ``cli.probe.add_common_probe_args``; build the RunConfig
-   with :func:`_run_config` (never copy fields by hand: that is how ``strategies`` lost ``--device``).
+1. Put it in the module of its feature area (``cli/core.py``, ``cli/report.py``, ``cli/probe.py``,
+   ``cli/tools.py``, ``cli/review.py``, ``cli/build.py``, ``cli/paper.py``, ``cli/finetune.py``) or
+   a new ``cli/<area>.py``; a new module is listed in :data:`_EXTENSION_MODULES` below and defines
+   ``register(group)``, which adds its commands to the ``scopebench`` group.
+2. Declare it with ``@command("name", short_help=...)`` (:mod:`scopebench.cli.options`), its
+   options, then ``@pass_args`` over a function ``(args) -> int`` that returns the exit code;
+   ``args`` holds the options by name.
+3. Reuse the shared option groups instead of re-declaring flags (:mod:`scopebench.cli.options`):
+   ``run_options()``, ``model_options``, ``engine_options`` give ``args.run``, ``args.model_opts``,
+   ``args.engine`` (typed options objects), ``cli.probe.probe_options``; build the RunConfig with
+   :func:`_run_config` (never copy fields by hand: that is how ``strategies`` lost ``--device``).
+   A ``--model`` to evaluate takes ``type=MODEL_SPEC``: parsed once into a ModelSpec.
 4. Raise our errors (:mod:`scopebench.errors`) for user mistakes; print only through ``console``.
 5. Global flags (``-q``, ``-v``) work anywhere on the line (:func:`_hoist_global_flags`).
-6. Test it through ``main([...])`` in tests/<area>/test_cli*.py: exit code, message, output files.
+6. Test it through ``main([...])`` in tests/<area>/test_cli*.py: exit code, message, output files;
+   tests/cli/test_click.py checks every command's ``--help``.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import signal
@@ -29,20 +34,35 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from scopebench.cli.options import (
+    Args,
+    EngineOptions,
+    Group,
+    ModelOptions,
+    RunOptions,
+    parse_key_values,
+    read_exclude,
+)
 from scopebench.cli.output import out_console, print_wide
 from scopebench.display import configure_logging
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
+from scopebench.models.registry import ModelSpec
 from scopebench.report import render_metrics_table, write_run_outputs
 from scopebench.report.tables import format_interval, format_percent
 
 if TYPE_CHECKING:
     from scopebench.benchmarks.base import LoadedBenchmark, Problem
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_cli", "main"]
+
+# Kept for the build and finetune commands, which take --model-arg too.
+_parse_model_args = parse_key_values
+_read_exclude = read_exclude
 
 # Piped output (CI logs, `| tee`) gets a fixed wide layout instead of rich's 80-column default,
 # which would truncate group names.
@@ -60,30 +80,6 @@ _EXTENSION_MODULES = (
     "scopebench.cli.paper",
     "scopebench.cli.finetune",
 )
-
-
-def _parse_model_args(pairs: Sequence[str], flag: str = "--model-arg") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise DataFormatError(f"{flag} expects key=value, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
-def _read_exclude(path: str | None) -> frozenset[str]:
-    if not path:
-        return frozenset()
-    p = Path(path)
-    if not p.is_file():
-        from scopebench.errors import DataNotFoundError
-
-        raise DataNotFoundError(f"--exclude file not found: {p}")
-    return frozenset(line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
 def _present_modules(names: Sequence[str]) -> list[Any]:
@@ -110,7 +106,7 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, ensure_ascii=False))
 
 
-def cmd_benchmarks(args: argparse.Namespace) -> int:
+def cmd_benchmarks(args: Args) -> int:
     """List registered benchmarks, their splits/tasks and what data each needs."""
     from scopebench.benchmarks import available_benchmarks, get_benchmark
     from scopebench.benchmarks.registry import benchmark_plugins
@@ -167,7 +163,7 @@ def cmd_benchmarks(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
+def cmd_validate(args: Args) -> int:
     """Load a benchmark, decode its images, print counts and every problem found.
 
     Exit code: 1 when any error was found (with ``--strict``: any problem at all), else 0.
@@ -283,48 +279,53 @@ def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
 
 def _single(value: Any) -> Any:
     """``run``'s repeatable ``--bench``/``--model``/``--data`` given once, as that one value."""
-    return value[0] if isinstance(value, list) and len(value) == 1 else value
+    return value[0] if isinstance(value, list | tuple) and len(value) == 1 else value
 
 
-def _run_config(args: argparse.Namespace, **overrides: Any) -> Any:
-    """The RunConfig of the run options in ``args`` (``run``, ``strategies`` and the probes).
+def _run_config(args: Args, **overrides: Any) -> Any:
+    """The RunConfig of ``run``, ``strategies`` and the probes: their options objects, in one place.
 
-    Options a command does not offer (``--no-image``, ``--strategy``) keep their default;
-    ``overrides`` replace fields (a probe running several models passes ``model``).
+    ``args.run``, ``args.model_opts`` and ``args.engine`` are the shared option groups
+    (:mod:`scopebench.cli.options`); options a command does not offer (``--strategy``, ``--judge``)
+    keep their default; ``overrides`` replace fields (a probe running several models passes ``model``).
     """
     from dataclasses import replace
 
     from scopebench.engine import RunConfig
 
+    run: RunOptions = args.run
+    model: ModelOptions = args.model_opts
+    engine: EngineOptions = args.engine
+    spec = _single(args.model)
     config = RunConfig(
         benchmark=_single(args.bench),
         data=_single(args.data) or "",
-        model=_single(args.model),
-        split=args.split,
-        limit=args.limit,
-        seed=args.seed,
-        batch_size=args.batch_size,
-        protocol=args.protocol,
-        mode=args.mode,
-        no_image=getattr(args, "no_image", False),
-        device=args.device,
-        base_url=args.base_url,
-        model_args=_parse_model_args(args.model_arg),
-        exclude_ids=_read_exclude(args.exclude),
-        max_fail_fraction=args.max_fail_fraction,
-        executor=args.executor,
-        ray_address=args.ray_address,
-        workers=args.workers,
+        model=spec.raw if isinstance(spec, ModelSpec) else spec,
+        split=run.split,
+        limit=run.limit,
+        seed=run.seed,
+        batch_size=model.batch_size,
+        protocol=run.protocol,
+        mode=model.mode,
+        no_image=run.no_image,
+        device=model.device,
+        base_url=model.base_url,
+        model_args=model.model_args,
+        exclude_ids=run.exclude_ids,
+        max_fail_fraction=run.max_fail_fraction,
+        executor=engine.executor,
+        ray_address=engine.ray_address,
+        workers=engine.workers,
         strategy=getattr(args, "strategy", None),
         box_repair=getattr(args, "box_repair", False),
         judge=getattr(args, "judge", None),
-        judge_args=_parse_model_args(getattr(args, "judge_arg", None) or [], "--judge-arg"),
+        judge_args=parse_key_values(getattr(args, "judge_arg", None) or [], "--judge-arg"),
         label=getattr(args, "label", None),
     )
     return replace(config, **overrides) if overrides else config
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: Args) -> int:
     """Evaluate one model on one benchmark into a run directory (several: a grid, then tables)."""
     from scopebench.engine import run_benchmark
 
@@ -336,13 +337,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise DataFormatError("--data is given several times for one --bench: give it once")
     args.bench, args.model, args.data = args.bench[0], args.model[0], (args.data or [None])[0]
     config = _run_config(args)
+    seed = args.run.seed
     result = run_benchmark(
         config,
         args.out,
-        fresh=args.fresh,
-        retry_errors=args.retry_errors,
-        on_metrics=lambda d: _write_outputs(d, args.seed),
-        metrics_key=f"report:seed={args.seed}",
+        fresh=args.run.fresh,
+        retry_errors=args.run.retry_errors,
+        on_metrics=lambda d: _write_outputs(d, seed),
+        metrics_key=f"report:seed={seed}",
         rejudge=args.rejudge,
     )
     _print_metrics(result.metrics, f"{config.benchmark} — {config.model}")
@@ -355,7 +357,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
+def cmd_demo(args: Args) -> int:
     """Generate the offline demo benchmark and evaluate the demo models on it."""
     from scopebench.benchmarks.demo import generate_demo
     from scopebench.engine import RunConfig, run_benchmark
@@ -430,7 +432,7 @@ def _demo_models(cache: Path, seed: int) -> list[tuple[str, str]]:
     return models
 
 
-def cmd_models(args: argparse.Namespace) -> int:
+def cmd_models(args: Args) -> int:
     """List the model presets and the spec schemes."""
     from scopebench.models.presets import PRESETS
     from scopebench.models.registry import available_schemes
@@ -493,7 +495,7 @@ def _print_model_plugins() -> None:
     console.print(table)
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def cmd_export(args: Args) -> int:
     """Write a run's per-item records as Parquet or JSONL (or salvage a damaged run)."""
     from scopebench.errors import DataNotFoundError, RunDirReadOnlyError
     from scopebench.store import rundir
@@ -548,12 +550,13 @@ def _salvage(run_dir: Path, new_dir: Path) -> int:
     return 0
 
 
-def cmd_strategies(args: argparse.Namespace) -> int:
+def cmd_strategies(args: Args) -> int:
     """Run the model under each strategy; print accuracy per task and the decoupling split."""
     from scopebench.experiments.strategies import run_strategy_sweep
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
-    sweep = run_strategy_sweep(_run_config(args), names, args.out, fresh=args.fresh, seed=args.seed)
+    run: RunOptions = args.run
+    sweep = run_strategy_sweep(_run_config(args), names, args.out, fresh=run.fresh, seed=run.seed)
     per_task: dict[str, dict[str, str]] = {}
     tasks: set[str] = set()
     decoupling = {s.strategy: s.decoupling for s in sweep}
@@ -564,7 +567,7 @@ def cmd_strategies(args: argparse.Namespace) -> int:
             tasks.add(task)
             cells[task] = _fmt_acc(r)
         per_task[s.strategy] = cells
-    table = Table(title=f"{args.bench} — {args.model}: accuracy per strategy")
+    table = Table(title=f"{args.bench} — {args.model.raw}: accuracy per strategy")
     table.add_column("strategy")
     cols = ["overall", *sorted(tasks)]
     for c in cols:
@@ -593,153 +596,25 @@ def _fmt_acc(row: dict[str, Any]) -> str:
     return "n/a" if acc != acc else f"{100 * acc:.1f}% (n={row['n']})"
 
 
-def _add_run_options(p: argparse.ArgumentParser) -> None:
-    """The run options shared by ``run`` and ``strategies``, declared once.
+def build_cli() -> click.Group:
+    """The ``scopebench`` command: a click group with every subcommand and sub-group."""
+    from scopebench.cli.core import register
 
-    Declared separately, ``strategies`` once had ``--device`` without its ``auto`` default and
-    crashed on ``--model hf:M``; one declaration keeps both commands' RunConfig the same.
-    """
-    p.add_argument("--split", help="split to evaluate (default: the benchmark's default)")
-    p.add_argument("--limit", type=int, help="evaluate only the first N items")
-    p.add_argument("--seed", type=int, default=0, help="seed for every random choice (default 0)")
-    p.add_argument("--batch-size", type=int, help="items per model call")
-    p.add_argument("--protocol", default="default", help="prompt protocol: default or owner")
-    p.add_argument("--mode", help="backend mode, e.g. generate or choice-logprob")
-    p.add_argument("--no-image", action="store_true", help="send prompts without images")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 …")
-    p.add_argument("--base-url", help="server URL for openai: models")
-    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="backend option")
-    p.add_argument("--exclude", help="file of item ids (one per line) to leave out")
-    p.add_argument("--fresh", action="store_true", help="discard results stored in --out and start again")
-    p.add_argument("--retry-errors", action="store_true", help="redo items whose stored result is an error")
-    p.add_argument(
-        "--max-fail-fraction", type=float, default=0.5, help="stop when more items fail (default 0.5)"
+    @click.group(
+        "scopebench",
+        cls=Group,
+        help="Evaluate vision-language models on microscopy, pathology and figure benchmarks.",
+        subcommand_metavar="COMMAND [ARGS]...",
     )
-    _add_engine_args(p)
+    @click.option("-v", "--verbose", count=True, help="more log output (-vv: debug)")
+    @click.option("-q", "--quiet", is_flag=True, help="no progress bars, errors only")
+    def cli(verbose: int, quiet: bool) -> None:
+        configure_logging(verbose, quiet)
 
-
-def _add_engine_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--executor", choices=["local", "ray"], default="local", help="where model calls run")
-    p.add_argument("--ray-address", help="Ray cluster address for --executor ray (default: local Ray)")
-    p.add_argument("--workers", type=int, help="Ray actors (default: one per GPU, else 2)")
-
-
-# Parser -----------------------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``scopebench`` command."""
-    parser = argparse.ArgumentParser(
-        prog="scopebench",
-        description="Evaluate vision-language models on microscopy, pathology and figure benchmarks.",
-    )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars, errors only")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-
-    p = sub.add_parser("benchmarks", help="list benchmarks, their splits/tasks and the data each needs")
-    p.add_argument("--json", action="store_true", help="print the list as JSON (for scripts)")
-    p.set_defaults(func=cmd_benchmarks)
-
-    p = sub.add_parser("validate", help="load a benchmark and report counts and every data problem")
-    p.add_argument("bench", help="benchmark name (see `scopebench benchmarks`)")
-    p.add_argument("--data", help="data location (folder, file or dataset id)")
-    p.add_argument("--split", help="only this split")
-    p.add_argument("--max-problems", type=int, help="list at most N problems in all")
-    p.add_argument(
-        "--all", action="store_true", help=f"list every problem (default: {_PROBLEMS_PER_KIND} of each kind)"
-    )
-    p.add_argument("--json", metavar="FILE", help="also write every problem to FILE as JSON")
-    p.add_argument("--no-images", action="store_true", help="do not decode the images (faster)")
-    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too (errors always exit 1)")
-    p.set_defaults(func=cmd_validate)
-
-    p = sub.add_parser("run", help="evaluate a model on a benchmark (resumable)")
-    # Several --bench/--model: a grid of runs under --out, then the paper tables (docs/tables.md).
-    p.add_argument("--bench", required=True, action="append", help="benchmark name (repeatable)")
-    p.add_argument("--data", action="append", help="data location (not needed for `demo`); one per --bench")
-    p.add_argument(
-        "--model",
-        required=True,
-        action="append",
-        help="model spec: random, frequent, replay:FILE, … (repeatable)",
-    )
-    p.add_argument(
-        "--out", required=True, help="run directory (resumed if it exists); with several: their root"
-    )
-    p.add_argument("--label", help="display name of the run in tables and reports (recorded in run.json)")
-    _add_run_options(p)
-    p.add_argument(
-        "--box-repair",
-        action="store_true",
-        help="detection: swap reversed box corners and clip boxes to the image before GRIT scoring "
-        "(off: boxes are scored as written, as the official metric does; recorded in run.json)",
-    )
-    p.add_argument(
-        "--strategy",
-        help="chain-of-thought strategy: direct, step-by-step, vot, ddcot, cantor (generative models)",
-    )
-    p.add_argument(
-        "--judge",
-        metavar="SPEC",
-        help="answer-extraction judge asked only about unparsed responses: a generative model "
-        "(openai:gpt-4o-mini, hf:…, vllm:…) or replay:FILE",
-    )
-    p.add_argument(
-        "--judge-arg",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="judge option: device, base_url, batch_size, or a backend option (like --model-arg)",
-    )
-    p.add_argument(
-        "--rejudge",
-        action="store_true",
-        help="drop the judge verdicts stored in --out and judge again (with no --judge: remove them)",
-    )
-    p.set_defaults(func=cmd_run)
-
-    p = sub.add_parser(
-        "strategies", help="compare chain-of-thought strategies (accuracy per task, decoupling)"
-    )
-    p.add_argument("--bench", required=True, help="benchmark name")
-    p.add_argument("--data", help="data location")
-    p.add_argument("--model", required=True, help="generative model spec (hf:, vllm:, openai:, replay:)")
-    p.add_argument("--out", required=True, help="folder for one run directory per strategy")
-    p.add_argument(
-        "--strategies", default="direct,step-by-step,vot,ddcot,cantor", help="comma-separated (default: all)"
-    )
-    _add_run_options(p)
-    p.set_defaults(func=cmd_strategies)
-
-    p = sub.add_parser("models", help="list the model presets of the seed papers and the spec schemes")
-    p.add_argument("--json", action="store_true", help="print presets and schemes as JSON (for scripts)")
-    p.set_defaults(func=cmd_models)
-
-    p = sub.add_parser("export", help="write a run's per-item records as Parquet or JSONL")
-    p.add_argument("run", help="run directory")
-    p.add_argument("--format", choices=("parquet", "jsonl"), default="parquet", help="default parquet")
-    p.add_argument("--out", help="output file (default: RUN/records.<format>)")
-    p.add_argument(
-        "--salvage",
-        metavar="NEWDIR",
-        help="copy a damaged run's configuration and every readable record into the new run folder "
-        "NEWDIR, which `scopebench run … --out NEWDIR` then resumes",
-    )
-    p.set_defaults(func=cmd_export)
-
-    p = sub.add_parser("demo", help="generate the offline demo benchmark and evaluate the demo models")
-    p.add_argument("--data", help="folder for the generated benchmark (default: the cache)")
-    p.add_argument("--out", default="runs/demo", help="folder for the run directories (default runs/demo)")
-    p.add_argument("--seed", type=int, default=0, help="generation and evaluation seed (default 0)")
-    p.add_argument("--models", nargs="+", help="model specs to run (default: the demo set)")
-    p.add_argument("--tables", action="store_true", help="also print each model's full metrics table")
-    p.set_defaults(func=cmd_demo)
-
+    register(cli)
     for module in _present_modules(_EXTENSION_MODULES):
-        module.add_subcommands(sub)
-    return parser
+        module.register(cli)
+    return cli
 
 
 _GLOBAL_FLAGS = {"-q", "--quiet", "-v", "-vv", "-vvv", "--verbose"}
@@ -748,8 +623,8 @@ _GLOBAL_FLAGS = {"-q", "--quiet", "-v", "-vv", "-vvv", "--verbose"}
 def _hoist_global_flags(argv: Sequence[str]) -> list[str]:
     """Move -q/-v to the front, so ``scopebench run … -q`` works like ``scopebench -q run …``.
 
-    argparse only accepts the main parser's options before the subcommand; users put them anywhere.
-    Everything after a ``--`` is left alone.
+    They are the ``scopebench`` group's options, which click (as argparse) accepts only before the
+    subcommand; users put them anywhere. Everything after a ``--`` is left alone.
     """
     args = list(argv)
     end = args.index("--") if "--" in args else len(args)
@@ -759,15 +634,25 @@ def _hoist_global_flags(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``scopebench`` command; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(_hoist_global_flags(sys.argv[1:] if argv is None else argv))
-    configure_logging(args.verbose, args.quiet)
+    """Entry point of the ``scopebench`` command; returns the exit code.
+
+    Usage errors (unknown option, missing or invalid value) print click's message with the usage
+    line on stderr and return 2, as argparse did; ``--help`` returns 0.
+    """
+    cli = build_cli()
+    args = _hoist_global_flags(sys.argv[1:] if argv is None else argv)
     terminated = _TerminateFlag()
     previous = _install_sigterm(terminated)
     try:
-        code: int = args.func(args)
+        # Not cli.main(): that turns KeyboardInterrupt into Abort and exits the interpreter itself.
+        with cli.make_context("scopebench", args) as ctx:
+            code: int = cli.invoke(ctx)
         return code
+    except click.exceptions.Exit as exc:  # --help, or a group shown without a command
+        return int(exc.exit_code)
+    except click.ClickException as exc:  # UsageError, BadParameter, NoSuchOption…: exit 2
+        exc.show()
+        return int(exc.exit_code)
     except RunInterruptedError as exc:
         err_console.print(escape(str(exc)), highlight=False, soft_wrap=True)
         return 143 if terminated else 130

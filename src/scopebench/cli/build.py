@@ -6,15 +6,17 @@ The build package (and datasets, yaml, tifffile) is imported only when a build c
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import click
 from rich.table import Table
 
+from scopebench.cli.options import Args, Group, argument, command, model_arg_option, pass_args, seed_option
 from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError
 
-__all__ = ["add_subcommands", "summary_table"]
+__all__ = ["register", "summary_table"]
 
 console = out_console(120)
 _SHOWN = 20
@@ -87,7 +89,7 @@ def _fractions(text: str) -> dict[str, float]:
     return out
 
 
-def cmd_ingest(args: argparse.Namespace) -> int:
+def cmd_ingest(args: Args) -> int:
     """Ingest a manifest's sources into a standardised dataset."""
     from scopebench.build.standardise import ingest
 
@@ -96,7 +98,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     )
 
 
-def cmd_questions(args: argparse.Namespace) -> int:
+def cmd_questions(args: Args) -> int:
     """Make multiple-choice questions and captions."""
     from scopebench.build.questions import QuestionConfig, make_questions
 
@@ -111,7 +113,7 @@ def cmd_questions(args: argparse.Namespace) -> int:
     return _show([make_questions(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
 
 
-def cmd_filter(args: argparse.Namespace) -> int:
+def cmd_filter(args: Args) -> int:
     """Run the quality gates of a filter configuration on a questions output."""
     from scopebench.build.filtering import filter_questions, load_filter_section
 
@@ -147,13 +149,13 @@ def _show_filter(result: Any) -> None:
         console.print(table)
 
 
-def _model_args(pairs: list[str]) -> dict[str, Any]:
-    from scopebench.cli import _parse_model_args
+def _model_args(pairs: Sequence[str]) -> dict[str, Any]:
+    from scopebench.cli.options import parse_key_values
 
-    return _parse_model_args(pairs)
+    return parse_key_values(pairs)
 
 
-def cmd_generate(args: argparse.Namespace) -> int:
+def cmd_generate(args: Args) -> int:
     """Write items with an LLM (describe, mcq, open_to_mcq, SPUR templates)."""
     from scopebench.build.generation import GenerateConfig, generate
 
@@ -173,7 +175,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     )
 
 
-def cmd_split(args: argparse.Namespace) -> int:
+def cmd_split(args: Args) -> int:
     """Split by image (near-duplicates together) with a test_tiny sample."""
     from scopebench.build.splits import SplitConfig, split
 
@@ -181,14 +183,14 @@ def cmd_split(args: argparse.Namespace) -> int:
     return _show([split(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def cmd_export(args: Args) -> int:
     """Export the local format and an HF dataset."""
     from scopebench.build.exporting import export
 
     return _show([export(args.data, args.out, progress=not getattr(args, "quiet", False))])
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: Args) -> int:
     """Run every step of build.yaml, reusing the unchanged ones."""
     from scopebench.build.pipeline import run_build
 
@@ -204,92 +206,128 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
-def add_subcommands(sub: Any) -> None:
-    """Register ``scopebench build …``."""
-    build = sub.add_parser(
-        "build", help="build a benchmark: ingest, questions, generate, filter, split, export (or all: run)"
+def register(group: click.Group) -> None:
+    """Add ``scopebench build …`` to the ``scopebench`` group."""
+    build = Group(
+        "build",
+        short_help="build a benchmark: ingest, questions, generate, filter, split, export (or all: run)",
+        help="Build a benchmark: ingest, questions, generate, filter, split, export (or all: run).",
+        subcommand_metavar="STEP [ARGS]...",
     )
-    bs = build.add_subparsers(dest="build_command", metavar="STEP")
-    bs.required = True
+    for cmd in (_ingest, _questions, _generate, _filter, _split, _export, _run):
+        build.add_command(cmd)
+    group.add_command(build)
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--out", required=True, help="output folder (an earlier build output there is replaced)"
-        )
 
-    p = bs.add_parser("ingest", help="images + metadata tables → standardised μ-Bench-format dataset")
-    p.add_argument("manifest", help="manifest YAML (docs/build.md)")
-    common(p)
-    p.add_argument("--cache", help="folder of converted images, reused by later runs")
-    p.set_defaults(func=cmd_ingest)
+_Deco = Callable[[Callable[..., int]], Callable[..., int]]
 
-    p = bs.add_parser(
-        "questions", help="multiple-choice questions and captions from metadata and the taxonomy"
-    )
-    p.add_argument("data", help="an ingest output folder")
-    common(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--options", type=int, default=4, help="options per question, answer included (default 4)")
-    p.add_argument(
-        "--difficulty",
-        choices=("hard", "easy"),
-        default="hard",
-        help="sibling (hard) or cross-tree (easy) distractors",
-    )
-    p.add_argument(
-        "--none-of-the-above", action="store_true", help='append "none of the above" (never correct)'
-    )
-    p.add_argument("--tasks", nargs="+", help="tasks to make (default all six)")
-    p.add_argument("--taxonomy", help="your taxonomy YAML, merged into the shipped one")
-    p.set_defaults(func=cmd_questions)
+#: ``--out`` of every step but ``run``, declared once.
+_out: _Deco = click.option(
+    "--out", required=True, help="output folder (an earlier build output there is replaced)"
+)
+#: ``--cache`` of the LLM steps.
+_llm_cache: _Deco = click.option("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
 
-    p = bs.add_parser(
-        "generate", help="LLM-written descriptions and questions, validated, cached, with a cost ledger"
-    )
-    p.add_argument("data", help="a questions (or ingest) output folder")
-    common(p)
-    p.add_argument("--model", required=True, help="generative model: openai:…, vllm:…, hf:…, replay:FILE")
-    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE", help="backend option")
-    p.add_argument(
-        "--tasks",
-        nargs="+",
-        default=["describe", "mcq"],
-        help="describe, mcq, open_to_mcq, spur_np … spur_quant, or your own (default: describe mcq)",
-    )
-    p.add_argument(
-        "--inputs", help="table of caption/question/answer/context per image (source + image columns)"
-    )
-    p.add_argument("--templates", help="your templates YAML, merged over the shipped ones")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--retries", type=int, default=2, help="retries after an invalid reply (default 2)")
-    p.add_argument("--questions-per-image", type=int, help="questions per image of the mcq task (default 3)")
-    p.add_argument("--max-new-tokens", type=int, default=1024)
-    p.add_argument("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
-    p.set_defaults(func=cmd_generate)
 
-    p = bs.add_parser(
-        "filter", help="quality gates: figure panels, RefineBot, text shortcut, coverage quotas"
-    )
-    p.add_argument("data", help="a questions (or generate) output folder")
-    common(p)
-    p.add_argument("--config", required=True, help="YAML with the gates (a build.yaml's filter: section)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
-    p.set_defaults(func=cmd_filter)
+@command("ingest", short_help="images + metadata tables → standardised μ-Bench-format dataset")
+@argument("manifest", help="manifest YAML (docs/build.md)")
+@_out
+@click.option("--cache", help="folder of converted images, reused by later runs")
+@pass_args
+def _ingest(args: Args) -> int:
+    """Images + metadata tables → standardised μ-Bench-format dataset."""
+    return cmd_ingest(args)
 
-    p = bs.add_parser("split", help="image-level splits (near-duplicates together) and test_tiny")
-    p.add_argument("data", help="a questions (or ingest) output folder")
-    common(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--fractions", default="test=1", help="name=share,… summing to 1 (default test=1)")
-    p.add_argument("--tiny", type=int, default=0, help="images in test_tiny (default 0: none)")
-    p.set_defaults(func=cmd_split)
 
-    p = bs.add_parser("export", help="local format (OUT/local) and HF dataset (OUT/hf)")
-    p.add_argument("data", help="a split output folder")
-    common(p)
-    p.set_defaults(func=cmd_export)
+@command(
+    "questions",
+    short_help="multiple-choice questions and captions from metadata and the taxonomy",
+    greedy=("--tasks",),
+)
+@argument("data", help="an ingest output folder")
+@_out
+@seed_option("seed of every random choice (default 0)")
+@click.option("--options", type=int, default=4, help="options per question, answer included (default 4)")
+@click.option(
+    "--difficulty",
+    type=click.Choice(["hard", "easy"]),
+    default="hard",
+    help="sibling (hard) or cross-tree (easy) distractors",
+)
+@click.option("--none-of-the-above", is_flag=True, help='append "none of the above" (never correct)')
+@click.option("--tasks", multiple=True, metavar="TASK…", help="tasks to make (default all six)")
+@click.option("--taxonomy", help="your taxonomy YAML, merged into the shipped one")
+@pass_args
+def _questions(args: Args) -> int:
+    """Multiple-choice questions and captions from metadata and the taxonomy."""
+    return cmd_questions(args)
 
-    p = bs.add_parser("run", help="every step from build.yaml, redoing only what changed")
-    p.add_argument("config", help="build.yaml (docs/build.md)")
-    p.set_defaults(func=cmd_run)
+
+@command(
+    "generate",
+    short_help="LLM-written descriptions and questions, validated, cached, with a cost ledger",
+    greedy=("--tasks",),
+)
+@argument("data", help="a questions (or ingest) output folder")
+@_out
+@click.option("--model", required=True, help="generative model: openai:…, vllm:…, hf:…, replay:FILE")
+@model_arg_option()
+@click.option(
+    "--tasks",
+    multiple=True,
+    default=("describe", "mcq"),
+    metavar="TASK…",
+    help="describe, mcq, open_to_mcq, spur_np … spur_quant, or your own (default: describe mcq)",
+)
+@click.option("--inputs", help="table of caption/question/answer/context per image (source + image columns)")
+@click.option("--templates", help="your templates YAML, merged over the shipped ones")
+@seed_option("seed of every random choice (default 0)")
+@click.option("--retries", type=int, default=2, help="retries after an invalid reply (default 2)")
+@click.option("--questions-per-image", type=int, help="questions per image of the mcq task (default 3)")
+@click.option("--max-new-tokens", type=int, default=1024, help="reply length limit (default 1024)")
+@_llm_cache
+@pass_args
+def _generate(args: Args) -> int:
+    """LLM-written descriptions and questions, validated, cached, with a cost ledger."""
+    return cmd_generate(args)
+
+
+@command("filter", short_help="quality gates: figure panels, RefineBot, text shortcut, coverage quotas")
+@argument("data", help="a questions (or generate) output folder")
+@_out
+@click.option("--config", required=True, help="YAML with the gates (a build.yaml's filter: section)")
+@seed_option("seed of every random choice (default 0)")
+@_llm_cache
+@pass_args
+def _filter(args: Args) -> int:
+    """Quality gates: figure panels, RefineBot, text shortcut, coverage quotas."""
+    return cmd_filter(args)
+
+
+@command("split", short_help="image-level splits (near-duplicates together) and test_tiny")
+@argument("data", help="a questions (or ingest) output folder")
+@_out
+@seed_option("seed of every random choice (default 0)")
+@click.option("--fractions", default="test=1", help="name=share,… summing to 1 (default test=1)")
+@click.option("--tiny", type=int, default=0, help="images in test_tiny (default 0: none)")
+@pass_args
+def _split(args: Args) -> int:
+    """Image-level splits (near-duplicates together) and test_tiny."""
+    return cmd_split(args)
+
+
+@command("export", short_help="local format (OUT/local) and HF dataset (OUT/hf)")
+@argument("data", help="a split output folder")
+@_out
+@pass_args
+def _export(args: Args) -> int:
+    """Local format (OUT/local) and HF dataset (OUT/hf)."""
+    return cmd_export(args)
+
+
+@command("run", short_help="every step from build.yaml, redoing only what changed")
+@argument("config", help="build.yaml (docs/build.md)")
+@pass_args
+def _run(args: Args) -> int:
+    """Every step from build.yaml, redoing only what changed."""
+    return cmd_run(args)

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import click
 from rich.console import Console
 from rich.table import Table
 
+from scopebench.cli.options import (
+    Args,
+    Group,
+    batch_size_option,
+    command,
+    device_option,
+    model_arg_option,
+    pass_args,
+    seed_option,
+    split_option,
+)
 from scopebench.errors import UsageError
 
-__all__ = ["add_subcommands", "cmd_finetune"]
+__all__ = ["cmd_finetune", "register"]
 
 console = Console(width=None if sys.stdout.isatty() else 120)
 
@@ -24,13 +36,13 @@ def _cell(row: dict[str, Any]) -> str:
     return f"{100 * row['accuracy']:.1f}% [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}]"
 
 
-def _model_args(pairs: list[str]) -> tuple[tuple[str, Any], ...]:
-    from scopebench.cli import _parse_model_args
+def _model_args(pairs: Sequence[str]) -> tuple[tuple[str, Any], ...]:
+    from scopebench.cli.options import parse_key_values
 
-    return tuple(sorted(_parse_model_args(pairs).items()))
+    return tuple(sorted(parse_key_values(pairs).items()))
 
 
-def cmd_finetune(args: argparse.Namespace) -> int:
+def cmd_finetune(args: Args) -> int:
     """Run one fine-tuning recipe and print the before/after table."""
     from scopebench.experiments.finetune import DataSource, EvalSpec, LoopConfig
     from scopebench.experiments.finetune.generative import LoraSettings
@@ -126,70 +138,93 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(p: argparse.ArgumentParser, *, lr: float, steps: int, batch: int) -> None:
-    p.add_argument("--model", required=True, help="base model (a folder, hub id, or clip:/hf: spec)")
-    p.add_argument("--out", required=True, help="output folder (re-running the command resumes it)")
-    p.add_argument("--bench", help="training benchmark (`local` with --data for a `scopebench build` output)")
-    p.add_argument("--split", help="training split (e.g. train)")
-    p.add_argument("--data", help="data location of --bench")
-    p.add_argument("--eval-split", help="held-out split evaluated before and after (through the engine)")
-    p.add_argument("--eval-bench", help="benchmark of --eval-split (default: --bench)")
-    p.add_argument("--eval-data", help="data location of --eval-bench (default: --data)")
-    p.add_argument("--eval-limit", type=int, help="evaluate only the first N held-out items")
-    p.add_argument("--eval-every", type=int, default=0, help="also evaluate every N steps (default 0: no)")
-    p.add_argument(
-        "--model-arg", action="append", default=[], metavar="K=V", help="backend option at evaluation"
-    )
-    p.add_argument("--steps", type=int, default=steps, help=f"optimizer steps (default {steps})")
-    p.add_argument("--batch-size", type=int, default=batch, help=f"examples per step (default {batch})")
-    p.add_argument("--lr", type=float, default=lr, help=f"AdamW learning rate (default {lr:g})")
-    p.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay (default 0)")
-    p.add_argument("--warmup-steps", type=int, default=0, help="linear warm-up steps (default 0)")
-    p.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping (0: none; default 1)")
-    p.add_argument(
-        "--seed", type=int, default=0, help="seed of the order, initialisation, evaluation (default 0)"
-    )
-    p.add_argument("--checkpoint-every", type=int, default=50, help="checkpoint every N steps (default 50)")
-    p.add_argument("--keep-checkpoints", type=int, default=2, help="checkpoints kept (default 2)")
-    p.add_argument(
-        "--device", default="auto", help="auto (accelerate picks; GPUs via `accelerate launch`) or cpu"
-    )
-    p.add_argument("--fresh", action="store_true", help="delete --out first instead of resuming it")
-    p.set_defaults(func=cmd_finetune)
+def _common(*, lr: float, steps: int, batch: int) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """The options both recipes share, declared once (their defaults differ per recipe)."""
+    options = [
+        click.option("--model", required=True, help="base model (a folder, hub id, or clip:/hf: spec)"),
+        click.option("--out", required=True, help="output folder (re-running the command resumes it)"),
+        click.option(
+            "--bench", help="training benchmark (`local` with --data for a `scopebench build` output)"
+        ),
+        split_option("training split (e.g. train)"),
+        click.option("--data", help="data location of --bench"),
+        click.option("--eval-split", help="held-out split evaluated before and after (through the engine)"),
+        click.option("--eval-bench", help="benchmark of --eval-split (default: --bench)"),
+        click.option("--eval-data", help="data location of --eval-bench (default: --data)"),
+        click.option("--eval-limit", type=int, help="evaluate only the first N held-out items"),
+        click.option("--eval-every", type=int, default=0, help="also evaluate every N steps (default 0: no)"),
+        model_arg_option("K=V", "backend option at evaluation"),
+        click.option("--steps", type=int, default=steps, help=f"optimizer steps (default {steps})"),
+        batch_size_option(f"examples per step (default {batch})", default=batch),
+        click.option("--lr", type=float, default=lr, help=f"AdamW learning rate (default {lr:g})"),
+        click.option("--weight-decay", type=float, default=0.0, help="AdamW weight decay (default 0)"),
+        click.option("--warmup-steps", type=int, default=0, help="linear warm-up steps (default 0)"),
+        click.option(
+            "--max-grad-norm", type=float, default=1.0, help="gradient clipping (0: none; default 1)"
+        ),
+        seed_option("seed of the order, initialisation, evaluation (default 0)"),
+        click.option(
+            "--checkpoint-every", type=int, default=50, help="checkpoint every N steps (default 50)"
+        ),
+        click.option("--keep-checkpoints", type=int, default=2, help="checkpoints kept (default 2)"),
+        device_option("auto (accelerate picks; GPUs via `accelerate launch`) or cpu"),
+        click.option("--fresh", is_flag=True, help="delete --out first instead of resuming it"),
+    ]
+
+    def decorate(f: Callable[..., int]) -> Callable[..., int]:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
 
 
-def add_subcommands(sub: Any) -> None:
-    """Add ``finetune generative`` and ``finetune contrastive``."""
-    p = sub.add_parser(
-        "finetune", help="fine-tune a model on a benchmark split (LoRA VLMs, contrastive CLIP)"
+@command("generative", short_help="LoRA/QLoRA supervised fine-tuning of an hf: VLM")
+@_common(lr=2e-4, steps=200, batch=8)
+@click.option(
+    "--target",
+    default="answer",
+    type=click.Choice(["answer", "explanation+answer"]),
+    help="what the model learns to write (default answer; PathMMU's w/ A vs w/ A&E)",
+)
+@click.option("--protocol", default="default", help="prompt protocol, the same at training and evaluation")
+@click.option("--mode", default="generate", help="evaluation mode (generate or choice-logprob)")
+@click.option("--lora-r", type=int, default=8, help="LoRA rank (default 8)")
+@click.option("--lora-alpha", type=int, default=16, help="LoRA alpha (default 16)")
+@click.option("--lora-dropout", type=float, default=0.0, help="LoRA dropout (default 0)")
+@click.option("--target-modules", default="all-linear", help="all-linear or names: q_proj,v_proj")
+@click.option("--qlora", is_flag=True, help="4-bit base (needs bitsandbytes and CUDA)")
+@pass_args
+def _generative(args: Args) -> int:
+    """LoRA/QLoRA supervised fine-tuning of an hf: VLM."""
+    args.recipe = "generative"
+    return cmd_finetune(args)
+
+
+@command("contrastive", short_help="contrastive fine-tuning of a clip: (CLIPModel) model")
+@_common(lr=1e-5, steps=500, batch=32)
+@click.option("--pairs", help='JSON Lines of {"image": PATH, "caption": TEXT} instead of --bench')
+@click.option(
+    "--group-batches",
+    is_flag=True,
+    help="each batch from one task (or pairs 'group'): other tasks' captions are never negatives",
+)
+@click.option("--freeze-temperature", is_flag=True, help="keep the logit scale fixed (default: trained)")
+@pass_args
+def _contrastive(args: Args) -> int:
+    """Contrastive fine-tuning of a clip: (CLIPModel) model."""
+    args.recipe, args.protocol = "contrastive", "default"
+    return cmd_finetune(args)
+
+
+def register(group: click.Group) -> None:
+    """Add ``finetune generative`` and ``finetune contrastive`` to the ``scopebench`` group."""
+    finetune = Group(
+        "finetune",
+        short_help="fine-tune a model on a benchmark split (LoRA VLMs, contrastive CLIP)",
+        help="Fine-tune a model on a benchmark split (LoRA VLMs, contrastive CLIP); docs/finetune.md.",
+        subcommand_metavar="RECIPE [ARGS]...",
     )
-    recipes = p.add_subparsers(dest="recipe", required=True, metavar="RECIPE")
-    g = recipes.add_parser("generative", help="LoRA/QLoRA supervised fine-tuning of an hf: VLM")
-    _common(g, lr=2e-4, steps=200, batch=8)
-    g.add_argument(
-        "--target",
-        default="answer",
-        choices=("answer", "explanation+answer"),
-        help="what the model learns to write (default answer; PathMMU's w/ A vs w/ A&E)",
-    )
-    g.add_argument(
-        "--protocol", default="default", help="prompt protocol, the same at training and evaluation"
-    )
-    g.add_argument("--mode", default="generate", help="evaluation mode (generate or choice-logprob)")
-    g.add_argument("--lora-r", type=int, default=8, help="LoRA rank (default 8)")
-    g.add_argument("--lora-alpha", type=int, default=16, help="LoRA alpha (default 16)")
-    g.add_argument("--lora-dropout", type=float, default=0.0, help="LoRA dropout (default 0)")
-    g.add_argument("--target-modules", default="all-linear", help="all-linear or names: q_proj,v_proj")
-    g.add_argument("--qlora", action="store_true", help="4-bit base (needs bitsandbytes and CUDA)")
-    c = recipes.add_parser("contrastive", help="contrastive fine-tuning of a clip: (CLIPModel) model")
-    _common(c, lr=1e-5, steps=500, batch=32)
-    c.add_argument("--pairs", help='JSON Lines of {"image": PATH, "caption": TEXT} instead of --bench')
-    c.add_argument(
-        "--group-batches",
-        action="store_true",
-        help="each batch from one task (or pairs 'group'): other tasks' captions are never negatives",
-    )
-    c.add_argument(
-        "--freeze-temperature", action="store_true", help="keep the logit scale fixed (default: trained)"
-    )
-    c.set_defaults(protocol="default")
+    finetune.add_command(_generative)
+    finetune.add_command(_contrastive)
+    group.add_command(finetune)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import click
 from rich.console import Console
 
-__all__ = ["add_subcommands", "cmd_eval", "cmd_run_grid", "cmd_table", "run_grid", "write_tables"]
+from scopebench.cli.options import Args, argument, command, pass_args
+
+__all__ = ["cmd_eval", "cmd_run_grid", "cmd_table", "register", "run_grid", "write_tables"]
 
 # As the other commands: the terminal's width, or 120 columns when piped.
 console = Console(width=None if sys.stdout.isatty() else 120)
@@ -74,7 +76,7 @@ def write_tables(
     return written
 
 
-def cmd_table(args: argparse.Namespace) -> int:
+def cmd_table(args: Args) -> int:
     """Paper tables and forest plots of RUN… (folders of runs expanded) into ``--out``."""
     from scopebench.cli.report import _incomplete_note
     from scopebench.report.labels import expand_run_dirs
@@ -127,7 +129,7 @@ def run_grid(
     return done
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+def cmd_eval(args: Args) -> int:
     """Run an eval config's grid (resumable), then write its paper tables."""
     from scopebench.paper.grid import load_eval_config, plan_grid
 
@@ -149,7 +151,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _quiet(args: argparse.Namespace) -> None:
+def _quiet(args: Args) -> None:
     """``-q``: nothing but errors (which the CLI prints on stderr) — no tables, no progress lines."""
     console.quiet = bool(getattr(args, "quiet", False))
 
@@ -160,34 +162,47 @@ def _relative_to(config_path: Path, where: str) -> Path:
     return p if p.is_absolute() else config_path.parent / p
 
 
-def add_subcommands(sub: Any) -> None:
-    """Register ``table`` and ``eval`` on the CLI's subparsers."""
-    p = sub.add_parser("table", help="paper tables (LaTeX, Markdown, CSV) and forest plots of runs")
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run directories, or folders of them (runs/demo)")
-    p.add_argument("--out", default="tables", help="output folder (default: tables)")
-    p.add_argument(
-        "--published", action="store_true", help="add the published numbers (labelled, not reproduced here)"
-    )
-    p.set_defaults(func=cmd_table)
-
-    p = sub.add_parser("eval", help="run a grid of models × benchmarks × protocols from a config file")
-    p.add_argument("config", metavar="CONFIG", help="eval config (.yaml, .yml or .toml): docs/tables.md")
-    p.add_argument("--out", help="root of the run folders (default: the config's `out`)")
-    p.add_argument("--tables", help="folder of the paper tables (default: the config's, else OUT/tables)")
-    p.add_argument("--published", action="store_true", help="add the published numbers to the tables")
-    p.add_argument("--fresh", action="store_true", help="discard every run's stored results and start again")
-    p.add_argument("--retry-errors", action="store_true", help="redo items whose stored result is an error")
-    p.set_defaults(func=cmd_eval)
+def register(group: click.Group) -> None:
+    """Add ``table`` and ``eval`` to the ``scopebench`` group."""
+    group.add_command(_table_command)
+    group.add_command(_eval_command)
 
 
-def cmd_run_grid(args: argparse.Namespace, run_config: Any) -> int:
+@command("table", short_help="paper tables (LaTeX, Markdown, CSV) and forest plots of runs")
+@argument(
+    "runs", nargs=-1, required=True, metavar="RUN...", help="run directories, or folders of them (runs/demo)"
+)
+@click.option("--out", default="tables", help="output folder (default: tables)")
+@click.option("--published", is_flag=True, help="add the published numbers (labelled, not reproduced here)")
+@pass_args
+def _table_command(args: Args) -> int:
+    """Paper tables (LaTeX, Markdown, CSV) and forest plots of runs."""
+    args.runs = list(args.runs)
+    return cmd_table(args)
+
+
+@command("eval", short_help="run a grid of models × benchmarks × protocols from a config file")
+@argument("config", metavar="CONFIG", help="eval config (.yaml, .yml or .toml): docs/tables.md")
+@click.option("--out", help="root of the run folders (default: the config's `out`)")
+@click.option("--tables", help="folder of the paper tables (default: the config's, else OUT/tables)")
+@click.option("--published", is_flag=True, help="add the published numbers to the tables")
+@click.option("--fresh", is_flag=True, help="discard every run's stored results and start again")
+@click.option("--retry-errors", is_flag=True, help="redo items whose stored result is an error")
+@pass_args
+def _eval_command(args: Args) -> int:
+    """Run a grid of models × benchmarks × protocols from a config file, then its paper tables."""
+    return cmd_eval(args)
+
+
+def cmd_run_grid(args: Args, run_config: Any) -> int:
     """``scopebench run`` with several ``--bench``/``--model``: every pair under ``--out``, then tables.
 
     Run folders are named as an eval config's (``OUT/<bench>[-<split>]/<protocol>/<model>``);
     ``--data`` is given once per ``--bench`` (in order), or not at all.
 
     Args:
-        args: The ``run`` command's arguments (``bench``, ``model`` and ``data`` are lists).
+        args: The ``run`` command's arguments (``bench``, ``model`` and ``data`` are lists; the
+            models parsed ModelSpecs).
         run_config: The CLI's ``_run_config(args, **overrides)``.
     """
     from scopebench.errors import DataFormatError
@@ -202,16 +217,18 @@ def cmd_run_grid(args: argparse.Namespace, run_config: Any) -> int:
         )
     if args.label:
         raise DataFormatError("--label names one run; with several --model, write an eval config with names")
-    names = [ModelEntry(spec=m).display_name() for m in args.model]
+    specs = [m.raw for m in args.model]
+    names = [ModelEntry(spec=m).display_name() for m in specs]
     if len(set(map(slug, names))) < len(names):
         raise DataFormatError("the --model values share a run folder name: give each model once")
     plan = []
+    run = args.run
     for k, bench in enumerate(args.bench):
-        folder = slug(bench if args.split is None else f"{bench}-{args.split}")
-        for model, name in zip(args.model, names, strict=True):
+        folder = slug(bench if run.split is None else f"{bench}-{run.split}")
+        for model, name in zip(specs, names, strict=True):
             config = run_config(args, benchmark=bench, model=model, data=data[k] if data else "", label=name)
-            plan.append(GridRun(name, config, Path(args.out) / folder / slug(args.protocol) / slug(name)))
-    dirs = run_grid(plan, fresh=args.fresh, retry_errors=args.retry_errors, seed=args.seed)
+            plan.append(GridRun(name, config, Path(args.out) / folder / slug(run.protocol) / slug(name)))
+    dirs = run_grid(plan, fresh=run.fresh, retry_errors=run.retry_errors, seed=run.seed)
     tables = Path(args.out) / "tables"
     written = write_tables(dirs, tables, labels=[r.label for r in plan])
     console.print(f"paper tables: {len(written)} files in {tables}/")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import click
 from rich.table import Table
 
+from scopebench.cli.options import Args, argument, command, pass_args, resamples_option, seed_option
 from scopebench.cli.output import out_console, print_wide
 from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
@@ -20,7 +21,7 @@ from scopebench.report.tables import leaderboard_columns, leaderboard_table, pai
 from scopebench.scoring.compare import compare_runs, run_folder_names
 from scopebench.store import rundir
 
-__all__ = ["add_subcommands", "cmd_compare", "cmd_report", "leaderboard_table"]
+__all__ = ["cmd_compare", "cmd_report", "leaderboard_table", "register"]
 
 # As the main CLI's console: the terminal's width, or 120 columns when piped or redirected (rich's
 # default 80 would truncate the accuracy and interval cells of a file or a log).
@@ -110,7 +111,7 @@ def _check_runs(runs: Sequence[str], *, one_benchmark: bool) -> None:
         )
 
 
-_FileFunc = Callable[[argparse.Namespace], int]
+_FileFunc = Callable[[Args], int]
 
 
 def _file_errors_as_messages(func: _FileFunc) -> _FileFunc:
@@ -119,7 +120,7 @@ def _file_errors_as_messages(func: _FileFunc) -> _FileFunc:
     ``--out``/``--html`` in a read-only or missing place (or under a plain file) is a user error.
     """
 
-    def run(args: argparse.Namespace) -> int:
+    def run(args: Args) -> int:
         try:
             return func(args)
         except (
@@ -137,7 +138,7 @@ def _file_errors_as_messages(func: _FileFunc) -> _FileFunc:
     return run
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def cmd_compare(args: Args) -> int:
     """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
     args.runs = expand_run_dirs(args.runs)  # a folder of runs (runs/demo) stands for its runs
     _check_runs(args.runs, one_benchmark=True)
@@ -193,7 +194,7 @@ def _use_display_names(result: dict[str, Any]) -> None:
     relabel_comparison(result, dict(zip(runs, names, strict=True)))
 
 
-def _metrics_only(run: str, args: argparse.Namespace) -> dict[str, Any]:
+def _metrics_only(run: str, args: Args) -> dict[str, Any]:
     """The metrics ``report`` would write, computed without writing anything."""
     from scopebench.report import run_seed
     from scopebench.scoring import compute_metrics
@@ -229,7 +230,7 @@ def _incomplete_note(run: str) -> str | None:
     )
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(args: Args) -> int:
     """Write metrics.json/csv/md/tex and plots for each run (into ``--out/<run folder>`` if given).
 
     ``<run folder>`` is the run's shortest distinguishing path suffix with ``/`` → ``_``
@@ -302,42 +303,62 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_subcommands(sub: Any) -> None:
-    """Register ``compare`` and ``report`` on the CLI's subparsers."""
-    for name, func, help_text in (
-        ("compare", cmd_compare, "leaderboard of runs on one benchmark with paired tests"),
-        ("report", cmd_report, "write metrics tables and plots for each run (and an HTML report)"),
-    ):
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("runs", nargs="+", metavar="RUN", help="run directories")
-        p.add_argument("--out", default=None, help="output folder")
-        p.add_argument("--published", action="store_true", help="add published numbers (not reproduced here)")
-        p.add_argument(
-            "--seed",
-            type=int,
-            default=None if name == "report" else 0,
-            help="bootstrap seed (default: " + ("each run's own seed)" if name == "report" else "0)"),
-        )
-        p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
-        p.add_argument(
-            "--policy",
-            choices=["wrong", "exclude"],
-            default="wrong",
-            help="unparsed answers, errors and missing images/responses: count as wrong (default) "
-            "or exclude from the denominator",
-        )
-        if name == "report":
-            p.add_argument(
-                "--log-to",
-                choices=("tensorboard", "mlflow", "wandb"),
-                help="also log each run's metrics, tables and plots there (extras track-tensorboard, …)",
-            )
-            p.add_argument(
-                "--log-dir", default="scopebench-logs", help="tracking folder (default scopebench-logs)"
-            )
-            p.add_argument(
-                "--html",
-                metavar="FILE",
-                help="also write an HTML report of all RUNs (FILE + FILE-stem_items/)",
-            )
-        p.set_defaults(func=_file_errors_as_messages(func))
+def _runs_options(name: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """The options ``compare`` and ``report`` share, declared once (their defaults differ in --seed)."""
+    report = name == "report"
+
+    def decorate(f: Callable[..., int]) -> Callable[..., int]:
+        for option in reversed(
+            [
+                argument("runs", nargs=-1, required=True, metavar="RUN...", help="run directories"),
+                click.option("--out", default=None, help="output folder"),
+                click.option("--published", is_flag=True, help="add published numbers (not reproduced here)"),
+                seed_option(
+                    "bootstrap seed (default: " + ("each run's own seed)" if report else "0)"),
+                    default=None if report else 0,
+                ),
+                resamples_option(),
+                click.option(
+                    "--policy",
+                    type=click.Choice(["wrong", "exclude"]),
+                    default="wrong",
+                    help="unparsed answers, errors and missing images/responses: count as wrong (default) "
+                    "or exclude from the denominator",
+                ),
+            ]
+        ):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+@command("compare", short_help="leaderboard of runs on one benchmark with paired tests")
+@_runs_options("compare")
+@pass_args
+def _compare_command(args: Args) -> int:
+    """Leaderboard of runs on one benchmark with paired tests."""
+    return _file_errors_as_messages(cmd_compare)(args)
+
+
+@command("report", short_help="write metrics tables and plots for each run (and an HTML report)")
+@_runs_options("report")
+@click.option(
+    "--log-to",
+    type=click.Choice(["tensorboard", "mlflow", "wandb"]),
+    help="also log each run's metrics, tables and plots there (extras track-tensorboard, …)",
+)
+@click.option("--log-dir", default="scopebench-logs", help="tracking folder (default scopebench-logs)")
+@click.option(
+    "--html", metavar="FILE", help="also write an HTML report of all RUNs (FILE + FILE-stem_items/)"
+)
+@pass_args
+def _report_command(args: Args) -> int:
+    """Write metrics tables and plots for each run (and an HTML report of them all)."""
+    return _file_errors_as_messages(cmd_report)(args)
+
+
+def register(group: click.Group) -> None:
+    """Add ``compare`` and ``report`` to the ``scopebench`` group."""
+    group.add_command(_compare_command)
+    group.add_command(_report_command)

@@ -6,19 +6,21 @@ extra), so ``import scopebench`` and every other command work without them.
 
 from __future__ import annotations
 
-import argparse
 import getpass
 import importlib.util
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import click
+
+from scopebench.cli.options import Args, Group, argument, command, pass_args, seed_option
 from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError, MissingDependencyError
 
-__all__ = ["add_subcommands"]
+__all__ = ["register"]
 
 console = out_console(120)
 
@@ -35,7 +37,7 @@ def _need_extra() -> None:
             raise MissingDependencyError(package, "review", "scopebench review")
 
 
-def _store(args: argparse.Namespace) -> Path:
+def _store(args: Args) -> Path:
     if args.store:
         return Path(args.store)
     if "://" in args.db:
@@ -44,7 +46,7 @@ def _store(args: argparse.Namespace) -> Path:
 
 
 @contextmanager
-def _session(args: argparse.Namespace) -> Iterator[Any]:
+def _session(args: Args) -> Iterator[Any]:
     _need_extra()
     from scopebench.review.db import open_database
 
@@ -71,13 +73,13 @@ def args_db_hint(db: Any) -> str:
     return str(db.get_bind().url.render_as_string(hide_password=True))
 
 
-def _store_obj(args: argparse.Namespace) -> Any:
+def _store_obj(args: Args) -> Any:
     from scopebench.review.store import ImageStore
 
     return ImageStore(_store(args))
 
 
-def cmd_init(args: argparse.Namespace) -> int:
+def cmd_init(args: Args) -> int:
     """Load a benchmark into a new review project (upgrading the database first)."""
     from scopebench.review.projects import create_project
     from scopebench.review.rubrics import load_rubric
@@ -140,7 +142,7 @@ def _items_q(project_id: int) -> Any:
     return select(ItemRow.id).where(ItemRow.project_id == project_id)
 
 
-def _password(args: argparse.Namespace) -> str:
+def _password(args: Args) -> str:
     if args.password_file:
         return Path(args.password_file).read_text(encoding="utf-8").strip()
     env = os.environ.get("SCOPEBENCH_REVIEW_PASSWORD")
@@ -152,7 +154,7 @@ def _password(args: argparse.Namespace) -> str:
     return first
 
 
-def cmd_user(args: argparse.Namespace) -> int:
+def cmd_user(args: Args) -> int:
     """Create an account."""
     from scopebench.review.accounts import create_user
 
@@ -163,7 +165,7 @@ def cmd_user(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_member(args: argparse.Namespace) -> int:
+def cmd_member(args: Args) -> int:
     """Add users to a project in a reviewer group."""
     from sqlalchemy import select
 
@@ -182,7 +184,7 @@ def cmd_member(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_assign(args: argparse.Namespace) -> int:
+def cmd_assign(args: Args) -> int:
     """Assign every item to its reviewers."""
     from scopebench.review.projects import assign
 
@@ -192,7 +194,7 @@ def cmd_assign(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def cmd_serve(args: Args) -> int:
     """Run the web server (upgrading the database first)."""
     _need_extra()
     import uvicorn
@@ -214,7 +216,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def cmd_export(args: Args) -> int:
     """Write the accepted items, decision log, events and agreement."""
     from scopebench.review.outputs import export_project
     from scopebench.review.submissions import export_submissions
@@ -247,7 +249,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_baseline(args: argparse.Namespace) -> int:
+def cmd_baseline(args: Args) -> int:
     """Write the experts' first answers as run directories, one per reviewer group."""
     from sqlalchemy import select
 
@@ -275,7 +277,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_submissions(args: argparse.Namespace) -> int:
+def cmd_submissions(args: Args) -> int:
     """Export the expert submissions as JSONL for `scopebench build`."""
     from scopebench.review.submissions import export_submissions
 
@@ -285,7 +287,7 @@ def cmd_submissions(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_labelstudio(args: argparse.Namespace) -> int:
+def cmd_labelstudio(args: Args) -> int:
     """Export tasks and a labelling config for Label Studio, or import its annotations."""
     from scopebench.review.labelstudio import export_labelstudio, import_labelstudio
 
@@ -303,111 +305,153 @@ def cmd_labelstudio(args: argparse.Namespace) -> int:
     return 0
 
 
-def _guarded(cmd: Any) -> Any:
-    """``cmd`` after checking the review extra is installed (a message, not an ImportError)."""
+def _guarded(cmd: Callable[[Args], int]) -> Callable[..., int]:
+    """The click callback of ``cmd``, checking first that the review extra is installed.
 
-    def run(args: argparse.Namespace) -> int:
+    A missing extra is a message, not an ImportError.
+    """
+
+    def run(args: Args) -> int:
         _need_extra()
-        code: int = cmd(args)
-        return code
+        return cmd(args)
 
     run.__doc__ = cmd.__doc__
-    return run
+    return pass_args(run)
 
 
-def _common(p: argparse.ArgumentParser, project: bool = True) -> None:
-    p.add_argument("--db", required=True, help="SQLite file, or a postgresql+psycopg:// URL")
-    p.add_argument("--store", help="image store folder (default: DB.store next to a SQLite file)")
+_Deco = Callable[[Callable[..., int]], Callable[..., int]]
+
+
+def _common(project: bool = True) -> _Deco:
+    """``--db``, ``--store`` (and ``--project``) of every review action, declared once."""
+    options = [
+        click.option("--db", required=True, help="SQLite file, or a postgresql+psycopg:// URL"),
+        click.option("--store", help="image store folder (default: DB.store next to a SQLite file)"),
+    ]
     if project:
-        p.add_argument("--project", required=True, help="project name")
+        options.append(click.option("--project", required=True, help="project name"))
+
+    def decorate(f: Callable[..., int]) -> Callable[..., int]:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
 
 
-def add_subcommands(sub: Any) -> None:
-    """Register ``scopebench review …``."""
-    review = sub.add_parser(
-        "review", help="expert review web app: blind double review, arbitration, baseline"
+@command("init", short_help="load a benchmark (any loader, or a build output) into a review project")
+@_common(project=False)
+@click.option("--name", required=True, help="project name")
+@click.option("--bench", required=True, help="benchmark name (local for a build output)")
+@click.option("--data", help="data location, as for `scopebench run`")
+@click.option("--split", help="split to load (default: the benchmark's default)")
+@click.option("--limit", type=int, help="load only the first N items")
+@click.option("--rubric", default="pathmmu", help="pathmmu, spur, hle, spur-hle or a rubric JSON file")
+@click.option("--reviewers", type=int, default=2, help="independent reviewers per item (default 2)")
+@seed_option("seed of assignment ties, arbiter order and bootstraps")
+@click.option("--alpha-threshold", type=float, help="release gate: export refuses below this α")
+def _init(**kwargs: object) -> int:
+    """Load a benchmark (any loader, or a build output) into a review project."""
+    return _guarded(cmd_init)(**kwargs)
+
+
+@command(
+    "user",
+    short_help="create an account (password from --password-file, $SCOPEBENCH_REVIEW_PASSWORD or a prompt)",
+)
+@_common(project=False)
+@argument("username", help="the new account's user name")
+@click.option("--role", type=click.Choice(["admin", "senior", "reviewer"]), default="reviewer",
+              help="admin, senior or reviewer (default reviewer)")  # fmt: skip
+@click.option("--password-file", help="file holding the password")
+def _user(**kwargs: object) -> int:
+    """Create an account (password from --password-file, $SCOPEBENCH_REVIEW_PASSWORD or a prompt)."""
+    return _guarded(cmd_user)(**kwargs)
+
+
+@command("member", short_help="add users to a project in a reviewer group")
+@_common()
+@argument("users", nargs=-1, required=True, metavar="USERNAME...", help="users to add")
+@click.option("--group", default="experts", help="reviewer group: the baseline run human:GROUP")
+def _member(**kwargs: object) -> int:
+    """Add users to a project in a reviewer group."""
+    return _guarded(cmd_member)(**kwargs)
+
+
+@command("assign", short_help="assign each item to N reviewers, balanced")
+@_common()
+def _assign(**kwargs: object) -> int:
+    """Assign each item to N reviewers, balanced."""
+    return _guarded(cmd_assign)(**kwargs)
+
+
+@command("serve", short_help="run the web server")
+@_common(project=False)
+@click.option("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+@click.option("--port", type=int, default=8765, help="port (default 8765)")
+@click.option("--session-hours", type=float, default=8.0, help="login session length (default 8)")
+@click.option("--max-upload-mb", type=float, default=10.0, help="largest upload (default 10)")
+@click.option("--secure-cookies", is_flag=True, help="mark cookies Secure (behind HTTPS)")
+@click.option("--model", help="model spec that answers submissions in real time")
+@click.option("--base-url", help="server URL for openai: models")
+def _serve(**kwargs: object) -> int:
+    """Run the web server (upgrading the database first)."""
+    return _guarded(cmd_serve)(**kwargs)
+
+
+@command("export", short_help="accepted items (local + HF), decision log, events, agreement")
+@_common()
+@click.option("--out", required=True, help="output folder")
+@click.option("--force", is_flag=True, help="export although the α release gate fails (recorded)")
+@click.option("--resamples", type=int, default=1000, help="bootstrap resamples of the agreement intervals")
+@click.option("--no-hf", is_flag=True, help="skip the Hugging Face dataset")
+def _export(**kwargs: object) -> int:
+    """Accepted items (local + HF), decision log, events, agreement."""
+    return _guarded(cmd_export)(**kwargs)
+
+
+@command("baseline", short_help="the experts' first answers as run directories (human:GROUP)")
+@_common()
+@click.option("--out", required=True, help="folder for one run directory per group")
+@seed_option("bootstrap seed recorded in run.json")
+def _baseline(**kwargs: object) -> int:
+    """The experts' first answers as run directories (human:GROUP)."""
+    return _guarded(cmd_baseline)(**kwargs)
+
+
+@command("submissions", short_help="export expert submissions as JSONL for `scopebench build`")
+@_common()
+@click.option("--out", required=True, help="output folder")
+def _submissions(**kwargs: object) -> int:
+    """Export expert submissions as JSONL for `scopebench build`."""
+    return _guarded(cmd_submissions)(**kwargs)
+
+
+@command("labelstudio", short_help="Label Studio: export tasks + config, or import annotations")
+@_common()
+@argument("action", type=click.Choice(["export", "import"]), metavar="ACTION", help="export or import")
+@click.option("--out", help="folder for tasks.json, config.xml and images/ (export)")
+@click.option("--image-url", default="images/", help="prefix of image URLs in the tasks (export)")
+@click.option("--file", help="Label Studio JSON export (import)")
+@click.option(
+    "--user-map",
+    multiple=True,
+    metavar="LS_ID=USERNAME",
+    help="map a Label Studio user id or email to a username (import)",
+)
+def _labelstudio(**kwargs: object) -> int:
+    """Label Studio: export tasks + config, or import annotations."""
+    return _guarded(cmd_labelstudio)(**kwargs)
+
+
+def register(group: click.Group) -> None:
+    """Add ``scopebench review …`` to the ``scopebench`` group."""
+    review = Group(
+        "review",
+        short_help="expert review web app: blind double review, arbitration, baseline",
+        help="Expert review web app: blind double review, arbitration, baseline.",
+        subcommand_metavar="ACTION [ARGS]...",
     )
-    rs = review.add_subparsers(dest="review_command", metavar="ACTION")
-    rs.required = True
-
-    p = rs.add_parser("init", help="load a benchmark (any loader, or a build output) into a review project")
-    _common(p, project=False)
-    p.add_argument("--name", required=True, help="project name")
-    p.add_argument("--bench", required=True, help="benchmark name (local for a build output)")
-    p.add_argument("--data", help="data location, as for `scopebench run`")
-    p.add_argument("--split")
-    p.add_argument("--limit", type=int)
-    p.add_argument("--rubric", default="pathmmu", help="pathmmu, spur, hle, spur-hle or a rubric JSON file")
-    p.add_argument("--reviewers", type=int, default=2, help="independent reviewers per item (default 2)")
-    p.add_argument(
-        "--seed", type=int, default=0, help="seed of assignment ties, arbiter order and bootstraps"
-    )
-    p.add_argument("--alpha-threshold", type=float, help="release gate: export refuses below this α")
-    p.set_defaults(func=_guarded(cmd_init))
-
-    p = rs.add_parser(
-        "user",
-        help="create an account (password from --password-file, $SCOPEBENCH_REVIEW_PASSWORD or a prompt)",
-    )
-    _common(p, project=False)
-    p.add_argument("username")
-    p.add_argument("--role", choices=("admin", "senior", "reviewer"), default="reviewer")
-    p.add_argument("--password-file")
-    p.set_defaults(func=_guarded(cmd_user))
-
-    p = rs.add_parser("member", help="add users to a project in a reviewer group")
-    _common(p)
-    p.add_argument("users", nargs="+", metavar="USERNAME")
-    p.add_argument("--group", default="experts", help="reviewer group: the baseline run human:GROUP")
-    p.set_defaults(func=_guarded(cmd_member))
-
-    p = rs.add_parser("assign", help="assign each item to N reviewers, balanced")
-    _common(p)
-    p.set_defaults(func=_guarded(cmd_assign))
-
-    p = rs.add_parser("serve", help="run the web server")
-    _common(p, project=False)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--session-hours", type=float, default=8.0)
-    p.add_argument("--max-upload-mb", type=float, default=10.0)
-    p.add_argument("--secure-cookies", action="store_true", help="mark cookies Secure (behind HTTPS)")
-    p.add_argument("--model", help="model spec that answers submissions in real time")
-    p.add_argument("--base-url", help="server URL for openai: models")
-    p.set_defaults(func=_guarded(cmd_serve))
-
-    p = rs.add_parser("export", help="accepted items (local + HF), decision log, events, agreement")
-    _common(p)
-    p.add_argument("--out", required=True)
-    p.add_argument("--force", action="store_true", help="export although the α release gate fails (recorded)")
-    p.add_argument(
-        "--resamples", type=int, default=1000, help="bootstrap resamples of the agreement intervals"
-    )
-    p.add_argument("--no-hf", action="store_true", help="skip the Hugging Face dataset")
-    p.set_defaults(func=_guarded(cmd_export))
-
-    p = rs.add_parser("baseline", help="the experts' first answers as run directories (human:GROUP)")
-    _common(p)
-    p.add_argument("--out", required=True, help="folder for one run directory per group")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed recorded in run.json")
-    p.set_defaults(func=_guarded(cmd_baseline))
-
-    p = rs.add_parser("submissions", help="export expert submissions as JSONL for `scopebench build`")
-    _common(p)
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=_guarded(cmd_submissions))
-
-    p = rs.add_parser("labelstudio", help="Label Studio: export tasks + config, or import annotations")
-    _common(p)
-    p.add_argument("action", choices=("export", "import"))
-    p.add_argument("--out", help="folder for tasks.json, config.xml and images/ (export)")
-    p.add_argument("--image-url", default="images/", help="prefix of image URLs in the tasks (export)")
-    p.add_argument("--file", help="Label Studio JSON export (import)")
-    p.add_argument(
-        "--user-map",
-        action="append",
-        default=[],
-        metavar="LS_ID=USERNAME",
-        help="map a Label Studio user id or email to a username (import)",
-    )
-    p.set_defaults(func=_guarded(cmd_labelstudio))
+    for cmd in (_init, _user, _member, _assign, _serve, _export, _baseline, _submissions, _labelstudio):
+        review.add_command(cmd)
+    group.add_command(review)

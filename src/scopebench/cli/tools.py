@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 from pathlib import Path
 from typing import Any
 
+import click
 from rich.table import Table
 
+from scopebench.cli.options import (
+    Args,
+    argument,
+    batch_size_option,
+    command,
+    device_option,
+    limit_option,
+    pass_args,
+    seed_option,
+    split_option,
+)
 from scopebench.cli.output import out_console, print_wide
 from scopebench.errors import DataFormatError, ModelError
 
-__all__ = ["add_subcommands", "cmd_linear_probe", "cmd_merge"]
+__all__ = ["cmd_linear_probe", "cmd_merge", "register"]
 
 # Piped output gets a fixed wide layout, as in scopebench.cli, so table columns are not truncated.
 console = out_console(120)
@@ -26,7 +37,7 @@ def _ci(low: float, high: float) -> str:
     return "–" if math.isnan(low) else f"[{100 * low:.1f}, {100 * high:.1f}]"
 
 
-def cmd_merge(args: argparse.Namespace) -> int:
+def cmd_merge(args: Args) -> int:
     """Merge two models at one α, or sweep α over a grid and evaluate each merge."""
     from scopebench.experiments.merge import merge_models, parse_alphas, sweep_alphas, write_sweep_outputs
 
@@ -73,7 +84,7 @@ def _load_split(bench: str, data: str, split: str | None) -> list[Any]:
     return list(loaded.items)
 
 
-def cmd_linear_probe(args: argparse.Namespace) -> int:
+def cmd_linear_probe(args: Args) -> int:
     """Train a linear probe per task on a training split; evaluate on the benchmark's items."""
     from scopebench.benchmarks import get_benchmark
     from scopebench.benchmarks.local import LocalBenchmark
@@ -137,51 +148,58 @@ def cmd_linear_probe(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_subcommands(sub: Any) -> None:
-    """Add ``merge`` and ``linear-probe`` to the ``scopebench`` subcommands."""
-    p = sub.add_parser(
-        "merge",
-        help="interpolate two contrastive models' weights (α·base + (1−α)·tuned); --sweep evaluates α",
-    )
-    p.add_argument("base", help="base model: transformers folder (clip:) or open_clip checkpoint file")
-    p.add_argument("tuned", help="fine-tuned model of the same architecture")
-    p.add_argument("--alpha", type=float, help="weight of the base model in [0, 1] (1 = base, 0 = tuned)")
-    p.add_argument(
-        "--sweep", nargs="?", const="", metavar="A1,A2,…",
-        help="evaluate a grid of α (default grid 0,0.1,…,1) on --bench; OUT/alpha-<a>/{model,run}",
-    )  # fmt: skip
-    p.add_argument("--out", required=True, help="merged model folder (--alpha) or sweep folder (--sweep)")
-    p.add_argument("--bench", help="benchmark for --sweep")
-    p.add_argument("--data", help="data location of --bench")
-    p.add_argument("--split", help="split to evaluate")
-    p.add_argument("--limit", type=int, help="evaluate only the first N items")
-    p.add_argument("--seed", type=int, default=0, help="seed of the runs and bootstrap intervals (default 0)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda …")
-    p.add_argument("--batch-size", type=int, help="items per model call")
-    p.add_argument("--openclip-arch", help="open_clip architecture of checkpoint files, for --sweep")
-    p.set_defaults(func=cmd_merge)
+def register(group: click.Group) -> None:
+    """Add ``merge`` and ``linear-probe`` to the ``scopebench`` group."""
+    group.add_command(_merge)
+    group.add_command(_linear_probe)
 
-    p = sub.add_parser(
-        "linear-probe", help="linear-probe baseline: image features → logistic regression per task"
-    )
-    p.add_argument("--bench", required=True, help="benchmark name")
-    p.add_argument("--data", help="data location (not needed for `demo`)")
-    p.add_argument(
-        "--features", default="handcrafted",
-        help="handcrafted (scikit-image, offline; default), dinov2:<folder or hub id>[?pool=cls|mean] "
-        "(μ-Bench §C.7), vision:<folder or hub id>[?pool=pooler|cls|mean], clip:<folder or hub id> "
-        "or openclip:<model>",
-    )  # fmt: skip
-    p.add_argument("--out", required=True, help="output folder (JSON, Markdown, CSV, predictions)")
-    p.add_argument("--train", help="training data in the local format (default: the benchmark's train split)")
-    p.add_argument("--train-split", help="only this split of --train")
-    p.add_argument("--split", help="benchmark split to evaluate (default: the benchmark's default)")
-    p.add_argument("--limit", type=int, help="evaluate only the first N benchmark items")
-    p.add_argument("--seed", type=int, default=0, help="seed of the classifier, CV, Optuna and bootstrap")
-    p.add_argument("--C", type=float, default=1.0, help="inverse regularisation strength (default 1.0)")
-    p.add_argument(
-        "--optuna-trials", type=int, default=0, help="tune C with Optuna (extra scopebench[probe])"
-    )
-    p.add_argument("--device", default="auto", help="device for model features")
-    p.add_argument("--batch-size", type=int, help="images per model call")
-    p.set_defaults(func=cmd_linear_probe)
+
+@command(
+    "merge",
+    short_help="interpolate two contrastive models' weights (α·base + (1−α)·tuned); --sweep evaluates α",
+)
+@argument("base", help="base model: transformers folder (clip:) or open_clip checkpoint file")
+@argument("tuned", help="fine-tuned model of the same architecture")
+@click.option("--alpha", type=float, help="weight of the base model in [0, 1] (1 = base, 0 = tuned)")
+@click.option(
+    "--sweep", is_flag=False, flag_value="", metavar="A1,A2,…",
+    help="evaluate a grid of α (default grid 0,0.1,…,1) on --bench; OUT/alpha-<a>/{model,run}",
+)  # fmt: skip
+@click.option("--out", required=True, help="merged model folder (--alpha) or sweep folder (--sweep)")
+@click.option("--bench", help="benchmark for --sweep")
+@click.option("--data", help="data location of --bench")
+@split_option("split to evaluate")
+@limit_option()
+@seed_option("seed of the runs and bootstrap intervals (default 0)")
+@device_option("auto, cpu, cuda …")
+@batch_size_option()
+@click.option("--openclip-arch", help="open_clip architecture of checkpoint files, for --sweep")
+@pass_args
+def _merge(args: Args) -> int:
+    """Interpolate two contrastive models' weights (α·base + (1−α)·tuned); --sweep evaluates α."""
+    return cmd_merge(args)
+
+
+@command("linear-probe", short_help="linear-probe baseline: image features → logistic regression per task")
+@click.option("--bench", required=True, help="benchmark name")
+@click.option("--data", help="data location (not needed for `demo`)")
+@click.option(
+    "--features", default="handcrafted",
+    help="handcrafted (scikit-image, offline; default), dinov2:<folder or hub id>[?pool=cls|mean] "
+    "(μ-Bench §C.7), vision:<folder or hub id>[?pool=pooler|cls|mean], clip:<folder or hub id> "
+    "or openclip:<model>",
+)  # fmt: skip
+@click.option("--out", required=True, help="output folder (JSON, Markdown, CSV, predictions)")
+@click.option("--train", help="training data in the local format (default: the benchmark's train split)")
+@click.option("--train-split", help="only this split of --train")
+@split_option("benchmark split to evaluate (default: the benchmark's default)")
+@limit_option("evaluate only the first N benchmark items")
+@seed_option("seed of the classifier, CV, Optuna and bootstrap")
+@click.option("--C", "C", type=float, default=1.0, help="inverse regularisation strength (default 1.0)")
+@click.option("--optuna-trials", type=int, default=0, help="tune C with Optuna (extra scopebench[probe])")
+@device_option("device for model features")
+@batch_size_option("images per model call")
+@pass_args
+def _linear_probe(args: Args) -> int:
+    """Linear-probe baseline: image features → logistic regression per task."""
+    return cmd_linear_probe(args)

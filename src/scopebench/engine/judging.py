@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from scopebench.display import progress
 from scopebench.errors import ConfigMismatchError, ModelSpecError, RunInterruptedError, ScopebenchError
 from scopebench.items import Item, Record
-from scopebench.models import Backend, ChatMessage, ModelOptions, Response, load_model, split_spec
+from scopebench.models import Backend, ChatMessage, ModelOptions, ModelSpec, Response, load_model, parse_spec
 from scopebench.models.registry import backend_class
 from scopebench.parsing.choice import LabelStyle
 from scopebench.parsing.judge import JUDGE_PROMPT_VERSION, build_judge_prompt, judge_free, read_judge_reply
@@ -57,22 +57,26 @@ log = logging.getLogger(__name__)
 _COMMON_KEYS = ("device", "base_url", "batch_size")
 
 
-def check_judge_spec(spec: str) -> None:
+def check_judge_spec(spec: str | ModelSpec) -> ModelSpec:
     """Refuse a judge spec that is unknown or names a backend that cannot write text.
 
     Checked before any data or weights are loaded (only the backend's class is imported).
+
+    Returns:
+        The parsed spec, for :func:`build_judge` (so the judge's spec is parsed once).
 
     Raises:
         ModelSpecError: For an unknown spec, or a backend without a text conversation (``clip:``,
             ``random``…).
     """
-    scheme, _ = split_spec(spec)
-    cls = backend_class(spec)
+    parsed = parse_spec(spec)
+    cls = backend_class(parsed)
     if cls.chat is Backend.chat:
         raise ModelSpecError(
-            f"--judge {spec!r}: {scheme} models cannot write text, and the judge must reply with "
-            "an option label; use a generative backend (openai:, hf:, vllm:) or replay:FILE"
+            f"--judge {parsed.raw!r}: {parsed.scheme} models cannot write text, and the judge must "
+            "reply with an option label; use a generative backend (openai:, hf:, vllm:) or replay:FILE"
         )
+    return parsed
 
 
 def _judge_options(config: RunConfig) -> ModelOptions:
@@ -91,15 +95,19 @@ def _judge_options(config: RunConfig) -> ModelOptions:
     )
 
 
-def build_judge(config: RunConfig) -> Backend:
+def build_judge(config: RunConfig, spec: ModelSpec | None = None) -> Backend:
     """The run's judge backend, built from ``config.judge`` and ``config.judge_args``.
+
+    Args:
+        config: The run; ``config.judge`` names the judge.
+        spec: ``config.judge`` already parsed (:func:`check_judge_spec`), so it is not parsed again.
 
     Raises:
         ModelSpecError: For a bad spec, a non-generative backend or a bad ``--judge-arg``.
     """
     assert config.judge is not None
-    check_judge_spec(config.judge)
-    return load_model(config.judge, _judge_options(config))
+    parsed = check_judge_spec(config.judge if spec is None else spec)
+    return load_model(parsed, _judge_options(config))
 
 
 def judge_provenance(judge: Backend | None) -> dict[str, Any] | None:

@@ -2,7 +2,8 @@
 
 :func:`parse` reads the reply with the labels of the :class:`~scopebench.protocols.Request` it
 answers (never with backend state): the choice parser for free text, the argmax for option scores,
-the option index itself for direct choices, and the box parser for detection replies. Any
+the option index itself for direct choices, and the box parser for detection replies (boxes only:
+GRIT is computed at metrics time, :mod:`scopebench.scoring.detection`). Any
 exception while reading one reply becomes that item's ``error`` record (:func:`guarded_parse`).
 """
 
@@ -18,7 +19,6 @@ from scopebench.models import Response
 from scopebench.parsing import parse_choice
 from scopebench.parsing.boxes import BOX_PARSER_VERSION, parse_boxes
 from scopebench.protocols import Request, detection_class
-from scopebench.scoring.grit import grit_score
 
 __all__ = ["BoxFormat", "guarded_parse", "parse"]
 
@@ -42,7 +42,7 @@ def parse(
         response: The backend's response.
         model: The model spec recorded in the record.
         box_format: How the backend writes boxes (``auto`` tries every format).
-        box_repair: Swap reversed corners and clip boxes before scoring (detection items only;
+        box_repair: Swap reversed corners and clip boxes as they are read (detection items only;
             see :attr:`~scopebench.engine.RunConfig.box_repair`).
     """
     item = request.item
@@ -81,12 +81,14 @@ def parse(
 def _parse_detection(
     request: Request, response: Response, rec: Record, *, box_format: BoxFormat, box_repair: bool
 ) -> Record:
-    """Parse the response's boxes and score them against the targets with GRIT.
+    """Read the response's boxes into the record; scoring them is the metrics' job.
 
-    The boxes are scored as the model wrote them (on its grid, converted to pixels) unless
+    The boxes are stored as the model wrote them (on its grid, converted to pixels) unless
     ``box_repair``; the record says which (``box_repair``) and how many boxes were reversed or
     outside the image (``boxes_irregular``), repaired, cut off by truncation or by the parser's
-    cap. A reply with no box is an empty prediction: 1 when the image has no target, else 0.
+    cap. No score is stored: :func:`scopebench.scoring.detection.record_grit` computes GRIT from
+    these boxes and the item's targets when metrics are computed (a reply with no box is an empty
+    prediction there: 1 when the image has no target, else 0).
     """
     item = request.item
     if not item.images:
@@ -107,7 +109,6 @@ def _parse_detection(
         boxes_irregular=parsed.irregular,
         boxes_repaired=parsed.repaired,
         box_repair=box_repair,
-        grit=grit_score(parsed.boxes, item.targets, unread=parsed.truncated),
         class_name=cls,
         box_parser_version=BOX_PARSER_VERSION,
     )

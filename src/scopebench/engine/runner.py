@@ -44,7 +44,7 @@ from scopebench.errors import (
     ScopebenchError,
 )
 from scopebench.items import Item, Record, RecordStatus
-from scopebench.models import Backend, ModelOptions, Response, load_model, split_spec
+from scopebench.models import Backend, ModelOptions, ModelSpec, Response, load_model, parse_spec
 from scopebench.models.registry import scheme_origin
 from scopebench.models.strategies import StrategyBackend
 from scopebench.parsing import PARSER_VERSION
@@ -267,8 +267,13 @@ def _check_mode(config: RunConfig, backend: Backend) -> None:
         )
 
 
-def check_config(config: RunConfig) -> None:
+def check_config(config: RunConfig, spec: ModelSpec | None = None) -> None:
     """Refuse values no run can honour, before any data or model is loaded.
+
+    Args:
+        config: The run.
+        spec: ``config.model`` already parsed (:func:`run_benchmark` parses it once); parsed
+            here when ``None``.
 
     Raises:
         ModelSpecError: For a bad limit, batch size, failure fraction or protocol name,
@@ -282,7 +287,7 @@ def check_config(config: RunConfig) -> None:
     if not 0.0 <= config.max_fail_fraction <= 1.0:
         raise ModelSpecError(f"--max-fail-fraction must be between 0 and 1 (got {config.max_fail_fraction})")
     resolve_protocol(config.protocol, config.benchmark)
-    if config.no_image and split_spec(config.model)[0] in _CONTRASTIVE_SCHEMES:
+    if config.no_image and (spec or parse_spec(config.model)).scheme in _CONTRASTIVE_SCHEMES:
         _refuse_contrastive_no_image(config.model)
     if config.judge_args and not config.judge:
         raise ModelSpecError(
@@ -290,9 +295,15 @@ def check_config(config: RunConfig) -> None:
         )
 
 
-def build_backend(config: RunConfig) -> Backend:
-    """The run's backend: the model, wrapped in a chain-of-thought strategy when one is set."""
-    backend = load_model(config.model, config.model_options())
+def build_backend(config: RunConfig, spec: ModelSpec | None = None) -> Backend:
+    """The run's backend: the model, wrapped in a chain-of-thought strategy when one is set.
+
+    Args:
+        config: The run.
+        spec: ``config.model`` already parsed; parsed here when ``None`` (a Ray worker builds
+            its own backend from the config alone).
+    """
+    backend = load_model(config.model if spec is None else spec, config.model_options())
     _check_mode(config, backend)
     if config.strategy:
         backend = StrategyBackend(
@@ -301,9 +312,31 @@ def build_backend(config: RunConfig) -> Backend:
     return backend
 
 
-def _adopt_backend(config: RunConfig, backend: Backend) -> Backend:
+def _run_spec(config: RunConfig, backend: Backend | None, given: ModelSpec | None) -> ModelSpec:
+    """``config.model`` parsed: the one parse of a run (every later step takes this ModelSpec).
+
+    A caller's parse of this same spec (``model_spec=``, or the one a backend built by
+    ``load_model`` carries; its raw text or the resolved text ``evaluate`` passes on) is reused.
+
+    Raises:
+        ScopebenchError: When ``given`` is the parse of another spec than ``config.model``.
+    """
+    if given is not None and config.model not in (given.raw, given.spec):
+        raise ScopebenchError(
+            f"model_spec is the parse of {given.raw!r}, and this run's model is {config.model!r}; "
+            "pass parse_spec(config.model), or leave model_spec out"
+        )
+    known = given or (None if backend is None else backend.model_spec)
+    if known is not None and config.model in (known.raw, known.spec):
+        return known
+    return parse_spec(config.model)
+
+
+def _adopt_backend(config: RunConfig, backend: Backend, spec: ModelSpec) -> Backend:
     """Check that a caller's backend is the one ``config`` would build, and wrap its strategy."""
-    if split_spec(backend.spec) != split_spec(config.model) or backend.options != config.model_options():
+    theirs = backend.model_spec or parse_spec(backend.spec)  # a backend built from a bare string
+    same_model = (theirs.scheme, theirs.target) == (spec.scheme, spec.target)
+    if not same_model or backend.options != config.model_options():
         raise ScopebenchError(
             f"the backend handed to this run was built for {backend.spec!r} with other options than "
             f"the run's ({config.model!r}); build it with load_model(config.model, config.model_options())"
@@ -338,7 +371,7 @@ def _package_versions() -> dict[str, str]:
 
 
 def _provenance(
-    config: RunConfig, loaded: LoadedBenchmark, items: Sequence[Item], backend: Backend
+    config: RunConfig, loaded: LoadedBenchmark, items: Sequence[Item], backend: Backend, spec: ModelSpec
 ) -> dict[str, Any]:
     import hashlib
 
@@ -381,16 +414,16 @@ def _provenance(
         # record without a trace (``scopebench validate`` lists the same problems).
         "unusable_records": [str(p) for p in loaded.problems if p.severity == "error"],
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        **_plugin_provenance(config),
+        **_plugin_provenance(config, spec),
     }
 
 
-def _plugin_provenance(config: RunConfig) -> dict[str, Any]:
+def _plugin_provenance(config: RunConfig, spec: ModelSpec) -> dict[str, Any]:
     """``{"plugins": …}`` naming the distribution or file of a plugin benchmark or model, if any.
 
     Absent for built-ins, so run.json of runs without plugins is unchanged.
     """
-    origins = {"benchmark": benchmark_origin(config.benchmark), "model": scheme_origin(config.model)}
+    origins = {"benchmark": benchmark_origin(config.benchmark), "model": scheme_origin(spec)}
     used = {k: v for k, v in origins.items() if v is not None}
     return {"plugins": used} if used else {}
 
@@ -452,6 +485,7 @@ def run_benchmark(
     metrics_key: str | None = None,
     rejudge: bool = False,
     item_hook: ItemHook | None = None,
+    model_spec: ModelSpec | None = None,
 ) -> RunResult:
     """Run (or resume) ``config`` into ``out_dir``.
 
@@ -471,6 +505,8 @@ def run_benchmark(
         rejudge: Drop the judge verdicts stored in ``out_dir`` first, so another judge (or none)
             may take over (:func:`~scopebench.engine.judging.check_judge_config`).
         item_hook: Applies ``config.transform`` to the loaded items (see :func:`load_items`).
+        model_spec: ``config.model`` as the caller already parsed it (a sweep that checked its
+            specs first), so the run does not parse it again; by default the run parses it once.
 
     Returns:
         A :class:`RunResult`.
@@ -484,13 +520,15 @@ def run_benchmark(
         RunDirReadOnlyError: When ``out_dir`` cannot be written.
         StoreDamagedError: When ``out_dir``'s store is damaged (the message says how to salvage it).
         RunAbortedError: When too many items failed, or on Ctrl-C (finished work is kept).
-        ScopebenchError: When ``backend`` was built for another model or other options.
+        ScopebenchError: When ``backend`` was built for another model or other options, or
+            ``model_spec`` is not the parse of ``config.model``.
     """
     start = time.perf_counter()
-    split_spec(config.model)  # a typo in --model should fail before minutes of data loading
-    if config.judge:
-        check_judge_spec(config.judge)  # likewise a typo'd or non-generative --judge
-    check_config(config)
+    # The model spec is parsed here, once (a typo in --model fails before minutes of data loading);
+    # every later step takes the ModelSpec. Likewise a typo'd or non-generative --judge.
+    spec = _run_spec(config, backend, model_spec)
+    judge_spec = check_judge_spec(config.judge) if config.judge else None
+    check_config(config, spec)
     run_dir = Path(out_dir)
     check_unlocked(run_dir)  # a second writer is refused before data and weights are loaded
     loaded, items = load_items(config, item_hook)
@@ -507,7 +545,7 @@ def run_benchmark(
         )
     _refuse_no_items(config, loaded, items)
     owned = backend is None
-    backend = build_backend(config) if backend is None else _adopt_backend(config, backend)
+    backend = build_backend(config, spec) if backend is None else _adopt_backend(config, backend, spec)
     if not any(it.kind in backend.kinds for it in items):
         if owned:
             backend.close()
@@ -517,7 +555,7 @@ def run_benchmark(
             f"this run are {kinds} items: nothing to evaluate, no run directory written. "
             "Choose a model for this kind of item (`scopebench models`)."
         )
-    judge = _build_judge_or_close(config, backend, owned)
+    judge = _build_judge_or_close(config, backend, owned, judge_spec)
     # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
     # One writer per folder, taken before anything is read or deleted (--fresh included), held
     # until the metrics are written.
@@ -538,7 +576,7 @@ def run_benchmark(
         raise
     with lock:
         try:
-            provenance = _provenance(config, loaded, items, backend)
+            provenance = _provenance(config, loaded, items, backend, spec)
             provenance["judge"] = judge_provenance(judge)
             _check_config(run_dir, provenance, fresh, backend)
             with RunStore(run_dir / STORE_FILE, check=True) as store:
@@ -575,12 +613,14 @@ def run_benchmark(
     return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
 
 
-def _build_judge_or_close(config: RunConfig, backend: Backend, owned: bool) -> Backend | None:
+def _build_judge_or_close(
+    config: RunConfig, backend: Backend, owned: bool, spec: ModelSpec | None
+) -> Backend | None:
     """The run's judge backend (``None`` without ``--judge``); a failure closes the run's own backend."""
     if not config.judge:
         return None
     try:
-        return build_judge(config)
+        return build_judge(config, spec)
     except BaseException:
         if owned:
             backend.close()

@@ -48,7 +48,7 @@ import numpy as np
 from scopebench.display import progress
 from scopebench.errors import DataFormatError, ImageLoadError, MissingDependencyError, ModelSpecError
 from scopebench.items import ImageRef, Item
-from scopebench.models import ModelOptions, load_model, split_spec
+from scopebench.models import ModelOptions, ModelSpec, load_model, parse_spec
 from scopebench.models.contrastive import ContrastiveBackend
 from scopebench.models.vision_features import VisionEncoder, parse_vision_spec
 from scopebench.report.published import PUBLISHED_NOTE, load_published
@@ -205,41 +205,45 @@ _FEATURES_HELP = (
 )
 
 
-def check_features(features: str) -> None:
+def check_features(features: str) -> ModelSpec | None:
     """Check a ``--features`` value before any data or model loading.
 
     A model feature spec goes through the same model-spec resolution as ``--model``
-    (:func:`scopebench.models.split_spec`: presets, local folders, ``scheme:argument``), so it
+    (:func:`scopebench.models.parse_spec`: presets, local folders, ``scheme:argument``), so it
     accepts exactly what a contrastive ``--model`` accepts.
+
+    Returns:
+        The parsed contrastive model spec; ``None`` for ``handcrafted`` and vision encoders.
 
     Raises:
         ModelSpecError: When ``features`` is neither ``handcrafted`` nor a contrastive model spec; the
             message lists the valid feature values (not every model scheme).
     """
     if features == "handcrafted":
-        return
+        return None
     if parse_vision_spec(features) is not None:  # raises on a malformed dinov2:/vision: spec
-        return
+        return None
 
     try:
-        scheme, _ = split_spec(features)
+        spec = parse_spec(features)
     except ModelSpecError as exc:
         if features.partition(":")[0] in CONTRASTIVE_SCHEMES:  # e.g. "clip:" without a model
             raise ModelSpecError(f"--features {features!r}: {exc}") from exc
         raise ModelSpecError(f"--features {features!r} is not a feature set; {_FEATURES_HELP}") from exc
-    if scheme not in CONTRASTIVE_SCHEMES:
+    if spec.scheme not in CONTRASTIVE_SCHEMES:
         raise ModelSpecError(
-            f"--features {features!r} is not a contrastive model (it names a {scheme!r} model, which "
+            f"--features {features!r} is not a contrastive model (it names a {spec.scheme!r} model, which "
             f"has no image embedding); {_FEATURES_HELP}"
         )
+    return spec
 
 
 def _load_backend(spec: str, device: str, batch_size: int | None) -> Any:
-    check_features(spec)
+    parsed = check_features(spec)
     vision = parse_vision_spec(spec)
     if vision is not None:  # a frozen vision encoder: no text tower, no predict()
         return VisionEncoder(vision, device=device, batch_size=batch_size)
-    backend = load_model(spec, ModelOptions(device=device, batch_size=batch_size))
+    backend = load_model(parsed or spec, ModelOptions(device=device, batch_size=batch_size))
     if not isinstance(backend, ContrastiveBackend):  # a scheme registered by a plugin, say
         backend.close()
         raise ModelSpecError(f"--features {spec!r} is not a contrastive model; {_FEATURES_HELP}")

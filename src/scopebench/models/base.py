@@ -17,11 +17,14 @@ from __future__ import annotations
 from abc import ABC
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from scopebench.errors import ModelSpecError
 from scopebench.items import ImageRef, Item
 from scopebench.protocols import DetectionStyle, Request, render
+
+if TYPE_CHECKING:  # the registry imports this module; a backend only reads a ModelSpec's fields
+    from scopebench.models.registry import ModelSpec
 
 __all__ = ["Backend", "ChatMessage", "ModelOptions", "Response", "ResponseStatus"]
 
@@ -97,7 +100,7 @@ class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() 
     """Base class of every model adapter.
 
     Attributes:
-        spec: The spec string the backend was made from (``"random"``, ``"clip:/path"``…).
+        spec: The resolved spec string the backend was made from (``"random"``, ``"clip:/path"``…).
         mode: What the backend does, recorded in results (``baseline``, ``replay``,
             ``contrastive``, ``generate``, ``choice-logprob``…).
         needs_images: Whether items whose image is missing can be answered at all.
@@ -116,6 +119,13 @@ class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() 
     #: Whether an item's answer depends on the whole set of items evaluated (frequent-choice
     #: baselines count letters over it): such a run's ``--limit`` cannot be raised in place.
     item_set_dependent: ClassVar[bool] = False
+    #: Whether ``__init__`` takes the parsed :class:`~scopebench.models.ModelSpec` (the built-in
+    #: backends: they read its ``target`` and never parse the spec again). ``False`` (plugins):
+    #: :func:`~scopebench.models.load_model` hands the resolved spec string, as it always did.
+    takes_model_spec: ClassVar[bool] = False
+    #: The parsed spec the backend was built from (set by :func:`~scopebench.models.load_model`,
+    #: or by ``__init__`` when handed one); ``None`` for a backend built from a bare string.
+    model_spec: ModelSpec | None = None
 
     @property
     def box_format(self) -> Literal["auto", "qwen", "paligemma", "json"]:
@@ -128,13 +138,16 @@ class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() 
         fmt = self.box_format
         return "json" if fmt == "auto" else fmt
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
         if type(self).answer is Backend.answer and type(self).predict is Backend.predict:
             raise ModelSpecError(
                 f"{type(self).__module__}.{type(self).__qualname__} implements neither answer(requests) "
                 "nor predict(items); a backend must answer requests (docs/extending.md)"
             )
-        self.spec = spec
+        if isinstance(spec, str):
+            self.spec = spec
+        else:  # parsed once by the caller: keep it, so nothing parses the string again
+            self.spec, self.model_spec = spec.spec, spec
         self.options = options
 
     def prepare(self, items: Sequence[Item]) -> None:  # noqa: B027 - optional hook

@@ -11,7 +11,7 @@ import numpy as np
 
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
-from scopebench.models.registry import split_spec
+from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request
 
 __all__ = [
@@ -38,8 +38,10 @@ class RandomBackend(Backend):
     mode = "baseline"
     needs_images = False
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
-        split_spec(spec)
+    takes_model_spec = True
+
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
+        parse_spec(spec)  # refuses a malformed spec (``random:x``); a ModelSpec passes through
         super().__init__(spec, options)
 
     def _rng(self, item_id: str) -> np.random.Generator:
@@ -100,8 +102,10 @@ class FrequentBackend(Backend):
     needs_images = False
     item_set_dependent = True  # counts over the evaluated items (prepare)
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
-        split_spec(spec)
+    takes_model_spec = True
+
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
+        parse_spec(spec)  # refuses a malformed spec (``random:x``); a ModelSpec passes through
         super().__init__(spec, options)
         self.letter_counts: dict[str, list[int]] = {}
         self.ranking: dict[str, list[int]] = {}
@@ -170,8 +174,10 @@ class FrequentTextLOOBackend(Backend):
     needs_images = False
     item_set_dependent = True  # counts over the evaluated items (prepare)
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
-        split_spec(spec)
+    takes_model_spec = True
+
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
+        parse_spec(spec)  # refuses a malformed spec (``random:x``); a ModelSpec passes through
         super().__init__(spec, options)
         self.answer_counts: Counter[str] = Counter()
 

@@ -27,7 +27,7 @@ import numpy as np
 from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError, reason
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
-from scopebench.models.registry import split_spec
+from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request
 
 __all__ = ["ContrastiveBackend", "HFContrastiveBackend", "resolve_device", "weights_digest"]
@@ -101,7 +101,9 @@ class ContrastiveBackend(Backend):
     needs_images = True
     default_batch_size = 64
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
+    takes_model_spec = True
+
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
         super().__init__(spec, options)
         self.logit_scale = 1.0
         self.logit_bias = 0.0
@@ -184,9 +186,9 @@ class HFContrastiveBackend(ContrastiveBackend):
     Covers OpenAI CLIP, PLIP (``vinid/plip``), ALIGN (``kakaobrain/align-base``) and SigLIP.
     """
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
         super().__init__(spec, options)
-        _, self.model_id = split_spec(spec)
+        self.model_id = parse_spec(spec).target
         try:
             import torch
             from transformers import AutoConfig

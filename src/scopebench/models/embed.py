@@ -22,7 +22,7 @@ import numpy as np
 from scopebench.errors import MissingDependencyError, ModelError
 from scopebench.models.base import Backend, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
-from scopebench.models.registry import split_spec
+from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request
 
 __all__ = ["TEMPERATURE", "EmbeddingBackend"]
@@ -46,9 +46,11 @@ class EmbeddingBackend(Backend):
     needs_images = False
     default_batch_size = 128
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
+    takes_model_spec = True
+
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
         super().__init__(spec, options)
-        _, name = split_spec(spec)
+        name = parse_spec(spec).target
         self.model_path = str(_default_model_dir()) if name in _DEFAULT_NAMES else name
         try:
             from sentence_transformers import SentenceTransformer

@@ -54,7 +54,7 @@ from scopebench.items import ImageRef, Item
 from scopebench.models._shared_prefix import SHAREABLE_FAMILIES, shared_prefix_logprobs
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
-from scopebench.models.registry import split_spec
+from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.parsing.boxes import parse_boxes
 from scopebench.protocols import DetectionStyle, Request, render_detection_prompt, render_prompt
 
@@ -217,9 +217,11 @@ class HFGenerativeBackend(Backend):
     kinds = ("mcq", "detection")
     default_batch_size = 4
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
+    takes_model_spec = True
+
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
         super().__init__(spec, options)
-        _, self.model_id = split_spec(spec)
+        self.model_id = parse_spec(spec).target
         mode = options.mode or "generate"
         if mode not in MODES:
             raise ModelSpecError(f"hf: models run in mode generate or choice-logprob, not {mode!r}")

@@ -31,7 +31,7 @@ from scopebench.errors import MissingDependencyError, ModelError, reason
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
-from scopebench.models.registry import split_spec
+from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request
 
 __all__ = ["ISNEXT_LABEL", "NSPBackend", "question_text"]
@@ -56,9 +56,11 @@ class NSPBackend(Backend):
     needs_images = False
     default_batch_size = 32
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
+    takes_model_spec = True
+
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
         super().__init__(spec, options)
-        _, self.model_id = split_spec(spec)
+        self.model_id = parse_spec(spec).target
         try:
             import torch
             from transformers import AutoConfig

@@ -6,9 +6,10 @@ server (default ``https://api.openai.com/v1``). See ``docs/models-api.md`` for e
 
 How a batch is answered: the engine calls :meth:`OpenAIBackend.predict` synchronously; inside, one
 asyncio task per item sends its request, at most ``concurrency`` at a time. Each request is retried
-with exponential backoff and jitter on 429, 5xx, timeouts and connection errors, honouring
-``Retry-After``. A successful answer is written to a per-request disk cache first, so a re-run (or a
-resumed or ``--fresh`` run) of the same requests costs no request at all.
+with exponential backoff and seeded jitter (tenacity, :class:`SeededBackoff`) on 429, 5xx, timeouts
+and connection errors, honouring ``Retry-After``. A successful answer is written to a per-request
+disk cache first, so a re-run (or a resumed or ``--fresh`` run) of the same requests costs no
+request at all.
 
 The API key is read from an environment variable only (``OPENAI_API_KEY``, or the one named by
 ``--model-arg api_key_env=NAME``). It is sent in the ``Authorization`` header and nowhere else: it
@@ -37,12 +38,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+import tenacity
 from PIL import Image
 
 from scopebench.errors import ImageLoadError, ModelError, ModelSpecError
 from scopebench.items import ImageRef
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
-from scopebench.models.registry import split_spec
+from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.models.scrub import register_secret, scrub_secrets
 from scopebench.protocols import Request
 
@@ -54,6 +56,7 @@ __all__ = [
     "OpenAIBackend",
     "OpenAISettings",
     "ResponseCache",
+    "SeededBackoff",
     "image_data_url",
     "parse_retry_after",
 ]
@@ -256,7 +259,9 @@ class ResponseCache:
     The key is the SHA-256 of the model, the server (host and path, never credentials) and the
     full request body — prompt text, every image's bytes (inside the data URLs), temperature,
     token budget, seed. Files hold the server's JSON reply only, never the request headers.
-    Writes go through a temporary file and an atomic rename, so a crash leaves no half entry.
+    Writes go through a temporary file and an atomic rename, so a crash leaves no half entry (at
+    most a ``.tmp-*`` file, never read). Kept over diskcache after measuring both (issue 17,
+    ``bench/bench_cache.py``): diskcache pickles values and is unmaintained; see bench/RESULTS.md.
     """
 
     def __init__(self, root: Path) -> None:
@@ -331,6 +336,67 @@ async def _as_coro(factory: Callable[[], Awaitable[_T]]) -> _T:
     return await factory()
 
 
+def _retryable_response(resp: httpx.Response) -> bool:
+    """Whether a response is worth another attempt: rate limits, timeouts, conflicts, 5xx."""
+    return resp.status_code in _RETRY_STATUS or resp.status_code >= 500
+
+
+class _GaveUp(Exception):
+    """The last allowed attempt of a request failed; ``problem`` says how."""
+
+    def __init__(self, problem: str, attempts: int) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.attempts = attempts
+
+
+class SeededBackoff(tenacity.wait.wait_base):
+    """tenacity ``wait``: exponential backoff with "equal jitter" from a seeded RNG, floored by Retry-After.
+
+    Before retry ``k`` (``k`` attempts made so far) the wait is ``d/2 + rng.uniform(0, d/2)`` with
+    ``d = min(cap, base · 2^(k-1))``: at least half the exponential delay, spread so that many
+    clients do not retry in step. When the failed response carried ``retry-after-ms`` or
+    ``Retry-After`` (:func:`parse_retry_after`), the wait is at least that, capped at
+    ``retry_after_max``.
+
+    tenacity's own ``wait_random_exponential`` draws from the global ``random`` module; this draws
+    from ``rng`` (the backend's ``random.Random(seed)``), so a run's waits follow from its recorded
+    seed. tenacity computes a wait before it checks ``stop``, i.e. also after the last allowed
+    attempt; that wait is never slept, and drawing for it would shift every later request's
+    jitter, so after attempt ``max_retries + 1`` nothing is drawn.
+
+    Args:
+        rng: The source of the jitter.
+        base: First delay in seconds (before jitter).
+        cap: Largest delay in seconds (before jitter).
+        retry_after_max: Cap on a server's ``Retry-After``.
+        max_retries: Retries allowed after the first attempt.
+    """
+
+    def __init__(
+        self, rng: random.Random, base: float, cap: float, retry_after_max: float, max_retries: int
+    ) -> None:
+        self.rng = rng
+        self.base = base
+        self.cap = cap
+        self.retry_after_max = retry_after_max
+        self.max_retries = max_retries
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        """Seconds to wait after the attempt ``retry_state`` describes."""
+        k = retry_state.attempt_number
+        if k > self.max_retries:  # no retry follows: draw nothing
+            return 0.0
+        delay = min(self.cap, self.base * 2 ** (k - 1))
+        delay = delay / 2 + self.rng.uniform(0, delay / 2)
+        outcome = retry_state.outcome
+        if outcome is not None and not outcome.failed:
+            hint = parse_retry_after(outcome.result().headers)
+            if hint is not None:
+                delay = max(delay, min(hint, self.retry_after_max))
+        return delay
+
+
 class OpenAIBackend(Backend):
     """Generative answers from an OpenAI-compatible Chat Completions endpoint.
 
@@ -350,9 +416,11 @@ class OpenAIBackend(Backend):
     kinds = ("mcq", "detection")
     default_batch_size = 64  # enough work per engine batch to keep `concurrency` requests busy
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
+    takes_model_spec = True
+
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
         super().__init__(spec, options)
-        _, self.model = split_spec(spec)
+        self.model = parse_spec(spec).target
         if options.mode not in (None, "generate"):
             raise ModelSpecError(
                 f"openai: models answer in 'generate' mode only (got --mode {options.mode}); "
@@ -517,8 +585,6 @@ class OpenAIBackend(Backend):
 
     async def _send(self, client: httpx.AsyncClient, body: dict[str, Any]) -> _Outcome:
         """One request with cache, retries and backoff; never raises for a per-item failure."""
-        import httpx
-
         key = ResponseCache.key(self.model, self.server, body) if self.cache else ""
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -528,60 +594,99 @@ class OpenAIBackend(Backend):
                     outcome.extra.update(cached=True, attempts=0)
                     return outcome
         url = f"{self.base_url}/chat/completions"
+        start = time.perf_counter()
+        try:
+            resp, attempts = await self._post_with_retries(client, url, body)
+        except _GaveUp as gave_up:
+            return self._failed(
+                f"{gave_up.problem}; gave up after {gave_up.attempts} attempts", gave_up.attempts
+            )
+        if resp.status_code != 200:  # not retryable
+            hint = (
+                f" (check the key in ${self.settings.api_key_env})" if resp.status_code in (401, 403) else ""
+            )
+            return self._failed(self._problem(resp) + hint, attempts)
+        try:
+            reply = resp.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return self._failed(
+                f"malformed response from {self.server}: the body is not JSON ({_snippet(resp.text)})",
+                attempts,
+            )
+        outcome = self._read_reply(reply)
+        if outcome.error is None:
+            if self.cache is not None:
+                try:
+                    self.cache.put(key, self.model, self.server, reply)
+                except OSError as exc:  # a full disk must not lose the answer itself
+                    log.warning("cannot write the response cache (%s): %s", self.cache.root, exc)
+            outcome.extra.update(
+                cached=False, attempts=attempts, latency_s=round(time.perf_counter() - start, 3)
+            )
+        else:
+            outcome.extra["attempts"] = attempts
+        return outcome
+
+    async def _post_with_retries(
+        self, client: httpx.AsyncClient, url: str, body: dict[str, Any]
+    ) -> tuple[httpx.Response, int]:
+        """POST ``body`` until an answer not worth retrying; tenacity drives the loop.
+
+        Retried: 429, 408, 409 and 5xx responses, timeouts and connection errors, at most
+        ``max_retries`` times, waiting as :class:`SeededBackoff` says.
+
+        Returns:
+            The last response (200, or a status not worth retrying) and the attempts it took.
+
+        Raises:
+            _GaveUp: When the last allowed attempt failed too.
+        """
+        import httpx
+
         s = self.settings
         attempts = 0
-        start = time.perf_counter()
-        while True:
+
+        async def post() -> httpx.Response:
+            nonlocal attempts
             attempts += 1
-            wait_hint: float | None = None
-            try:
-                self.requests_sent += 1
-                resp = await client.post(url, json=body)
-            except httpx.TimeoutException as exc:
-                problem = f"timed out ({type(exc).__name__}, timeout {s.timeout:g} s per attempt)"
-            except httpx.TransportError as exc:
-                problem = f"connection failed ({type(exc).__name__}: {exc})"
-            else:
-                if resp.status_code == 200:
-                    try:
-                        reply = resp.json()
-                    except (json.JSONDecodeError, UnicodeDecodeError):
-                        return self._failed(
-                            f"malformed response from {self.server}: the body is not JSON "
-                            f"({_snippet(resp.text)})",
-                            attempts,
-                        )
-                    outcome = self._read_reply(reply)
-                    if outcome.error is None:
-                        if self.cache is not None:
-                            try:
-                                self.cache.put(key, self.model, self.server, reply)
-                            except OSError as exc:  # a full disk must not lose the answer itself
-                                log.warning("cannot write the response cache (%s): %s", self.cache.root, exc)
-                        outcome.extra.update(
-                            cached=False, attempts=attempts, latency_s=round(time.perf_counter() - start, 3)
-                        )
-                    else:
-                        outcome.extra["attempts"] = attempts
-                    return outcome
-                problem = f"HTTP {resp.status_code} from {self.server}: {_server_message(resp)}"
-                retryable = resp.status_code in _RETRY_STATUS or resp.status_code >= 500
-                if not retryable:
-                    hint = ""
-                    if resp.status_code in (401, 403):
-                        hint = f" (check the key in ${s.api_key_env})"
-                    return self._failed(problem + hint, attempts)
-                wait_hint = parse_retry_after(resp.headers)
-            if attempts > s.max_retries:
-                return self._failed(f"{problem}; gave up after {attempts} attempts", attempts)
-            delay = min(s.backoff_max, s.backoff_base * 2 ** (attempts - 1))
-            delay = delay / 2 + self._rng.uniform(0, delay / 2)  # "equal jitter": spread retries out
-            if wait_hint is not None:
-                delay = max(delay, min(wait_hint, s.retry_after_max))
+            self.requests_sent += 1
+            return await client.post(url, json=body)
+
+        def log_retry(state: tenacity.RetryCallState) -> None:
+            wait = state.next_action.sleep if state.next_action is not None else 0.0
+            problem = self._describe(state.outcome) if state.outcome is not None else "?"
             log.info(
-                "request to %s: %s; retry %d in %.2f s", self.server, self._scrub(problem), attempts, delay
+                "request to %s: %s; retry %d in %.2f s", self.server, self._scrub(problem), attempts, wait
             )
-            await asyncio.sleep(delay)
+
+        retrying = tenacity.AsyncRetrying(
+            # httpx's TimeoutException is a TransportError; any other exception (a bug) propagates.
+            retry=tenacity.retry_if_exception_type(httpx.TransportError)
+            | tenacity.retry_if_result(_retryable_response),
+            stop=tenacity.stop_after_attempt(s.max_retries + 1),
+            wait=SeededBackoff(self._rng, s.backoff_base, s.backoff_max, s.retry_after_max, s.max_retries),
+            sleep=asyncio.sleep,
+            before_sleep=log_retry,
+        )
+        try:
+            resp: httpx.Response = await retrying(post)
+        except tenacity.RetryError as err:
+            raise _GaveUp(self._describe(err.last_attempt), attempts) from None
+        return resp, attempts
+
+    def _describe(self, attempt: concurrent.futures.Future[Any]) -> str:
+        """What went wrong in one failed attempt (tenacity's outcome: a response or an exception)."""
+        import httpx
+
+        exc = attempt.exception()
+        if isinstance(exc, httpx.TimeoutException):
+            return f"timed out ({type(exc).__name__}, timeout {self.settings.timeout:g} s per attempt)"
+        if exc is not None:
+            return f"connection failed ({type(exc).__name__}: {exc})"
+        return self._problem(attempt.result())
+
+    def _problem(self, resp: httpx.Response) -> str:
+        return f"HTTP {resp.status_code} from {self.server}: {_server_message(resp)}"
 
     def _failed(self, reason: str, attempts: int) -> _Outcome:
         return _Outcome(error=self._scrub(reason), extra={"attempts": attempts})

@@ -25,7 +25,7 @@ import numpy as np
 from scopebench.errors import MissingDependencyError, ModelError
 from scopebench.models.base import ModelOptions
 from scopebench.models.contrastive import ContrastiveBackend, resolve_device, weights_digest
-from scopebench.models.registry import split_spec
+from scopebench.models.registry import ModelSpec, parse_spec
 
 __all__ = ["OpenClipBackend", "parse_openclip_spec", "register_local_folder"]
 
@@ -94,9 +94,9 @@ def register_local_folder(folder: Path, open_clip: Any) -> tuple[str, str, dict[
 class OpenClipBackend(ContrastiveBackend):
     """Contrastive zero-shot through open_clip."""
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
         super().__init__(spec, options)
-        _, arg = split_spec(spec)
+        arg = parse_spec(spec).target
         try:
             import open_clip
             import torch

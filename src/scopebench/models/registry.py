@@ -77,9 +77,10 @@ def model_plugins() -> list[PluginEntry]:
     return list(_entry_points().values())
 
 
-def scheme_origin(spec: str) -> dict[str, str] | None:
+def scheme_origin(spec: str | ModelSpec) -> dict[str, str] | None:
     """Where a plugin model scheme comes from (for a run's provenance); ``None`` for the others."""
-    entry = _plugin(resolve_preset(spec).partition(":")[0])
+    scheme = spec.scheme if isinstance(spec, ModelSpec) else resolve_preset(spec).partition(":")[0]
+    entry = _plugin(scheme)
     return None if entry is None else {"entry_point": entry.value, "distribution": entry.distribution}
 
 
@@ -171,7 +172,12 @@ def parse_spec(spec: str | ModelSpec) -> ModelSpec:
     """
     if isinstance(spec, ModelSpec):
         return spec
-    raw, spec = spec, resolve_preset(spec)
+    return _parse(spec)
+
+
+def _parse(text: str) -> ModelSpec:
+    """Parse a spec string (:func:`parse_spec`'s work; the one place a spec string is read)."""
+    raw, spec = text, resolve_preset(text)
     scheme, sep, arg = spec.partition(":")
     if _plugin(scheme) is not None:
         return ModelSpec(raw, scheme, arg)  # a plugin's argument is the plugin's business
@@ -205,7 +211,11 @@ def parse_spec(spec: str | ModelSpec) -> ModelSpec:
 
 
 def split_spec(spec: str | ModelSpec) -> tuple[str, str]:
-    """``(scheme, target)`` of a spec: :func:`parse_spec` as a pair, for backends and plugins.
+    """``(scheme, target)`` of a spec: :func:`parse_spec` as a pair.
+
+    Deprecated: scopebench itself no longer calls it (a spec is parsed once, and its
+    :class:`ModelSpec` handed on); it stays for plugins (docs/extending.md). Prefer
+    ``parse_spec(spec).scheme`` / ``.target``.
 
     Raises:
         ModelSpecError: For an unknown scheme or a missing/superfluous argument.
@@ -233,7 +243,7 @@ def load_model(spec: str | ModelSpec, options: ModelOptions | None = None) -> Ba
         MissingDependencyError: When the backend's optional extra is not installed.
         PluginError: When an entry-point backend fails to import.
     """
-    parsed = parse_spec(spec)  # once: the backend gets the resolved spec
+    parsed = parse_spec(spec)  # once: a ModelSpec passes through unparsed
     scheme = parsed.scheme
     cls = _class(scheme)
     options = options or ModelOptions()
@@ -242,5 +252,8 @@ def load_model(spec: str | ModelSpec, options: ModelOptions | None = None) -> Ba
     if unknown:
         known = f"known: {', '.join(sorted(accepted))}" if accepted else "they take none"
         raise ModelSpecError(f"unknown --model-arg {', '.join(unknown)} for {scheme} models; {known}")
-    backend: Backend = cls(parsed.spec, options)
+    # Built-in backends take the ModelSpec (and read its target); a plugin gets the resolved string,
+    # the contract docs/extending.md documents.
+    backend: Backend = cls(parsed if cls.takes_model_spec else parsed.spec, options)
+    backend.model_spec = parsed  # so a run handed this backend need not parse its spec again
     return backend

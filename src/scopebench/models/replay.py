@@ -28,7 +28,7 @@ from typing import Any, Literal
 from scopebench.errors import DataFormatError, DataNotFoundError, ModelSpecError
 from scopebench.items import LETTERS, Item
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
-from scopebench.models.registry import split_spec
+from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request
 
 __all__ = ["ReplayBackend", "read_replay_file"]
@@ -104,8 +104,10 @@ class ReplayBackend(Backend):
     kinds = ("mcq", "detection")
     default_batch_size = 256
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
-        _, arg = split_spec(spec)
+    takes_model_spec = True
+
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
+        arg = parse_spec(spec).target
         super().__init__(spec, options)
         self.path = Path(arg).expanduser()
         self.responses = read_replay_file(self.path)

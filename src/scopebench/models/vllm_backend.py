@@ -24,7 +24,7 @@ from PIL import Image
 from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError
 from scopebench.items import Item
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
-from scopebench.models.registry import split_spec
+from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request, render
 
 __all__ = ["ChatRequest", "VLLMBackend", "build_messages", "chat_messages"]
@@ -201,9 +201,11 @@ class VLLMBackend(Backend):
     kinds = ("mcq", "detection")
     default_batch_size = 64  # vLLM schedules a whole batch at once; bigger batches keep the GPU busy
 
-    def __init__(self, spec: str, options: ModelOptions) -> None:
+    takes_model_spec = True
+
+    def __init__(self, spec: str | ModelSpec, options: ModelOptions) -> None:
         super().__init__(spec, options)
-        _, self.model_name = split_spec(spec)
+        self.model_name = parse_spec(spec).target
         if options.mode not in (None, "generate"):
             raise ModelSpecError(
                 f"vllm: models answer in 'generate' mode only (got --mode {options.mode}); "

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard
+from scopebench.report.tables import tex_escape as _tex
 from scopebench.results import AccuracyRow, Results
 
 if TYPE_CHECKING:
@@ -309,24 +310,6 @@ def _frame(table: PaperTable, bold: Callable[[str], str], text: Callable[[str], 
     return pd.DataFrame(body, columns=pd.MultiIndex.from_tuples(tuples))
 
 
-_TEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
-
-
-def _tex(s: str) -> str:
-    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in s)
-
-
 def table_to_latex(table: PaperTable) -> str:
     r"""The table as a LaTeX ``table`` with booktabs rules (pandas ``Styler.to_latex``).
 
@@ -353,10 +336,16 @@ def table_to_latex(table: PaperTable) -> str:
 
 def table_to_markdown(table: PaperTable) -> str:
     """The table as Markdown (pandas ``to_markdown``; bold best values), after its caption."""
-    frame = _frame(table, lambda v: f"**{v}**", lambda s: s.replace("|", r"\|"))
-    frame.columns = ["model", "source", *(c.name for c in table.columns)]
+    frame = _frame(table, lambda v: f"**{v}**", _md_escape)
+    # Headers too: a task named "a|b" would otherwise split its column in two.
+    frame.columns = ["model", "source", *(_md_escape(c.name) for c in table.columns)]
     md = frame.to_markdown(index=False, disable_numparse=True)
     return f"{table.caption()}\n\n{md}\n"
+
+
+def _md_escape(text: str) -> str:
+    # tabulate (under to_markdown) does not escape "|", which ends a cell in every Markdown table.
+    return text.replace("|", r"\|")
 
 
 def table_to_csv(table: PaperTable) -> str:

@@ -35,6 +35,7 @@ __all__ = [
     "rows_to_latex",
     "rows_to_markdown",
     "table_note",
+    "tex_escape",
 ]
 
 _COLUMNS = (
@@ -245,7 +246,9 @@ def rows_to_markdown(
     return "\n".join(lines) + "\n"
 
 
+#: LaTeX's special characters in text mode, and ``±`` (pdfLaTeX without a Unicode setup rejects it).
 _TEX_ESCAPE = {
+    "\\": r"\textbackslash{}",
     "&": r"\&",
     "%": r"\%",
     "$": r"\$",
@@ -253,12 +256,23 @@ _TEX_ESCAPE = {
     "_": r"\_",
     "{": r"\{",
     "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
     "±": r"$\pm$",
 }
 
 
-def _tex(s: str) -> str:
-    return "".join(_TEX_ESCAPE.get(ch, ch) for ch in s)
+def tex_escape(text: str) -> str:
+    r"""``text`` safe in a LaTeX table cell or caption: ``\ & % $ # _ { } ~ ^`` escaped, ``±`` as ``$\pm$``.
+
+    One character at a time, so an escape's own backslash and braces are never escaped again.
+    Used by every LaTeX writer (run tables here, paper tables in :mod:`scopebench.paper.tables`).
+    """
+    return "".join(_TEX_ESCAPE.get(ch, ch) for ch in text)
+
+
+# The old private name: cli/report.py (compare.tex) imports it.
+_tex = tex_escape
 
 
 def rows_to_latex(
@@ -273,12 +287,12 @@ def rows_to_latex(
     lines = [r"\begin{table}[t]", r"\centering"]
     text = ". ".join(t for t in (caption, note) if t)
     if text:
-        lines.append(rf"\caption{{{_tex(text)}}}")
+        lines.append(rf"\caption{{{tex_escape(text)}}}")
     lines += [r"\begin{tabular}{ll" + "r" * (len(head) - 2) + "}", r"\toprule"]
-    lines.append(" & ".join(_tex(h) for h in head) + r" \\")
+    lines.append(" & ".join(tex_escape(h) for h in head) + r" \\")
     lines.append(r"\midrule")
     for cells in _display(rows, judge):
-        lines.append(" & ".join(_tex(c) for c in cells) + r" \\")
+        lines.append(" & ".join(tex_escape(c) for c in cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 

@@ -4,7 +4,8 @@ Accuracy rows carry the Wilson score interval of ``correct / denominator``; macr
 stratified bootstrap; localization scores a bootstrap (see each row's ``ci_method``).
 
 Layout documented in ``docs/metrics-schema.md``. Only ``kind == "mcq"`` records count for accuracy;
-detection records feed the ``localization`` section (mean GRIT score per class).
+detection records feed the ``localization`` section (mean GRIT score per class, each record scored
+here from its stored boxes: :mod:`scopebench.scoring.detection`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from scopebench.scoring.bootstrap import (
     stratified_mean_ci,
 )
 from scopebench.scoring.calibration import calibration_section
+from scopebench.scoring.detection import record_grit
 from scopebench.scoring.grit import GRIT_SPLITS, localization_table
 from scopebench.scoring.intervals import OWNER_BASIC, WILSON
 
@@ -78,9 +80,11 @@ def localization_section(
 ) -> list[dict[str, Any]]:
     """Mean GRIT localization score per class, per easy/hard split and overall, with 95% CIs.
 
-    Every detection record counts, none is dropped: a reply with no box was already scored as an
-    empty prediction (0 with truths, 1 without); records without a numeric ``extra["grit"]``
-    (errors, missing images: no reply at all) score 0, as a failed detection. A record's class
+    Every detection record counts, none is dropped. Each is scored here, from the boxes its parse
+    stage stored and its item's targets (:func:`~scopebench.scoring.detection.record_grit`): a reply
+    with no box is an empty prediction (0 with truths, 1 without); records without a reply (errors,
+    missing images) score 0, as a failed detection; legacy records keep their stored ``extra["grit"]``
+    (a non-number counts 0). A record's class
     comes from ``extra["class_name"]`` or the task. A class is named
     ``<source dataset>/<class>`` when the item names its dataset (μ-Bench's ``nucleus`` is easy
     in CellCognition and hard in PCST), else ``<class>``. The easy/hard split of a class comes from
@@ -89,6 +93,10 @@ def localization_section(
     classes, bootstrapped within each class. A class with fewer than 2 pairs, or fewer than 10
     that all score the same, has no interval (``NaN``, ``ci_method="too-few-items"``), and neither
     has a split/overall row that includes such a class: a zero-width interval would read as certain.
+
+    Raises:
+        DataNotFoundError: When a detection record with boxes has no item summary with targets
+            in ``items`` (it could not be scored).
     """
     items = items or {}
     per_class: dict[str, list[float]] = defaultdict(list)
@@ -96,12 +104,12 @@ def localization_section(
     for r in records:
         if r.kind != "detection":
             continue
-        grit = r.extra.get("grit")
         cls = str(r.extra.get("class_name") or r.subset or r.task)
-        meta = items.get(r.item_id, {}).get("metadata") or {}
+        item = items.get(r.item_id)
+        meta = (item or {}).get("metadata") or {}
         source = meta.get("dataset") or meta.get("source_dataset")
         key = f"{source}/{cls}" if source else cls
-        per_class[key].append(float(grit) if isinstance(grit, int | float) else 0.0)
+        per_class[key].append(record_grit(r, item))
         split = _grit_split(cls, meta)
         if split:
             split_of[key] = split
@@ -239,6 +247,10 @@ def compute_metrics(
         A JSON-safe dict (NaN aside): ``schema_version``, ``benchmark``, ``policy``, ``bootstrap``,
         ``overall``, ``by_task``, ``by_subset``, ``by_split``, ``by_metadata``, ``owner``,
         ``localization``, ``calibration``, ``baselines``, ``counts``, ``judge``.
+
+    Raises:
+        DataNotFoundError: When a detection record cannot be scored for want of its item's
+            targets in ``items`` (:func:`localization_section`).
     """
     items = items or {}
     mcq = [r for r in records if r.kind == "mcq"]

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from helpers import FIXTURES
-from scopebench.cli import main
+from scopebench.cli import build_cli, main
 
 
 @pytest.fixture(scope="module")
@@ -302,20 +302,25 @@ def test_noise_probe_shows_published_rows_on_pathmmu(tmp_path: Path) -> None:
     assert "published, not reproduced here" in md and "Qwen-VL-7B" in md
 
 
-def test_probe_parser_lists_every_probe() -> None:
+def test_probe_parser_lists_every_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     import scopebench.cli.probe as cli_probe
 
-    parser = argparse.ArgumentParser()
-    cli_probe.add_subcommands(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(
-        ["probe", "swap", "--bench", "demo", "--model", "random", "--out", "o", "--limit", "3"]
+    seen: list[Any] = []
+    monkeypatch.setattr(
+        cli_probe, "_cmd_swap", lambda args: seen.append(cli_probe.config_from_args(args)) or 0
     )
-    cfg = cli_probe.config_from_args(args)
+    assert main(["probe", "swap", "--bench", "demo", "--model", "random", "--out", "o", "--limit", "3"]) == 0
+    cfg = seen[0]
     assert (cfg.benchmark, cfg.model, cfg.limit, cfg.transform) == ("demo", "random", 3, None)
+    probe = build_cli().commands["probe"]
+    assert isinstance(probe, click.Group)
+    assert sorted(probe.commands) == sorted(
+        ["corruptions", "noise", "no-image", "swap", "permutation", "shortcut", "matching"]
+    )
     for name in ("corruptions", "noise", "no-image", "permutation"):
-        assert parser.parse_args(["probe", name, "--bench", "b", "--model", "m", "--out", "o"]).func
+        assert probe.commands[name].make_context(name, ["--bench", "b", "--model", "random", "--out", "o"])
     for name in ("shortcut", "matching"):
-        assert parser.parse_args(["probe", name, "--bench", "b", "--models", "m", "--out", "o"]).func
+        assert probe.commands[name].make_context(name, ["--bench", "b", "--models", "m", "--out", "o"])
 
 
 def test_absent_cli_extension_modules_are_skipped_but_missing_deps_raise(
@@ -401,11 +406,12 @@ def test_a_probe_loads_its_model_once(
     closed: list[str] = []
     real = base.load_model
 
-    def counting(spec: str, options: Any) -> Any:
+    def counting(spec: Any, options: Any) -> Any:
         backend = real(spec, options)
-        built.append(spec)
+        name = spec if isinstance(spec, str) else spec.raw  # the probe hands over its one parse
+        built.append(name)
         orig_close = backend.close
-        backend.close = lambda: (closed.append(spec), orig_close())[1]  # type: ignore[method-assign]
+        backend.close = lambda: (closed.append(name), orig_close())[1]  # type: ignore[method-assign]
         return backend
 
     monkeypatch.setattr(base, "load_model", counting)

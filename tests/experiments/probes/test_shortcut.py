@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import FIXTURES, make_items
-from scopebench.cli.probe import add_subcommands
+from scopebench.cli import build_cli
 from scopebench.errors import ScopebenchError
 from scopebench.experiments.probes.shortcut import (
     ShortcutRule,
@@ -165,10 +164,8 @@ def test_model_slugs_never_collide() -> None:
 
 
 def _probe(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser()
-    add_subcommands(parser.add_subparsers())
-    args = parser.parse_args(["probe", *argv])
-    code: int = args.func(args)
+    # The click command itself, not main(): our errors propagate, for pytest.raises.
+    code: int = build_cli().main(["probe", *argv], prog_name="scopebench", standalone_mode=False)
     return code
 
 

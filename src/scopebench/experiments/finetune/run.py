@@ -43,7 +43,7 @@ from scopebench.experiments.finetune.data import (
 from scopebench.experiments.finetune.evaluate import EvalSpec, evaluate_model
 from scopebench.experiments.finetune.loop import LoopConfig, train_loop
 from scopebench.models.contrastive import weights_digest
-from scopebench.models.registry import split_spec
+from scopebench.models.registry import parse_spec
 
 __all__ = ["FINETUNE_FILE", "FinetuneResult", "finetune_contrastive", "finetune_generative"]
 
@@ -196,7 +196,7 @@ def finetune_contrastive(
     Returns:
         The output folder, the model folder (``clip:`` loads it) and the record.
     """
-    model_id = split_spec(base)[1] if base.startswith("clip:") else base
+    model_id = parse_spec(base).target if base.startswith("clip:") else base
     skipped = Skipped()
     pairs: list[CaptionPair]
     data: dict[str, str | None]
@@ -279,7 +279,7 @@ def finetune_generative(
         The output folder, the merged model folder (``hf:`` loads it) and the record.
     """
     lora = lora or sft.LoraSettings()
-    model_id = split_spec(base)[1] if base.startswith("hf:") else base
+    model_id = parse_spec(base).target if base.startswith("hf:") else base
     if evaluation is not None and evaluation.protocol != protocol:
         evaluation = EvalSpec(
             evaluation.source,

@@ -26,7 +26,7 @@ from typing import Any
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ConfigMismatchError
 from scopebench.items import Record
-from scopebench.models import Backend, load_model
+from scopebench.models import Backend, ModelSpec, load_model, parse_spec
 from scopebench.report import json_safe
 from scopebench.report.published import PUBLISHED_NOTE, load_published
 from scopebench.scoring.accuracy import accuracy_row
@@ -94,12 +94,20 @@ class ProbeRun:
     # One model per distinct set of options, shared by every condition that uses it: a full
     # corruptions probe is 41 runs, and reloading a 7B model for each would dwarf the work.
     _backends: dict[str, Backend] = field(default_factory=dict, repr=False)
+    # Each model spec string parsed once for the whole probe: its checks, models and runs share it.
+    _specs: dict[str, ModelSpec] = field(default_factory=dict, repr=False)
+
+    def model_spec(self, model: str) -> ModelSpec:
+        """``model`` parsed (once per probe; the conditions' runs reuse it through their backend)."""
+        if model not in self._specs:
+            self._specs[model] = parse_spec(model)
+        return self._specs[model]
 
     def backend_for(self, config: RunConfig) -> Backend:
         """The (cached) model for ``config``: built on first use with the run's options."""
         key = repr((config.model, config.model_options()))
         if key not in self._backends:
-            self._backends[key] = load_model(config.model, config.model_options())
+            self._backends[key] = load_model(self.model_spec(config.model), config.model_options())
         return self._backends[key]
 
     def close(self) -> None:

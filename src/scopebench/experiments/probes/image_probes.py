@@ -31,7 +31,6 @@ from scopebench.experiments.probes.base import (
     write_report,
 )
 from scopebench.items import Item, Record
-from scopebench.models import split_spec
 from scopebench.transforms.image import NOISE_MEAN, NOISE_STD, canonical_corruption, corrupt_items
 
 __all__ = [
@@ -406,7 +405,7 @@ def no_image_probe(probe: ProbeRun) -> dict[str, Any]:
         ScopebenchError: For a contrastive model, which always scores the image against captions
             and has no text-only mode (the ``noise`` probe takes the image's information away).
     """
-    if split_spec(probe.config.model)[0] in _CONTRASTIVE_SCHEMES:  # refuse before any model work
+    if probe.model_spec(probe.config.model).scheme in _CONTRASTIVE_SCHEMES:  # refuse before any model work
         raise ScopebenchError(
             f"{probe.config.model} is a contrastive model: it always compares the image with one caption "
             "per option and has no text-only mode, so a no-image run would silently equal the clean one. "

@@ -32,7 +32,7 @@ from scopebench.engine import load_items, run_benchmark
 from scopebench.errors import ScopebenchError
 from scopebench.experiments.probes.shortcut import model_slug, read_id_file
 from scopebench.items import Item, Record
-from scopebench.models import split_spec
+from scopebench.models import parse_spec
 from scopebench.report import json_safe
 from scopebench.report.published import PUBLISHED_NOTE, load_published
 from scopebench.report.tables import format_interval, rows_to_csv
@@ -201,8 +201,7 @@ def run_matching(
         raise ScopebenchError("give at least one model (--models nsp:…,embed:default)")
     if len(set(models)) != len(models):
         raise ScopebenchError("a model is listed twice in --models; list each once")
-    for spec in models:
-        split_spec(spec)
+    parsed = {spec: parse_spec(spec) for spec in models}  # once: a typo fails before any run
     base = replace(base, no_image=True)
     restriction = None
     if items_file is not None:
@@ -214,7 +213,8 @@ def run_matching(
     runs = []
     for spec in models:
         run_dir = out / "runs" / model_slug(spec, taken)
-        res = run_benchmark(replace(base, model=spec), run_dir, fresh=fresh, retry_errors=retry_errors)
+        cfg = replace(base, model=spec)
+        res = run_benchmark(cfg, run_dir, fresh=fresh, retry_errors=retry_errors, model_spec=parsed[spec])
         run = load_run(run_dir)
         records[spec] = run.records
         runs.append(

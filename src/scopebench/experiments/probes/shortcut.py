@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from scopebench.engine import load_items, run_benchmark
 from scopebench.errors import DataNotFoundError, ScopebenchError
 from scopebench.items import Item, Record
-from scopebench.models import split_spec
+from scopebench.models import parse_spec
 from scopebench.report import json_safe
 from scopebench.store import load_run
 
@@ -348,11 +348,6 @@ def read_id_file(path: str | Path) -> list[str]:
     return list(dict.fromkeys(s.strip() for s in p.read_text(encoding="utf-8").splitlines() if s.strip()))
 
 
-def _scheme(spec: str) -> str:
-
-    return split_spec(spec)[0]
-
-
 def run_shortcut(
     base: RunConfig,
     models: Sequence[str],
@@ -388,8 +383,7 @@ def run_shortcut(
         raise ScopebenchError("--tries must be at least 1")
     if len(set(models)) != len(models):
         raise ScopebenchError("a model is listed twice in --models; list each once")
-    for spec in models:
-        _scheme(spec)  # a typo fails before any run
+    parsed = {spec: parse_spec(spec) for spec in models}  # once: a typo fails before any run
     rule.validate(len(models), tries)
     out = Path(out)
     _, items = load_items(base)
@@ -398,7 +392,7 @@ def run_shortcut(
     model_info = []
     for spec in models:
         slug = model_slug(spec, taken)
-        sampling = temperature is not None and _scheme(spec) in SAMPLING_SCHEMES
+        sampling = temperature is not None and parsed[spec].scheme in SAMPLING_SCHEMES
         args = {**base.model_args, **({"temperature": temperature} if sampling else {})}
         info: dict[str, Any] = {
             "model": spec,
@@ -412,7 +406,7 @@ def run_shortcut(
             cfg = replace(base, model=spec, seed=base.seed + r, no_image=True, model_args=args)
             run_dir = out / "runs" / slug / f"try-{r}"
             log.info("shortcut: %s try %d of %d (seed %d)", spec, r + 1, tries, cfg.seed)
-            res = run_benchmark(cfg, run_dir, fresh=fresh, retry_errors=retry_errors)
+            res = run_benchmark(cfg, run_dir, fresh=fresh, retry_errors=retry_errors, model_spec=parsed[spec])
             by_id = {rec.item_id: rec for rec in load_run(run_dir).records}
             runs[spec].append(by_id)
             overall = res.metrics["overall"]
