@@ -788,6 +788,39 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         "leading_label",
         "'panel B' belongs to a noun; it neither ends the reply as a new answer nor voids C",
     ),
+    # choice-7 (exam 3)
+    (
+        "leading-label-against-rejected-option-text",
+        "D. The other choices, such as rosette formation, do not match the observed pattern.",
+        FOUR,
+        3,
+        "leading_label",
+        "'the other choices, such as X' sets X aside; 'choices' is no inline option S, so D leads",
+    ),
+    (
+        "withdrawal-after-dash-against-first-answer",
+        "I'd say B - hmm, scratch that. C (Rosette formation) is more consistent.",
+        FOUR,
+        2,
+        "answer_phrase",
+        "'scratch that' after a dash corrects the answer of its own sentence; the glossed C wins",
+    ),
+    (
+        "gloss-of-another-option",
+        "I'd say B - scratch that. C (Necrosis) is more consistent.",
+        FOUR,
+        None,
+        "answer_phrase",
+        "C glossed with D's text is read as neither; B was withdrawn: none",
+    ),
+    (
+        "coordinated-option-texts-set-aside",
+        "Features of spindle cells and necrosis overlap considerably here.",
+        FOUR,
+        None,
+        "option_text",
+        "'features of X and Y': Y shares X's description, neither is a verdict",
+    ),
 ]
 
 

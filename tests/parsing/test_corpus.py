@@ -69,6 +69,10 @@ def test_corpus_shape_and_rates() -> None:
         "verdict_vocabulary",
         "hedged_lead",
         "change_of_mind",
+        # choice-7 (exam 3's families)
+        "others_rejected",
+        "informal_withdrawal",
+        "answer_formats_7",
     }
     wrong = missed = committed = 0
     for r in ROWS:

@@ -25,6 +25,14 @@ def test_clean_folds_typographic_quotes_and_dashes() -> None:
     assert clean("ﬁbre Ａ") == "fibre A"  # NFKC: ligature and full-width letter
 
 
+def test_clean_drops_heading_underlines_and_rules_only() -> None:
+    # choice-7: "Answer\n------\nC" is a setext heading; its underline is no answer text. A dash
+    # inside a line ("B - C", "1 - 2 weeks") and fewer than three dashes stay.
+    assert clean("Answer\n------\nC") == "Answer\n\nC"
+    assert clean("Answer\n=====\nC") == "Answer\n\nC"
+    assert clean("B --- C\n--\n") == "B --- C\n--\n"
+
+
 def test_clean_unwraps_latex_and_strips_markup() -> None:
     for cmd in ("text", "textbf", "textit", "mathrm", "mathbf", "mathit"):
         assert clean(f"\\{cmd}{{C}}") == "C", cmd

@@ -27,6 +27,7 @@ from scopebench.parsing._patterns import (
     _SENTENCE_END,
     _SWITCH,
     _WINDOW,
+    _WITHDRAW_BREAK,
 )
 
 
@@ -160,7 +161,7 @@ def withdrawal(text: str, last: int) -> re.Match[str] | None:
     "This is A. Actually no, I'm not sure." withdraws A. A plain "Actually," is often just
     emphasis ("Actually, rosettes are classic here"), so only "actually no" counts.
     """
-    end = _SENTENCE_END.search(text, last)
+    end = _WITHDRAW_BREAK.search(text, last)
     if end is None:
         return None
     for m in _CORRECTION.finditer(text, end.end()):
@@ -175,7 +176,7 @@ def _changed_unread(text: str, last: int, ctx: Ctx) -> str | None:
     "Answer: D. Actually, on closer inspection: E": the later label is in no form the rules
     read, but keeping D would report the answer the model took back.
     """
-    end = _SENTENCE_END.search(text, last)
+    end = _WITHDRAW_BREAK.search(text, last)
     if end is None:
         return None
     label = _LABEL_LETTER if ctx.style == "letters" else _LABEL_NUMBER

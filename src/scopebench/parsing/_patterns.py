@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import re
 
-_TAG = re.compile(r"<\s*answer\s*>(?P<body>.*?)(?:<\s*/\s*answer\s*>|(?=<)|\Z)", re.I | re.S)
+# choice-7: also <final_answer> and <ans> tags
+_TAG = re.compile(
+    r"<\s*(?:final_)?ans(?:wer)?\s*>(?P<body>.*?)(?:<\s*/\s*(?:final_)?ans(?:wer)?\s*>|(?=<)|\Z)", re.I | re.S
+)
 _BOXED = re.compile(r"\\boxed\s*\{(?P<body>[^{}]*)\}")
 
 _QUALIFIER = r"(?:the|my|our|final|correct|best|right|true|most\s+likely|likely|only)"
@@ -20,6 +23,7 @@ _PHRASE = re.compile(
         (?:\s+here|\s+to\s+(?:the|this)\s+question|\s+after\s+(?:review|reflection|reconsideration|consideration))?
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
+        |only\s+(?:remaining|viable|surviving)  # choice-7: "The only remaining option is D"
         |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
         \s+(?:(?:letter|option)/(?:number|letter|option)|options?|choices?|response|one|letter|label)(?:\s+here)?
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
@@ -51,6 +55,8 @@ _VERDICT = (
     r"(?i:(?:plausible|reasonable|possible)\s+and\s+)?(?:"  # choice-6: "E seems plausible and most likely"
     # never plain "consistent" (one remark of a walk) or "plausible" (a possibility)
     r"(?i:most\s+(?:consistent|compatible|plausible|defensible|reasonable)"
+    # choice-7: "C (4) is more consistent." — never before "than" (the lookahead below)
+    r"|more\s+(?:consistent|compatible|likely|plausible|fitting)"
     r"|(?:most\s+)?(?:correct|right|best|better|safest|appropriate|accurate|likely|probable|strongest|final)"
     # choice-6: "D is the best fit", "C seems the likeliest", "B is the closest match", "A is my top pick"
     r"|likeliest|closest|top|leading|most\s+fitting|strongest)"
@@ -62,12 +68,18 @@ _VERDICT = (
     r"|(?i:does)|(?i:gets\s+my\s+vote)|(?i:makes\s+(?:the\s+)?most\s+sense)"
     # choice-6: "C is what I'd choose", "2 is what I would go with"
     r"|(?i:is\s+(?:what|the\s+one|the\s+option|the\s+letter)\s+I(?:'d|\s+would|'ll|\s+will)?\s+"
-    r"(?:choose|pick|select|go\s+with|say|answer)))"
+    r"(?:choose|pick|select|go\s+with|say|answer))"
+    # choice-7: "B is what the image shows."
+    r"|(?i:is\s+what\s+the\s+(?:image|figure|micrograph|panel|slide|section|data|plot)\s+shows))"
     r"(?:\s+(?i:to\s+me|here|overall|(?:with|for)\s+(?:the|these|this|those|all|our)(?:\s+[\w-]+){1,3}))?"
     r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
 )
+# choice-7: the label's option text in brackets between a label and its verdict ("C (4) is more
+# consistent"); the caller checks that it is the label's own text.
+_GLOSS = r"(?:[ \t]+\((?P<gl>[^()\n]{1,60})\))?"
 _REVERSE_LETTERS = re.compile(
     r"(?<![\w'])(?:(?i:options?|choices?)\s*)?(?:\((?P<a>[A-Za-z])\)|\[(?P<b>[A-Za-z])\]|(?P<c>[A-Z]))"
+    + _GLOSS
     + _VERDICT
 )
 _REVERSE_NUMBERS = re.compile(
@@ -76,7 +88,7 @@ _REVERSE_NUMBERS = re.compile(
     # or after an introductory comma ("Looking at the blot, 2 stands out.") or ", but", never in a
     # list ("1, 2")
     r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t])"
-    r"|(?<=,\sbut\s))(?P<d>\d{1,2}))" + _VERDICT,
+    r"|(?<=,\sbut\s))(?P<d>\d{1,2}))" + _GLOSS + _VERDICT,
     re.M,
 )
 # An option named by its place ("the second option", "the last choice"; choice-6): as the subject
@@ -94,7 +106,7 @@ _ORDINAL_OBJECT = re.compile(_ORDINAL + r"(?![\w'])(?!\s+(?i:is|was|would|seems|
 _THATS_MINE = (
     r"(?<![\w'])(?:\((?P<a>{lab})\)|(?P<c>{bare}))[ \t]*[;:,\-][ \t]*"
     r"(?i:that's|that\s+is|this\s+is|which\s+is)\s+(?i:my|the|our)\s+(?i:final\s+|best\s+)?"
-    r"(?i:answer|choice|pick|guess|selection|bet)(?![\w'])"
+    r"(?i:answer|choice|pick|guess|selection|bet|estimate)(?![\w'])"
     # "Could well be B; I'll pick it."
     r"|(?<![\w'])(?:\((?P<e>{lab})\)|(?P<f>{bare}))[ \t]*[;,\-][ \t]*(?:(?i:so|and|hence|thus)[ \t]+)?"
     r"(?i:I'll|I\s+will|I'd|I\s+would)\s+"
@@ -217,10 +229,10 @@ _VERDICT_TEXT = re.compile(
 _PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
     r"|letter|label|verdict|call|guess|bet|reply|solution|key|update|revision|edit|(?:updated|revised|new)\s+answer"
-    r"|answering|rethinking"
+    r"|answering|rethinking|best\s+estimate|answer[ \t]*\((?:low|moderate|medium|high)\s+confidence\)"
     r"|(?:pick|choose|select)\s+one)\s*(?::|=(?!=)|->|=>)"  # choice-6: also "Response = C"
     r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
-    r"|(?:therefore|thus|hence|so|correction|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead|rather"
+    r"|(?:therefore|thus|hence|so|correction|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead(?!\s+of\s)|rather"
     r"|on\s+second\s+thought"
     r"|tentatively|(?:up)?on\s+(?:closer|further)\s+(?:inspection|review|examination|look)"
     r"|after\s+(?:a\s+)?(?:closer|further|second|more\s+careful)\s+(?:inspection|review|examination|look)"
@@ -228,9 +240,12 @@ _PREFIX = re.compile(
     # choice-6: hedge adverbs before a lone label ("Plausibly C.", "Maybe 2.") and a change of mind
     r"|plausibly|possibly|maybe|conceivably|arguably|in\s+all\s+likelihood|at\s+a\s+guess"
     r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
-    r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look"
+    r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?(?:again|more)|on\s+a\s+second\s+look"
     r"|make\s+(?:that|it)|looking\s+(?:again|closer)|let\s+me\s+correct\s+(?:myself|that)|hold\s+on|hang\s+on"
-    r"|let\s+me\s+fix\s+(?:that|this)|re-?considering)"
+    r"|let\s+me\s+fix\s+(?:that|this)|re-?considering"
+    # choice-7: "Easy one - A.", "Instead of A, choose B."
+    r"|(?:an?\s+)?(?:easy|simple|straightforward)\s+one|(?:which|this|that)\s+brings\s+me\s+to"
+    r"|instead\s+of\s+[^,.;:\n]{1,60},[ \t]*(?:choose|pick|select|go\s+with))"
     r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
     r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
     r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
@@ -295,7 +310,9 @@ _HEDGED_LEAD = re.compile(
 # where a bare "B?" asks (choice-6).
 # A label asked and then confirmed ("C? Probably.", "B? Yes."): an answer (choice-6).
 _CONFIRMED = re.compile(
-    r"[ \t]*\?[ \t]*(?i:probably|likely|most\s+likely|yes|I\s+think\s+so|I\s+believe\s+so)[ \t]*[.!]*[ \t]*\Z"
+    r"[ \t]*\?[ \t]*(?i:probably|likely|most\s+likely|yes|I\s+think\s+so|I\s+believe\s+so"
+    # choice-7: "F? I'm reasonably sure."
+    r"|I(?:'m|\s+am)\s+(?:reasonably|fairly|pretty|quite)\s+(?:sure|confident))[ \t]*[.!]*[ \t]*\Z"
 )
 _TENTATIVE = re.compile(r"(?i:perhaps|maybe|possibly|probably|plausibly|likely|presumably)[ \t]*,?[ \t]+")
 # A label-like token anywhere (for _changed_unread): never "A"/"I" before a word.
@@ -342,6 +359,8 @@ _CORRECTION = re.compile(
     r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?again|on\s+a\s+second\s+look"
     r"|hold\s+on|hang\s+on|make\s+that|update|updated\s+answer|revised\s+answer|revision|new\s+answer|edit"
     r"|let\s+me\s+fix\s+(?:that|this)|rethinking|re-?thinking\s+(?:it|this)"
+    # choice-7: informal withdrawals ("I'd say 5 - hmm, scratch that. 2 …", "B - never mind. C …")
+    r"|never\s*mind|strike\s+that|let\s+me\s+rephrase|disregard\s+that|forget\s+that|ignore\s+that"
     r")(?!\w)",
     re.I,
 )
@@ -446,6 +465,9 @@ _UNDECIDED = re.compile(
     re.I,
 )
 _SENTENCE_END = re.compile(r"[.!?\n]")
+# Where a withdrawal may begin after the last answer: a sentence end, or (choice-7) a spaced dash
+# ("I'd say 5 - hmm, scratch that. 2 …": the marker follows the answer in its own sentence).
+_WITHDRAW_BREAK = re.compile(r"[.!?\n]|[ \t]-[ \t]|</[^<>\n]{1,20}>")
 _NO_AFTER = re.compile(r",?\s*no\b", re.I)
 #: How far after an answer phrase its answer is looked for: bounded, so parsing stays linear.
 _WINDOW = 240
@@ -515,7 +537,9 @@ _TRAILING_LABEL = re.compile(r"[\s,:;]\(?(?P<lab>[A-Z]|\d{1,2})\)?[ \t]*[.!]*\s*
 _DENIED_BEFORE = re.compile(r"(?<![\w'])(?i:not|no|than)[ \t]*\(?\Z")
 _BULLET = re.compile(r"[ \t]*(?:[-*•+][ \t]+)?")
 _INLINE_LETTERS = re.compile(
-    r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)|\b(?i:option|choice)\s*\(?([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
+    r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)"
+    # choice-7: a space or bracket after "option": "choices, such as …" is no option S
+    r"|\b(?i:options?|choices?)(?:\s+\(?|\()([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
 )
 _INLINE_NUMBERS = re.compile(r"(?<!\S)\((\d{1,2})\)|(?<!\S)(\d{1,2})\)|\b(?i:option|choice)\s*\(?(\d{1,2})\b")
 # A label right after "or"/"and"/"nor" is the last of several, not a verdict of its own.

@@ -70,9 +70,15 @@ _PLURAL_MIN = 3
 
 def clean(text: str) -> str:
     """Normalise Unicode and strip markup that never changes which option a response names."""
+    # choice-7: a setext heading's underline or a rule ("Answer\n------\nC") says nothing; removed
+    # before dashes are folded, so a line of typographic dashes alone still folds to "-" (tested)
+    text = _RULE_LINE.sub("", text)
     text = unicodedata.normalize("NFKC", text.translate(_CJK_SPACING)).translate(_TRANSLATE)
     text = _LATEX_WRAP.sub(r"\1", text)
     return _MARKUP.sub("", text)
+
+
+_RULE_LINE = re.compile(r"^[ \t]*(?:-{3,}|={3,}|_{3,})[ \t]*$", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +307,26 @@ def _described(values: Sequence[str], sentences: Sequence[int], start: int) -> b
     return start - 2 - sentences[start] <= 2
 
 
+#: "the other choices, such as X, …" / "the remaining options (X, Y) …": X is one of the options
+#: set aside, not the answer (choice-7).
+_OTHERS = frozenset({"other", "remaining", "alternative", "rest"})
+_OPTION_NOUNS = frozenset(
+    {
+        "choice", "choices", "option", "options", "answer", "answers", "possibilities", "diagnoses",
+        "candidates",
+    }
+)  # fmt: skip
+
+
+def _among_others(values: Sequence[str], sentences: Sequence[int], start: int) -> bool:
+    """Whether the mention's sentence, before it, speaks of "the other/remaining options"."""
+    first = max(sentences[start], start - _BEFORE_SPAN)
+    return any(
+        values[i] in _OTHERS and (values[i + 1] in _OPTION_NOUNS or values[i + 1] == "of")
+        for i in range(first, start - 1)
+    )
+
+
 def _less_than(values: Sequence[str], i: int, start: int) -> bool:
     """Whether ``values[i]`` belongs to "less <word> than" just before the mention at ``start``.
 
@@ -374,6 +400,8 @@ def ruled_out(
     if any(
         _is_negation(values, i, _NEG_BEFORE) and not _less_than(values, i, start) for i in range(first, start)
     ):
+        return True
+    if _among_others(values, sentences, start):
         return True
     if any(values[i] in _CONDITIONALS for i in range(max(sentences[start], start - _BEFORE_SPAN), start)):
         return True  # "If it is A, we would expect X": X is a hypothesis, not an answer

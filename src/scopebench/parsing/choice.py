@@ -33,6 +33,10 @@ The rules, in order; the first that commits decides:
      than B", "I'd tentatively go with B"; since choice-6 a verdict vocabulary ("D is the best
      fit", "Letter: D"), hedges ("Plausibly C.", "Hard to be sure, but 1."), ordinals, an option's
      text with its own label, more Chinese verbs and changes of mind (docs/parser.md lists them);
+     since choice-7 "<final_answer>D</final_answer>", "<ans>A</ans>", "B is what the image
+     shows", "Best estimate: C", "Answer (low confidence): 3", "Easy one - A.", "Instead of A,
+     choose B", "The only remaining option is D", "Which brings me to C", "C (4) is more
+     consistent";
    - weak forms (choice-3; they bring a rule-4 opening label in with them): a label that is a
      sentence of its own after another sentence ("C... no, D."), an introductory clause then a
      label ending the sentence ("After careful consideration, E."), a short sentence ending in a
@@ -224,7 +228,7 @@ from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-6"
+PARSER_VERSION = "choice-7"
 
 
 # --- entry point ----------------------------------------------------------------------------
@@ -362,8 +366,20 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
             continue  # "Either C or D would be defensible": D is one of two alternatives
         groups = m.groupdict()
         raw = str(next(v for k, v in groups.items() if v is not None and k in "abcdef"))
-        found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
+        label = raw.upper() if ctx.style == "letters" else str(int(raw))
+        gloss = groups.get("gl")
+        if gloss is not None and not _own_gloss(gloss, label, ctx):
+            continue  # "C (fibrosis) is more consistent" with fibrosis B: no reading either way
+        found.append(_Commit((label,), pos=m.start()))
     return found
+
+
+def _own_gloss(gloss: str, label: str, ctx: _Ctx) -> bool:
+    """Whether a bracketed gloss after a label is that label's own option text ("2 (Nuclear)")."""
+    if not ctx.in_range(label):
+        return False
+    words = [t.value for t in tokenize(gloss, ctx.span)]
+    return equals_option(words, ctx.options[label_index(label, ctx.style)])
 
 
 def _asked_alone(text: str, ctx: _Ctx) -> list[_Commit]:
@@ -649,8 +665,8 @@ def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult 
         return None
     if _enumerates(body, ctx) or _option_starts_at_label(body, read, ctx):
         return None
-    if len(read_label_list(body, read, ctx.style)) > 1:
-        return None  # "A, B and C are all incorrect": a list, not an answer
+    if len(read_label_list(body, read, ctx.style)) > 1 or _PLURAL_LEAD.match(body):
+        return None  # "A, B and C are all incorrect", "Options B and C both …": a list, not an answer
     if not ctx.in_range(read.label):
         # "I. Observations" or "F) …" with four options: no answer here; option text may still tell.
         return _option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
@@ -667,6 +683,9 @@ def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult 
     return ParseResult(
         label_index(read.label, ctx.style), "leading_label", f"response starts with label {read.label}"
     )
+
+
+_PLURAL_LEAD = re.compile(r"[ \t]*(?i:options|choices|answers)\b")
 
 
 def _ends_with_other_label(text: str, label: str, ctx: _Ctx) -> str | None:
@@ -747,10 +766,20 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
     kept: list[int] = []
     dropped: list[int] = []
     asked = question_sentences(text, tokens, sentences)
+    previous: TextMatch | None = None
     for m in sorted(mentions, key=lambda m: (m.start, m.option)):
+        # "Features of X and Y overlap": Y, joined to a set-aside X by "and"/"or", is set aside too
+        joined = (
+            previous is not None
+            and previous.option in dropped
+            and m.start == previous.end + 1
+            and values[previous.end] in ("and", "or", "nor")
+        )
+        previous = m
         into = (
             dropped
-            if sentences[m.start] in asked
+            if joined
+            or sentences[m.start] in asked
             or ruled_out(
                 values, starts, sentences, m.start, m.end, verdict_follows=verdict_gap(text, tokens, m.end)
             )
