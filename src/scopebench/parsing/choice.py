@@ -36,7 +36,9 @@ The rules, in order; the first that commits decides:
      since choice-7 "<final_answer>D</final_answer>", "<ans>A</ans>", "B is what the image
      shows", "Best estimate: C", "Answer (low confidence): 3", "Easy one - A.", "Instead of A,
      choose B", "The only remaining option is D", "Which brings me to C", "C (4) is more
-     consistent";
+     consistent"; since choice-8 "I'd still settle on C", "I'll stick with D", "I'd plump for
+     B", "I'd come down on the side of B"; a label after a naming word ("Panel A", "grade 2")
+     is a name, not a label, when an option's text holds the same pair;
    - weak forms (choice-3; they bring a rule-4 opening label in with them): a label that is a
      sentence of its own after another sentence ("C... no, D."), an introductory clause then a
      label ending the sentence ("After careful consideration, E."), a short sentence ending in a
@@ -134,7 +136,7 @@ from collections.abc import Sequence
 
 from scopebench.parsing._commits import Commit as _Commit
 from scopebench.parsing._commits import Ctx as _Ctx
-from scopebench.parsing._commits import ParseResult
+from scopebench.parsing._commits import ParseResult, names_a_thing
 from scopebench.parsing._commits import decide as _decide
 from scopebench.parsing._commits import out_of_range as _out_of_range
 from scopebench.parsing._commits import withdrawal as _withdrawal
@@ -229,12 +231,6 @@ __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
 PARSER_VERSION = "choice-8"
-
-# A word that makes the label after it a name ("Panel A", "Fig. 2", "grade 3"; choice-8).
-_NAMING_WORD = re.compile(
-    r"(?<![\w'])(?P<w>(?i:panels?|figures?|fig\.?|lanes?|groups?|types?|grades?|class|stages?|phases?))"
-    r"[ \t]+\**[ \t]*\Z"
-)
 
 
 # --- entry point ----------------------------------------------------------------------------
@@ -373,32 +369,13 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         groups = m.groupdict()
         raw = str(next(v for k, v in groups.items() if v is not None and k in "abcdef"))
         label = raw.upper() if ctx.style == "letters" else str(int(raw))
-        if _names_a_thing(text, m.start(), raw, ctx):
+        if names_a_thing(text, m.start(), raw, ctx):
             continue  # "... relative to Panel A** is the answer": "Panel A" is in an option's text
         gloss = groups.get("gl")
         if gloss is not None and not _own_gloss(gloss, label, ctx):
             continue  # "C (fibrosis) is more consistent" with fibrosis B: no reading either way
         found.append(_Commit((label,), pos=m.start()))
     return found
-
-
-def _names_a_thing(text: str, start: int, raw: str, ctx: _Ctx) -> bool:
-    """Whether a label at ``start`` is a name ("Panel A", "grade 2") that an option's text contains.
-
-    "**Panel B shows a decrease ... relative to Panel A** is the answer." quotes option B as the
-    verdict; its closing "A" names a panel, not option A (choice-8). The label counts as a name
-    only when the word before it is a naming word and some option holds that same word pair, so
-    "Panel A is the answer" with no panel in any option still reads as A.
-    """
-    before = _NAMING_WORD.search(text, max(0, start - 12), start)
-    if before is None:
-        return False
-    pair = (before["w"].casefold().rstrip("."), raw.casefold())
-    for option in ctx.options:
-        for i in range(len(option) - 1):
-            if option[i].rstrip(".") == pair[0] and option[i + 1] == pair[1]:
-                return True
-    return False
 
 
 def _own_gloss(gloss: str, label: str, ctx: _Ctx) -> bool:
