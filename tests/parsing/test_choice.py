@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import string
+from collections.abc import Sequence
 
 import pytest
 
@@ -879,3 +880,57 @@ def test_withdrawn_questioned_and_inline_walks(response: str, index: int | None,
     # A withdrawn answer, a question and an inline "X: no." walk are no commitments.
     got = parse_choice(response, FOUR)
     assert (got.index, got.reason) == (index, reason)
+
+
+PANELS = [
+    "Panel B shows an increase in nuclear size relative to Panel A",
+    "Panel B shows a decrease in nuclear size relative to Panel A",
+    "Panels A and B show no difference in nuclear size",
+    "Nuclear size cannot be compared between panels",
+]
+
+
+@pytest.mark.parametrize(
+    ("response", "choices", "index", "reason"),
+    [
+        # choice-8 (exam 5): "Panel A" inside option B's quoted text is a name, so B's text wins.
+        (
+            "**Panel B shows a decrease in nuclear size relative to Panel A** is the answer.",
+            PANELS,
+            1,
+            "text of option B found",
+        ),
+        # The same phrase with no option text around it names a panel, not an option: no guess.
+        ("Panel A is the answer.", PANELS, None, "no option committed to"),
+        # "option A" is no naming word: still the label, even though options mention Panel A.
+        ("Option A is the answer.", PANELS, 0, "answer phrase names A"),
+        # No option holds "Panel A": the label reads as A, as before.
+        ("Panel A is the answer.", FOUR, 0, "answer phrase names A"),
+    ],
+)
+def test_label_named_inside_an_option(
+    response: str, choices: Sequence[str], index: int | None, reason: str
+) -> None:
+    got = parse_choice(response, choices)
+    assert (got.index, got.reason) == (index, reason)
+
+
+@pytest.mark.parametrize(
+    ("response", "index"),
+    [
+        # choice-8 (exam 5): a commitment after "but" outweighs "an argument for <option text>".
+        ("I can see an argument for rosette formation, but I'd still settle on A.", 0),
+        ("There is a case for necrosis, but I'll stick with B.", 1),
+        ("I'd come down on the side of B.", 1),
+        ("I'm sticking with C.", 2),
+        # The commitment is itself doubted by an alternative: no guess.
+        ("I can see an argument for necrosis, but I'd still settle on C. Or maybe B.", None),
+    ],
+)
+def test_commitment_verbs_after_a_concession(response: str, index: int | None) -> None:
+    assert parse_choice(response, FOUR).index == index
+
+
+def test_parser_version() -> None:
+    # Bumped with every behaviour change; results are recorded with it.
+    assert PARSER_VERSION == "choice-8"

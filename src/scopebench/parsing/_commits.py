@@ -235,3 +235,29 @@ def _first_thought_before(text: str, pos: int) -> bool:
 def out_of_range(label: str, ctx: Ctx) -> str:
     noun = "letter" if ctx.style == "letters" else "option"
     return f"{noun} {label} out of range for {ctx.n} options"
+
+
+# A word that makes the label after it a name ("Panel A", "Fig. 2", "grade 3"; choice-8).
+_NAMING_WORD = re.compile(
+    r"(?<![\w'])(?P<w>(?i:panels?|figures?|fig\.?|lanes?|groups?|types?|grades?|class|stages?|phases?))"
+    r"[ \t]+\**[ \t]*\Z"
+)
+
+
+def names_a_thing(text: str, start: int, raw: str, ctx: Ctx) -> bool:
+    """Whether a label at ``start`` is a name ("Panel A", "grade 2") that an option's text contains.
+
+    "**Panel B shows a decrease ... relative to Panel A** is the answer." quotes option B as the
+    verdict; its closing "A" names a panel, not option A (choice-8). The label counts as a name
+    only when the word before it is a naming word and some option holds that same word pair, so
+    "Panel A is the answer" with no panel in any option still reads as A.
+    """
+    before = _NAMING_WORD.search(text, max(0, start - 12), start)
+    if before is None:
+        return False
+    pair = (before["w"].casefold().rstrip("."), raw.casefold())
+    for option in ctx.options:
+        for i in range(len(option) - 1):
+            if option[i].rstrip(".") == pair[0] and option[i + 1] == pair[1]:
+                return True
+    return False

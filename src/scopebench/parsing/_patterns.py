@@ -138,8 +138,11 @@ _HEDGE = re.compile(
           |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
       | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|hazard(?:\s+a\s+guess(?:\s+of)?)?|meant|mean)
-      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:settle\s+on|commit\s+to|land\s+on|prefer|favou?r)
-      | I(?:'m|\s+am)\s+(?:settling\s+on|committing\s+to|landing\s+on)
+      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:(?:still|now|rather|then|personally|ultimately)\s+)?
+        (?:settle\s+(?:on|for)|commit\s+to|land\s+on|prefer|favou?r|stick\s+with|stay\s+with|plump\s+for
+          |come\s+down\s+on\s+the\s+side\s+of)
+      | I(?:'m|\s+am)\s+(?:(?:still|now)\s+)?(?:settling\s+(?:on|for)|committing\s+to|landing\s+on
+          |sticking\s+with|staying\s+with|plumping\s+for|coming\s+down\s+on\s+the\s+side\s+of)
       | I(?:'d|\s+would|'ll|\s+will)?\s+(?:identify|give|mark|pick|choose|select)\s+the\s+answer\s+as
       | the\s+(?:answer|option|choice|one)\s+I(?:'d|\s+would|'ll|\s+will)?\s+
         (?:give|choose|pick|go\s+with|favou?r|prefer|select)\s+is

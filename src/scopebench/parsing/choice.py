@@ -36,7 +36,9 @@ The rules, in order; the first that commits decides:
      since choice-7 "<final_answer>D</final_answer>", "<ans>A</ans>", "B is what the image
      shows", "Best estimate: C", "Answer (low confidence): 3", "Easy one - A.", "Instead of A,
      choose B", "The only remaining option is D", "Which brings me to C", "C (4) is more
-     consistent";
+     consistent"; since choice-8 "I'd still settle on C", "I'll stick with D", "I'd plump for
+     B", "I'd come down on the side of B"; a label after a naming word ("Panel A", "grade 2")
+     is a name, not a label, when an option's text holds the same pair;
    - weak forms (choice-3; they bring a rule-4 opening label in with them): a label that is a
      sentence of its own after another sentence ("C... no, D."), an introductory clause then a
      label ending the sentence ("After careful consideration, E."), a short sentence ending in a
@@ -134,7 +136,7 @@ from collections.abc import Sequence
 
 from scopebench.parsing._commits import Commit as _Commit
 from scopebench.parsing._commits import Ctx as _Ctx
-from scopebench.parsing._commits import ParseResult
+from scopebench.parsing._commits import ParseResult, names_a_thing
 from scopebench.parsing._commits import decide as _decide
 from scopebench.parsing._commits import out_of_range as _out_of_range
 from scopebench.parsing._commits import withdrawal as _withdrawal
@@ -228,7 +230,7 @@ from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-7"
+PARSER_VERSION = "choice-8"
 
 
 # --- entry point ----------------------------------------------------------------------------
@@ -367,6 +369,8 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         groups = m.groupdict()
         raw = str(next(v for k, v in groups.items() if v is not None and k in "abcdef"))
         label = raw.upper() if ctx.style == "letters" else str(int(raw))
+        if names_a_thing(text, m.start(), raw, ctx):
+            continue  # "... relative to Panel A** is the answer": "Panel A" is in an option's text
         gloss = groups.get("gl")
         if gloss is not None and not _own_gloss(gloss, label, ctx):
             continue  # "C (fibrosis) is more consistent" with fibrosis B: no reading either way
