@@ -87,3 +87,81 @@ def test_missing_library_and_unknown_backend_are_user_errors(tmp_path, monkeypat
         log_run("mlflow", "a", m, tmp_path, tmp_path / "ml")
     with pytest.raises(UsageError, match="one of tensorboard, mlflow, wandb"):
         log_run("neptune", "a", m, tmp_path, tmp_path / "x")
+
+
+def _report_with(backend: str, run: Path, tmp_path: Path) -> dict:
+    """Run ``report RUN --log-to backend`` and return run ``a``'s metrics.json."""
+    code = main(
+        [
+            *("-q", "report", str(run), "--out", str(tmp_path / "rep"), "--resamples", "50"),
+            *("--log-to", backend, "--log-dir", str(tmp_path / backend)),
+        ]
+    )
+    assert code == 0
+    return json.loads((tmp_path / "rep" / "a" / "metrics.json").read_text())
+
+
+def _assert_same_numbers(logged: dict[str, float], metrics: dict) -> None:
+    """The logged scalars equal metrics.json (overall and the task=NP row), all of them present."""
+    assert logged["overall/accuracy"] == pytest.approx(6 / 12)  # run a: 6 of 12 correct
+    for f in ("accuracy", "ci_low", "ci_high", "n"):
+        assert logged[f"overall/{f}"] == pytest.approx(metrics["overall"][f], abs=1e-12)
+    np_row = next(r for r in metrics["by_task"] if r["group"] == "task=NP")
+    assert logged["by_task/task-NP/accuracy"] == pytest.approx(np_row["accuracy"], abs=1e-12)
+    assert logged["by_task/task-NP/ci_low"] == pytest.approx(np_row["ci_low"], abs=1e-12)
+    assert set(metric_scalars(metrics)) <= set(logged)  # no scalar dropped
+
+
+def test_report_logs_to_mlflow_and_reads_back(html_runs, tmp_path):
+    pytest.importorskip("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    metrics = _report_with("mlflow", html_runs[0], tmp_path)
+    client = MlflowClient(tracking_uri=f"sqlite:///{(tmp_path / 'mlflow' / 'mlflow.db').resolve()}")
+    runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
+    assert [r.info.run_name for r in runs] == ["a"]
+    (run,) = runs
+    _assert_same_numbers(run.data.metrics, metrics)
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"metrics.csv", "metrics.md", "accuracy_by_task.png"} <= artifacts
+
+
+def test_report_logs_to_wandb_offline_and_reads_back(html_runs, tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb"))
+    metrics = _report_with("wandb", html_runs[0], tmp_path)
+    # Offline runs write no wandb-summary.json and wandb 0.31 ships no Python reader, so read the
+    # run's .wandb file (LevelDB-log framing: 7-byte file header, 32 KiB blocks, 7-byte record
+    # headers) and decode its history records with wandb's own protobuf.
+    (path,) = (tmp_path / "wandb").rglob("run-*.wandb")
+    history = _wandb_history(path.read_bytes())
+    _assert_same_numbers(history, metrics)
+    assert history["accuracy_by_task/_type"] == "image-file"
+    assert history["metrics/_type"] == "table-file"
+    files = {p.name for p in path.parent.rglob("*") if p.is_file()}
+    assert any(n.startswith("accuracy_by_task") and n.endswith(".png") for n in files), files
+
+
+def _wandb_history(data: bytes) -> dict:
+    """Every history key of a ``.wandb`` file with its last value (JSON-decoded)."""
+    from wandb.proto import wandb_internal_pb2
+
+    assert data[:4] == b":W&B"
+    out: dict = {}
+    pos, buf = 7, b""
+    while pos + 7 <= len(data):
+        left = 32768 - pos % 32768
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        if left < 7 or (kind == 0 and length == 0):  # block trailer padding
+            pos += left
+            continue
+        buf += data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # FULL or LAST fragment: one whole record
+            rec = wandb_internal_pb2.Record.FromString(buf)
+            buf = b""
+            for item in rec.history.item:
+                out[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
+    return out

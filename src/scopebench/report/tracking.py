@@ -91,8 +91,19 @@ def _mlflow(name: str, scalars: Mapping[str, float], folder: Path, log_dir: Path
         import mlflow
     except ImportError as exc:
         raise _missing("mlflow", exc) from exc
-    mlflow.set_tracking_uri(log_dir.resolve().as_uri())
-    with mlflow.start_run(run_name=name):
+    # MLflow >= 3 refuses the plain-folder ``file:`` store, so the runs go to an SQLite file in
+    # log_dir and the artifacts next to it (never MLflow's default ./mlartifacts in the cwd).
+    mlflow.set_tracking_uri(f"sqlite:///{(log_dir / 'mlflow.db').resolve()}")
+    client = mlflow.tracking.MlflowClient()
+    exp = client.get_experiment_by_name("scopebench")
+    exp_id = (
+        exp.experiment_id
+        if exp is not None
+        else client.create_experiment(
+            "scopebench", artifact_location=(log_dir / "artifacts").resolve().as_uri()
+        )
+    )
+    with mlflow.start_run(run_name=name, experiment_id=exp_id):
         mlflow.log_metrics(dict(scalars))
         for p in _files(folder, (".csv", ".md", ".tex", ".png", ".svg", ".json")):
             mlflow.log_artifact(str(p))
