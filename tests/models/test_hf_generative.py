@@ -115,8 +115,17 @@ def test_run_end_to_end(family: str, mode: str, tiny: dict[str, Path], bench: Pa
     assert run_json["mode"] == mode and run_json["protocol"] == "default"
     ident = run_json["model_identity"]
     assert ident["family"] == PROMPT_FAMILY.get(family, family)
-    assert ident["mode"] == mode and ident["dtype"] == "float32"
+    assert ident["mode"] == mode and ident["dtype"] == _default_dtype()
     assert len(ident["weights_sha256"]) == 16
+
+
+def _default_dtype() -> str:
+    """The dtype ``--device auto`` loads with: float32 on a CPU; bf16 (fp16 without bf16) on a GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "float32"
+    return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
 
 
 def test_bare_folder_resolves_to_hf_and_resume_loads_no_weights(
@@ -214,7 +223,9 @@ def test_logprob_matches_a_manual_forward_pass(family: str, tiny: dict[str, Path
     from scopebench.models.hf_generative import load_processor
 
     item = _items(bench)[2]  # two options, image img0.png
-    got = load_model(f"hf:{tiny[family]}", ModelOptions(mode="choice-logprob")).predict([item])[0]
+    # float32 on the CPU on both sides: on a GPU "auto" would load bf16 and differ by rounding.
+    backend = load_model(f"hf:{tiny[family]}", ModelOptions(mode="choice-logprob", device="cpu"))
+    got = backend.predict([item])[0]
     model = AutoModelForImageTextToText.from_pretrained(tiny[family]).eval()
     proc = load_processor(str(tiny[family]))
     text = render_prompt(item).text

@@ -435,8 +435,15 @@ def _tiny_qwen2_vl(hidden: int, layers: int, image_size: int, size: str = "tiny"
         temporal_patch_size=2,
     )
     if importlib.util.find_spec("torchvision") is not None:
+        # The video processor is passed explicitly: transformers before ~5.20 refuse None for it.
+        from transformers import Qwen2VLVideoProcessor
+
+        video = Qwen2VLVideoProcessor(patch_size=14, merge_size=2, temporal_patch_size=2)
         processor = Qwen2VLProcessor(
-            image_processor=image_processor, tokenizer=tok, chat_template=_QWEN2_VL_TEMPLATE
+            image_processor=image_processor,
+            tokenizer=tok,
+            video_processor=video,
+            chat_template=_QWEN2_VL_TEMPLATE,
         )
     else:
         # Without torchvision transformers cannot build Qwen2-VL's video processor; the saved folder
@@ -470,7 +477,10 @@ def _tiny_qwen2_5_vl(hidden: int, layers: int, image_size: int) -> tuple[Any, An
     tok, image_processor = qwen2.tokenizer, qwen2.image_processor
     if importlib.util.find_spec("torchvision") is not None:
         processor = Qwen2_5_VLProcessor(
-            image_processor=image_processor, tokenizer=tok, chat_template=_QWEN2_VL_TEMPLATE
+            image_processor=image_processor,
+            tokenizer=tok,
+            video_processor=qwen2.video_processor,
+            chat_template=_QWEN2_VL_TEMPLATE,
         )
     else:
         processor = build_images_only_processor(
@@ -687,8 +697,13 @@ def _tiny_smolvlm(hidden: int, layers: int, image_size: int) -> tuple[Any, Any]:
     )
     kwargs = dict(image_seq_len=idefics_proc.image_seq_len, chat_template=_IDEFICS3_TEMPLATE)
     if importlib.util.find_spec("torchvision") is not None:
+        from transformers import SmolVLMVideoProcessor
+
         processor = SmolVLMProcessor(
-            image_processor=image_processor, tokenizer=idefics_proc.tokenizer, **kwargs
+            image_processor=image_processor,
+            tokenizer=idefics_proc.tokenizer,
+            video_processor=SmolVLMVideoProcessor(),
+            **kwargs,
         )
     else:
         processor = build_images_only_processor(
