@@ -10,7 +10,7 @@ Prints three ratios:
                            once, batched, with nothing else
 * resume / original        (target ≤ 2%): re-running the finished run
 
-Usage: python bench/bench_contrastive.py [--images 40] [--repeat 3] [--out /tmp/bench]
+Usage: python bench/bench_contrastive.py [--images 40] [--repeat 3] [--out /tmp/bench] [--device cuda]
 """
 
 from __future__ import annotations
@@ -31,27 +31,33 @@ from scopebench.engine import RunConfig, run_benchmark
 from scopebench.testing.tiny import build_tiny_clip
 
 
-def naive_loop(model_dir: Path, data: Path) -> float:
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def naive_loop(model_dir: Path, data: Path, device: str = "cpu") -> float:
     """What the reference code does: per question, re-load and re-encode image and captions, batch 1."""
     from transformers import AutoModel, AutoProcessor
 
-    model = AutoModel.from_pretrained(model_dir).eval()
+    model = AutoModel.from_pretrained(model_dir).to(device).eval()
     proc = AutoProcessor.from_pretrained(model_dir)
     rows = [json.loads(x) for x in data.read_text().splitlines()]
     start = time.perf_counter()
     with torch.inference_mode():
         for r in rows:
             image = Image.open(data.parent / r["image"]).convert("RGB")
-            inp = proc(text=r["captions"], images=[image], padding=True, return_tensors="pt")
-            model(**inp).logits_per_image.softmax(-1)
+            inp = proc(text=r["captions"], images=[image], padding=True, return_tensors="pt").to(device)
+            model(**inp).logits_per_image.softmax(-1).cpu()
+    _sync(device)
     return time.perf_counter() - start
 
 
-def model_only(model_dir: Path, data: Path, batch: int) -> float:
+def model_only(model_dir: Path, data: Path, batch: int, device: str = "cpu") -> float:
     """The floor: each unique image and caption encoded once, batched, nothing else."""
     from transformers import AutoModel, AutoProcessor
 
-    model = AutoModel.from_pretrained(model_dir).eval()
+    model = AutoModel.from_pretrained(model_dir).to(device).eval()
     proc = AutoProcessor.from_pretrained(model_dir)
     rows = [json.loads(x) for x in data.read_text().splitlines()]
     images = sorted({r["image"] for r in rows})
@@ -60,9 +66,12 @@ def model_only(model_dir: Path, data: Path, batch: int) -> float:
     with torch.inference_mode():
         for k in range(0, len(images), batch):
             pil = [Image.open(data.parent / p).convert("RGB") for p in images[k : k + batch]]
-            model.get_image_features(pixel_values=proc(images=pil, return_tensors="pt")["pixel_values"])
+            pixels = proc(images=pil, return_tensors="pt")["pixel_values"].to(device)
+            model.get_image_features(pixel_values=pixels)
         for k in range(0, len(captions), batch):
-            model.get_text_features(**proc(text=captions[k : k + batch], padding=True, return_tensors="pt"))
+            text = proc(text=captions[k : k + batch], padding=True, return_tensors="pt").to(device)
+            model.get_text_features(**text)
+    _sync(device)
     return time.perf_counter() - start
 
 
@@ -72,6 +81,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--out", default="/tmp/scopebench-bench")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved repeats; each figure is the minimum")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (all three paths run there)")
     args = ap.parse_args()
     logging.getLogger("transformers").setLevel(logging.ERROR)
     out = Path(args.out)
@@ -81,12 +91,13 @@ def main() -> None:
     data = make_data(out / "data", args.images)
     n_items = args.images * len(TASKS)
 
-    cfg = RunConfig(benchmark="local", data=str(data), model=f"clip:{model_dir}", batch_size=args.batch)
+    cfg = RunConfig(benchmark="local", data=str(data), model=f"clip:{model_dir}", batch_size=args.batch,
+                    device=args.device)  # fmt: skip
     # Interleaved repeats, minimum of each: on a shared machine a single timing varies by up to 2x.
     naive, floor, engine, resume = [], [], [], []
     for r in range(args.repeat):
-        naive.append(naive_loop(model_dir, data))
-        floor.append(model_only(model_dir, data, args.batch))
+        naive.append(naive_loop(model_dir, data, args.device))
+        floor.append(model_only(model_dir, data, args.batch, args.device))
         start = time.perf_counter()
         run_benchmark(cfg, out / f"run-{r}")  # end to end: model loading, store and metrics included
         engine.append(time.perf_counter() - start)
@@ -97,7 +108,8 @@ def main() -> None:
     t_naive, t_floor, t_engine, t_resume = min(naive), min(floor), min(engine), min(resume)
 
     machine = platform.processor() or platform.machine()
-    print(f"machine: {machine}, {torch.get_num_threads()} torch threads, torch {torch.__version__}; "
+    gpu = f" + {torch.cuda.get_device_name()}" if args.device.startswith("cuda") else ""
+    print(f"machine: {machine}{gpu}, {torch.get_num_threads()} torch threads, torch {torch.__version__}; "
           f"{n_items} items on {args.images} images, 20 unique captions; min of {args.repeat}")  # fmt: skip
     print(f"naive loop (re-encode per question, batch 1): {t_naive:8.2f} s")
     print(f"model only (unique images+captions, batched): {t_floor:8.2f} s")

@@ -36,6 +36,10 @@ def main() -> None:
     ap.add_argument("--clip-warmup", type=int, default=100)
     ap.add_argument("--vlm-steps", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU figures")
+    ap.add_argument("--vlm-size", choices=["tiny", "2b"], default="tiny",
+                    help="2b: Qwen2-VL-2B's dimensions, random weights (for a GPU)")  # fmt: skip
+    ap.add_argument("--skip-clip", action="store_true", help="only the generative (LoRA) part")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     out: Path = args.out
@@ -46,35 +50,39 @@ def main() -> None:
     demo = generate_demo(out / "demo", seed=0, n_per_class=args.n_per_class)
     results["demo_seconds"] = round(time.perf_counter() - t, 1)
     clip = out / "tiny-clip"
-    if not clip.exists():
-        build_tiny_clip(clip, kind="clip", seed=0)
-    loop = LoopConfig(
-        steps=args.clip_steps,
-        batch_size=32,
-        lr=args.clip_lr,
-        warmup_steps=args.clip_warmup,
-        seed=0,
-        checkpoint_every=500,
-        device="cpu",
-    )
-    t = time.perf_counter()
-    res = finetune_contrastive(
-        str(clip),
-        out / "clip-ft",
-        loop,
-        source=DataSource("demo", "train", str(demo)),
-        group_batches=True,
-        evaluation=EvalSpec(DataSource("demo", "test", str(demo))),
-    )
-    results["contrastive_seconds"] = round(time.perf_counter() - t, 1)
-    results["contrastive"] = res.record
-    print(render_report(res.record))
+    if not args.skip_clip:
+        if not clip.exists():
+            build_tiny_clip(clip, kind="clip", seed=0)
+        loop = LoopConfig(
+            steps=args.clip_steps,
+            batch_size=32,
+            lr=args.clip_lr,
+            warmup_steps=args.clip_warmup,
+            seed=0,
+            checkpoint_every=500,
+            device=args.device,
+        )
+        t = time.perf_counter()
+        res = finetune_contrastive(
+            str(clip),
+            out / "clip-ft",
+            loop,
+            source=DataSource("demo", "train", str(demo)),
+            group_batches=True,
+            evaluation=EvalSpec(DataSource("demo", "test", str(demo))),
+        )
+        results["contrastive_seconds"] = round(time.perf_counter() - t, 1)
+        results["contrastive"] = res.record
+        print(render_report(res.record))
 
-    vlm = out / "tiny-vlm"
+    vlm = out / f"{args.vlm_size}-vlm"
     if not vlm.exists():
-        build_tiny_generative(vlm, "qwen2-vl", seed=0)
+        build_tiny_generative(vlm, "qwen2-vl", seed=0, size=args.vlm_size)
     small = generate_demo(out / "demo-small", seed=0)  # the default demo (6 per class)
-    loop = LoopConfig(steps=args.vlm_steps, batch_size=8, lr=1e-3, seed=0, checkpoint_every=0, device="cpu")
+    loop = LoopConfig(steps=args.vlm_steps, batch_size=8, lr=1e-3, seed=0, checkpoint_every=0,
+                      device=args.device)  # fmt: skip
+    if args.device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
     t = time.perf_counter()
     res = finetune_generative(
         str(vlm),
@@ -85,6 +93,9 @@ def main() -> None:
         evaluation=EvalSpec(DataSource("demo", "test", str(small)), model_args=(("max_new_tokens", 8),)),
     )
     results["generative_seconds"] = round(time.perf_counter() - t, 1)
+    if args.device.startswith("cuda"):
+        results["gpu"] = torch.cuda.get_device_name()
+        results["generative_peak_gpu_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     results["generative"] = res.record
     print(render_report(res.record))
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str))
