@@ -91,7 +91,8 @@ def test_matches_a_naive_per_item_loop(tiny_models: dict[str, Path], tmp_path: P
     items = _items(tmp_path)
     model = AutoModel.from_pretrained(tiny_models["clip"]).eval()
     proc = AutoProcessor.from_pretrained(tiny_models["clip"])
-    backend = load_model(f"clip:{tiny_models['clip']}", ModelOptions())
+    # CPU float32 on both sides (on a GPU the backend loads float16 and differs by rounding).
+    backend = load_model(f"clip:{tiny_models['clip']}", ModelOptions(device="cpu"))
     got = backend.predict(items)
     for it, resp in zip(items, got, strict=True):
         with torch.no_grad():  # the reference implementations: everything re-encoded per question

