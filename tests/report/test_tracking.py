@@ -4,17 +4,33 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 
 import pytest
 
 from scopebench.cli import main
 from scopebench.errors import MissingDependencyError, UsageError
-from scopebench.report.tracking import log_run, metric_scalars
+from scopebench.report.tracking import log_run, metric_scalars, run_params
+
+#: What ``report`` logs as parameters for run ``a`` of ``html_runs`` with ``--resamples 50``.
+PARAMS_A = {
+    "model": "model-a",
+    "benchmark": "spur",
+    "protocol": "default",
+    "parser_version": "choice-1",
+    "data_fingerprint": "fp",
+    "policy": "wrong",
+    "bootstrap_seed": "0",
+    "bootstrap_resamples": "50",
+}
 
 
-def read_events(folder: Path) -> tuple[dict[str, float], set[str]]:
-    """Scalars and image tags of the TensorBoard event files under ``folder`` (TFRecord framing)."""
+def read_events(folder: Path, texts: dict[str, str] | None = None) -> tuple[dict[str, float], set[str]]:
+    """Scalars and image tags of the TensorBoard event files under ``folder`` (TFRecord framing).
+
+    Text summaries go into ``texts`` (tag → text) when it is given.
+    """
     from tensorboardX.proto import event_pb2
 
     scalars: dict[str, float] = {}
@@ -31,6 +47,8 @@ def read_events(folder: Path) -> tuple[dict[str, float], set[str]]:
                     scalars[v.tag] = v.simple_value
                 elif v.HasField("image"):
                     images.add(v.tag)
+                elif texts is not None and v.metadata.plugin_data.plugin_name == "text":
+                    texts[v.tag] = v.tensor.string_val[0].decode()
     return scalars, images
 
 
@@ -68,7 +86,8 @@ def test_report_logs_to_tensorboard_and_reads_back(html_runs, tmp_path):
     )
     assert code == 0
     metrics = json.loads((tmp_path / "rep" / "a" / "metrics.json").read_text())
-    scalars, images = read_events(logs / "a")
+    texts: dict[str, str] = {}
+    scalars, images = read_events(logs / "a", texts)
     assert scalars["overall/accuracy"] == pytest.approx(6 / 12)  # run a: 6 of 12 correct
     assert scalars["overall/accuracy"] == pytest.approx(metrics["overall"]["accuracy"], abs=1e-7)
     np_row = next(r for r in metrics["by_task"] if r["group"] == "task=NP")
@@ -76,6 +95,48 @@ def test_report_logs_to_tensorboard_and_reads_back(html_runs, tmp_path):
     assert scalars["by_task/task-NP/ci_low"] == pytest.approx(np_row["ci_low"], abs=1e-7)
     assert scalars["overall/n"] == 12
     assert "accuracy_by_task" in images
+    table = next(t for tag, t in texts.items() if tag.startswith("params"))
+    assert "| model | model-a |" in table and "| bootstrap_resamples | 50 |" in table
+
+
+def test_run_params_by_hand(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative hub id must not accidentally exist as a folder
+    run_json = {
+        "benchmark": "pathmmu", "split": "test_tiny", "model": "hf:/data/lab/models/qwen2-vl-2b/",
+        "mode": "choice-logprob", "protocol": "owner", "strategy": None, "seed": 7, "n_items": 1156,
+        "limit": None, "no_image": False, "judge": "", "parser_version": "choice-8",
+        "data_fingerprint": "ab12", "scopebench_version": "0.1.0", "device": "cuda", "created": "x",
+    }  # fmt: skip
+    metrics = {"model": "ignored", "policy": "exclude", "bootstrap": {"seed": 3, "resamples": 1000}}
+    assert run_params(run_json, metrics) == {
+        "model": "hf:qwen2-vl-2b",  # the folder is cut: dashboards are shared
+        "benchmark": "pathmmu",
+        "split": "test_tiny",
+        "mode": "choice-logprob",
+        "protocol": "owner",
+        "seed": "7",
+        "n_items": "1156",
+        "no_image": "False",
+        "parser_version": "choice-8",
+        "data_fingerprint": "ab12",
+        "scopebench_version": "0.1.0",
+        "policy": "exclude",
+        "bootstrap_seed": "3",
+        "bootstrap_resamples": "1000",
+    }
+    model = {"model": ""}
+    for spec, logged in [
+        ("hf:Qwen/Qwen2-VL-2B-Instruct", "hf:Qwen/Qwen2-VL-2B-Instruct"),  # a hub id, not a path
+        ("openai:gpt-4o", "openai:gpt-4o"),
+        ("random", "random"),
+        ("/data/lab/biomedclip", "biomedclip"),  # a bare folder
+        ("clip:./runs/ft/model", "clip:model"),
+    ]:
+        model["model"] = spec
+        assert run_params(model, {})["model"] == logged, spec
+    (tmp_path / "mine").mkdir()  # an existing relative folder is a path too
+    assert run_params({"model": "clip:mine"}, {})["model"] == "clip:mine"
+    assert run_params({"model": f"clip:{tmp_path / 'mine'}"}, {})["model"] == "clip:mine"
 
 
 def test_missing_library_and_unknown_backend_are_user_errors(tmp_path, monkeypatch):
@@ -122,6 +183,7 @@ def test_report_logs_to_mlflow_and_reads_back(html_runs, tmp_path):
     assert [r.info.run_name for r in runs] == ["a"]
     (run,) = runs
     _assert_same_numbers(run.data.metrics, metrics)
+    assert run.data.params == PARAMS_A
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"metrics.csv", "metrics.md", "accuracy_by_task.png"} <= artifacts
 
@@ -136,20 +198,30 @@ def test_report_logs_to_wandb_offline_and_reads_back(html_runs, tmp_path, monkey
     # run's .wandb file (LevelDB-log framing: 7-byte file header, 32 KiB blocks, 7-byte record
     # headers) and decode its history records with wandb's own protobuf.
     (path,) = (tmp_path / "wandb").rglob("run-*.wandb")
-    history = _wandb_history(path.read_bytes())
+    # wandb's service process may still be writing after run.finish() returns (seen here: the file
+    # without its history about half the time), so read until its closing exit record is there.
+    deadline = time.monotonic() + 60
+    while not (records := _wandb_records(path.read_bytes()))[2] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    history, config, complete = records
+    assert complete, f"{path} has no exit record after 60 s"
     _assert_same_numbers(history, metrics)
+    assert {k: v for k, v in config.items() if not k.startswith("_")} == PARAMS_A
     assert history["accuracy_by_task/_type"] == "image-file"
     assert history["metrics/_type"] == "table-file"
     files = {p.name for p in path.parent.rglob("*") if p.is_file()}
     assert any(n.startswith("accuracy_by_task") and n.endswith(".png") for n in files), files
 
 
-def _wandb_history(data: bytes) -> dict:
-    """Every history key of a ``.wandb`` file with its last value (JSON-decoded)."""
+def _wandb_records(data: bytes) -> tuple[dict, dict, bool]:
+    """History and config keys of a ``.wandb`` file with their last values (JSON-decoded), and
+    whether the file is complete (its exit record was written)."""
     from wandb.proto import wandb_internal_pb2
 
     assert data[:4] == b":W&B"
     out: dict = {}
+    config: dict = {}
+    complete = False
     pos, buf = 7, b""
     while pos + 7 <= len(data):
         left = 32768 - pos % 32768
@@ -157,6 +229,8 @@ def _wandb_history(data: bytes) -> dict:
         if left < 7 or (kind == 0 and length == 0):  # block trailer padding
             pos += left
             continue
+        if pos + 7 + length > len(data):  # a record still being written
+            break
         buf += data[pos + 7 : pos + 7 + length]
         pos += 7 + length
         if kind in (1, 4):  # FULL or LAST fragment: one whole record
@@ -164,4 +238,8 @@ def _wandb_history(data: bytes) -> dict:
             buf = b""
             for item in rec.history.item:
                 out[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
-    return out
+            # The config given to wandb.init arrives in the run record, later changes as config records.
+            for item in (*rec.run.config.update, *rec.config.update):
+                config[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
+            complete = complete or rec.WhichOneof("record_type") == "exit"
+    return out, config, complete

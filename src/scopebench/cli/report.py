@@ -279,9 +279,11 @@ def cmd_report(args: Args) -> int:
                 (out / "published.csv").write_text(_csv(head, body), encoding="utf-8")
         console.print(f"report files of {run} written to {out}/")
         if args.log_to:
-            from scopebench.report.tracking import log_run
+            from scopebench.report.tracking import log_run, run_params
 
-            where = log_run(args.log_to, folder, metrics, out, Path(args.log_dir))
+            run_json = json.loads((Path(run) / rundir.CONFIG_FILE).read_text(encoding="utf-8"))
+            params = run_params(run_json, metrics)
+            where = log_run(args.log_to, folder, metrics, out, Path(args.log_dir), params=params)
             console.print(f"logged {run} to {args.log_to} in {where}")
         if note := _incomplete_note(run):
             console.print(note)

@@ -3,7 +3,9 @@
 Off by default. ``scopebench report RUN… --log-to tensorboard|mlflow|wandb [--log-dir DIR]``
 logs, per run, the scalars of every accuracy row (``accuracy``, ``ci_low``, ``ci_high``, ``n``
 under ``<section>/<group>``, e.g. ``by_task/task-NP/accuracy``), the report's tables
-(``metrics.csv``/``.md``) and its plots (PNG files of the report folder). Each backend's library is
+(``metrics.csv``/``.md``), its plots (PNG files of the report folder) and the run's settings as
+parameters (:func:`run_params`: benchmark, split, model, mode, protocol, seed, parser version…; MLflow
+params, the W&B run config, a ``params`` text in TensorBoard). Each backend's library is
 imported only when chosen; a missing one is a user error naming the extra to install
 (``pip install 'scopebench[track-tensorboard]'`` etc.).
 
@@ -21,7 +23,7 @@ from typing import Any
 
 from scopebench.errors import MissingDependencyError, UsageError
 
-__all__ = ["BACKENDS", "log_run", "metric_scalars"]
+__all__ = ["BACKENDS", "log_run", "metric_scalars", "run_params"]
 
 #: Backend names accepted by ``--log-to``, and the extra that installs each.
 BACKENDS: dict[str, str] = {
@@ -58,6 +60,54 @@ def metric_scalars(metrics: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+#: run.json keys logged as parameters, in this order (absent or null ones are left out).
+_RUN_KEYS = (
+    "benchmark", "split", "mode", "protocol", "strategy", "transform", "seed", "n_items", "limit",
+    "no_image", "judge", "parser_version", "box_parser_version", "box_repair", "data_fingerprint",
+    "scopebench_version",
+)  # fmt: skip
+
+
+def _path_free(spec: str) -> str:
+    """A model spec without its folder: ``hf:/data/m/qwen2-vl-2b`` → ``hf:qwen2-vl-2b``.
+
+    Dashboards are shared, so a local path (a user name, a project layout) is cut to its last part,
+    as in the report's tables; hub ids (``hf:Qwen/Qwen2-VL-2B-Instruct``) are not paths and are kept.
+    """
+    scheme, sep, target = spec.partition(":")
+    if not sep or "/" in scheme:  # a bare path ("/data/m/x", "./x")
+        scheme, target = "", spec
+    looks_local = target.startswith(("/", "./", "../", "~")) or Path(target).expanduser().exists()
+    if looks_local:
+        target = Path(target.rstrip("/")).name or target
+    return f"{scheme}:{target}" if scheme else target
+
+
+def run_params(run_json: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str, str]:
+    """The settings of one run and its report, as string parameters for a tracker.
+
+    From ``run.json``: the keys of ``_RUN_KEYS`` that are set, and ``model`` (path-free, see
+    :func:`_path_free`); from the report's metrics: ``policy`` and the bootstrap's ``seed`` and
+    ``resamples`` (as ``bootstrap_seed``/``bootstrap_resamples``), so two logged reports of one
+    run that differ only in those are told apart.
+    """
+    out: dict[str, str] = {}
+    model = run_json.get("model") or metrics.get("model")
+    if model:
+        out["model"] = _path_free(str(model))
+    for key in _RUN_KEYS:
+        value = run_json.get(key)
+        if value is not None and value != "":
+            out[key] = str(value)
+    if metrics.get("policy"):
+        out["policy"] = str(metrics["policy"])
+    boot = metrics.get("bootstrap") or {}
+    for key in ("seed", "resamples"):
+        if boot.get(key) is not None:
+            out[f"bootstrap_{key}"] = str(boot[key])
+    return out
+
+
 def _files(folder: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
     return (p for p in sorted(folder.iterdir()) if p.suffix in suffixes and p.is_file())
 
@@ -66,7 +116,9 @@ def _missing(backend: str, exc: ImportError) -> MissingDependencyError:
     return MissingDependencyError(exc.name or backend, BACKENDS[backend], f"--log-to {backend}")
 
 
-def _tensorboard(name: str, scalars: Mapping[str, float], folder: Path, log_dir: Path) -> Path:
+def _tensorboard(
+    name: str, scalars: Mapping[str, float], params: Mapping[str, str], folder: Path, log_dir: Path
+) -> Path:
     try:
         from tensorboardX import SummaryWriter
     except ImportError as exc:
@@ -78,6 +130,9 @@ def _tensorboard(name: str, scalars: Mapping[str, float], folder: Path, log_dir:
     with SummaryWriter(logdir=str(target)) as w:
         for tag, v in scalars.items():
             w.add_scalar(tag, v, global_step=0)
+        if params:  # a Markdown table in the Text tab (add_hparams would start a second run folder)
+            rows = "".join(f"| {k} | {v} |\n" for k, v in params.items())
+            w.add_text("params", "| parameter | value |\n|---|---|\n" + rows, global_step=0)
         for p in _files(folder, (".md",)):
             w.add_text(p.stem, p.read_text(encoding="utf-8"), global_step=0)
         for p in _files(folder, (".png",)):
@@ -86,7 +141,9 @@ def _tensorboard(name: str, scalars: Mapping[str, float], folder: Path, log_dir:
     return target
 
 
-def _mlflow(name: str, scalars: Mapping[str, float], folder: Path, log_dir: Path) -> Path:
+def _mlflow(
+    name: str, scalars: Mapping[str, float], params: Mapping[str, str], folder: Path, log_dir: Path
+) -> Path:
     try:
         import mlflow
     except ImportError as exc:
@@ -105,17 +162,21 @@ def _mlflow(name: str, scalars: Mapping[str, float], folder: Path, log_dir: Path
     )
     with mlflow.start_run(run_name=name, experiment_id=exp_id):
         mlflow.log_metrics(dict(scalars))
+        if params:
+            mlflow.log_params(dict(params))
         for p in _files(folder, (".csv", ".md", ".tex", ".png", ".svg", ".json")):
             mlflow.log_artifact(str(p))
     return log_dir
 
 
-def _wandb(name: str, scalars: Mapping[str, float], folder: Path, log_dir: Path) -> Path:
+def _wandb(
+    name: str, scalars: Mapping[str, float], params: Mapping[str, str], folder: Path, log_dir: Path
+) -> Path:
     try:
         import wandb
     except ImportError as exc:
         raise _missing("wandb", exc) from exc
-    run = wandb.init(name=name, dir=str(log_dir), reinit=True)
+    run = wandb.init(name=name, dir=str(log_dir), reinit=True, config=dict(params))
     try:
         run.log(dict(scalars))
         for p in _files(folder, (".png",)):
@@ -129,8 +190,16 @@ def _wandb(name: str, scalars: Mapping[str, float], folder: Path, log_dir: Path)
     return log_dir
 
 
-def log_run(backend: str, name: str, metrics: Mapping[str, Any], report_folder: Path, log_dir: Path) -> Path:
-    """Log one run's metrics, tables and plots to ``backend``; return where they went.
+def log_run(
+    backend: str,
+    name: str,
+    metrics: Mapping[str, Any],
+    report_folder: Path,
+    log_dir: Path,
+    *,
+    params: Mapping[str, str] | None = None,
+) -> Path:
+    """Log one run's metrics, tables, plots and parameters to ``backend``; return where they went.
 
     Args:
         backend: ``tensorboard``, ``mlflow`` or ``wandb``.
@@ -138,6 +207,7 @@ def log_run(backend: str, name: str, metrics: Mapping[str, Any], report_folder: 
         metrics: The run's metrics dict (as written to ``metrics.json``).
         report_folder: The folder with the run's ``metrics.*`` tables and PNG plots.
         log_dir: Where TensorBoard event files / the MLflow file store / W&B's files go.
+        params: The run's settings (:func:`run_params`); none are logged when omitted.
 
     Raises:
         UsageError: Unknown backend.
@@ -147,4 +217,4 @@ def log_run(backend: str, name: str, metrics: Mapping[str, Any], report_folder: 
     if backend not in writers:
         raise UsageError(f"--log-to must be one of {', '.join(BACKENDS)}, not {backend!r}")
     log_dir.mkdir(parents=True, exist_ok=True)
-    return writers[backend](name, metric_scalars(metrics), report_folder, log_dir)
+    return writers[backend](name, metric_scalars(metrics), dict(params or {}), report_folder, log_dir)
