@@ -374,6 +374,102 @@ EQUIVALENT: dict[str, str] = {
     "directory's name",
     "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_18": "as _connect_readonly__mutmut_17",
     "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_19": "as _connect_readonly__mutmut_17",
+    # Session 4: engine.runner's resume functions (names of main at the session's commit)
+    "scopebench.engine.runner.x__check_config__mutmut_18": "run.json is written by json.dumps with "
+    "ensure_ascii (pure ASCII), which any locale's ASCII-compatible codec reads alike",
+    "scopebench.engine.runner.x__check_config__mutmut_29": "sort_keys dropped for the stored config: "
+    "run.json is written with sort_keys=True, so its objects load (and dump) in sorted order",
+    "scopebench.engine.runner.x__cached_metrics__mutmut_17": _CODEC,
+    **{
+        f"scopebench.engine.runner.x__execute__mutmut_{k}": "the kinds joined in the 'not evaluated' "
+        "warning: ItemKind has two values, so a run that evaluates anything has one unsupported kind "
+        "and a backend that leaves one out answers one: a one-element join has no separator"
+        for k in (21, 25)
+    },
+    **{
+        f"scopebench.engine.runner.x__execute__mutmut_{k}": "zip(batch, responses): every executor "
+        "answers through answer_batch, which turns a count mismatch into one error response per request"
+        for k in (109, 112, 113)
+    },
+    **{
+        f"scopebench.engine.runner.x_run_benchmark__mutmut_{k}": "build_backend without the run's parse: "
+        "load_model parses the same config.model to an equal ModelSpec (the parse is only repeated)"
+        for k in (62, 64)
+    },
+    **{
+        f"scopebench.engine.runner.x_run_benchmark__mutmut_{k}": "the kinds joined in the 'nothing to "
+        "evaluate' error: ItemKind has two values and a backend answers one or both, so when it answers "
+        "none of the items' kinds each list has one element: no separator is printed"
+        for k in (77, 81)
+    },
+    "scopebench.engine.runner.x_run_benchmark__mutmut_89": "build_judge without check_judge_spec's parse: "
+    "it parses the same config.judge to an equal ModelSpec (the parse is only repeated)",
+    **{
+        f"scopebench.engine.runner.x_run_benchmark__mutmut_{k}": "run.json's encoding (locale default): "
+        "json.dumps escapes non-ASCII (ensure_ascii), so every ASCII-compatible codec writes the same bytes"
+        for k in (144, 146)
+    },
+    "scopebench.engine.runner.x_run_benchmark__mutmut_157": _CODEC,
+    "scopebench.engine.runner.x_run_benchmark__mutmut_174": "judge_unparsed hands config only to "
+    "_labels_of, which reads the backend's rendering of the item, not config",
+    **{
+        f"scopebench.engine.runner.x_run_benchmark__mutmut_{k}": "the default metrics' stamp key is only "
+        "compared with stamps this same code wrote (a stamp also holds the scopebench version)"
+        for k in (190, 191)
+    },
+    # Session 4 (store.runstore, scoring.baselines, scoring.compare, scoring.aggregate)
+    **{f"scopebench.store.runstore.xǁRunStoreǁ__init____mutmut_{k}": _SQL for k in (20, 21, 24, 25)},
+    **{
+        f"scopebench.store.runstore.xǁRunStoreǁ__init____mutmut_{k}": "PRAGMA names are case-insensitive: "
+        '"QUICK_CHECK" is quick_check'
+        for k in (30, 32)
+    },
+    "scopebench.store.runstore.xǁRunStoreǁ__init____mutmut_4": "RunStore.readonly is never read "
+    "(the connection is opened from the argument)",
+    **{f"scopebench.store.runstore.xǁRunStoreǁ_bump_generation__mutmut_{k}": _SQL for k in (3, 6, 7)},
+    **{f"scopebench.store.runstore.xǁRunStoreǁadd__mutmut_{k}": _SQL for k in (14, 15)},
+    **{f"scopebench.store.runstore.xǁRunStoreǁadd_items__mutmut_{k}": _SQL for k in (12, 13)},
+    **{f"scopebench.store.runstore.xǁRunStoreǁitems__mutmut_{k}": _SQL for k in (4, 5)},
+    **{f"scopebench.store.runstore.xǁRunStoreǁiter_records__mutmut_{k}": _SQL for k in (3, 4)},
+    "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_14": "a 0-byte -wal (>= 0) read from "
+    "a private copy: a WAL without a header holds no frames, so the copy reads the same pages as "
+    "the in-place immutable read",
+    "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_15": "a 1-byte -wal read in place "
+    "(> 1): SQLite ignores a WAL shorter than its 32-byte header, so the copy would read the same pages",
+    **{
+        f"scopebench.scoring.baselines.x__item__mutmut_{k}": "Item.benchmark of a baseline item: neither "
+        "baseline backend reads it and it is not copied into the record"
+        for k in (34, 54, 55, 56, 57, 58, 59, 60, 61)
+    },
+    **{
+        f"scopebench.scoring.baselines.x__item__mutmut_{k}": "Item.question of a baseline item: neither "
+        "baseline backend reads it (random draws by seed and id, frequent counts letters per task)"
+        for k in (37, 78, 79, 80, 81, 82, 83, 84, 85)
+    },
+    **{
+        f"scopebench.scoring.baselines.x__item__mutmut_{k}": "Item.metadata of a baseline item (None or "
+        "the default {}): neither baseline backend reads it and it is not copied into the record"
+        for k in (41, 50)
+    },
+    **{
+        f"scopebench.scoring.compare.x_run_labels__mutmut_{k}": "the order of the unique paths: labels are "
+        "grown by clashes, which do not depend on order, and are then looked up by path"
+        for k in (5, 7)
+    },
+    "scopebench.scoring.compare.x_run_labels__mutmut_11": "Path.resolve() is always absolute, so the "
+    "root is always dropped",
+    "scopebench.scoring.compare.x_run_labels__mutmut_36": "depth may grow one past a path's parts: "
+    "pp[-d:] is then the whole path, the same label, and distinct resolved paths never clash when whole",
+    **{
+        f"scopebench.scoring.compare.x_compare_runs__mutmut_{k}": "the default protocol's spelling: "
+        'compute_metrics only compares it with "owner"'
+        for k in (126, 127)
+    },
+    **{
+        f"scopebench.scoring.aggregate.xǁOwnerRowsǁper_task__mutmut_{k}": "as _row__mutmut_5 (seed/resamples "
+        "passed on to accuracy_row, which deletes them)"
+        for k in (4, 5)
+    },
 }
 
 # mutmut's own exit-code classes (mutmut/stats.py), folded into the four columns we report.

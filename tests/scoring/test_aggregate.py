@@ -135,6 +135,13 @@ def test_owner_macro_row_resamples_the_runs_outcomes() -> None:
     row = macro_row("test", "overall", recs, "exclude", seed=7, resamples=60, protocol="owner")
     iv, _ = owner_macro_basic_ci([[1.0, 0.0], [0.0, 1.0, 1.0]], seed=7, resamples=60)
     assert row is not None and (row["ci_low"], row["ci_high"], row["resamples"]) == (iv.low, iv.high, 60)
+    # Under "wrong" the unparsed record is a 0 in task A's outcomes (without the policy it would be
+    # left out, as under "exclude": the interval of another denominator than the accuracy's).
+    row = macro_row("test", "overall", recs, "wrong", seed=7, resamples=60, protocol="owner")
+    iv, _ = owner_macro_basic_ci([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]], seed=7, resamples=60)
+    assert row is not None and (row["ci_low"], row["ci_high"]) == (iv.low, iv.high)
+    excluded, _ = owner_macro_basic_ci([[1.0, 0.0], [0.0, 1.0, 1.0]], seed=7, resamples=60)
+    assert (iv.low, iv.high) != (excluded.low, excluded.high)
 
 
 def test_macro_row_without_any_judge_free_task_is_nan() -> None:

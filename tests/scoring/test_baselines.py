@@ -232,3 +232,20 @@ def test_baseline_records_carry_the_items_fields() -> None:
         ("i4", "frequent", "ok", "HI", None, "test", 2, 0, False),
     ]
     assert [(r.model, r.status) for r in recs["random"]] == [("random", "ok")] * 5
+
+
+def test_summaries_without_task_or_split_are_one_unnamed_task_and_split() -> None:
+    # A summary lacking "task"/"split" (hand-made, or written before those keys existed) reads as
+    # no task and no split, as a model's record of that item does — not a task named "None".
+    bare = [{"id": f"b{i}", "choices": ["x", "y"], "answer_index": a} for i, a in enumerate((1, 1, 0))]
+    recs = baseline_records(bare, seed=0)
+    assert [(r.task, r.split) for r in recs["frequent"]] == [("", "")] * 3
+    assert [(r.task, r.split) for r in recs["random"]] == [("", "")] * 3
+    assert [r.choice for r in recs["frequent"]] == [1, 1, 1]  # B is correct twice of three
+    section = baseline_section(
+        [Record(s["id"], "m", "ok", choice=0) for s in bare], {s["id"]: s for s in bare}, benchmark="spur"
+    )
+    assert section["frequent"]["reference"] == {
+        "": {"split": "evaluated items (in-sample)", "n": 3, "letter_counts": [1, 2]}
+    }
+    assert [r["group"] for r in section["frequent"]["by_task"]] == ["task="]
