@@ -158,3 +158,16 @@ def test_instance_row_keeps_the_policy() -> None:
     assert (row["group"], row["policy"], row["denominator"], row["accuracy"], row["weighting"]) == (
         "test/A", "exclude", 1, 1.0, "instance"
     )  # fmt: skip
+
+
+def test_owner_aggregation_names_its_benchmark_and_draws_from_seed_0_by_default() -> None:
+    # metrics.json's "owner" section says which benchmark's table it follows; without a seed the
+    # macro rows' bootstrap records (and draws from) the documented default 0.
+    recs = [_ub(i, ("A", "B")[i % 2], i % 3 != 0) for i in range(8)]
+    own = owner_aggregation(recs, benchmark="ubench", items={}, resamples=50)
+    assert (
+        own is not None and own["benchmark"] == "ubench" and set(own) == {"benchmark", "description", "rows"}
+    )
+    assert {r["seed"] for r in own["rows"]} == {0}
+    again = owner_aggregation(recs, benchmark="ubench", items={}, seed=0, resamples=50)
+    assert again is not None and again["rows"] == own["rows"]
