@@ -376,6 +376,16 @@ EQUIVALENT: dict[str, str] = {
     "directory's name",
     "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_18": "as _connect_readonly__mutmut_17",
     "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_19": "as _connect_readonly__mutmut_17",
+    # Session 4: scoring modules run for the first time since their sources changed
+    "scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_75": "as bootstrap_ci__mutmut_49 (scipy's batch "
+    "size: the same draws batch after batch)",
+    "scopebench.scoring.bootstrap.x_stratified_macro_ci__mutmut_30": "n < 1 for n <= 1: strata are kept "
+    "only with n > 0, and when every n is 1 every k is 0 or n, so the first test returns already",
+    **{
+        f"scopebench.scoring.metrics.x__metadata_rows__mutmut_{k}": "seed/resamples of group_rows, passed "
+        "on to accuracy_row, which deletes them (Wilson interval)"
+        for k in (25, 26)
+    },
     # Session 4: engine.runner's resume functions (names of main at the session's commit)
     "scopebench.engine.runner.x__check_config__mutmut_18": "run.json is written by json.dumps with "
     "ensure_ascii (pure ASCII), which any locale's ASCII-compatible codec reads alike",

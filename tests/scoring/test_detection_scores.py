@@ -117,3 +117,13 @@ def test_mixed_run_scores_each_record_its_way(tmp_path: Path) -> None:
     for r in records[::2]:
         del r.extra["grit"]
     assert _localization(_write_run(tmp_path / "mixed", records, items)) == published
+
+
+def test_boxes_without_their_item_say_how_to_store_the_items() -> None:
+    with pytest.raises(DataNotFoundError) as exc:
+        record_grit(_det({"boxes": [[0, 0, 100, 50]]}), None)
+    assert str(exc.value) == (
+        "the detection record of x/d1 cannot be scored: the run holds no item summary with its "
+        "ground-truth boxes. Run the same `scopebench run` command with --out on this folder once "
+        "(nothing is asked again; it stores the items), then report again"
+    )
