@@ -384,7 +384,12 @@ EQUIVALENT: dict[str, str] = {
     **{
         f"scopebench.scoring.metrics.x__metadata_rows__mutmut_{k}": "seed/resamples of group_rows, passed "
         "on to accuracy_row, which deletes them (Wilson interval)"
-        for k in (25, 26)
+        for k in (25, 26, 31, 32)
+    },
+    **{
+        f"scopebench.scoring.metrics.x_judge_section__mutmut_{k}": "seed/resamples of accuracy_row (the "
+        "judge-free row), which deletes them (Wilson interval)"
+        for k in (61, 62, 66, 67)
     },
     # Session 4: engine.runner's resume functions (names of main at the session's commit)
     "scopebench.engine.runner.x__check_config__mutmut_18": "run.json is written by json.dumps with "

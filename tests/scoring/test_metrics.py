@@ -441,3 +441,21 @@ def test_compute_metrics_sections_counts_and_switches():
     assert ex["by_metadata"] == {} and ex["baselines"] == {}  # no items: nothing to draw from
     scored = [Record("y/0", "m", "ok", choice=0, correct=True, scores=[0.8, 0.2], answer_index=0)]
     assert compute_metrics(scored, benchmark="unit")["calibration"]["brier"] == pytest.approx(0.08)
+
+
+def test_the_intervals_section_names_each_rows_interval() -> None:
+    # metrics.json says which interval each kind of row carries: μ-Bench's basic bootstrap on its
+    # macro rows only under its owner protocol; benchmarks without owner macro rows keep the
+    # stratified percentile bootstrap under any protocol.
+    from scopebench.scoring.metrics import _interval_methods
+
+    default = {
+        "proportion": "wilson",
+        "macro_average": "stratified-bootstrap-percentile",
+        "localization_class": "bootstrap-percentile",
+        "localization_macro": "stratified-bootstrap-percentile",
+    }
+    assert _interval_methods("ubench", "default") == default
+    assert _interval_methods("spur", "owner") == default
+    assert _interval_methods("nonesuch", "owner") == default
+    assert _interval_methods("ubench", "owner") == {**default, "macro_average": "stratified-bootstrap-basic"}
