@@ -396,8 +396,8 @@ EQUIVALENT: dict[str, str] = {
     "0.05 instead of 1 - 0.95 = 0.05000000000000004: bounds differ by at most 3.3e-16 (checked for "
     "every k <= n < 60), no printed digit",
     "scopebench.scoring.intervals.x_wilson_interval__mutmut_65": "upper clip at 2 instead of 1: "
-    "max(hi, p) <= 1 already (statsmodels' Wilson bound never exceeded 1, checked for k in 0, 1, "
-    "n - 1, n and every n < 3000, and 1e4..1e6)",
+    "max(hi, p) <= 1 already (the Wilson bound is <= 1; statsmodels' never exceeded 1 by rounding: "
+    "checked for every k <= n < 200, and k in 0, 1, n - 1, n for n < 3000 and 1e4..1e6)",
     # Session 4: engine.runner's resume functions (names of main at the session's commit)
     "scopebench.engine.runner.x__check_config__mutmut_18": "run.json is written by json.dumps with "
     "ensure_ascii (pure ASCII), which any locale's ASCII-compatible codec reads alike",
