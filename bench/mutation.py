@@ -398,6 +398,8 @@ EQUIVALENT: dict[str, str] = {
     "scopebench.scoring.intervals.x_wilson_interval__mutmut_65": "upper clip at 2 instead of 1: "
     "max(hi, p) <= 1 already (the Wilson bound is <= 1; statsmodels' never exceeded 1 by rounding: "
     "checked for every k <= n < 200, and k in 0, 1, n - 1, n for n < 3000 and 1e4..1e6)",
+    "scopebench.scoring.metrics.x_compute_metrics__mutmut_5": "default protocol name: only compared "
+    'with "owner" (owner_aggregation, _interval_methods), never recorded',
     # Session 4: engine.runner's resume functions (names of main at the session's commit)
     "scopebench.engine.runner.x__check_config__mutmut_18": "run.json is written by json.dumps with "
     "ensure_ascii (pure ASCII), which any locale's ASCII-compatible codec reads alike",

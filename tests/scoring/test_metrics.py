@@ -459,3 +459,12 @@ def test_the_intervals_section_names_each_rows_interval() -> None:
     assert _interval_methods("spur", "owner") == default
     assert _interval_methods("nonesuch", "owner") == default
     assert _interval_methods("ubench", "owner") == {**default, "macro_average": "stratified-bootstrap-basic"}
+
+
+def test_metrics_without_a_seed_record_and_draw_from_seed_0() -> None:
+    recs = [
+        Record(f"u/{i}", "m", "ok", choice=0, correct=i % 3 != 0, task=("A", "B")[i % 2]) for i in range(12)
+    ]
+    m = compute_metrics(recs, benchmark="ubench", resamples=50, baselines=False)
+    assert m["bootstrap"]["seed"] == 0
+    assert m == compute_metrics(recs, benchmark="ubench", resamples=50, baselines=False, seed=0)
