@@ -400,6 +400,19 @@ EQUIVALENT: dict[str, str] = {
     "checked for every k <= n < 200, and k in 0, 1, n - 1, n for n < 3000 and 1e4..1e6)",
     "scopebench.scoring.metrics.x_compute_metrics__mutmut_5": "default protocol name: only compared "
     'with "owner" (owner_aggregation, _interval_methods), never recorded',
+    "scopebench.scoring.metrics.x_compute_metrics__mutmut_6": "as compute_metrics__mutmut_5 (default "
+    "protocol name)",
+    **{
+        f"scopebench.scoring.metrics.x_compute_metrics__mutmut_{k}": "seed/resamples for accuracy_row "
+        "(directly, through group_rows, _metadata_rows or judge_section), which deletes them: Wilson"
+        for k in (54, 67, 81, 95, 104, 105, 157, 158, 162)
+    },
+    **{
+        f"scopebench.scoring.metrics.x_localization_section__mutmut_{k}": "resamples/seed of a too-few-items "
+        "interval: a localization row keeps only its bounds (NaN) and method"
+        for k in (71, 72)
+    },
+    **{f"scopebench.scoring.metrics.x_localization_section__mutmut_{k}": _NAN for k in (80, 83)},
     # Session 4: engine.runner's resume functions (names of main at the session's commit)
     "scopebench.engine.runner.x__check_config__mutmut_18": "run.json is written by json.dumps with "
     "ensure_ascii (pure ASCII), which any locale's ASCII-compatible codec reads alike",

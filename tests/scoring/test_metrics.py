@@ -468,3 +468,25 @@ def test_metrics_without_a_seed_record_and_draw_from_seed_0() -> None:
     m = compute_metrics(recs, benchmark="ubench", resamples=50, baselines=False)
     assert m["bootstrap"]["seed"] == 0
     assert m == compute_metrics(recs, benchmark="ubench", resamples=50, baselines=False, seed=0)
+
+
+def test_metrics_hand_the_items_and_the_seed_to_the_owner_and_baseline_sections() -> None:
+    # μ-Bench's pathology rows come from the item summaries' metadata; the baselines record the seed.
+    summ = {
+        f"u{i}": {
+            "id": f"u{i}",
+            "task": ("modality", "stain")[i % 2],
+            "split": "test",
+            "choices": ["a", "b"],
+            "answer_index": 0,
+            "metadata": {"domain": "pathology" if i < 6 else "other"},
+        }
+        for i in range(12)
+    }
+    recs = [
+        Record(k, "m", "ok", choice=0, correct=i % 3 != 0, task=s["task"], answer_index=0)
+        for i, (k, s) in enumerate(summ.items())
+    ]
+    m = compute_metrics(recs, benchmark="ubench", items=summ, seed=5, resamples=50)
+    assert {r["subset_or_task"] for r in m["owner"]["rows"]} >= {"all", "pathology"}
+    assert (m["baselines"]["random"]["seed"], m["baselines"]["frequent"]["seed"]) == (5, 5)
