@@ -838,3 +838,13 @@ def test_the_run_directory_is_created_with_its_parents_or_refused_in_one_message
     assert str(exc.value) == (
         f"cannot create the run directory {tmp_path / 'denied'} (Permission denied); choose another --out"
     )
+
+
+def test_a_reply_with_a_lone_surrogate_is_stored_not_a_traceback(tmp_path: Path) -> None:
+    # Before: UnicodeEncodeError in RunStore.add, the run lost (found by make mutation, session 4).
+    replay = tmp_path / "replies.jsonl"
+    replay.write_text('{"item_id": "unit/000", "response": "A \\ud800"}\n', encoding="utf-8")
+    res = run_benchmark(_cfg(f"replay:{replay}", n=2), tmp_path / "run")
+    recs = load_run(tmp_path / "run").records
+    assert res.n_new == 2 and recs[0].response == "A \ufffd"
+    assert "A \ufffd" in (tmp_path / "run" / "records.jsonl").read_text(encoding="utf-8")

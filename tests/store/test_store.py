@@ -416,3 +416,23 @@ def test_adding_nothing_writes_nothing(tmp_path: Path) -> None:
     with RunStore(tmp_path / "r.sqlite") as store:
         assert store.add([]) == 0 and store.add(iter([])) == 0
         assert store.generation() == 0 and store.count() == 0
+
+
+def test_a_lone_surrogate_is_stored_as_the_replacement_character(tmp_path: Path) -> None:
+    # "\ud800" is valid JSON (a reply cut inside an emoji's surrogate pair, or a data file's text) but
+    # has no UTF-8 encoding: SQLite refused the whole batch with a UnicodeEncodeError traceback.
+    # It is stored as U+FFFD (what a UTF-8 decoder shows for broken bytes); a split pair is joined.
+    from dataclasses import replace
+
+    from helpers import make_items
+
+    path = tmp_path / "r.sqlite"
+    rec = Record(item_id="x/1", model="m", status="ok", choice=0, response="A \ud800 B \ud83d\ude00")
+    with RunStore(path) as store:
+        assert store.add([rec, _rec(2)]) == 2
+        store.add_items([replace(make_items(1)[0], question="Q \udfff?")])
+        got = store.records()[0]
+        store.export_jsonl(tmp_path / "r.jsonl")
+        assert store.items()["unit/000"]["question"] == "Q \ufffd?"
+    assert (got.item_id, got.response) == ("x/1", "A \ufffd B 😀")
+    assert '"A \ufffd B 😀"' in (tmp_path / "r.jsonl").read_text(encoding="utf-8")
