@@ -466,8 +466,12 @@ EQUIVALENT: dict[str, str] = {
     "scopebench.store.runstore.xǁRunStoreǁ__init____mutmut_4": "RunStore.readonly is never read "
     "(the connection is opened from the argument)",
     **{f"scopebench.store.runstore.xǁRunStoreǁ_bump_generation__mutmut_{k}": _SQL for k in (3, 6, 7)},
-    **{f"scopebench.store.runstore.xǁRunStoreǁadd__mutmut_{k}": _SQL for k in (14, 15)},
-    **{f"scopebench.store.runstore.xǁRunStoreǁadd_items__mutmut_{k}": _SQL for k in (12, 13)},
+    # add/add_items as renumbered by _json_text (commit 67858e6); before it, add 14, 15 and add_items 12, 13
+    **{f"scopebench.store.runstore.xǁRunStoreǁadd__mutmut_{k}": _SQL for k in (10, 11)},
+    **{f"scopebench.store.runstore.xǁRunStoreǁadd_items__mutmut_{k}": _SQL for k in (8, 9)},
+    "scopebench.store.runstore.x__json_text__mutmut_3": "json.dumps tests ensure_ascii for truth: None "
+    "acts as False",
+    **{f"scopebench.store.runstore.x__json_text__mutmut_{k}": _CODEC for k in (9, 20, 24)},
     **{f"scopebench.store.runstore.xǁRunStoreǁitems__mutmut_{k}": _SQL for k in (4, 5)},
     **{f"scopebench.store.runstore.xǁRunStoreǁiter_records__mutmut_{k}": _SQL for k in (3, 4)},
     "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_14": "a 0-byte -wal (>= 0) read from "
