@@ -47,9 +47,10 @@ typecheck: venv
 check: lint typecheck test
 
 # Mutation testing of parsing/, scoring/ and the resume logic (slow: not part of test/check/CI).
-# Scores and the equivalent mutants are in bench/RESULTS.md; MODULES="scoring.compare ..." narrows it.
+# Scores and the equivalent mutants are in bench/RESULTS.md; MODULES="scoring.compare ..." narrows it,
+# PENDING=1 runs only the mutants without a verdict or still surviving.
 mutation: venv
-	$(PY) bench/mutation.py --mutmut $(VENV)/bin/mutmut $(foreach m,$(MODULES),--module $(m))
+	$(PY) bench/mutation.py --mutmut $(VENV)/bin/mutmut $(foreach m,$(MODULES),--module $(m)) $(if $(PENDING),--pending)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache mutants

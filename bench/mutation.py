@@ -46,9 +46,11 @@ MODULES: tuple[str, ...] = (
     "scoring.calibration",
     "scoring.compare",
     "scoring.decoupling",
+    "scoring.detection",
     "scoring.grit",
     "scoring.intervals",
     "scoring.metrics",
+    "scoring.schema",
     "store.runstore",
     "engine.runner",
     "engine.parse",
@@ -374,6 +376,159 @@ EQUIVALENT: dict[str, str] = {
     "directory's name",
     "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_18": "as _connect_readonly__mutmut_17",
     "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_19": "as _connect_readonly__mutmut_17",
+    # Session 4: scoring modules run for the first time since their sources changed
+    "scopebench.scoring.bootstrap.x_bootstrap_ci__mutmut_75": "as bootstrap_ci__mutmut_49 (scipy's batch "
+    "size: the same draws batch after batch)",
+    "scopebench.scoring.bootstrap.x_stratified_macro_ci__mutmut_30": "n < 1 for n <= 1: strata are kept "
+    "only with n > 0, and when every n is 1 every k is 0 or n, so the first test returns already",
+    **{
+        f"scopebench.scoring.metrics.x__metadata_rows__mutmut_{k}": "seed/resamples of group_rows, passed "
+        "on to accuracy_row, which deletes them (Wilson interval)"
+        for k in (25, 26, 31, 32)
+    },
+    **{
+        f"scopebench.scoring.metrics.x_judge_section__mutmut_{k}": "seed/resamples of accuracy_row (the "
+        "judge-free row), which deletes them (Wilson interval)"
+        for k in (61, 62, 66, 67)
+    },
+    **{f"scopebench.scoring.intervals.x_wilson_interval__mutmut_{k}": _NAN for k in (15, 18)},
+    "scopebench.scoring.intervals.x_wilson_interval__mutmut_33": "alpha left to statsmodels' default "
+    "0.05 instead of 1 - 0.95 = 0.05000000000000004: bounds differ by at most 3.3e-16 (checked for "
+    "every k <= n < 60), no printed digit",
+    "scopebench.scoring.intervals.x_wilson_interval__mutmut_65": "upper clip at 2 instead of 1: "
+    "max(hi, p) <= 1 already (the Wilson bound is <= 1; statsmodels' never exceeded 1 by rounding: "
+    "checked for every k <= n < 200, and k in 0, 1, n - 1, n for n < 3000 and 1e4..1e6)",
+    "scopebench.scoring.metrics.x_compute_metrics__mutmut_5": "default protocol name: only compared "
+    'with "owner" (owner_aggregation, _interval_methods), never recorded',
+    "scopebench.scoring.metrics.x_compute_metrics__mutmut_6": "as compute_metrics__mutmut_5 (default "
+    "protocol name)",
+    **{
+        f"scopebench.scoring.metrics.x_compute_metrics__mutmut_{k}": "seed/resamples for accuracy_row "
+        "(directly, through group_rows, _metadata_rows or judge_section), which deletes them: Wilson"
+        for k in (54, 67, 81, 95, 104, 105, 157, 158, 162)
+    },
+    **{
+        f"scopebench.scoring.metrics.x_localization_section__mutmut_{k}": "resamples/seed of a too-few-items "
+        "interval: a localization row keeps only its bounds (NaN) and method"
+        for k in (71, 72)
+    },
+    **{f"scopebench.scoring.metrics.x_localization_section__mutmut_{k}": _NAN for k in (80, 83)},
+    # Session 4: engine.runner's resume functions (names of main at the session's commit)
+    "scopebench.engine.runner.x__check_config__mutmut_18": "run.json is written by json.dumps with "
+    "ensure_ascii (pure ASCII), which any locale's ASCII-compatible codec reads alike",
+    "scopebench.engine.runner.x__check_config__mutmut_29": "sort_keys dropped for the stored config: "
+    "run.json is written with sort_keys=True, so its objects load (and dump) in sorted order",
+    "scopebench.engine.runner.x__cached_metrics__mutmut_17": _CODEC,
+    **{
+        f"scopebench.engine.runner.x__execute__mutmut_{k}": "the kinds joined in the 'not evaluated' "
+        "warning: ItemKind has two values, so a run that evaluates anything has one unsupported kind "
+        "and a backend that leaves one out answers one: a one-element join has no separator"
+        for k in (21, 25)
+    },
+    **{
+        f"scopebench.engine.runner.x__execute__mutmut_{k}": "zip(batch, responses): every executor "
+        "answers through answer_batch, which turns a count mismatch into one error response per request"
+        for k in (109, 112, 113)
+    },
+    **{
+        f"scopebench.engine.runner.x_run_benchmark__mutmut_{k}": "build_backend without the run's parse: "
+        "load_model parses the same config.model to an equal ModelSpec (the parse is only repeated)"
+        for k in (62, 64)
+    },
+    **{
+        f"scopebench.engine.runner.x_run_benchmark__mutmut_{k}": "the kinds joined in the 'nothing to "
+        "evaluate' error: ItemKind has two values and a backend answers one or both, so when it answers "
+        "none of the items' kinds each list has one element: no separator is printed"
+        for k in (77, 81)
+    },
+    "scopebench.engine.runner.x_run_benchmark__mutmut_89": "build_judge without check_judge_spec's parse: "
+    "it parses the same config.judge to an equal ModelSpec (the parse is only repeated)",
+    **{
+        f"scopebench.engine.runner.x_run_benchmark__mutmut_{k}": "run.json's encoding (locale default): "
+        "json.dumps escapes non-ASCII (ensure_ascii), so every ASCII-compatible codec writes the same bytes"
+        for k in (144, 146)
+    },
+    "scopebench.engine.runner.x_run_benchmark__mutmut_157": _CODEC,
+    "scopebench.engine.runner.x_run_benchmark__mutmut_174": "judge_unparsed hands config only to "
+    "_labels_of, which reads the backend's rendering of the item, not config",
+    **{
+        f"scopebench.engine.runner.x_run_benchmark__mutmut_{k}": "the default metrics' stamp key is only "
+        "compared with stamps this same code wrote (a stamp also holds the scopebench version)"
+        for k in (190, 191)
+    },
+    # Session 4 (store.runstore, scoring.baselines, scoring.compare, scoring.aggregate)
+    **{f"scopebench.store.runstore.xǁRunStoreǁ__init____mutmut_{k}": _SQL for k in (20, 21, 24, 25)},
+    **{
+        f"scopebench.store.runstore.xǁRunStoreǁ__init____mutmut_{k}": "PRAGMA names are case-insensitive: "
+        '"QUICK_CHECK" is quick_check'
+        for k in (30, 32)
+    },
+    "scopebench.store.runstore.xǁRunStoreǁ__init____mutmut_4": "RunStore.readonly is never read "
+    "(the connection is opened from the argument)",
+    **{f"scopebench.store.runstore.xǁRunStoreǁ_bump_generation__mutmut_{k}": _SQL for k in (3, 6, 7)},
+    # add/add_items as renumbered by _json_text (commit 67858e6); before it, add 14, 15 and add_items 12, 13
+    **{f"scopebench.store.runstore.xǁRunStoreǁadd__mutmut_{k}": _SQL for k in (10, 11)},
+    **{f"scopebench.store.runstore.xǁRunStoreǁadd_items__mutmut_{k}": _SQL for k in (8, 9)},
+    "scopebench.store.runstore.x__json_text__mutmut_3": "json.dumps tests ensure_ascii for truth: None "
+    "acts as False",
+    **{f"scopebench.store.runstore.x__json_text__mutmut_{k}": _CODEC for k in (9, 20, 24)},
+    **{f"scopebench.store.runstore.xǁRunStoreǁitems__mutmut_{k}": _SQL for k in (4, 5)},
+    **{f"scopebench.store.runstore.xǁRunStoreǁiter_records__mutmut_{k}": _SQL for k in (3, 4)},
+    "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_14": "a 0-byte -wal (>= 0) read from "
+    "a private copy: a WAL without a header holds no frames, so the copy reads the same pages as "
+    "the in-place immutable read",
+    "scopebench.store.runstore.xǁRunStoreǁ_connect_readonly__mutmut_15": "a 1-byte -wal read in place "
+    "(> 1): SQLite ignores a WAL shorter than its 32-byte header, so the copy would read the same pages",
+    **{
+        f"scopebench.scoring.baselines.x__item__mutmut_{k}": "Item.benchmark of a baseline item: neither "
+        "baseline backend reads it and it is not copied into the record"
+        for k in (34, 54, 55, 56, 57, 58, 59, 60, 61)
+    },
+    **{
+        f"scopebench.scoring.baselines.x__item__mutmut_{k}": "Item.question of a baseline item: neither "
+        "baseline backend reads it (random draws by seed and id, frequent counts letters per task)"
+        for k in (37, 78, 79, 80, 81, 82, 83, 84, 85)
+    },
+    **{
+        f"scopebench.scoring.baselines.x__item__mutmut_{k}": "Item.metadata of a baseline item (None or "
+        "the default {}): neither baseline backend reads it and it is not copied into the record"
+        for k in (41, 50)
+    },
+    **{
+        f"scopebench.scoring.compare.x_run_labels__mutmut_{k}": "the order of the unique paths: labels are "
+        "grown by clashes, which do not depend on order, and are then looked up by path"
+        for k in (5, 7)
+    },
+    "scopebench.scoring.compare.x_run_labels__mutmut_11": "Path.resolve() is always absolute, so the "
+    "root is always dropped",
+    "scopebench.scoring.compare.x_run_labels__mutmut_36": "depth may grow one past a path's parts: "
+    "pp[-d:] is then the whole path, the same label, and distinct resolved paths never clash when whole",
+    **{
+        f"scopebench.scoring.compare.x_compare_runs__mutmut_{k}": "the default protocol's spelling: "
+        'compute_metrics only compares it with "owner"'
+        for k in (126, 127)
+    },
+    **{
+        f"scopebench.scoring.aggregate.x_owner_aggregation__mutmut_{k}": "default protocol name: only "
+        'compared with "owner" (macro_row, _interval_methods)'
+        for k in (4, 5)
+    },
+    **{
+        f"scopebench.scoring.baselines.x__item__mutmut_{k}": "as _item__mutmut_41 (Item.metadata of a "
+        "baseline item, read by neither backend)"
+        for k in (92, 93, 94)
+    },
+    **{
+        f"scopebench.scoring.baselines.x_baseline_section__mutmut_{k}": "seed/resamples of accuracy_row "
+        "(directly or through group_rows), which deletes them: Wilson interval"
+        for k in (43, 54)
+    },
+    "scopebench.scoring.baselines.x_baseline_section__mutmut_82": _NAN,
+    **{
+        f"scopebench.scoring.aggregate.xǁOwnerRowsǁper_task__mutmut_{k}": "as _row__mutmut_5 (seed/resamples "
+        "passed on to accuracy_row, which deletes them)"
+        for k in (4, 5)
+    },
 }
 
 # mutmut's own exit-code classes (mutmut/stats.py), folded into the four columns we report.
@@ -392,6 +547,33 @@ def _globs(module: str) -> list[str]:
     if module == "engine.runner":
         return [f"scopebench.engine.runner.x_{f}__mutmut_*" for f in RESUME_FUNCTIONS]
     return [f"scopebench.{module}.*"]
+
+
+def _pending(modules: list[str], root: Path) -> list[str] | None:
+    """Mutants of ``modules`` still to judge: no verdict yet, or surviving and not in EQUIVALENT.
+
+    ``None`` when a module has no ``.meta`` file yet (nothing run: every mutant is pending). Read from
+    the last run's ``.meta`` files, so after a source change run the module once without
+    ``--pending`` (its changed functions' mutants are only listed once mutmut has regenerated them).
+    """
+    from mutmut.stats import status_by_exit_code
+
+    names: list[str] = []
+    for module in modules:
+        meta = root / "mutants" / "src" / "scopebench" / (module.replace(".", "/") + ".py.meta")
+        if not meta.is_file():
+            return None
+        codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+        for key, code in codes.items():
+            status = "not checked" if code is None else _STATUS.get(status_by_exit_code[code], "not checked")
+            if _counted(module, key) and _judged(key, status) in (
+                "not checked",
+                "survived",
+                "no tests",
+                "suspicious",
+            ):
+                names.append(key)
+    return names
 
 
 def _counted(module: str, key: str) -> bool:
@@ -458,6 +640,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--module", action="append", choices=MODULES, help="only this module (repeatable)")
     ap.add_argument("--summary", action="store_true", help="only print the last results")
     ap.add_argument("--equivalents", action="store_true", help="print the equivalent mutants' table")
+    ap.add_argument(
+        "--pending",
+        action="store_true",
+        help="run only mutants without a verdict or surviving (mutmut re-runs every mutant it is named)",
+    )
     ap.add_argument("--mutmut", default=str(Path(sys.executable).with_name("mutmut")), help="mutmut binary")
     ap.add_argument("--max-children", type=int, default=2, help="parallel mutants (default 2)")
     args = ap.parse_args(argv)
@@ -470,13 +657,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.summary:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # tests must import mutants/src
-        globs = [g for m in modules for g in _globs(m)]
+        pending = _pending(modules, root) if args.pending else None
+        if pending == []:
+            print("no mutant left to judge in these modules")
+        globs = [g for m in modules for g in _globs(m)] if pending is None else pending
         cmd = ["nice", args.mutmut, "run", "--max-children", str(args.max_children), *globs]
         start = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=root, env=env, check=False)
-        print(f"\nmutmut run: exit {proc.returncode}, {time.perf_counter() - start:.0f} s wall")
-        if proc.returncode != 0:
-            return proc.returncode
+        proc = subprocess.run(cmd, cwd=root, env=env, check=False) if globs else None
+        rc = 0 if proc is None else proc.returncode
+        print(f"\nmutmut run: exit {rc}, {time.perf_counter() - start:.0f} s wall")
+        if rc != 0:
+            return rc
     rows, overall = summarise(modules, root)
     _print_table(rows, overall)
     print("\nSurvivors: `mutmut results`; one mutant's diff: `mutmut show NAME`.")

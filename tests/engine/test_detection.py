@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from PIL import Image
@@ -219,3 +220,31 @@ def test_missing_image_detection_item_counts_as_a_failed_detection(
     # Dropping d4 (as a record of kind "mcq") gave 1/2.
     assert loc["class=nucleus"]["score"] == pytest.approx(1 / 3) and loc["class=nucleus"]["n"] == 3
     assert result.metrics["overall"]["n"] == 1  # the one multiple-choice item, not d4
+
+
+def test_a_backend_that_names_its_box_format_is_read_in_that_format_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A model that writes JSON boxes: a Qwen-style reply is not its format, so nothing is read
+    # (under "auto" the same reply is read as a perfect Qwen box: GRIT 1 instead of 0).
+    import scopebench.engine.runner as runner_mod
+    from scopebench.models import load_model
+    from scopebench.models.replay import ReplayBackend
+
+    class JsonBoxes(ReplayBackend):
+        @property
+        def box_format(self) -> Literal["json"]:
+            return "json"
+
+    data = _bench(tmp_path)
+    replay = tmp_path / "answers.jsonl"
+    replay.write_text(json.dumps({"item_id": "local/d1", "response": "<box>(0,0),(500,500)</box>"}) + "\n")
+    cfg = RunConfig(benchmark="local", data=str(data), model=f"replay:{replay}", limit=1)
+    run_benchmark(cfg, tmp_path / "auto")
+    assert _grit(load_run(tmp_path / "auto"), "local/d1") == pytest.approx(1.0)
+    real = load_model(cfg.model, cfg.model_options())
+    json_boxes = JsonBoxes(real.model_spec or cfg.model, cfg.model_options())
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: json_boxes)
+    run_benchmark(cfg, tmp_path / "json")
+    run = load_run(tmp_path / "json")
+    assert _grit(run, "local/d1") == 0.0 and run.records[0].extra["boxes"] == []

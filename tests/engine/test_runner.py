@@ -11,9 +11,10 @@ import pytest
 import scopebench.engine.runner as runner_mod
 from helpers import make_items
 from scopebench.engine import RunConfig, run_benchmark
-from scopebench.errors import ConfigMismatchError, RunAbortedError
+from scopebench.errors import ConfigMismatchError, RunAbortedError, ScopebenchError
 from scopebench.items import Item
 from scopebench.models import Backend, ModelOptions, ModelSpec, Response, load_model
+from scopebench.protocols import Request
 from scopebench.store import load_run
 
 
@@ -533,3 +534,317 @@ def test_items_of_a_kind_the_model_cannot_answer_are_counted_and_named(
         "2 detection item(s) are not evaluated by random (it answers mcq items); they are not in the metrics"
         in caplog.messages
     )
+
+
+# What a run counts, says and keeps (make mutation survivors, session 4) ------------------------
+
+
+class _Picky(_Scripted):
+    """An image model that cannot render some items and records each batch's size and its closing."""
+
+    def __init__(self, unrenderable: frozenset[str] = frozenset(), errors: bool = False) -> None:
+        super().__init__()
+        self.unrenderable = unrenderable
+        self.errors = errors
+        self.sizes: list[int] = []
+        self.closed = 0
+
+    def render(self, item: Item) -> Request:
+        if item.id in self.unrenderable:
+            raise ScopebenchError(f"no prompt for {item.id}")
+        return super().render(item)
+
+    def predict(self, items: Sequence[Item]) -> list[Response]:
+        self.sizes.append(len(items))
+        if self.errors:  # one error of its own per item
+            return [Response(it.id, status="error", error=f"no answer for {it.id}") for it in items]
+        return super().predict(items)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def _use(monkeypatch: pytest.MonkeyPatch, backend: Backend, items: list[Item] | None = None) -> None:
+    from scopebench.benchmarks import LoadedBenchmark
+
+    monkeypatch.setattr(runner_mod, "load_model", lambda spec, opts: backend)
+    if items is not None:
+        loaded = LoadedBenchmark(name="unit", data=str(len(items)), items=items, fingerprint="x")
+        monkeypatch.setattr(runner_mod, "load_items", lambda cfg, hook=None: (loaded, items))
+
+
+def test_new_results_count_blocked_unrenderable_and_answered_items(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2 items without their image, 1 the backend cannot render, 2 answered: 5 new results, each
+    # recorded under the run's model.
+    items = [replace(it, problems=("missing_image",)) if i < 2 else it for i, it in enumerate(make_items(5))]
+    backend = _Picky(unrenderable=frozenset({"unit/002"}))
+    _use(monkeypatch, backend, items)
+    res = run_benchmark(_cfg("scripted", n=5, max_fail_fraction=1.0), tmp_path / "run")
+    assert (res.n_new, res.n_items) == (5, 5)
+    recs = load_run(tmp_path / "run").records
+    assert [r.status for r in recs] == ["missing_image", "missing_image", "error", "ok", "ok"]
+    assert {r.model for r in recs} == {"scripted"}
+    assert recs[2].error == "cannot render the prompt: no prompt for unit/002"
+    assert backend.closed == 1  # built by the run (load_model): closed by it, once
+
+
+def test_batches_have_the_configured_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _Picky()
+    _use(monkeypatch, backend)
+    run_benchmark(_cfg("scripted", n=3, batch_size=1), tmp_path / "one")
+    run_benchmark(_cfg("scripted", n=5, batch_size=2), tmp_path / "two")
+    assert backend.sizes == [1, 1, 1, 2, 2, 1]
+
+
+def test_the_progress_bar_counts_every_item_of_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    class Bar:
+        n = 0
+
+        def update(self, k: int) -> None:
+            self.n += k
+
+    bars: list[tuple[int, str, Bar]] = []
+
+    @contextmanager
+    def fake_progress(total: int, desc: str, unit: str = "item") -> Iterator[Bar]:
+        bars.append((total, desc, Bar()))
+        yield bars[-1][2]
+
+    monkeypatch.setattr(runner_mod, "progress", fake_progress)
+    _use(monkeypatch, _Picky(unrenderable=frozenset({"unit/001"})))
+    run_benchmark(_cfg("scripted", n=4, batch_size=2, max_fail_fraction=1.0), tmp_path / "run")
+    ((total, desc, bar),) = bars
+    assert (total, desc, bar.n) == (4, "unit × scripted", 4)
+
+
+def test_the_stop_message_names_the_last_error_or_where_to_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    advice = (
+        "Finished results are kept; fix the cause and run the same command again to resume "
+        "(--retry-errors redoes the failed items)."
+    )
+    _use(monkeypatch, _Picky(errors=True))
+    with pytest.raises(RunAbortedError) as exc:
+        run_benchmark(_cfg("scripted", n=3, batch_size=3), tmp_path / "errors")
+    assert str(exc.value) == (
+        f"stopped: 3 of 3 items failed (more than 50%); last error: no answer for unit/002. {advice}"
+    )
+    # 6 of 10 items cannot be rendered; the first batch answered has no error of its own.
+    _use(monkeypatch, _Picky(unrenderable=frozenset(f"unit/{i:03d}" for i in range(6))))
+    with pytest.raises(RunAbortedError) as exc:
+        run_benchmark(_cfg("scripted", n=10, batch_size=4), tmp_path / "render")
+    assert str(exc.value) == (
+        f"stopped: 6 of 10 items failed (more than 50%); last error: see the run's records. {advice}"
+    )
+
+
+def test_the_interrupt_message_says_what_was_saved_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scopebench.errors import RunInterruptedError
+
+    _use(monkeypatch, _Scripted(interrupt_at=3))
+    with pytest.raises(RunInterruptedError) as exc:
+        run_benchmark(_cfg("scripted", batch_size=2), tmp_path / "run")
+    assert str(exc.value) == (
+        f"interrupted: 4 new results were saved in {tmp_path / 'run'}; run the same command again to resume"
+    )
+
+
+def test_fresh_without_run_json_deletes_only_the_store_and_its_wal_files(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("records.sqlite", "records.sqlite-wal", "records.sqlite-shm", "notes.txt"):
+        (run / name).write_text("x")
+    runner_mod._check_config(run, {}, True, _Scripted())
+    assert sorted(p.name for p in run.iterdir()) == ["notes.txt"]
+
+
+def test_a_changed_configuration_is_refused_with_every_difference(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"benchmark": "unit", "split": "val", "strategy": None}))
+    new = {"benchmark": "unit", "split": "test", "strategy": "cot"}
+    with pytest.raises(ConfigMismatchError) as exc:
+        runner_mod._check_config(run, new, False, _Scripted())
+    assert str(exc.value) == (
+        f"the run directory {run} holds results of a different configuration:\n"
+        "  split: stored 'val', now 'test'\n"
+        "  strategy: stored None, now 'cot'\n"
+        "Use another --out, or pass --fresh to discard the stored results and start again."
+    )
+
+
+def test_raising_the_limit_of_the_frequent_baseline_redoes_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its answers depend on every evaluated item, so the stored ones are discarded, with a warning
+    # naming the folder; a lower limit is refused, naming it too.
+    run = tmp_path / "run"
+    run_benchmark(_cfg("frequent", n=10, limit=4), run)
+    with caplog.at_level("WARNING", logger="scopebench"):
+        res = run_benchmark(_cfg("frequent", n=10, limit=6), run)
+    assert res.n_new == 6 and len(load_run(run).records) == 6
+    assert (
+        f"frequent answers from the whole set of evaluated items, so the results stored in {run} "
+        "(--limit 4) are discarded and the run is redone with --limit 6"
+    ) in caplog.messages
+    with pytest.raises(ConfigMismatchError) as exc:
+        run_benchmark(_cfg("frequent", n=10, limit=3), run)
+    assert str(exc.value).startswith(f"the run directory {run} holds results of --limit 6, more items than")
+
+
+def test_a_run_given_the_models_parse_never_parses_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = runner_mod.parse_spec("random")
+
+    def no_parse(text: str) -> ModelSpec:
+        raise AssertionError(f"{text!r} parsed again")
+
+    monkeypatch.setattr(runner_mod, "parse_spec", no_parse)
+    cfg = _cfg("random", n=4, no_image=True)  # the text-only check reads the spec too
+    assert run_benchmark(cfg, tmp_path / "a", model_spec=spec).n_new == 4
+    backend = load_model(spec, cfg.model_options())  # carries its parse
+    assert run_benchmark(cfg, tmp_path / "b", backend=backend).n_new == 4
+
+
+def test_a_judge_that_cannot_write_is_refused_before_the_data_is_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scopebench.errors import ModelSpecError
+
+    def no_load(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the data was loaded before the judge was checked")
+
+    monkeypatch.setattr(runner_mod, "load_items", no_load)
+    with pytest.raises(ModelSpecError):
+        run_benchmark(_cfg("random", judge="random"), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_item_hook_decides_the_items_of_the_run(tmp_path: Path) -> None:
+    res = run_benchmark(_cfg("random", n=10), tmp_path / "run", item_hook=lambda items: items[:3])
+    assert (res.n_items, res.n_new) == (3, 3)
+    assert [r.item_id for r in load_run(tmp_path / "run").records] == ["unit/000", "unit/001", "unit/002"]
+
+
+def test_a_ray_run_hands_the_workers_the_item_ids_and_the_hook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scopebench.engine.executors import LocalExecutor
+
+    calls: list[tuple[list[str], object]] = []
+
+    def fake_ray(config: RunConfig, item_ids: Sequence[str], **kw: object) -> LocalExecutor:
+        calls.append((list(item_ids), kw["item_hook"]))
+        return LocalExecutor(runner_mod.build_backend(config))
+
+    def hook(items: list[Item]) -> list[Item]:
+        return items[1:3]
+
+    monkeypatch.setattr(runner_mod, "RayExecutor", fake_ray)
+    res = run_benchmark(_cfg("random", n=5, executor="ray"), tmp_path / "run", item_hook=hook)
+    assert res.n_new == 2 and calls == [(["unit/001", "unit/002"], hook)]
+
+
+def test_nothing_to_evaluate_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scopebench.errors import NoItemsError
+
+    ids = frozenset(f"unit/{i:03d}" for i in range(4))
+    with pytest.raises(NoItemsError) as exc:
+        run_benchmark(_cfg("random", n=4, exclude_ids=ids), tmp_path / "run")
+    assert str(exc.value) == (
+        "nothing to evaluate: all 4 items of unit are excluded by --exclude; no run directory was "
+        "written. Check the --exclude file."
+    )
+    _use(
+        monkeypatch,
+        load_model("random", ModelOptions()),
+        [replace(it, kind="detection") for it in make_items(3)],
+    )
+    with pytest.raises(NoItemsError) as exc:
+        run_benchmark(_cfg("random", n=3), tmp_path / "run")
+    assert str(exc.value) == (
+        "random answers mcq items, and all 3 items of this run are detection items: nothing to "
+        "evaluate, no run directory written. Choose a model for this kind of item (`scopebench models`)."
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_stored_metrics_are_read_as_utf8_whatever_the_locale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The report writes metrics.json as UTF-8 text (task names such as "5 μm"); a resume that reuses
+    # it must not read it in the locale's encoding. Emulate a Latin-1 locale for pathlib.
+    import io
+
+    def metrics(d: Path) -> dict[str, str]:
+        (d / "metrics.json").write_text(json.dumps({"task": "5 μm"}, ensure_ascii=False), encoding="utf-8")
+        return {"task": "5 μm"}
+
+    run_benchmark(_cfg("random", n=3), tmp_path / "run", on_metrics=metrics, metrics_key="k")
+    real = io.text_encoding
+    monkeypatch.setattr(io, "text_encoding", lambda enc, *a: "latin-1" if enc is None else real(enc))
+    again = run_benchmark(_cfg("random", n=3), tmp_path / "run", on_metrics=lambda d: {}, metrics_key="k")
+    assert again.metrics == {"task": "5 μm"}
+
+
+def test_a_judge_that_fails_to_load_closes_the_runs_own_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replies = tmp_path / "judge.jsonl"
+    replies.write_text("")
+    backend = _Picky()
+    _use(monkeypatch, backend)
+
+    def judge_down(config: RunConfig, spec: ModelSpec | None = None) -> Backend:
+        raise ScopebenchError("the judge's server is down")
+
+    monkeypatch.setattr(runner_mod, "build_judge", judge_down)
+    with pytest.raises(ScopebenchError, match="the judge's server is down"):
+        run_benchmark(_cfg("scripted", n=3, judge=f"replay:{replies}"), tmp_path / "run")
+    assert backend.closed == 1 and not (tmp_path / "run").exists()
+
+
+def test_the_run_directory_is_created_with_its_parents_or_refused_in_one_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scopebench.errors import RunDirReadOnlyError
+
+    nested = tmp_path / "a" / "b" / "run"
+    assert run_benchmark(_cfg("random", n=2), nested).n_new == 2
+    # run.json is for people too: indented, keys sorted (so two runs' files diff line by line).
+    text = (nested / "run.json").read_text(encoding="utf-8")
+    assert text == json.dumps(json.loads(text), indent=2, sort_keys=True)
+    real = Path.mkdir
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> None:
+        if self.name == "denied":
+            raise PermissionError(13, "Permission denied", str(self))
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    with pytest.raises(RunDirReadOnlyError) as exc:
+        run_benchmark(_cfg("random", n=2), tmp_path / "denied")
+    assert str(exc.value) == (
+        f"cannot create the run directory {tmp_path / 'denied'} (Permission denied); choose another --out"
+    )
+
+
+def test_a_reply_with_a_lone_surrogate_is_stored_not_a_traceback(tmp_path: Path) -> None:
+    # Before: UnicodeEncodeError in RunStore.add, the run lost (found by make mutation, session 4).
+    replay = tmp_path / "replies.jsonl"
+    replay.write_text('{"item_id": "unit/000", "response": "A \\ud800"}\n', encoding="utf-8")
+    res = run_benchmark(_cfg(f"replay:{replay}", n=2), tmp_path / "run")
+    recs = load_run(tmp_path / "run").records
+    assert res.n_new == 2 and recs[0].response == "A \ufffd"
+    assert "A \ufffd" in (tmp_path / "run" / "records.jsonl").read_text(encoding="utf-8")

@@ -135,6 +135,13 @@ def test_owner_macro_row_resamples_the_runs_outcomes() -> None:
     row = macro_row("test", "overall", recs, "exclude", seed=7, resamples=60, protocol="owner")
     iv, _ = owner_macro_basic_ci([[1.0, 0.0], [0.0, 1.0, 1.0]], seed=7, resamples=60)
     assert row is not None and (row["ci_low"], row["ci_high"], row["resamples"]) == (iv.low, iv.high, 60)
+    # Under "wrong" the unparsed record is a 0 in task A's outcomes (without the policy it would be
+    # left out, as under "exclude": the interval of another denominator than the accuracy's).
+    row = macro_row("test", "overall", recs, "wrong", seed=7, resamples=60, protocol="owner")
+    iv, _ = owner_macro_basic_ci([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]], seed=7, resamples=60)
+    assert row is not None and (row["ci_low"], row["ci_high"]) == (iv.low, iv.high)
+    excluded, _ = owner_macro_basic_ci([[1.0, 0.0], [0.0, 1.0, 1.0]], seed=7, resamples=60)
+    assert (iv.low, iv.high) != (excluded.low, excluded.high)
 
 
 def test_macro_row_without_any_judge_free_task_is_nan() -> None:
@@ -151,3 +158,16 @@ def test_instance_row_keeps_the_policy() -> None:
     assert (row["group"], row["policy"], row["denominator"], row["accuracy"], row["weighting"]) == (
         "test/A", "exclude", 1, 1.0, "instance"
     )  # fmt: skip
+
+
+def test_owner_aggregation_names_its_benchmark_and_draws_from_seed_0_by_default() -> None:
+    # metrics.json's "owner" section says which benchmark's table it follows; without a seed the
+    # macro rows' bootstrap records (and draws from) the documented default 0.
+    recs = [_ub(i, ("A", "B")[i % 2], i % 3 != 0) for i in range(8)]
+    own = owner_aggregation(recs, benchmark="ubench", items={}, resamples=50)
+    assert (
+        own is not None and own["benchmark"] == "ubench" and set(own) == {"benchmark", "description", "rows"}
+    )
+    assert {r["seed"] for r in own["rows"]} == {0}
+    again = owner_aggregation(recs, benchmark="ubench", items={}, seed=0, resamples=50)
+    assert again is not None and again["rows"] == own["rows"]

@@ -232,3 +232,57 @@ def test_baseline_records_carry_the_items_fields() -> None:
         ("i4", "frequent", "ok", "HI", None, "test", 2, 0, False),
     ]
     assert [(r.model, r.status) for r in recs["random"]] == [("random", "ok")] * 5
+
+
+def test_summaries_without_task_or_split_are_one_unnamed_task_and_split() -> None:
+    # A summary lacking "task"/"split" (hand-made, or written before those keys existed) reads as
+    # no task and no split, as a model's record of that item does — not a task named "None".
+    bare = [{"id": f"b{i}", "choices": ["x", "y"], "answer_index": a} for i, a in enumerate((1, 1, 0))]
+    recs = baseline_records(bare, seed=0)
+    assert [(r.task, r.split) for r in recs["frequent"]] == [("", "")] * 3
+    assert [(r.task, r.split) for r in recs["random"]] == [("", "")] * 3
+    assert [r.choice for r in recs["frequent"]] == [1, 1, 1]  # B is correct twice of three
+    section = baseline_section(
+        [Record(s["id"], "m", "ok", choice=0) for s in bare],
+        {s["id"]: s for s in bare},
+        benchmark="spur",
+        resamples=50,
+    )
+    assert section["frequent"]["reference"] == {
+        "": {"split": "evaluated items (in-sample)", "n": 3, "letter_counts": [1, 2]}
+    }
+    assert [r["group"] for r in section["frequent"]["by_task"]] == ["task="]
+
+
+def test_ubench_baseline_rows_use_the_items_and_the_callers_bootstrap() -> None:
+    # μ-Bench's owner rows of each baseline: macro over tasks on all items and on the pathology
+    # items (named by the summaries' metadata), with the caller's seed and resamples; the random
+    # baseline draws from that seed too. Each section names its model and its overall row.
+    from scopebench.scoring.aggregate import owner_aggregation
+
+    summ = [
+        {
+            "id": f"u{i:02d}",
+            "benchmark": "ubench",
+            "split": "test",
+            "task": ("modality", "stain")[i % 2],
+            "choices": ["a", "b", "c"],
+            "answer_index": i % 3,
+            "metadata": {"domain": "pathology" if i < 10 else "other"},
+        }
+        for i in range(24)
+    ]
+    items = {s["id"]: s for s in summ}
+    recs = [Record(s["id"], "m", "ok", choice=0, task=s["task"]) for s in summ]
+    section = baseline_section(recs, items, benchmark="ubench", seed=5, resamples=200)
+    base = baseline_records(summ, seed=5)
+    for name in ("random", "frequent"):
+        want = owner_aggregation(base[name], benchmark="ubench", items=items, seed=5, resamples=200)
+        assert want is not None and section[name]["owner"] == want["rows"]
+        assert (section[name]["model"], section[name]["seed"]) == (name, 5)
+        assert section[name]["overall"]["group"] == "overall"
+        assert section[name]["overall"]["correct"] == sum(bool(r.correct) for r in base[name])
+    assert {r["subset_or_task"] for r in section["random"]["owner"]} >= {"all", "pathology"}
+    assert (
+        baseline_section(recs, items, benchmark="ubench", resamples=50)["random"]["seed"] == 0
+    )  # documented

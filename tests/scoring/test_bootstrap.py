@@ -113,3 +113,15 @@ def test_stratified_intervals_are_the_2_5th_and_97_5th_percentiles() -> None:
     v = np.sqrt(np.arange(1, 21)) / 5
     iv = stratified_mean_ci([v], seed=8, resamples=400)
     assert (iv.low, iv.high) == _percentile_bootstrap_by_hand(v, 8, 400)
+
+
+def test_paired_interval_reads_0_1_arrays_as_outcomes_and_bootstraps_two_items() -> None:
+    # An ndarray of 0.0/1.0 (what outcomes() gives) is the same outcomes as bools (a float array
+    # has no bitwise ~: without dtype=bool it raised TypeError).
+    a, b = [True, True, False, True, False, True], [False, True, True, True, False, False]
+    want = paired_diff_ci(a, b, seed=3, resamples=200)
+    got = paired_diff_ci(np.array(a, dtype=float), np.array(b, dtype=float), seed=3, resamples=200)
+    assert (got.low, got.high, got.method) == (want.low, want.high, want.method)
+    # Two items that disagree: a real interval (each resample differs by -1, 0 or +1), not degenerate.
+    two = paired_diff_ci([True, False], [False, True], seed=0, resamples=200)
+    assert two.method == "paired-bootstrap-percentile" and two.low < 0.0 < two.high

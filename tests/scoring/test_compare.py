@@ -282,3 +282,34 @@ def test_compare_runs_default_seed_is_zero(tmp_path):
     # The seed a compare without --seed records (and draws its bootstraps from) is 0, as documented.
     res = compare_runs([make_run(tmp_path, "only", [True, False, True])], resamples=50)
     assert (res["seed"], res["resamples"], res["policy"]) == (0, 50, "wrong")
+
+
+def test_compare_scores_each_run_under_its_own_protocol_seed_and_resamples(tmp_path):
+    # A μ-Bench run made under the owner protocol gets the owner's basic bootstrap on its macro
+    # rows, drawn from compare's seed and resamples: the leaderboard's rows are exactly what the
+    # run's own metrics give (a compare that scored it under "default", or with another seed or
+    # resample count, would print another interval beside the same accuracy).
+    from scopebench.scoring.metrics import compute_metrics
+
+    recs = [
+        Record(f"u/{t}/{i}", "m", "ok", choice=0, correct=i < k, task=t, answer_index=0)
+        for t, n, k in (("modality", 12, 11), ("stain", 9, 4))
+        for i in range(n)
+    ]
+    owner = _run_with(tmp_path, "owner", recs, benchmark="ubench", protocol="owner")
+    res = compare_runs([owner], seed=5, resamples=200)
+    recs.sort(key=lambda r: r.item_id)  # the order a run's store gives them back (the draws follow it)
+    want = compute_metrics(recs, benchmark="ubench", seed=5, resamples=200, protocol="owner")
+    rows = res["leaderboard"][0]["owner"]
+    assert rows == want["owner"]["rows"]
+    assert rows[0]["ci_method"] == "stratified-bootstrap-basic"
+    default = compute_metrics(recs, benchmark="ubench", seed=5, resamples=200, protocol="default")
+    assert (rows[0]["ci_low"], rows[0]["ci_high"]) != (
+        default["owner"]["rows"][0]["ci_low"],
+        default["owner"]["rows"][0]["ci_high"],
+    )
+    other = compute_metrics(recs, benchmark="ubench", seed=6, resamples=200, protocol="owner")
+    assert (rows[0]["ci_low"], rows[0]["ci_high"]) != (
+        other["owner"]["rows"][0]["ci_low"],
+        other["owner"]["rows"][0]["ci_high"],
+    )

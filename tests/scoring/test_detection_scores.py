@@ -117,3 +117,34 @@ def test_mixed_run_scores_each_record_its_way(tmp_path: Path) -> None:
     for r in records[::2]:
         del r.extra["grit"]
     assert _localization(_write_run(tmp_path / "mixed", records, items)) == published
+
+
+def test_boxes_without_their_item_say_how_to_store_the_items() -> None:
+    with pytest.raises(DataNotFoundError) as exc:
+        record_grit(_det({"boxes": [[0, 0, 100, 50]]}), None)
+    assert str(exc.value) == (
+        "the detection record of x/d1 cannot be scored: the run holds no item summary with its "
+        "ground-truth boxes. Run the same `scopebench run` command with --out on this folder once "
+        "(nothing is asked again; it stores the items), then report again"
+    )
+
+
+def test_localization_intervals_follow_the_callers_seed_and_resamples() -> None:
+    # Nine boxes covering 10%..90% of the truth: GRIT 0.1..0.9, enough spread to bootstrap.
+    from scopebench.scoring.bootstrap import bootstrap_ci
+
+    recs = [_det({"boxes": [[0, 0, w, 50]]}, item_id=f"x/d{w}") for w in range(10, 100, 10)]
+    items = {r.item_id: _ITEM for r in recs}
+    ours = localization_section(recs, items, seed=5, resamples=50)
+    metrics = compute_metrics(recs, benchmark="local", items=items, seed=5, resamples=50, baselines=False)
+    assert metrics["localization"] == ours
+    cls = next(r for r in ours if r["group"].startswith("class="))
+    want = bootstrap_ci([record_grit(r, _ITEM) for r in recs], seed=5, resamples=50)
+    assert (cls["ci_low"], cls["ci_high"]) == (want.low, want.high)
+    # Without a seed: the documented 0.
+    assert localization_section(recs, items, resamples=50) == localization_section(
+        recs, items, seed=0, resamples=50
+    )
+    assert localization_section(recs, items, resamples=50) != localization_section(
+        recs, items, seed=1, resamples=50
+    )

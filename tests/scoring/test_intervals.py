@@ -186,3 +186,13 @@ def test_owner_interval_resamples_a_task_of_two_differing_outcomes() -> None:
     iv, _ = owner_macro_basic_ci([[0.0, 1.0]], seed=4, resamples=30)
     assert (iv.method, iv.resamples, iv.seed) == (OWNER_BASIC, 30, 4)
     assert iv.low < 0.5 < iv.high
+
+
+def test_wilson_interval_records_that_it_draws_nothing() -> None:
+    # Every row records its interval's seed and resamples; Wilson's are 0 (nothing random), empty
+    # rows included (a seed of None or 1 there would read as a bootstrap's).
+    empty = wilson_interval(0, 0)
+    assert math.isnan(empty.low) and math.isnan(empty.high)
+    assert (empty.method, empty.resamples, empty.seed) == ("wilson", 0, 0)
+    three = wilson_interval(3, 10)
+    assert (three.method, three.resamples, three.seed) == ("wilson", 0, 0)

@@ -441,3 +441,52 @@ def test_compute_metrics_sections_counts_and_switches():
     assert ex["by_metadata"] == {} and ex["baselines"] == {}  # no items: nothing to draw from
     scored = [Record("y/0", "m", "ok", choice=0, correct=True, scores=[0.8, 0.2], answer_index=0)]
     assert compute_metrics(scored, benchmark="unit")["calibration"]["brier"] == pytest.approx(0.08)
+
+
+def test_the_intervals_section_names_each_rows_interval() -> None:
+    # metrics.json says which interval each kind of row carries: μ-Bench's basic bootstrap on its
+    # macro rows only under its owner protocol; benchmarks without owner macro rows keep the
+    # stratified percentile bootstrap under any protocol.
+    from scopebench.scoring.metrics import _interval_methods
+
+    default = {
+        "proportion": "wilson",
+        "macro_average": "stratified-bootstrap-percentile",
+        "localization_class": "bootstrap-percentile",
+        "localization_macro": "stratified-bootstrap-percentile",
+    }
+    assert _interval_methods("ubench", "default") == default
+    assert _interval_methods("spur", "owner") == default
+    assert _interval_methods("nonesuch", "owner") == default
+    assert _interval_methods("ubench", "owner") == {**default, "macro_average": "stratified-bootstrap-basic"}
+
+
+def test_metrics_without_a_seed_record_and_draw_from_seed_0() -> None:
+    recs = [
+        Record(f"u/{i}", "m", "ok", choice=0, correct=i % 3 != 0, task=("A", "B")[i % 2]) for i in range(12)
+    ]
+    m = compute_metrics(recs, benchmark="ubench", resamples=50, baselines=False)
+    assert m["bootstrap"]["seed"] == 0
+    assert m == compute_metrics(recs, benchmark="ubench", resamples=50, baselines=False, seed=0)
+
+
+def test_metrics_hand_the_items_and_the_seed_to_the_owner_and_baseline_sections() -> None:
+    # μ-Bench's pathology rows come from the item summaries' metadata; the baselines record the seed.
+    summ = {
+        f"u{i}": {
+            "id": f"u{i}",
+            "task": ("modality", "stain")[i % 2],
+            "split": "test",
+            "choices": ["a", "b"],
+            "answer_index": 0,
+            "metadata": {"domain": "pathology" if i < 6 else "other"},
+        }
+        for i in range(12)
+    }
+    recs = [
+        Record(k, "m", "ok", choice=0, correct=i % 3 != 0, task=s["task"], answer_index=0)
+        for i, (k, s) in enumerate(summ.items())
+    ]
+    m = compute_metrics(recs, benchmark="ubench", items=summ, seed=5, resamples=50)
+    assert {r["subset_or_task"] for r in m["owner"]["rows"]} >= {"all", "pathology"}
+    assert (m["baselines"]["random"]["seed"], m["baselines"]["frequent"]["seed"]) == (5, 5)

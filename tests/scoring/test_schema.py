@@ -112,3 +112,11 @@ def test_leaderboard_entries_read_a_comparison_of_spur_runs(tmp_path) -> None:
     assert [b.model for b in baselines] == ["random baseline", "frequent baseline"] and baselines[
         0
     ].run is None
+
+
+def test_a_null_count_reads_as_zero() -> None:
+    # metrics.json written by an older version may hold null for a count it did not keep.
+    row = AccuracyRow.from_dict(
+        {"group": "g", "n": 2, "correct": 1, "accuracy": 0.5, "denominator": 2, "unparsed": None}
+    )
+    assert row.unparsed == 0 and row.n == 2

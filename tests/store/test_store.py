@@ -3,8 +3,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 
 from scopebench.items import Record
 from scopebench.store import RunStore
@@ -200,3 +202,237 @@ def test_salvage_hint_gives_the_commands_to_type() -> None:
         "run the same command with --out NEWDIR: only the lost items are asked again. "
         "Or start over in this folder with --fresh"
     )
+
+
+# Messages and options of opening a store (make mutation survivors, session 4) ------------------
+
+
+def _ids_store(path: Path, ids: list[str]) -> None:
+    """A closed store holding one record per id (its WAL checkpointed into the file)."""
+    with RunStore(path) as store:
+        store.add(Record(item_id=i, model="m", status="ok", choice=0, correct=True) for i in ids)
+
+
+def test_missing_empty_and_unreadable_stores_say_which_file_and_what_to_do(tmp_path: Path) -> None:
+    from scopebench.errors import DataNotFoundError, RunDirReadOnlyError, StoreDamagedError
+
+    gone = tmp_path / "run" / "records.sqlite"
+    with pytest.raises(DataNotFoundError) as nf:
+        RunStore(gone, readonly=True)
+    assert str(nf.value) == f"no run store at {gone}; give a run directory written by `scopebench run`"
+    empty = tmp_path / "run" / "records.sqlite"
+    empty.parent.mkdir()
+    empty.write_bytes(b"")
+    with pytest.raises(StoreDamagedError) as dmg:
+        RunStore(empty)
+    assert str(dmg.value) == (
+        f"the run store {empty} is empty (0 bytes): it was truncated (a full disk, a copy cut short) "
+        f"and holds no records. {salvage_hint(empty.parent)}"
+    )
+    # A store that cannot be read at all (here a folder in its place): the OS's reason, no traceback.
+    folder = tmp_path / "dir.sqlite"
+    folder.mkdir()
+    with pytest.raises(RunDirReadOnlyError) as ro:
+        RunStore(folder)
+    assert str(ro.value).startswith(f"cannot read the run store {folder}: [Errno 21] Is a directory")
+
+
+def _corrupt_index(path: Path, renames: dict[bytes, bytes]) -> None:
+    """Rename ids in the id index only (order kept): the index and the table now disagree."""
+    with sqlite3.connect(path) as db:
+        root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_records_1'")
+        page = root.fetchone()[0]
+    raw = bytearray(path.read_bytes())
+    size = int.from_bytes(raw[16:18], "big")
+    start = (page - 1) * size
+    for old, new in renames.items():
+        at = raw.index(old, start, start + size)
+        raw[at : at + len(new)] = new
+    path.write_bytes(bytes(raw))
+
+
+def test_a_run_refuses_an_index_that_disagrees_with_its_table_a_reader_does_not(tmp_path: Path) -> None:
+    # The id index decides what a resume skips, so a writing run checks it (integrity_check); readers
+    # (report, export, salvage) only need the table, and open the store all the same.
+    from scopebench.errors import StoreDamagedError
+
+    path = tmp_path / "run" / "records.sqlite"
+    _ids_store(path, ["id-a", "id-b", "id-d", "id-f"])
+    _corrupt_index(path, {b"id-b": b"id-c", b"id-f": b"id-g"})
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        problems = [row[0] for row in db.execute("PRAGMA integrity_check(5)")]
+    assert len(problems) >= 2  # so the message's "; " separator is exercised
+    with pytest.raises(StoreDamagedError) as exc:
+        RunStore(path, check=True)
+    assert str(exc.value) == (
+        f"the run store {path} is damaged (integrity check failed: {'; '.join(problems)}). "
+        f"{salvage_hint(path.parent)}"
+    )
+    with RunStore(path, readonly=True, check=True) as reader:  # quick_check: the table is fine
+        assert {r.item_id for r in reader.records()} == {"id-a", "id-b", "id-d", "id-f"}
+    with RunStore(path) as unchecked:  # no check unless asked (what salvage relies on)
+        assert unchecked.count() == 4
+
+
+def test_a_run_names_every_unreadable_record(tmp_path: Path) -> None:
+    from scopebench.errors import StoreDamagedError
+
+    path = tmp_path / "run" / "records.sqlite"
+    _ids_store(path, ["a", "b", "c"])
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE records SET body = '{broken' WHERE item_id != 'b'")
+    with pytest.raises(StoreDamagedError) as exc:
+        RunStore(path, check=True)
+    assert str(exc.value) == (
+        f"the run store {path} is damaged (the stored record of item(s) 'a', 'c' cannot be read). "
+        f"{salvage_hint(path.parent)}"
+    )
+
+
+def test_a_store_sqlite_cannot_open_is_a_permissions_problem_other_errors_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scopebench.errors import RunDirReadOnlyError, StoreDamagedError
+
+    path = tmp_path / "run" / "records.sqlite"
+
+    def refuse(message: str) -> Any:
+        def connect(*args: object, **kwargs: object) -> sqlite3.Connection:
+            raise sqlite3.OperationalError(message)
+
+        return connect
+
+    monkeypatch.setattr(sqlite3, "connect", refuse("unable to open database file"))
+    with pytest.raises(RunDirReadOnlyError) as ro:
+        RunStore(path)
+    assert str(ro.value) == (
+        f"cannot open the run store {path}: unable to open database file; check the folder's permissions"
+    )
+    monkeypatch.setattr(sqlite3, "connect", refuse("disk I/O error"))
+    with pytest.raises(StoreDamagedError, match=r"is damaged \(disk I/O error\)\. Save what is readable"):
+        RunStore(path)
+
+
+def test_readers_ask_for_uri_filenames(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # This machine's SQLite reads "file:" names as URIs anyway (SQLITE_USE_URI=1); a build without
+    # it takes "file:///…?immutable=1" for a relative file name and cannot open it. Emulate one.
+    from scopebench.store.lock import RunLock
+
+    real = sqlite3.connect
+
+    def no_uri_build(database: Any, *args: Any, uri: bool = False, **kwargs: Any) -> sqlite3.Connection:
+        if str(database).startswith("file:") and not uri:
+            raise sqlite3.OperationalError("unable to open database file")
+        return real(database, *args, uri=uri, **kwargs)
+
+    path = tmp_path / "run" / "records.sqlite"
+    _ids_store(path, ["a", "b"])
+    monkeypatch.setattr(sqlite3, "connect", no_uri_build)
+    with RunStore(path, readonly=True) as finished:  # read in place, immutable
+        assert finished.done_ids() == {"a", "b"}
+    lock = RunLock(path.parent)
+    lock.acquire()
+    try:
+        with RunStore(path, readonly=True) as live:  # a run holds the folder: mode=ro
+            assert live.done_ids() == {"a", "b"}
+    finally:
+        lock.release()
+
+
+def test_closing_a_reader_of_a_copied_wal_twice_is_harmless(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "records.sqlite"
+    writer = RunStore(path)
+    writer.add([_rec(1)])  # kept in records.sqlite-wal while the writer is open
+    reader = RunStore(path, readonly=True)
+    assert reader.done_ids() == {"x/1"}
+    copy_dir = Path(reader._tmp.name) if reader._tmp is not None else None
+    assert copy_dir is not None and copy_dir.is_dir()
+    reader.close()
+    reader.close()  # e.g. close() and then the with-block's exit
+    assert not copy_dir.exists()
+    writer.close()
+
+
+def test_a_record_that_cannot_be_read_back_names_the_item_and_the_error(tmp_path: Path) -> None:
+    from scopebench.errors import StoreDamagedError
+
+    path = tmp_path / "run" / "records.sqlite"
+    _ids_store(path, ["a"])
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE records SET body = '{broken'")
+    try:
+        json.loads("{broken")
+    except json.JSONDecodeError as err:
+        why = f"JSONDecodeError: {err}"
+    with RunStore(path) as store, pytest.raises(StoreDamagedError) as exc:
+        store.records()
+    assert str(exc.value) == (
+        f"the run store {path} is damaged: the record of item 'a' cannot be read ({why}). "
+        f"{salvage_hint(path.parent)}"
+    )
+
+
+def test_a_page_sqlite_cannot_read_names_the_store_and_the_way_out(tmp_path: Path) -> None:
+    from scopebench.errors import StoreDamagedError
+
+    path = tmp_path / "run" / "records.sqlite"
+    _ids_store(path, [f"item-{i:03d}" for i in range(300)])  # several pages of records
+    with sqlite3.connect(path) as db:
+        page = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'records'").fetchone()[0]
+    raw = bytearray(path.read_bytes())
+    size = int.from_bytes(raw[16:18], "big")
+    raw[(page - 1) * size : page * size] = b"\xff" * size
+    path.write_bytes(bytes(raw))
+    with RunStore(path) as store, pytest.raises(StoreDamagedError) as exc:
+        store.records()
+    msg = str(exc.value)
+    assert msg.startswith(f"the run store {path} is damaged (") and "malformed" in msg
+    assert msg.endswith(f"). {salvage_hint(path.parent)}")
+
+
+def test_export_jsonl_is_utf8_whatever_the_locale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # open() without an encoding takes the locale's; emulate a Latin-1 locale for this module.
+    import builtins
+
+    import scopebench.store.runstore as runstore_mod
+
+    def latin1_locale(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if "b" not in mode and kwargs.get("encoding") is None:
+            kwargs["encoding"] = "latin-1"
+        return builtins.open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(runstore_mod, "open", latin1_locale, raising=False)
+    rec = Record(item_id="x/1", model="m", status="ok", choice=0, correct=True, response="细胞 5 μm")
+    with RunStore(tmp_path / "r.sqlite") as store:
+        store.add([rec])
+        store.export_jsonl(tmp_path / "r.jsonl")
+    assert json.loads((tmp_path / "r.jsonl").read_bytes().decode("utf-8"))["response"] == "细胞 5 μm"
+
+
+def test_adding_nothing_writes_nothing(tmp_path: Path) -> None:
+    # add() returns how many records it wrote (the run adds it to its count of new results): 0 for none,
+    # and the generation (what tells a finished run its metrics are stale) does not move.
+    with RunStore(tmp_path / "r.sqlite") as store:
+        assert store.add([]) == 0 and store.add(iter([])) == 0
+        assert store.generation() == 0 and store.count() == 0
+
+
+def test_a_lone_surrogate_is_stored_as_the_replacement_character(tmp_path: Path) -> None:
+    # "\ud800" is valid JSON (a reply cut inside an emoji's surrogate pair, or a data file's text) but
+    # has no UTF-8 encoding: SQLite refused the whole batch with a UnicodeEncodeError traceback.
+    # It is stored as U+FFFD (what a UTF-8 decoder shows for broken bytes); a split pair is joined.
+    from dataclasses import replace
+
+    from helpers import make_items
+
+    path = tmp_path / "r.sqlite"
+    rec = Record(item_id="x/1", model="m", status="ok", choice=0, response="A \ud800 B \ud83d\ude00")
+    with RunStore(path) as store:
+        assert store.add([rec, _rec(2)]) == 2
+        store.add_items([replace(make_items(1)[0], question="Q \udfff?")])
+        got = store.records()[0]
+        store.export_jsonl(tmp_path / "r.jsonl")
+        assert store.items()["unit/000"]["question"] == "Q \ufffd?"
+    assert (got.item_id, got.response) == ("x/1", "A \ufffd B 😀")
+    assert '"A \ufffd B 😀"' in (tmp_path / "r.jsonl").read_text(encoding="utf-8")

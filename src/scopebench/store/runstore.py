@@ -64,6 +64,22 @@ def _unreadable_records(db: sqlite3.Connection, limit: int = 5) -> list[str]:
     return bad
 
 
+def _json_text(obj: Any) -> str:
+    r"""``obj`` as the JSON text a row stores: UTF-8, non-ASCII characters kept as they are.
+
+    A lone UTF-16 surrogate (valid JSON, ``"\ud800"``: a reply cut inside an emoji's surrogate pair,
+    or a data file's text) has no UTF-8 encoding, so SQLite refused the whole batch with a
+    ``UnicodeEncodeError`` traceback. Such a character is stored as U+FFFD, the replacement
+    character a UTF-8 decoder shows for broken bytes (a split pair is joined back).
+    """
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def _has_records(db: sqlite3.Connection) -> bool:
     row = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'").fetchone()
     return row is not None
@@ -186,7 +202,7 @@ class RunStore:
         Returns:
             The number of records written.
         """
-        rows = [(r.item_id, r.status, json.dumps(r.to_dict(), ensure_ascii=False)) for r in records]
+        rows = [(r.item_id, r.status, _json_text(r.to_dict())) for r in records]
         if not rows:
             return 0
         with self._db:
@@ -253,7 +269,7 @@ class RunStore:
 
     def add_items(self, items: Iterable[Item]) -> None:
         """Store a JSON summary (no pixels) of each item, once."""
-        rows = [(it.id, json.dumps(it.to_summary(), ensure_ascii=False)) for it in items]
+        rows = [(it.id, _json_text(it.to_summary())) for it in items]
         with self._db:
             self._db.executemany("INSERT OR IGNORE INTO items VALUES (?, ?)", rows)
 
