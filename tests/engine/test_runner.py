@@ -486,14 +486,14 @@ def test_a_new_scopebench_version_recomputes_stored_metrics(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = tmp_path / "run"
-    monkeypatch.setattr(runner_mod, "_package_versions", lambda: {"scopebench": "1.0"})
+    monkeypatch.setattr(runner_mod, "package_versions", lambda: {"scopebench": "1.0"})
     run_benchmark(_cfg("random"), run)
     calls: list[Path] = []
     real = runner_mod._basic_metrics
     monkeypatch.setattr(runner_mod, "_basic_metrics", lambda d: calls.append(d) or real(d))
     run_benchmark(_cfg("random"), run)
     assert calls == []  # same version: reused
-    monkeypatch.setattr(runner_mod, "_package_versions", lambda: {"scopebench": "1.1"})
+    monkeypatch.setattr(runner_mod, "package_versions", lambda: {"scopebench": "1.1"})
     run_benchmark(_cfg("random"), run)
     assert calls == [run]  # metrics computed by an older release are not reused
 

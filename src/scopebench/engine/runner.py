@@ -10,19 +10,15 @@ compute metrics. Item transforms (probes) happen before: :func:`load_items` take
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
-from scopebench.benchmarks.registry import benchmark_origin
 from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
 from scopebench.engine.judging import (
@@ -34,6 +30,7 @@ from scopebench.engine.judging import (
 )
 from scopebench.engine.limits import check_limit
 from scopebench.engine.parse import guarded_parse, parse
+from scopebench.engine.provenance import package_versions, run_provenance
 from scopebench.errors import (
     ConfigMismatchError,
     ModelSpecError,
@@ -45,11 +42,8 @@ from scopebench.errors import (
 )
 from scopebench.items import Item, Record, RecordStatus
 from scopebench.models import Backend, ModelOptions, ModelSpec, Response, load_model, parse_spec
-from scopebench.models.registry import scheme_origin
 from scopebench.models.strategies import StrategyBackend
-from scopebench.parsing import PARSER_VERSION
-from scopebench.parsing.boxes import BOX_PARSER_VERSION
-from scopebench.protocols import PROTOCOL_VERSION, Request, detection_class, resolve_protocol
+from scopebench.protocols import Request, detection_class, resolve_protocol
 from scopebench.scoring import compute_metrics
 from scopebench.scoring.metrics import METRICS_SCHEMA_VERSION
 from scopebench.store.lock import RunLock, check_unlocked
@@ -347,87 +341,6 @@ def _adopt_backend(config: RunConfig, backend: Backend, spec: ModelSpec) -> Back
     return backend
 
 
-def _box_provenance(config: RunConfig, items: Sequence[Item]) -> dict[str, Any]:
-    detection = any(it.kind == "detection" for it in items)
-    return {
-        "box_repair": config.box_repair if detection else None,
-        "box_parser_version": BOX_PARSER_VERSION if detection else None,
-        # The owners' templates have revisions (2: byte-exact); a run never mixes two. Null under
-        # the default protocol, so default-protocol runs are not tied to owner-template changes.
-        "owner_protocol_version": PROTOCOL_VERSION if config.protocol == "owner" else None,
-    }
-
-
-@functools.cache
-def _package_versions() -> dict[str, str]:
-    names = ["scopebench", "torch", "transformers", "open_clip_torch", "vllm", "datasets", "numpy", "scipy"]
-    out = {}
-    for n in names:
-        try:
-            out[n] = metadata.version(n)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
-
-
-def _provenance(
-    config: RunConfig, loaded: LoadedBenchmark, items: Sequence[Item], backend: Backend, spec: ModelSpec
-) -> dict[str, Any]:
-    import hashlib
-
-    exclude_fp = (
-        hashlib.sha256("\n".join(sorted(config.exclude_ids)).encode()).hexdigest()[:16]
-        if config.exclude_ids
-        else None
-    )
-    data = config.data
-    if data and Path(data).exists():
-        data = str(Path(data).resolve())
-    return {
-        "benchmark": config.benchmark,
-        "data": data,
-        "data_fingerprint": loaded.fingerprint,
-        "split": config.split,
-        "limit": config.limit,
-        "exclude_fingerprint": exclude_fp,
-        "transform": config.transform,
-        "strategy": config.strategy,
-        "seed": config.seed,
-        "model": config.model,
-        "model_identity": backend.identity(),
-        "protocol": config.protocol,
-        "mode": backend.mode if config.mode is None else config.mode,
-        "no_image": config.no_image,
-        "batch_size": config.batch_size,
-        "parser_version": PARSER_VERSION,
-        # Detection scoring only: left None on runs without detection items, so that resuming
-        # a multiple-choice run made before these keys existed is not refused.
-        **_box_provenance(config, items),
-        "scopebench_version": _package_versions().get("scopebench", "unknown"),
-        "packages": dict(_package_versions()),
-        "device": config.device,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "n_items": len(items),
-        "label": config.label,
-        # Records the loader could not turn into a usable item: kept here so a run never loses a
-        # record without a trace (``scopebench validate`` lists the same problems).
-        "unusable_records": [str(p) for p in loaded.problems if p.severity == "error"],
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        **_plugin_provenance(config, spec),
-    }
-
-
-def _plugin_provenance(config: RunConfig, spec: ModelSpec) -> dict[str, Any]:
-    """``{"plugins": …}`` naming the distribution or file of a plugin benchmark or model, if any.
-
-    Absent for built-ins, so run.json of runs without plugins is unchanged.
-    """
-    origins = {"benchmark": benchmark_origin(config.benchmark), "model": scheme_origin(spec)}
-    used = {k: v for k, v in origins.items() if v is not None}
-    return {"plugins": used} if used else {}
-
-
 def _check_config(run_dir: Path, new: dict[str, Any], fresh: bool, backend: Backend) -> None:
     cfg_path = run_dir / CONFIG_FILE
     if fresh and not cfg_path.is_file():
@@ -576,7 +489,7 @@ def run_benchmark(
         raise
     with lock:
         try:
-            provenance = _provenance(config, loaded, items, backend, spec)
+            provenance = run_provenance(config, loaded, items, backend, spec)
             provenance["judge"] = judge_provenance(judge)
             _check_config(run_dir, provenance, fresh, backend)
             with RunStore(run_dir / STORE_FILE, check=True) as store:
@@ -633,7 +546,7 @@ def _metrics_stamp(key: str, generation: int) -> dict[str, Any]:
         "key": key,
         "generation": generation,
         "schema": METRICS_SCHEMA_VERSION,
-        "scopebench": _package_versions().get("scopebench", "unknown"),
+        "scopebench": package_versions().get("scopebench", "unknown"),
     }
 
 

@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from scopebench.benchmarks.local import ITEM_COLUMNS
-from scopebench.engine.runner import _package_versions  # the same provenance fields as a run
+from scopebench.engine.provenance import package_versions  # the same provenance fields as a run
 from scopebench.items import Item, Record
 from scopebench.parsing import PARSER_VERSION
 from scopebench.review.db import Arbitration, Event, ImageRow, ItemRow, ItemVersion, Member, Project, User
@@ -346,8 +346,8 @@ def write_baseline(db: Session, project: Project, out_dir: Path, *, seed: int = 
             "no_image": False,
             "batch_size": None,
             "parser_version": PARSER_VERSION,
-            "scopebench_version": _package_versions().get("scopebench", "unknown"),
-            "packages": dict(_package_versions()),
+            "scopebench_version": package_versions().get("scopebench", "unknown"),
+            "packages": dict(package_versions()),
             "device": "human",
             "platform": platform.platform(),
             "python": platform.python_version(),
