@@ -14,6 +14,7 @@ image tokens see the question), so its prefix cannot be computed without the que
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,7 +97,10 @@ def shared_prefix_logprobs(
     k = len(texts)
     with torch.inference_mode():
         out = model(**prefix, use_cache=True, logits_to_keep=1)
-        cache = out.past_key_values
+        # transformers 5.24 renamed past_key_values to cache (argument and output; the old argument
+        # warns and goes in 5.40); earlier releases know only past_key_values.
+        cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        cache = out.get("cache") if out.get("cache") is not None else out.get("past_key_values")
         cache.batch_repeat_interleave(k)
         positions = torch.arange(n_prefix, n_prefix + width, device=device).expand(k, width)
         if family in ("qwen2-vl", "qwen2.5-vl"):
@@ -112,8 +116,8 @@ def shared_prefix_logprobs(
             input_ids=suffix,
             attention_mask=mask,
             position_ids=positions,
-            past_key_values=cache,
             use_cache=True,
+            **{cache_arg: cache},
             logits_to_keep=torch.tensor(ends, device=device),
         ).logits
     column = torch.tensor([ends.index(len(t) - 1) for t in tails], device=device)
