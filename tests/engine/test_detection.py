@@ -9,7 +9,11 @@ import pytest
 from PIL import Image
 
 from scopebench.engine import RunConfig, run_benchmark
-from scopebench.protocols import render_detection_prompt
+from scopebench.engine.parse import parse
+from scopebench.items import ImageRef, Item
+from scopebench.models import Response
+from scopebench.parsing.boxes import MAX_BOXES
+from scopebench.protocols import Request, render_detection_prompt
 from scopebench.scoring.detection import record_grit
 from scopebench.store import RunData, load_run
 
@@ -219,3 +223,53 @@ def test_missing_image_detection_item_counts_as_a_failed_detection(
     # Dropping d4 (as a record of kind "mcq") gave 1/2.
     assert loc["class=nucleus"]["score"] == pytest.approx(1 / 3) and loc["class=nucleus"]["n"] == 3
     assert result.metrics["overall"]["n"] == 1  # the one multiple-choice item, not d4
+
+
+# --- the parse stage on one detection reply (engine/parse.py), without a run ---------------------
+
+
+def _detection_request(*images: ImageRef) -> Request:
+    item = Item(
+        id="local/d9",
+        benchmark="local",
+        split="test",
+        task="detection",
+        question="Detect nucleus",
+        images=images,
+        metadata={"class_name": "nucleus"},
+        kind="detection",
+    )
+    return Request(item, "Detect nucleus", images, None, "letters", (), "detection-qwen")
+
+
+def test_detection_item_without_an_image_is_an_error_record() -> None:
+    # Boxes on a 0-1000 grid cannot be put in pixels without the image's size: the record says so
+    # (an "ok" record with no boxes would score as an empty prediction instead).
+    reply = Response("local/d9", text="<box>(0,0),(500,500)</box>")
+    rec = parse(_detection_request(), reply, model="replay:x")
+    assert (rec.status, rec.error) == ("error", "detection item has no image to size its boxes")
+    assert "boxes" not in rec.extra and rec.kind == "detection"
+
+
+def test_detection_image_that_cannot_be_read_is_an_error_record_with_the_reason(tmp_path: Path) -> None:
+    gone = tmp_path / "gone.png"
+    rec = parse(
+        _detection_request(ImageRef("gone", path=gone)),
+        Response("local/d9", text="<box>(0,0),(500,500)</box>"),
+        model="replay:x",
+    )
+    assert (rec.status, rec.error) == ("error", f"image file not found: {gone}")
+    assert "boxes" not in rec.extra
+
+
+def test_boxes_past_the_cap_are_counted_as_truncated(tmp_path: Path) -> None:
+    # MAX_BOXES (1,000) boxes are read; the 1,001st and 1,002nd complete ones are counted, so a
+    # reply that floods the image with boxes shows it in the record.
+    Image.new("RGB", (200, 100)).save(tmp_path / "cells.png")
+    reply = "".join("<box>(0,0),(500,500)</box>" for _ in range(MAX_BOXES + 2))
+    req = _detection_request(ImageRef("cells", path=tmp_path / "cells.png"))
+    rec = parse(req, Response("local/d9", text=reply), model="replay:x")
+    assert rec.status == "ok" and len(rec.extra["boxes"]) == MAX_BOXES
+    assert rec.extra["boxes"][0] == [0.0, 0.0, 100.0, 50.0]
+    assert (rec.extra["boxes_truncated"], rec.extra["boxes_dropped"]) == (2, 0)
+    assert (rec.extra["box_format"], rec.extra["class_name"]) == ("qwen", "nucleus")
