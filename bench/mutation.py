@@ -382,6 +382,8 @@ _PARSER_SESSION_4: dict[str, str] = {
     # engine/parse.py
     "scopebench.engine.parse.x__parse_detection__mutmut_21": "label=None for boxes that carry no class: "
     "the record keeps only each box's corners (and the item's class_name), never a box's label",
+    "scopebench.engine.parse.x_parse__mutmut_31": 'reason starts as "" instead of None: it is read only as '
+    '`reason or "no option chosen"`, where both are falsy',
     # parsing/judge.py
     "scopebench.parsing.judge.x_build_judge_prompt__mutmut_12": "as build_judge_prompt__mutmut_15 "
     "(strict=None: names are built from range(len(choices)))",
