@@ -393,6 +393,17 @@ _PARSER_SESSION_4: dict[str, str] = {
     "scopebench.parsing._labels.x__kind_after__mutmut_71": "j >= end: with no space after it, a label is "
     "never followed by a letter (the label patterns' lookahead forbids a word character outside the CJK "
     "range handled just before), so neither _TAIL nor a word can match at j == end",
+    # parsing/_commits.py
+    "scopebench.parsing._commits.x__distinct__mutmut_5": "len(named) >= 1: a single label is dropped only "
+    "if it is the placeholder out of range, which the any(in range) guard rules out",
+    **{
+        f"scopebench.parsing._commits.x__given_up__mutmut_{k}": "rfind(s, None, end) is rfind(s, 0, end)"
+        for k in (10, 19)
+    },
+    # parsing/boxes.py
+    "scopebench.parsing.boxes.x__coords__mutmut_21": 'as _coords__mutmut_23 (None or "" is "")',
+    "scopebench.parsing.boxes.x__nesting_depth__mutmut_13": "as _nesting_depth__mutmut_3 (None for False, "
+    "tested for truth only)",
     # parsing/_walk.py
     "scopebench.parsing._walk.x__named_in_order__mutmut_21": "number labels read without str(int(raw)): "
     'label_index takes int(label) - 1, so "02" and "2" give the same index',
