@@ -291,6 +291,7 @@ def _mcq_request(labels: str = "letters") -> Request:
         question="Which stain?",
         choices=("H&E", "DAPI", "PAS"),
         answer_index=1,
+        subset="SocialPath",
     )
     option_labels = ("A", "B", "C") if labels == "letters" else ("1", "2", "3")
     return Request(item, "Which stain?", (), None, labels, option_labels, "default")  # type: ignore[arg-type]
@@ -302,6 +303,14 @@ def test_free_text_reply_is_read_with_the_requests_labels() -> None:
     rec = parse(_mcq_request("numbers"), Response("local/m9", text="The answer is 2."), model="replay:x")
     assert (rec.status, rec.choice, rec.correct, rec.model) == ("ok", 1, True, "replay:x")
     assert rec.extra == {"parse_method": "answer_phrase", "answer_method": "parser"}
+    # The item's copies a record carries for grouping and scoring without the items at hand.
+    assert (rec.item_id, rec.split, rec.task, rec.subset, rec.answer_index) == (
+        "local/m9",
+        "test",
+        "stain",
+        "SocialPath",
+        1,
+    )
     rec = parse(_mcq_request(), Response("local/m9", text="The answer is C."), model="replay:x")
     assert (rec.choice, rec.correct, rec.extra["parse_method"]) == (2, False, "answer_phrase")
 
