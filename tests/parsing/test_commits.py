@@ -108,6 +108,19 @@ def test_decide_reasons_a_user_reads() -> None:
             "answer_phrase",
             "answer phrase names A",
         ),
+        # the same across lines: the first thought's sentence is its line, not a later or earlier one
+        (
+            "Hmm\nI was going to say something else\nThe answer is A, but let me explain why",
+            0,
+            "answer_phrase",
+            "answer phrase names A",
+        ),
+        (
+            "I was going to say A, however B is also possible.\nThat is all.",
+            None,
+            "answer_phrase",
+            "A named only as a first thought, then set aside",
+        ),
     ]
     for text, index, method, reason in cases:
         got = parse_choice(text, options)
