@@ -531,6 +531,45 @@ EQUIVALENT: dict[str, str] = {
     },
 }
 
+#: Session 4 (bench/RESULTS.md, "Parser modules and engine.parse, session 4"): equivalent mutants of
+#: the answer parser (choice-8) and of engine/parse.py, kept in a block of their own.
+_PARSER_SESSION_4: dict[str, str] = {
+    # engine/parse.py
+    "scopebench.engine.parse.x__parse_detection__mutmut_21": "label=None for boxes that carry no class: "
+    "the record keeps only each box's corners (and the item's class_name), never a box's label",
+    "scopebench.engine.parse.x_parse__mutmut_31": 'reason starts as "" instead of None: it is read only as '
+    '`reason or "no option chosen"`, where both are falsy',
+    # parsing/judge.py
+    "scopebench.parsing.judge.x_build_judge_prompt__mutmut_12": "as build_judge_prompt__mutmut_15 "
+    "(strict=None: names are built from range(len(choices)))",
+    # parsing/_labels.py
+    "scopebench.parsing._labels.x__kind_after__mutmut_37": 'ch is one character of ".:;,!?" already, and of '
+    'those only "!" and "?" are in "XX!?XX": the same test',
+    "scopebench.parsing._labels.x__kind_after__mutmut_71": "j >= end: with no space after it, a label is "
+    "never followed by a letter (the label patterns' lookahead forbids a word character outside the CJK "
+    "range handled just before), so neither _TAIL nor a word can match at j == end",
+    # parsing/_commits.py
+    "scopebench.parsing._commits.x__distinct__mutmut_5": "len(named) >= 1: a single label is dropped only "
+    "if it is the placeholder out of range, which the any(in range) guard rules out",
+    **{
+        f"scopebench.parsing._commits.x__given_up__mutmut_{k}": "rfind(s, None, end) is rfind(s, 0, end)"
+        for k in (10, 19)
+    },
+    # parsing/boxes.py
+    "scopebench.parsing.boxes.x__coords__mutmut_21": 'as _coords__mutmut_23 (None or "" is "")',
+    "scopebench.parsing.boxes.x__nesting_depth__mutmut_13": "as _nesting_depth__mutmut_3 (None for False, "
+    "tested for truth only)",
+    # parsing/_walk.py
+    "scopebench.parsing._walk.x__named_in_order__mutmut_21": "number labels read without str(int(raw)): "
+    'label_index takes int(label) - 1, so "02" and "2" give the same index',
+    "scopebench.parsing._walk.x_walk_choice__mutmut_25": "as _named_in_order__mutmut_21 (label_index "
+    "converts a number label with int())",
+    "scopebench.parsing._walk.x_former_latter__mutmut_21": "the sentence-end scan from 1 instead of 0: a "
+    "sentence end at position 0 only moves the window and sentence start by that one punctuation mark, "
+    "which names no option and chooses nothing; `before` holds the named pair either way (never empty)",
+}
+EQUIVALENT.update(_PARSER_SESSION_4)
+
 # mutmut's own exit-code classes (mutmut/stats.py), folded into the four columns we report.
 _STATUS = {
     "killed": "killed",

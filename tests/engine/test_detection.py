@@ -1,8 +1,15 @@
-"""Detection items end to end: replayed raw outputs are parsed into boxes, then scored with GRIT."""
+"""Detection items end to end: replayed raw outputs are parsed into boxes, then scored with GRIT.
+
+The last section tests the parse stage (engine/parse.py) on single replies, multiple-choice ones
+too: this file is in mutmut's test selection (``[tool.mutmut]``), and a new file there would reset
+every stored verdict (docs/tools.md).
+"""
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 from pathlib import Path
 from typing import Literal
 
@@ -10,7 +17,11 @@ import pytest
 from PIL import Image
 
 from scopebench.engine import RunConfig, run_benchmark
-from scopebench.protocols import render_detection_prompt
+from scopebench.engine.parse import guarded_parse, parse
+from scopebench.items import ImageRef, Item
+from scopebench.models import Response
+from scopebench.parsing.boxes import MAX_BOXES
+from scopebench.protocols import Request, render_detection_prompt
 from scopebench.scoring.detection import record_grit
 from scopebench.store import RunData, load_run
 
@@ -248,3 +259,181 @@ def test_a_backend_that_names_its_box_format_is_read_in_that_format_only(
     run_benchmark(cfg, tmp_path / "json")
     run = load_run(tmp_path / "json")
     assert _grit(run, "local/d1") == 0.0 and run.records[0].extra["boxes"] == []
+
+
+# --- the parse stage on one reply (engine/parse.py), without a run -------------------------------
+
+
+def _detection_request(*images: ImageRef) -> Request:
+    item = Item(
+        id="local/d9",
+        benchmark="local",
+        split="test",
+        task="detection",
+        question="Detect nucleus",
+        images=images,
+        metadata={"class_name": "nucleus"},
+        kind="detection",
+    )
+    return Request(item, "Detect nucleus", images, None, "letters", (), "detection-qwen")
+
+
+def test_detection_item_without_an_image_is_an_error_record() -> None:
+    # Boxes on a 0-1000 grid cannot be put in pixels without the image's size: the record says so
+    # (an "ok" record with no boxes would score as an empty prediction instead).
+    reply = Response("local/d9", text="<box>(0,0),(500,500)</box>")
+    rec = parse(_detection_request(), reply, model="replay:x")
+    assert (rec.status, rec.error) == ("error", "detection item has no image to size its boxes")
+    assert "boxes" not in rec.extra and rec.kind == "detection"
+
+
+def test_detection_image_that_cannot_be_read_is_an_error_record_with_the_reason(tmp_path: Path) -> None:
+    gone = tmp_path / "gone.png"
+    rec = parse(
+        _detection_request(ImageRef("gone", path=gone)),
+        Response("local/d9", text="<box>(0,0),(500,500)</box>"),
+        model="replay:x",
+    )
+    assert (rec.status, rec.error) == ("error", f"image file not found: {gone}")
+    assert "boxes" not in rec.extra
+
+
+def test_boxes_past_the_cap_are_counted_as_truncated(tmp_path: Path) -> None:
+    # MAX_BOXES (1,000) boxes are read; the 1,001st and 1,002nd complete ones are counted, so a
+    # reply that floods the image with boxes shows it in the record.
+    Image.new("RGB", (200, 100)).save(tmp_path / "cells.png")
+    reply = "".join("<box>(0,0),(500,500)</box>" for _ in range(MAX_BOXES + 2))
+    req = _detection_request(ImageRef("cells", path=tmp_path / "cells.png"))
+    rec = parse(req, Response("local/d9", text=reply), model="replay:x")
+    assert rec.status == "ok" and len(rec.extra["boxes"]) == MAX_BOXES
+    assert rec.extra["boxes"][0] == [0.0, 0.0, 100.0, 50.0]
+    assert (rec.extra["boxes_truncated"], rec.extra["boxes_dropped"]) == (2, 0)
+    assert (rec.extra["box_format"], rec.extra["class_name"]) == ("qwen", "nucleus")
+
+
+def _mcq_request(labels: str = "letters") -> Request:
+    item = Item(
+        id="local/m9",
+        benchmark="local",
+        split="test",
+        task="stain",
+        question="Which stain?",
+        choices=("H&E", "DAPI", "PAS"),
+        answer_index=1,
+        subset="SocialPath",
+    )
+    option_labels = ("A", "B", "C") if labels == "letters" else ("1", "2", "3")
+    return Request(item, "Which stain?", (), None, labels, option_labels, "default")  # type: ignore[arg-type]
+
+
+def test_free_text_reply_is_read_with_the_requests_labels() -> None:
+    # MicroVQA's owner protocol numbers its options: "The answer is 2" is option 2 (DAPI), which
+    # read with letters would be no label at all.
+    rec = parse(_mcq_request("numbers"), Response("local/m9", text="The answer is 2."), model="replay:x")
+    assert (rec.status, rec.choice, rec.correct, rec.model) == ("ok", 1, True, "replay:x")
+    assert rec.extra == {"parse_method": "answer_phrase", "answer_method": "parser"}
+    # The item's copies a record carries for grouping and scoring without the items at hand.
+    assert (rec.item_id, rec.split, rec.task, rec.subset, rec.answer_index) == (
+        "local/m9",
+        "test",
+        "stain",
+        "SocialPath",
+        1,
+    )
+    rec = parse(_mcq_request(), Response("local/m9", text="The answer is C."), model="replay:x")
+    assert (rec.choice, rec.correct, rec.extra["parse_method"]) == (2, False, "answer_phrase")
+
+
+def test_a_backends_direct_choice_wins_over_its_text() -> None:
+    # A backend that picks an option directly may also return text (an echo of the option): the
+    # record keeps its choice, never a re-reading of the text.
+    reply = Response("local/m9", text="A", choice=1)
+    rec = parse(_mcq_request(), reply, model="replay:x")
+    assert (rec.status, rec.choice, rec.correct) == ("ok", 1, True)
+    assert rec.extra == {"answer_method": "choice"} and rec.response == "A"
+
+
+def test_default_box_format_reads_every_format(tmp_path: Path) -> None:
+    Image.new("RGB", (200, 100)).save(tmp_path / "cells.png")
+    req = _detection_request(ImageRef("cells", path=tmp_path / "cells.png"))
+    rec = parse(req, Response("local/d9", text='[{"x1": 0, "y1": 0, "x2": 100, "y2": 50}]'), model="m")
+    assert (rec.status, rec.extra["box_format"], rec.extra["boxes"]) == (
+        "ok",
+        "json",
+        [[0.0, 0.0, 100.0, 50.0]],
+    )
+
+
+def test_option_scores_pick_the_highest_ties_to_the_lowest_index() -> None:
+    rec = parse(_mcq_request(), Response("local/m9", scores=[0.1, 0.7, 0.2]), model="clip")
+    assert (rec.status, rec.choice, rec.correct, rec.scores) == ("ok", 1, True, [0.1, 0.7, 0.2])
+    assert rec.extra == {"answer_method": "scores"}
+    tie = parse(_mcq_request(), Response("local/m9", scores=[0.2, 0.4, 0.4]), model="clip")
+    assert (tie.status, tie.choice, tie.correct) == ("ok", 1, True)  # B and C tie: B, the lower index
+    tie = parse(_mcq_request(), Response("local/m9", scores=[0.4, 0.4, 0.2]), model="clip")
+    assert (tie.choice, tie.correct) == (0, False)
+
+
+@pytest.mark.parametrize("scores", [[0.5, 0.5], [0.1, 0.2, 0.3, 0.4], [0.1, math.nan, 0.2]])
+def test_malformed_option_scores_are_an_error_never_an_answer(scores: list[float]) -> None:
+    # One score per option, none NaN: otherwise the argmax would pick an option by accident.
+    rec = parse(_mcq_request(), Response("local/m9", scores=scores), model="clip")
+    assert (rec.status, rec.error, rec.choice, rec.correct) == (
+        "error",
+        "backend returned malformed option scores",
+        None,
+        None,
+    )
+
+
+def test_reply_with_nothing_to_read_and_choices_out_of_range() -> None:
+    rec = parse(_mcq_request(), Response("local/m9"), model="m")
+    assert (rec.status, rec.error, rec.choice) == ("unparsed", "no option chosen", None)
+    rec = parse(_mcq_request(), Response("local/m9", text="I cannot tell."), model="m")
+    assert (rec.status, rec.error) == ("unparsed", "no option committed to")
+    rec = parse(_mcq_request(), Response("local/m9", choice=3), model="m")
+    assert (rec.status, rec.error, rec.choice) == ("error", "backend chose option 3 of 3", None)
+    rec = parse(_mcq_request(), Response("local/m9", choice=-1), model="m")
+    assert (rec.status, rec.error) == ("error", "backend chose option -1 of 3")
+
+
+def test_failed_response_keeps_its_status_and_reason() -> None:
+    rec = parse(_mcq_request(), Response("local/m9", status="error", error="HTTP 500"), model="m")
+    assert (rec.status, rec.error, rec.choice) == ("error", "HTTP 500", None)
+    rec = parse(_mcq_request(), Response("local/m9", status="missing_response"), model="m")
+    assert (rec.status, rec.error) == ("missing_response", "missing_response")
+
+
+def test_guarded_parse_defaults_read_any_format_as_written(tmp_path: Path) -> None:
+    # Defaults: every box format tried, boxes kept as written (the reversed one is not repaired).
+    Image.new("RGB", (200, 100)).save(tmp_path / "cells.png")
+    req = _detection_request(ImageRef("cells", path=tmp_path / "cells.png"))
+    reply = Response("local/d9", text="<box>(500,500),(0,0)</box>")
+    rec = guarded_parse(req, reply, model="qwen")
+    assert (rec.status, rec.model, rec.extra["box_format"]) == ("ok", "qwen", "qwen")
+    assert rec.extra["boxes"] == [[100.0, 50.0, 0.0, 0.0]]
+    assert (rec.extra["box_repair"], rec.extra["boxes_irregular"], rec.extra["boxes_repaired"]) == (
+        False,
+        1,
+        0,
+    )
+    # A format named by the run is the only one tried: a Qwen reply read as JSON has no box.
+    rec = guarded_parse(req, reply, model="qwen", box_format="json")
+    assert (rec.status, rec.extra["box_format"], rec.extra["boxes"]) == ("ok", "none", [])
+
+
+def test_guarded_parse_turns_an_exception_into_that_items_error(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import scopebench.engine.parse as parse_mod
+
+    def broken(*args: object, **kw: object) -> object:
+        raise ValueError("x" * 600)
+
+    monkeypatch.setattr(parse_mod, "parse_choice", broken)
+    caplog.set_level(logging.WARNING, logger="scopebench")
+    rec = guarded_parse(_mcq_request(), Response("local/m9", text="B"), model="replay:x")
+    # The exception's text is cut at 500 characters; the reply and the model stay in the record.
+    error = "reading the reply failed: ValueError: " + "x" * 500
+    assert (rec.status, rec.error, rec.model, rec.response) == ("error", error, "replay:x", "B")
+    assert f"item local/m9: {error}" in caplog.messages  # the whole message, nothing around it

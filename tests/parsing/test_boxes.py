@@ -282,3 +282,34 @@ def test_a_zero_width_or_height_box_is_not_reversed() -> None:
     # Degenerate (area 0, IoU 0 with everything) but written in order: not irregular.
     res = parse_boxes("[[10, 20, 10, 40], [10, 20, 30, 20]]", 100, 100)
     assert (len(res.boxes), res.irregular) == (2, 0)
+
+
+def test_box_keys_keep_their_labels() -> None:
+    # Qwen2.5-VL writes {"bbox_2d": [...], "label": ...}; others "bbox" or "box". Each key is read
+    # with the object's label (a bare 4-number list inside would be read without it).
+    text = (
+        '[{"bbox_2d": [1, 2, 3, 4], "label": "cell"}, {"bbox": [5, 6, 7, 8], "label": "gland"},'
+        ' {"box": [9, 10, 11, 12], "label": "nucleus"}]'
+    )
+    res = parse_boxes(text, 100, 200)
+    assert [(b.label, b.x1) for b in res.boxes] == [("cell", 1.0), ("gland", 5.0), ("nucleus", 9.0)]
+
+
+def test_unreadable_flat_object_does_not_stop_the_fallback() -> None:
+    # Truncated output with an object that is not JSON (unquoted keys) before a complete one: the
+    # complete one is still read.
+    res = parse_boxes('Found: {x1: 0} and {"x1": 0, "y1": 0, "x2": 100, "y2": 50} and {"x1"', 100, 200)
+    assert res.format == "json" and _xyxy(res) == [(0.0, 0.0, 100.0, 50.0)]
+
+
+@pytest.mark.parametrize(
+    ("text", "irregular"),
+    [
+        ("[10, 20, 120, 40]", 1),  # past the right edge only (width 100)
+        ("[10, 20, 30, 240]", 1),  # past the bottom only (height 200)
+        ("[10, 20, 30, 40]", 0),
+    ],
+)
+def test_a_box_past_one_edge_is_irregular(text: str, irregular: int) -> None:
+    res = parse_boxes(text, 100, 200)
+    assert (res.irregular, res.repaired, len(res.boxes)) == (irregular, 0, 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from scopebench.parsing import parse_choice
 from scopebench.parsing._commits import (
     Commit,
     Ctx,
@@ -60,3 +61,67 @@ def test_decide_after_reflection_takes_the_later_answer() -> None:
         [Commit(("B",), pos=0), Commit(("D",), pos=text.index("the final"))], "answer_phrase", "x", FOUR, text
     )
     assert (got.index, got.reason) == (3, "answer after the self-correction 'On reflection' names D")
+
+
+def test_changed_unread_names_the_later_label_as_written() -> None:
+    # Session 4 (mutation): the reason quotes the later label without its brackets, in the run's
+    # label style, and the answer is none (D is taken back, the new label is not read).
+    text = "Answer: D. Actually, on closer inspection: (X)"
+    got = decide([Commit(("D",), pos=0)], "answer_phrase", "answer phrase", FOUR, text)
+    assert (got.index, got.reason) == (None, "answer changed after 'Actually' to 'X', not read")
+    text = "Answer: 2. Actually, on closer inspection: (3)"
+    got = decide([Commit(("2",), pos=0)], "answer_phrase", "answer phrase", NUMBERS, text)
+    assert (got.index, got.reason) == (None, "answer changed after 'Actually' to '3', not read")
+
+
+def test_placeholder_is_dropped_only_when_out_of_range_next_to_real_answers() -> None:
+    # 'The answer is (X)' echoed from the instructions, then two labels: X is dropped, the other
+    # out-of-range label (F) is not, so the answer stays "several", never B alone.
+    three = [Commit(("X",), pos=0), Commit(("B",), pos=10), Commit(("F",), pos=20)]
+    got = decide(three, "answer_phrase", "answer phrase", FOUR)
+    assert (got.index, got.reason) == (None, "several options named: B, F")
+    # Nothing in range: no label is dropped, X included.
+    got = decide([Commit(("X",), pos=0), Commit(("F",), pos=5)], "answer_phrase", "answer phrase", FOUR)
+    assert (got.index, got.reason) == (None, "several options named: X, F")
+
+
+def test_decide_reasons_a_user_reads() -> None:
+    options = ["Whorled pattern", "Spindle cells", "Rosette formation", "Necrosis"]
+    cases = [
+        ("B\nBecause the cells are spindle-shaped.", 1, "leading_label", "response starts with label B"),
+        (
+            "The answer is C) Whorled pattern.",
+            None,
+            "answer_phrase",
+            "label C is followed by the text of option A",
+        ),
+        (
+            "I was going to say A, however B is also possible.",
+            None,
+            "answer_phrase",
+            "A named only as a first thought, then set aside",
+        ),
+        # an "I was going to say" two sentences earlier is not this answer's first thought
+        (
+            "Hmm. I was going to say something else. The answer is A, but let me explain why.",
+            0,
+            "answer_phrase",
+            "answer phrase names A",
+        ),
+        # the same across lines: the first thought's sentence is its line, not a later or earlier one
+        (
+            "Hmm\nI was going to say something else\nThe answer is A, but let me explain why",
+            0,
+            "answer_phrase",
+            "answer phrase names A",
+        ),
+        (
+            "I was going to say A, however B is also possible.\nThat is all.",
+            None,
+            "answer_phrase",
+            "A named only as a first thought, then set aside",
+        ),
+    ]
+    for text, index, method, reason in cases:
+        got = parse_choice(text, options)
+        assert (got.index, got.method, got.reason) == (index, method, reason), text

@@ -55,6 +55,9 @@ def test_prompt_never_asks_to_solve() -> None:
         ("B", JudgeVerdict(1, "B")),
         ("  B\n", JudgeVerdict(1, "B")),
         ("B.", JudgeVerdict(1, "B")),
+        # the space before the forgiven period goes too (it is stripped from the right, session 4)
+        ("B .", JudgeVerdict(1, "B")),
+        ("none .", JudgeVerdict(None, "none")),
         ("b", JudgeVerdict(1, "B")),
         ("none", JudgeVerdict(None, "none")),
         ("None.", JudgeVerdict(None, "none")),
@@ -115,6 +118,15 @@ def test_judge_free_restores_the_parsers_verdict() -> None:
     assert free.extra["judge"]["verdict"] == "B"  # the judge's reply stays visible
     assert rec.status == "ok" and rec.extra["answer_method"] == "judge"  # the input is not mutated
     assert answered_by_judge(rec) and not answered_by_judge(free)
+
+
+def test_judge_free_without_the_parsers_reason_says_no_option_chosen() -> None:
+    # A judged record stored without ``parser_error`` (the parser found nothing to go on) goes
+    # back to the parser's own wording, not to an empty or altered reason.
+    rec = _judged(False)
+    rec.extra["judge"] = {"spec": "replay:j", "verdict": "B", "status": "ok"}
+    free = judge_free(rec)
+    assert (free.status, free.choice, free.error) == ("unparsed", None, "no option chosen")
 
 
 def test_judge_free_leaves_parser_records_alone() -> None:

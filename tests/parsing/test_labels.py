@@ -116,3 +116,17 @@ def test_label_index_and_back() -> None:
 )  # fmt: skip
 def test_label_kinds_choice_6(text: str, style: str | None, kind: str | None) -> None:
     assert _kind(text, style or "letters") == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        # "!"/"?" ends a label before a space, the end, a closing mark or another "!"/"?" only: glued
+        # to a letter (even "X") it is part of a token, not the label's punctuation (session 4)
+        ("C?X", None), ("C!X", None), ("C?!", "punct"), ("C!?", "punct"),
+        # both ends of the CJK range that closes a label like punctuation (U+3400 and U+9FFF)
+        ("B\u3400", "punct"), ("B\u9fff", "punct"),
+    ],
+)  # fmt: skip
+def test_label_end_boundaries(text: str, kind: str | None) -> None:
+    assert _kind(text) == kind
