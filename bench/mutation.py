@@ -570,6 +570,36 @@ _PARSER_SESSION_4: dict[str, str] = {
 }
 EQUIVALENT.update(_PARSER_SESSION_4)
 
+#: Session 5 (bench/RESULTS.md, "Parser survivors judged, session 5"): equivalent mutants of
+#: parsing/_commits.py, and _text.py's _is_negation and ClauseIndex.
+_PARSER_SESSION_5_COMMITS_NEGATION: dict[str, str] = {}
+EQUIVALENT.update(_PARSER_SESSION_5_COMMITS_NEGATION)
+
+
+#: Session 5 (bench/RESULTS.md, "Parser survivors judged, session 5"): equivalent mutants of
+#: parsing/_text.py's other functions.
+_PARSER_SESSION_5_TEXT: dict[str, str] = {}
+EQUIVALENT.update(_PARSER_SESSION_5_TEXT)
+
+
+#: Session 5 (bench/RESULTS.md, "Parser survivors judged, session 5"): equivalent mutants of
+#: parsing/choice.py: _phrase_commits, _text_then_label, _answer_markers, _read_answer.
+_PARSER_SESSION_5_CHOICE_PHRASES: dict[str, str] = {}
+EQUIVALENT.update(_PARSER_SESSION_5_CHOICE_PHRASES)
+
+
+#: Session 5 (bench/RESULTS.md, "Parser survivors judged, session 5"): equivalent mutants of
+#: parsing/choice.py: leading/bare/first-line labels, _lone_commits, parse_choice, _accepts.
+_PARSER_SESSION_5_CHOICE_LABELS: dict[str, str] = {}
+EQUIVALENT.update(_PARSER_SESSION_5_CHOICE_LABELS)
+
+
+#: Session 5 (bench/RESULTS.md, "Parser survivors judged, session 5"): equivalent mutants of
+#: parsing/choice.py: option texts, enumerations, contradictions.
+_PARSER_SESSION_5_CHOICE_OPTIONS: dict[str, str] = {}
+EQUIVALENT.update(_PARSER_SESSION_5_CHOICE_OPTIONS)
+
+
 # mutmut's own exit-code classes (mutmut/stats.py), folded into the four columns we report.
 _STATUS = {
     "killed": "killed",
