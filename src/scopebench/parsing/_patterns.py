@@ -384,17 +384,25 @@ _SWITCH = re.compile(
     r"|(?:^|(?<=[.!?][ \t]))(?:wrong|incorrect|nope|not\s+quite)(?=[ \t]*[.!,])",
     re.I,
 )
+# choice-9: a first impression that is the subject of "was going to" ("My instinct was going to
+# say A, but B fits." gives A up as "I was going to say A" does).
+_GUT = (
+    r"my\s+(?:(?:very\s+)?first\s+|initial\s+|immediate\s+)?"
+    r"(?:instinct|gut(?:\s+feeling)?|inclination|impulse|reflex|hunch|intuition|reaction|thought|guess)"
+)
 # A first thought named as such ("At first I thought B", "Initial pick: A"): a "but", "however"
 # or "final" after it switches to the later answer, as a correction marker does.
 _FIRST_THOUGHT = re.compile(
     r"(?<!\w)(?:at\s+first|initially|originally|(?:my\s+)?(?:first|initial|original)\s+(?:thought|instinct|guess|impression|answer|pick|choice)"
     # choice-6: "I was going to say A, however …", "I was tempted by B, but …"
-    r"|I\s+was\s+(?:going|about|planning|tempted|inclined|ready)(?=\s+(?:to|by)\s))"
+    r"|(?:I|" + _GUT + r")\s+was\s+(?:going|about|planning|tempted|inclined|ready)(?=\s+(?:to|by)\s))"
     r"(?!\w)",
     re.I,
 )
 # An answer the reply was about to give ("I was going to say A, however …"): see _given_up.
-_ABOUT_TO = re.compile(r"(?<!\w)I\s+was\s+(?:going|about|planning|tempted|ready)\s+to\s", re.I)
+_ABOUT_TO = re.compile(
+    r"(?<!\w)(?:I|" + _GUT + r")\s+was\s+(?:going|about|planning|tempted|ready)\s+to\s", re.I
+)
 _CONTRAST = re.compile(r"(?<!\w)(?:but|however|yet|final)(?!\w)", re.I)
 # A label that is a whole sentence of its own, perhaps after an interjection ("D... no, A.",
 # "Perhaps 4? Yes, 4.", "No, not C. D."), ending its line, after another sentence on that line:

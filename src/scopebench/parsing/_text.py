@@ -13,9 +13,31 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# choice-9: emoji and pictographs that chat models put after an answer ("The answer is B 😀",
+# "Answer: C 🔬", "B 👍") end a label as a space does. Left as they are, so that they still end
+# no label: marks that reject or warn ("B ❌", "B 👎" must never read as B; the walk-through
+# reads ✗ ✘ ❌ ❎ as "no"), the empty ballot box (an unticked "☐ A" is no answer), dingbat digits
+# and arrows (➁ may be an answer, ➡ marks one), and the geometric shapes and arrows of
+# U+1F780–U+1F8FF (crosses and saltires among them).
+_REJECTING = frozenset(
+    "\u2610\u2612\u26a0\u26d4\u2715\u2716\u2717\u2718\u274c\u274e"
+    "\U0001f44e\U0001f5d9\U0001f645\U0001f6ab\U0001f6d1"
+)
+_PICTOGRAPHS = (*range(0x2600, 0x2776), 0x2B50, 0x2B55, *range(0x1F300, 0x1F780), *range(0x1F900, 0x1FB00))
+_DECORATION: dict[str, str | None] = {
+    **{chr(cp): " " for cp in _PICTOGRAPHS if chr(cp) not in _REJECTING},
+    # Marks of doubt read as a question mark ("B 🤔" is "B ?"), of emphasis as "!".
+    **dict.fromkeys("\u2753\u2754\U0001f914\U0001f937", "?"),
+    **dict.fromkeys("\u2755\u2757", "!"),
+    # Variation selectors, zero-width joiners and the keycap only dress a character up
+    # ("2\ufe0f\u20e3" is the keycap 2: a number label).
+    **dict.fromkeys("\ufe0e\ufe0f\u200d\u20e3"),
+}
+
 # Typographic quotes and dashes become their ASCII forms so one set of patterns covers them.
 _TRANSLATE = str.maketrans(
     {
+        **_DECORATION,  # first, so the entries below win (check marks are dropped)
         "\u2018": "'",
         "\u2019": "'",
         "\u201a": "'",

@@ -230,7 +230,7 @@ from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
 __all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-8"
+PARSER_VERSION = "choice-9"
 
 
 # --- entry point ----------------------------------------------------------------------------
