@@ -79,6 +79,7 @@ def test_corpus_shape_and_rates() -> None:
         # choice-9
         "decorated_answer",
         "first_impression",
+        "answer_formats_9",
     }
     wrong = missed = committed = 0
     for r in ROWS:

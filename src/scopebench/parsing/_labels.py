@@ -20,7 +20,11 @@ LabelKind = Literal["bracketed", "closed", "keyword", "punct", "end", "connectiv
 STRONG_KINDS: frozenset[str] = frozenset({"bracketed", "closed", "keyword", "punct", "end"})
 
 # "Option C", "option (B)", "choice #2", "No. 3"
-_KEYWORD = r"(?:(?:the\s+)?(?:options?|choices?|letters?|numbers?)(?:\s*\#\s*|\s+|(?=[(\[])|(?=\d)))"
+# choice-9: "option number 4", "choice no. 2"
+_KEYWORD = (
+    r"(?:(?:the\s+)?(?:(?:options?|choices?)\s+(?:number|no\.)|options?|choices?|letters?|numbers?)"
+    r"(?:\s*\#\s*|\s+|(?=[(\[])|(?=\d)))"
+)
 # choice-6: angle brackets too ("<A>", a bare tag); "<ANSWER>" is no label (one letter only)
 _OPEN = r"(?:(?P<open>[(\[{<'\"])\s*)"
 _CLOSE = r"(?:\s*(?P<close>[)\]}>'\"]))"

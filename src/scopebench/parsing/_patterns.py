@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 
-# choice-7: also <final_answer> and <ans> tags
+# choice-7: also <final_answer> and <ans> tags; choice-9: BBCode-style "[ANSWER] D [/ANSWER]"
 _TAG = re.compile(
-    r"<\s*(?:final_)?ans(?:wer)?\s*>(?P<body>.*?)(?:<\s*/\s*(?:final_)?ans(?:wer)?\s*>|(?=<)|\Z)", re.I | re.S
+    r"(?:<\s*(?:final_)?ans(?:wer)?\s*>|\[\s*(?:final_)?answer\s*\])(?P<body>.*?)"
+    r"(?:<\s*/\s*(?:final_)?ans(?:wer)?\s*>|\[\s*/\s*(?:final_)?answer\s*\]|(?=<)|\Z)",
+    re.I | re.S,
 )
 _BOXED = re.compile(r"\\boxed\s*\{(?P<body>[^{}]*)\}")
 
@@ -60,7 +62,7 @@ _VERDICT = (
     r"|(?:most\s+)?(?:correct|right|best|better|safest|appropriate|accurate|likely|probable|strongest|final)"
     # choice-6: "D is the best fit", "C seems the likeliest", "B is the closest match", "A is my top pick"
     r"|likeliest|closest|top|leading|most\s+fitting|strongest)"
-    r"(?:\s+(?i:answer|option|choice|one|candidate|pick|fit|match|bet|guess|call))?"
+    r"(?:\s+(?i:answer|option|choice|one|candidate|pick|fit|match|bet|guess|call|estimate))?"
     r"|(?i:(?:tentative|preferred|favou?red|top)\s+)?(?i:answer|one|pick|choice|guess|bet|hunch|instinct|inclination"
     r"|call|vote|response|reply|selection))"
     r"|(?i:feels|sounds)\s+(?i:right|correct|best)|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
@@ -105,8 +107,9 @@ _ORDINAL_OBJECT = re.compile(_ORDINAL + r"(?![\w'])(?!\s+(?i:is|was|would|seems|
 # makes it the answer (choice-6).
 _THATS_MINE = (
     r"(?<![\w'])(?:\((?P<a>{lab})\)|(?P<c>{bare}))[ \t]*[;:,\-][ \t]*"
-    r"(?i:that's|that\s+is|this\s+is|which\s+is)\s+(?i:my|the|our)\s+(?i:final\s+|best\s+)?"
-    r"(?i:answer|choice|pick|guess|selection|bet|estimate)(?![\w'])"
+    r"(?i:that's|that\s+is|this\s+is|which\s+is|that\s+seems(?:\s+like)?|which\s+seems(?:\s+like)?)\s+"
+    r"(?i:my|the|our)\s+(?i:final\s+|best\s+)?"
+    r"(?i:answer|choice|pick|guess|selection|bet|estimate|fit|match)(?![\w'])"
     # "Could well be B; I'll pick it."
     r"|(?<![\w'])(?:\((?P<e>{lab})\)|(?P<f>{bare}))[ \t]*[;,\-][ \t]*(?:(?i:so|and|hence|thus)[ \t]+)?"
     r"(?i:I'll|I\s+will|I'd|I\s+would)\s+"
@@ -148,6 +151,12 @@ _HEDGE = re.compile(
         (?:give|choose|pick|go\s+with|favou?r|prefer|select)\s+is
       | I(?:'m|\s+am)\s+(?:not\s+(?:entirely\s+|completely\s+|100%\s+)?sure|unsure),?\s+but
       | (?:(?<=\band\s)|(?<=\bthen\s))(?:choose|select|pick|go\s+with)  # "rule out D and choose A"
+      # choice-9: "Leaning towards **D**, although …", "… makes me go with B"
+      | (?:^|(?<=[.!?]\s))leaning\s+(?:towards?|for)
+      | (?:makes?|made)\s+me\s+(?:go\s+with|choose|pick|favou?r|lean\s+towards?)
+      # choice-9: "… X and Y can be excluded, choose D." (after a comma or semicolon only, never
+      # a prompt's "Choose A, B, C or D" at a sentence start)
+      | (?:(?<=,\s)|(?<=;\s))(?:(?:so|thus|hence|therefore)\s+)?(?:choose|select|pick)
       | (?:^|(?<=[.!?]\s))
         (?:definitely|definitively|certainly|clearly|surely|absolutely|undoubtedly|unquestionably)
       | let(?:'s|\s+us)\s+go\s+with
@@ -381,7 +390,9 @@ _SWITCH = re.compile(
     # choice-6: an arrow after a label ("Answer: B -> D after reconsideration"), a one-word denial
     # of an asked label ("3? Wrong. 2.")
     r"|(?<=[A-Z0-9)\]])[ \t]?(?:->|=>|\u2192)"
-    r"|(?:^|(?<=[.!?][ \t]))(?:wrong|incorrect|nope|not\s+quite)(?=[ \t]*[.!,])",
+    r"|(?:^|(?<=[.!?][ \t]))(?:wrong|incorrect|nope|not\s+quite)(?=[ \t]*[.!,])"
+    # choice-9: "Superficially E seems right. It isn't - C."
+    r"|(?:^|(?<=[.!?][ \t]))(?:it|that)(?:\s+isn't|\s+is\s+not|'s\s+not)(?=[ \t]*(?:[.!,;]|-\s))",
     re.I,
 )
 # choice-9: a first impression that is the subject of "was going to" ("My instinct was going to
@@ -390,20 +401,32 @@ _GUT = (
     r"my\s+(?:(?:very\s+)?first\s+|initial\s+|immediate\s+)?"
     r"(?:instinct|gut(?:\s+feeling)?|inclination|impulse|reflex|hunch|intuition|reaction|thought|guess)"
 )
+# choice-9: an impression voiced in the present ("My gut says B, but I can't commit.") or a
+# temptation ("One might be tempted to pick A, but …"): the answer after "but" replaces it, and
+# with none after it the reply commits to nothing. Alone ("My gut tells me C.") it still commits.
+_GUT_SAYS = (
+    r"(?:my\s+)?(?:(?:first|initial|immediate)\s+)?(?:instinct|gut(?:\s+feeling)?|intuition|hunch)"
+    r"\s+(?:says|tells\s+me|suggests|points\s+to)"
+)
+_TEMPTED = r"(?:one|you|we|I)\s+(?:might|may|could|would)\s+be\s+tempted\s+to|it(?:'s|\s+is)\s+tempting\s+to"
 # A first thought named as such ("At first I thought B", "Initial pick: A"): a "but", "however"
 # or "final" after it switches to the later answer, as a correction marker does.
 _FIRST_THOUGHT = re.compile(
     r"(?<!\w)(?:at\s+first|initially|originally|(?:my\s+)?(?:first|initial|original)\s+(?:thought|instinct|guess|impression|answer|pick|choice)"
     # choice-6: "I was going to say A, however …", "I was tempted by B, but …"
-    r"|(?:I|" + _GUT + r")\s+was\s+(?:going|about|planning|tempted|inclined|ready)(?=\s+(?:to|by)\s))"
+    r"|(?:I|" + _GUT + r")\s+was\s+(?:going|about|planning|tempted|inclined|ready)(?=\s+(?:to|by)\s)"
+    # choice-9: "My gut says B, but … the answer is C", "One might be tempted to pick A, but …"
+    r"|" + _GUT_SAYS + r"|" + _TEMPTED + r")"
     r"(?!\w)",
     re.I,
 )
 # An answer the reply was about to give ("I was going to say A, however …"): see _given_up.
 _ABOUT_TO = re.compile(
-    r"(?<!\w)(?:I|" + _GUT + r")\s+was\s+(?:going|about|planning|tempted|ready)\s+to\s", re.I
+    r"(?<!\w)(?:(?:I|" + _GUT + r")\s+was\s+(?:going|about|planning|tempted|ready)\s+to"
+    r"|" + _GUT_SAYS + r"|" + _TEMPTED + r")\s",
+    re.I,
 )
-_CONTRAST = re.compile(r"(?<!\w)(?:but|however|yet|final)(?!\w)", re.I)
+_CONTRAST = re.compile(r"(?<!\w)(?:but|however|yet|final|(?:al)?though)(?!\w)", re.I)
 # A label that is a whole sentence of its own, perhaps after an interjection ("D... no, A.",
 # "Perhaps 4? Yes, 4.", "No, not C. D."), ending its line, after another sentence on that line:
 # an answer. Never after a comma alone ("It is B, C." is a list), never a line of its own (a list
@@ -472,7 +495,9 @@ _NOUN_BEFORE = re.compile(
 _UNDECIDED = re.compile(
     r"(?<!\w)(?:both|either|not\s+(?:entirely\s+)?sure|unsure|uncertain|can(?:'t|not)\s+(?:tell|decide|say)"
     r"|hard\s+to\s+(?:say|tell)|torn\s+between|can(?:'t|not)\s+(?:confirm|be\s+(?:sure|certain))"
-    r"|not\s+(?:certain|confident)|(?:could|might|may)\s+(?:\w+\s+)?be)(?!\w)",
+    r"|not\s+(?:certain|confident)|(?:could|might|may)\s+(?:\w+\s+)?be"
+    # choice-9: "… isn't enough for a diagnosis; I'd defer to the full slide review"
+    r"|(?:is\s+not|isn't|not)\s+enough|defer\s+to|can(?:'t|not)\s+commit)(?!\w)",
     re.I,
 )
 _SENTENCE_END = re.compile(r"[.!?\n]")

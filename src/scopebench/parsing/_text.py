@@ -38,6 +38,9 @@ _DECORATION: dict[str, str | None] = {
 _TRANSLATE = str.maketrans(
     {
         **_DECORATION,  # first, so the entries below win (check marks are dropped)
+        # choice-9: arrows as "->"/"=>" ("Answer ⇒ 5", "Final answer ➜ (A)").
+        **dict.fromkeys("\u2794\u279c\u279d\u279e\u279f\u27a0\u27a1\u27a4\u27f6\u2b95", "->"),
+        **dict.fromkeys("\u21d2\u27f9", "=>"),
         "\u2018": "'",
         "\u2019": "'",
         "\u201a": "'",
@@ -80,7 +83,8 @@ _LATEX_WRAP = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mathit)\s*\{([^
 
 # Markdown emphasis, code ticks, maths dollars, heading hashes and quote markers carry no meaning
 # for the answer. Underscores go only at word edges so `cell_type` survives.
-_MARKUP = re.compile(r"\*+|`+|\$+|(?<!\w)_+|_+(?!\w)|^[ \t]*(?:#+|>+)[ \t]*", re.M)
+# choice-9: struck-through text ("~~A~~ **C**") is withdrawn, so it goes with its tildes.
+_MARKUP = re.compile(r"~~[^~\n]{1,80}~~|\*+|`+|\$+|(?<!\w)_+|_+(?!\w)|^[ \t]*(?:#+|>+)[ \t]*", re.M)
 
 # A token is a run of letters/digits, or a symbol that distinguishes options ("CD4+" vs "CD4-",
 # "5%"). A hyphen counts only when it ends a word, so "T-cell" and "T cell" read alike.
