@@ -578,7 +578,36 @@ EQUIVALENT.update(_PARSER_SESSION_5_COMMITS_NEGATION)
 
 #: Session 5 (bench/RESULTS.md, "Parser survivors judged, session 5"): equivalent mutants of
 #: parsing/_text.py's other functions.
-_PARSER_SESSION_5_TEXT: dict[str, str] = {}
+_PARSER_SESSION_5_TEXT: dict[str, str] = {
+    **{
+        f"scopebench.parsing._text.x_resolve__mutmut_{k}": "max's default is used only when there are no "
+        "matches, and then the comprehension that reads reach runs over nothing"
+        for k in (9, 13)
+    },
+    "scopebench.parsing._text.x_resolve__mutmut_31": "the window also takes matches starting one token "
+    "after m: _beats(other, m) needs other.start <= m.start, so none of them covers m (still linear)",
+    **{
+        f"scopebench.parsing._text.x__so_is__mutmut_{k}": "differs only at start == 2, where the original's "
+        "range(sentences[2], 0) is empty: False either way"
+        for k in (3, 4)
+    },
+    "scopebench.parsing._text.x_clause_starts__mutmut_13": "at i == 0 current is already 0: setting it to 0 "
+    "(instead of the elif branches, which can only set it to 0 too) changes nothing",
+    "scopebench.parsing._text.x_ruled_out__mutmut_1": "the default of verdict_follows is never used: its "
+    "only caller (choice._option_text) always passes verdict_gap(...)",
+    "scopebench.parsing._text.x_ruled_out__mutmut_76": "verdict_follows is verdict_gap(...), False when "
+    "end >= len(tokens) == len(values): when it holds, end < len(values) already",
+    **{
+        f"scopebench.parsing._text.x_ruled_out__mutmut_{k}": "return (None) for break-then-return False: "
+        "the caller reads the result for truth only (an `or` in choice._option_text)"
+        for k in (92, 107)
+    },
+    "scopebench.parsing._text.x_verdict_gap__mutmut_2": "True past the last token: ruled_out reads it only "
+    "as `verdict_follows and end < len(values)`, False there",
+    "scopebench.parsing._text.x_more_specific__mutmut_11": "a kept mention of general starting where "
+    "specific's first does survives resolve only on the same span with equal (exact, length), i.e. as many "
+    "tokens, where len(inner) >= len(outer) returns None anyway",
+}
 EQUIVALENT.update(_PARSER_SESSION_5_TEXT)
 
 
