@@ -30,7 +30,10 @@ def test_clean_drops_heading_underlines_and_rules_only() -> None:
     # inside a line ("B - C", "1 - 2 weeks") and fewer than three dashes stay.
     assert clean("Answer\n------\nC") == "Answer\n\nC"
     assert clean("Answer\n=====\nC") == "Answer\n\nC"
-    assert clean("B --- C\n--\n") == "B --- C\n--\n"
+    # choice-9: the whitespace ending a reply goes too (a closing label is looked for in the last
+    # characters, which blank lines would otherwise fill).
+    assert clean("B --- C\n--\n") == "B --- C\n--"
+    assert clean("C) Giant cells, B.\n\n\n\n\n\n\n\n\n\n\t ") == "C) Giant cells, B."
 
 
 def test_clean_unwraps_latex_and_strips_markup() -> None:

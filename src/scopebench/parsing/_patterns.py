@@ -517,7 +517,9 @@ _FILLER = re.compile(
 )
 # An interjection opening a whole-response label ("Hmm, 2 maybe.", "Well, C."; choice-6).
 _INTERJECTION = re.compile(r"(?i:hmm+|ok(?:ay)?|well|so|right|alright|oops|ah|oh)[ \t]*[,.]?[ \t]+")
-_ARTICLES = frozenset({"a", "an", "the"})
+# Words skipped before an option's text after an answer phrase or a joiner: articles and
+# (choice-9) hedge adverbs, so "fibrosis or possibly necrosis" names both options.
+_ARTICLES = frozenset({"a", "an", "the", "possibly", "perhaps", "maybe", "probably", "likely"})
 # Words joining a second option's text to the first after an answer phrase ("X or Y"): both named.
 _JOINED = frozenset({"or", "and", "nor", "vs", "versus", "plus"})
 # An answer after a phrase runs to the end of its clause.

@@ -104,7 +104,9 @@ def clean(text: str) -> str:
     return _MARKUP.sub("", text)
 
 
-_RULE_LINE = re.compile(r"^[ \t]*(?:-{3,}|={3,}|_{3,})[ \t]*$", re.M)
+# What says nothing and is dropped first: a setext underline or a rule line, and (choice-9) the
+# whitespace ending a reply, so a closing label is found however many blank lines follow it.
+_RULE_LINE = re.compile(r"^[ \t]*(?:-{3,}|={3,}|_{3,})[ \t]*$|\s+\Z", re.M)
 
 
 @dataclass(frozen=True, slots=True)
