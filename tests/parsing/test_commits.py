@@ -328,3 +328,45 @@ def test_naming_word_is_looked_for_in_the_twelve_characters_before_the_label() -
     outside = "Figures" + " " * 6 + "C is the answer."
     assert names_a_thing(inside, inside.index("C"), "C", ctx)
     assert not names_a_thing(outside, outside.index("C"), "C", ctx)
+
+
+@pytest.mark.parametrize(
+    ("response", "choices", "index", "reason", "why"),
+    [
+        (
+            "I was going to say it, therefore, Final stage of mitosis - option C, but let me explain why.",
+            ["Prophase", "Metaphase", "Final stage of mitosis", "Interphase"],
+            2,
+            "answer phrase names C",
+            # _given_up 54 (turn searched from first + 2): passed over the "Final" one character
+            # after the answer's position and took the later "but" as the turn
+            "'Final' opening the option's own text is read as 'final', no turn",
+        ),
+        (
+            "I was going to say C, therefore Yet another mitotic phase - option C.",
+            ["Prophase", "Metaphase", "Yet another mitotic phase", "Interphase"],
+            2,
+            "answer phrase names C",
+            # _given_up 62 (c.pos <= turn.start()): the "Yet" at the second answer's own position
+            # counted as a turn after it, so C was set aside
+            "a contrast word opening the answer itself is not a turn after it",
+        ),
+        (
+            "Therefore Initially reversible cell injury - option B. However, the answer is D.",
+            ["Prophase", "Initially reversible cell injury", "Apoptosis", "Necrosis"],
+            3,
+            "answer after the self-correction 'However' names D",
+            # _first_thought_before 14 (m.start() < pos): "Initially" at the answer's own position
+            # was no first thought, so "However" was no marker and the answer several
+            "a first-thought word at the first answer's position still names a first thought",
+        ),
+    ],
+)
+def test_option_text_opening_with_a_marker_word(
+    response: str, choices: list[str], index: int, reason: str, why: str
+) -> None:
+    # These options are odd on purpose: an answer prefix ("therefore") commits at its end, where
+    # the option's own text ("… - option C") starts, so a marker word opening that text sits
+    # exactly at the commitment's position, the boundary these rules compare against.
+    got = parse_choice(response, choices)
+    assert (got.index, got.method, got.reason) == (index, "answer_phrase", reason), why
