@@ -572,7 +572,31 @@ EQUIVALENT.update(_PARSER_SESSION_4)
 
 #: Session 5 (bench/RESULTS.md, "Parser survivors judged, session 5"): equivalent mutants of
 #: parsing/_commits.py, and _text.py's _is_negation and ClauseIndex.
-_PARSER_SESSION_5_COMMITS_NEGATION: dict[str, str] = {}
+_PARSER_SESSION_5_COMMITS_NEGATION: dict[str, str] = {
+    # parsing/_commits.py
+    "scopebench.parsing._commits.x_decide__mutmut_1": 'default text "XXXX" instead of "": only the '
+    'bare/leading-label callers omit text, and XXXX holds no sentence break, "or", "I was … to" or '
+    'correction/switch/first-thought marker, so every text rule finds nothing, as with ""',
+    **{
+        f"scopebench.parsing._commits.x__given_up__mutmut_{k}": f"rfind({ch!r}, 1, first): differs only "
+        f"when that {ch!r} is at index 0, and a search from 0 cannot match there (_ABOUT_TO starts with "
+        '"I"): the same first thought'
+        for k, ch in ((17, "."), (26, "\n"))
+    },
+    "scopebench.parsing._commits.x__after_correction__mutmut_13": "a marker at the first commitment's "
+    "own position: alone it makes every commitment 'later', whose labels decide() already found several "
+    "(None, as with no marker); next to a later marker it is neither the max nor after `before`",
+    "scopebench.parsing._commits.x_names_a_thing__mutmut_22": 'rstrip("XX.XX") on a case-folded naming '
+    'word: no upper-case X to strip, so the same as rstrip(".")',
+    **{
+        f"scopebench.parsing._commits.x_names_a_thing__mutmut_{k}": f"{how} on an option token: tokens "
+        "(_TOKEN, case-folded) hold no full stop, whitespace or upper-case X: nothing stripped either way"
+        for k, how in ((27, "rstrip(None)"), (28, 'lstrip(".")'), (29, 'rstrip("XX.XX")'))
+    },
+    # parsing/_text.py
+    "scopebench.parsing._text.xǁClauseIndexǁ_conditional__mutmut_26": "after[:2] is non-empty exactly "
+    "when after[:1] is: the same test",
+}
 EQUIVALENT.update(_PARSER_SESSION_5_COMMITS_NEGATION)
 
 
