@@ -643,7 +643,53 @@ EQUIVALENT.update(_PARSER_SESSION_5_CHOICE_PHRASES)
 
 #: Session 5 (bench/RESULTS.md, "Parser survivors judged, session 5"): equivalent mutants of
 #: parsing/choice.py: leading/bare/first-line labels, _lone_commits, parse_choice, _accepts.
-_PARSER_SESSION_5_CHOICE_LABELS: dict[str, str] = {}
+_PARSER_SESSION_5_CHOICE_LABELS: dict[str, str] = {
+    # parse_choice
+    "scopebench.parsing.choice.x_parse_choice__mutmut_58": "MARKS translates exactly the eight characters "
+    "of HAS_MARK's class: without a match, translate() is the identity and clean() gives `text` again",
+    # _lone_commits: the answer after an _INTRO/_SHORT/_HEDGED_LEAD lead-in
+    "scopebench.parsing.choice.x__lone_commits__mutmut_52": "loose=None instead of False: _read_answer "
+    "reads loose only for truth (`if not loose`, and `_accepts`, whose `loose and …` is then tested for "
+    "truth)",
+    **{
+        f"scopebench.parsing.choice.x__lone_commits__mutmut_{k}": "loose=True (given or by default): the "
+        "three lead-ins' lookaheads put an upper-case label followed by [.!] or the line end at the body's "
+        "start, which read_label reads as a strong kind, where _accepts ignores loose; where it reads "
+        'nothing (an unclosed "(C."), the loose option-text read cuts its clause at the "(" and names '
+        "nothing"
+        for k in (56, 59)
+    },
+    **{
+        f"scopebench.parsing.choice.x__lone_commits__mutmut_{k}": "strict_case None/False (or omitted): "
+        "its three checks need a lower-case letter, a connective word or a colon after the label, and "
+        "the lead-ins' lookaheads allow only an upper-case label followed by [.!] or the line end"
+        for k in (53, 57, 60)
+    },
+    # _bare_label
+    "scopebench.parsing.choice.x__bare_label__mutmut_6": "_BULLET (all optional) matches at every "
+    "position, so `bullet is not None` is always true already",
+    "scopebench.parsing.choice.x__bare_label__mutmut_8": "the `else` branch is dead: _BULLET always "
+    "matches (every part optional), so bullet is never None",
+    "scopebench.parsing.choice.x__bare_label__mutmut_86": "body is text.strip(): body.lstrip() and "
+    "body.rstrip() are both body",
+    # _first_line_rule: one in-range leading_label commit, decided without the reply's text
+    **{
+        f"scopebench.parsing.choice.x__first_line_rule__mutmut_{k}": "method/what passed to decide: with "
+        'one in-range commit of method "leading_label" and text "" (no withdrawal, no change, no first '
+        'thought), decide always reaches `all(c.method == "leading_label")`, which replaces both'
+        for k in (26, 27, 39, 40, 41)
+    },
+    # _number_dash
+    **{
+        f"scopebench.parsing.choice.x__number_dash__mutmut_{k}": "what follows a punct-kind label is "
+        '[ \\t]* then a non-space character (a punctuation mark or a _TAIL word, none starting with "X"), '
+        'so lstrip() and lstrip("XX \\t") stop at the same place as lstrip(" \\t")'
+        for k in (2, 4)
+    },
+    "scopebench.parsing.choice.x__number_dash__mutmut_18": 'a punct-kind "-" is followed by a space or '
+    "the end (_kind_after), so after[1:] starts with whitespace and after[2:].lstrip() is "
+    "after[1:].lstrip()",
+}
 EQUIVALENT.update(_PARSER_SESSION_5_CHOICE_LABELS)
 
 
