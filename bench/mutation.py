@@ -695,7 +695,84 @@ EQUIVALENT.update(_PARSER_SESSION_5_CHOICE_LABELS)
 
 #: Session 5 (bench/RESULTS.md, "Parser survivors judged, session 5"): equivalent mutants of
 #: parsing/choice.py: option texts, enumerations, contradictions.
-_PARSER_SESSION_5_CHOICE_OPTIONS: dict[str, str] = {}
+_PARSER_SESSION_5_CHOICE_OPTIONS: dict[str, str] = {
+    "scopebench.parsing.choice.x__own_gloss__mutmut_6": (
+        "tokenize(gloss, None): the words are only compared whole with one option's text "
+        "(equals_option), which is at most ctx.span - 1 words long, so cutting them at ctx.span words"
+        " changes no comparison"
+    ),
+    "scopebench.parsing.choice.x__own_gloss__mutmut_8": (
+        "tokenize(gloss) without its limit: the words are only compared whole with one option's text "
+        "(equals_option), which is at most ctx.span - 1 words long, so cutting them at ctx.span words"
+        " changes no comparison"
+    ),
+    "scopebench.parsing.choice.x__own_text_follows__mutmut_6": (
+        "tokenize(…, None): the words are only compared whole with one option's text (equals_option),"
+        " which is at most ctx.span - 1 words long, so cutting them at ctx.span words changes no "
+        "comparison"
+    ),
+    "scopebench.parsing.choice.x__own_text_follows__mutmut_8": (
+        "tokenize(…) without its limit: the words are only compared whole with one option's text "
+        "(equals_option), which is at most ctx.span - 1 words long, so cutting them at ctx.span words"
+        " changes no comparison"
+    ),
+    "scopebench.parsing.choice.x__contradiction__mutmut_11": (
+        "tokenize(…, None): the words are only compared whole with one option's text (equals_option),"
+        " which is at most ctx.span - 1 words long, so cutting them at ctx.span words changes no "
+        "comparison (the loop compares with every option, each within that length)"
+    ),
+    "scopebench.parsing.choice.x__contradiction__mutmut_13": (
+        "tokenize(…) without its limit: as _contradiction__mutmut_11"
+    ),
+    "scopebench.parsing.choice.x__option_starts_at__mutmut_10": (
+        "tokenize(…, None): named_options(at_start=True) looks only at mentions starting at word 0, "
+        "each at most ctx.span - 1 words long, all inside the first ctx.span words either way"
+    ),
+    "scopebench.parsing.choice.x__option_starts_at__mutmut_12": (
+        "tokenize(…) without its limit: as _option_starts_at__mutmut_10"
+    ),
+    "scopebench.parsing.choice.x__reason_follows__mutmut_4": (
+        "split(None) instead of split(None, 1): only word[0] and whether the list is empty are read, "
+        "the same for any maxsplit"
+    ),
+    "scopebench.parsing.choice.x__reason_follows__mutmut_6": (
+        "split(None, 2) instead of split(None, 1): as _reason_follows__mutmut_4"
+    ),
+    "scopebench.parsing.choice.x__option_starts_at_label__mutmut_10": (
+        'split("\\n")[0] is the first line, as split("\\n", 1)[0]'
+    ),
+    "scopebench.parsing.choice.x__option_starts_at_label__mutmut_13": (
+        'split("\\n", 2)[0] is the first line, as split("\\n", 1)[0]'
+    ),
+    "scopebench.parsing.choice.x__enumerates__mutmut_6": (
+        "_BULLET ([ \\t]*(?:[-*•+][ \\t]+)?) matches the empty string, so `bullet` is never None and "
+        "`bullet or True` is `bullet`'s truth"
+    ),
+    "scopebench.parsing.choice.x__enumerates__mutmut_7": (
+        "the `else 0` → `else 1` branch is dead: _BULLET matches the empty string, so `bullet` is never None"
+    ),
+    "scopebench.parsing.choice.x__enumerates__mutmut_44": (
+        "search from 1, not 0: differs only for a _CONTRASTED word starting at index 0 (the "
+        "look-behind sees before pos); _leading_label passes a body that starts with a label read at "
+        "index 0 (a letter, digit, bracket or option/choice/letter/number keyword), never "
+        "whereas/unlike/than/not/versus/vs/over/instead"
+    ),
+    "scopebench.parsing.choice.x__ends_with_other_label__mutmut_10": (
+        "search from 1, not 0: a match at 0 makes the whole text a separator, the label and its "
+        "closing marks; both callers pass text whose first label is that one (body starts with it, or"
+        " the first line is only it), so orig finds last == label and returns None, as the mutant "
+        "that finds no match"
+    ),
+    "scopebench.parsing.choice.x__ends_with_other_label__mutmut_28": (
+        '_DENIED_BEFORE searched from 1, not 0: differs only for "not"/"no"/"than" starting at index '
+        "0 (the look-behind sees before pos), but both callers pass text that opens with the leading "
+        "label"
+    ),
+    "scopebench.parsing.choice.x__ends_with_other_label__mutmut_41": (
+        '_NOUN_BEFORE searched from 1, not 0: differs only for a noun ("lane", "grade", …) starting '
+        "at index 0, but both callers pass text that opens with the leading label"
+    ),
+}
 EQUIVALENT.update(_PARSER_SESSION_5_CHOICE_OPTIONS)
 
 
