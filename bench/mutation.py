@@ -637,7 +637,46 @@ EQUIVALENT.update(_PARSER_SESSION_5_TEXT)
 
 #: Session 5 (bench/RESULTS.md, "Parser survivors judged, session 5"): equivalent mutants of
 #: parsing/choice.py: _phrase_commits, _text_then_label, _answer_markers, _read_answer.
-_PARSER_SESSION_5_CHOICE_PHRASES: dict[str, str] = {}
+_PHRASES_MOD = "scopebench.parsing.choice"
+_PHRASES_LEAD_METHOD = (
+    "the method of the leading-label commitment: decide reads methods only in all(... == "
+    "'leading_label'), never true here (_answer_markers always adds a tag or phrase commitment), and "
+    "in _after_correction's later[-1], which holds only commitments after a marker starting past "
+    "commits[0].pos >= 0, never the lead at 0"
+)
+_PHRASES_LEAD_AT_1 = (
+    "the lead at pos 1 instead of 0 reorders it only against a commitment at 0, which can only be a "
+    "verdict on the same opening label (same label); positions 0-1 lie before or inside that label, "
+    "where no marker, sentence break or 'or' can start, so decide sees the same labels, first/last-"
+    "position searches and markers (no difference over the 54,853 replies tests/parsing passes to "
+    "parse_choice)"
+)
+_PHRASES_LOOSE_NONE = (
+    "loose=None instead of False: _read_answer reads it only as `if not loose` and through _accepts' "
+    "`return loose and ...`, used for truth: None acts as False"
+)
+_PARSER_SESSION_5_CHOICE_PHRASES: dict[str, str] = {
+    # _answer_markers: the lead commitment (first-line label, or the opening label after a marker)
+    **{
+        f"{_PHRASES_MOD}.x__answer_markers__mutmut_{k}": _PHRASES_LEAD_METHOD
+        for k in (66, 69, 71, 72, 93, 96, 102, 103)
+    },
+    **{
+        f"{_PHRASES_MOD}.x__answer_markers__mutmut_{k}": "pos omitted: Commit's default pos is 0, "
+        "the value written"
+        for k in (68, 95)
+    },
+    **{f"{_PHRASES_MOD}.x__answer_markers__mutmut_{k}": _PHRASES_LEAD_AT_1 for k in (70, 101)},
+    f"{_PHRASES_MOD}.x__answer_markers__mutmut_82": "ending=None: _leading_label reads it only as "
+    "`(ending and _ends_with_other_label(...))` between `or`s, where None and False are both falsy",
+    # _phrase_commits
+    **{f"{_PHRASES_MOD}.x__phrase_commits__mutmut_{k}": _PHRASES_LOOSE_NONE for k in (80, 94, 111)},
+    f"{_PHRASES_MOD}.x__phrase_commits__mutmut_220": "the groups of _REVERSE_*, _OBJECT_* and "
+    '_THATS_MINE_* are a-f and gl: `k in "XXabcdefXX"` holds for the same keys as `k in "abcdef"` '
+    '(a-f; "gl" in neither)',
+    # _read_answer
+    f"{_PHRASES_MOD}.x__read_answer__mutmut_62": "_accepts never reads its ctx argument",
+}
 EQUIVALENT.update(_PARSER_SESSION_5_CHOICE_PHRASES)
 
 
