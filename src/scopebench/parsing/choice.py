@@ -333,8 +333,10 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         commit = _read_answer(text[end : end + _WINDOW], ctx, loose=loose, strict_case=strict_case)
         # After a hedge or terse prefix, a list ("Thus A, B and C are excluded") is no answer.
         if commit is not None and not (single and len(commit.labels) > 1):
-            # A prefix may hold a correction marker ("No wait, C."): its answer comes after it.
-            found.append(_Commit(commit.labels, commit.conflict, end if at_end else start))
+            # choice-9: placed where its answer is read, at the phrase's end: a marker inside a
+            # phrase ("The answer after reflection is C", "I was going to say the final answer
+            # is B, but …") then stands before the answer, as it does in the reply.
+            found.append(_Commit(commit.labels, commit.conflict, end))
 
     for m in _PHRASE.finditer(text):
         add(m.start(), m.end(), loose=m["conn"] is not None or m["choose"] is not None)
@@ -517,11 +519,13 @@ def _text_then_label(body: str, pos: int, ctx: _Ctx) -> _Commit | None:
     if not ctx.in_range(label):
         return None
     words = [t.value for t in tokenize(m["text"], ctx.span)]
-    other = named_options(words, ctx.options, at_start=True)
     own = ctx.options[label_index(label, ctx.style)]
     # "the necrosis - option D"; but "A-band" starts with "a", which is its own text, not an article
     while words and words[0] in _ARTICLES and not equals_option(words, own):
         words = words[1:]
+    # choice-9: after the article is dropped, so "the fibrosis (option C)" with fibrosis A is
+    # the same self-contradiction as "fibrosis (option C)"
+    other = named_options(words, ctx.options, at_start=True)
     if equals_option(words, own):
         return _Commit((label,))
     if len(other) == 1 and equals_option(words, ctx.options[other[0]]):
@@ -548,9 +552,9 @@ def _option_starts_at(text: str, read: LabelRead, ctx: _Ctx) -> bool:
     """Whether a label followed by a word is really the start of an option's text ("B cells")."""
     if read.kind != "word":
         return False
-    clause = text[read.label_start :]
-    cut = _CLAUSE_END.search(clause)
-    words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause, ctx.span)]
+    # choice-9: not cut at the clause's end, so an option text with brackets or commas of its own
+    # ("B cells (CD20+)") is still found; the tokens are bounded by the longest option.
+    words = [t.value for t in tokenize(text[read.label_start :], ctx.span)]
     return bool(named_options(words, ctx.options, at_start=True))
 
 
