@@ -670,10 +670,18 @@ _PARSER_SESSION_5_CHOICE_PHRASES: dict[str, str] = {
     f"{_PHRASES_MOD}.x__answer_markers__mutmut_82": "ending=None: _leading_label reads it only as "
     "`(ending and _ends_with_other_label(...))` between `or`s, where None and False are both falsy",
     # _phrase_commits
-    **{f"{_PHRASES_MOD}.x__phrase_commits__mutmut_{k}": _PHRASES_LOOSE_NONE for k in (80, 94, 111)},
-    f"{_PHRASES_MOD}.x__phrase_commits__mutmut_220": "the groups of _REVERSE_*, _OBJECT_* and "
+    **{f"{_PHRASES_MOD}.x__phrase_commits__mutmut_{k}": _PHRASES_LOOSE_NONE for k in (78, 92, 109)},
+    f"{_PHRASES_MOD}.x__phrase_commits__mutmut_218": "the groups of _REVERSE_*, _OBJECT_* and "
     '_THATS_MINE_* are a-f and gl: `k in "XXabcdefXX"` holds for the same keys as `k in "abcdef"` '
     '(a-f; "gl" in neither)',
+    # _text_then_label (the lead's, after choice-9 moved the `other` look-up after the articles)
+    **{
+        f"{_PHRASES_MOD}.x__text_then_label__mutmut_{k}": "named_options(…, at_start=None/False/omitted) "
+        "for `other`: it is read only when equals_option(words, options[other[0]]) holds, i.e. when the "
+        "words are exactly one option's text; that mention starts at word 0 and nothing covers it, so "
+        "at_start=True adds no condition there"
+        for k in (56, 59, 60)
+    },
     # _read_answer
     f"{_PHRASES_MOD}.x__read_answer__mutmut_62": "_accepts never reads its ctx argument",
 }
@@ -763,12 +771,12 @@ _PARSER_SESSION_5_CHOICE_OPTIONS: dict[str, str] = {
     "scopebench.parsing.choice.x__contradiction__mutmut_13": (
         "tokenize(…) without its limit: as _contradiction__mutmut_11"
     ),
-    "scopebench.parsing.choice.x__option_starts_at__mutmut_10": (
+    "scopebench.parsing.choice.x__option_starts_at__mutmut_7": (
         "tokenize(…, None): named_options(at_start=True) looks only at mentions starting at word 0, "
         "each at most ctx.span - 1 words long, all inside the first ctx.span words either way"
     ),
-    "scopebench.parsing.choice.x__option_starts_at__mutmut_12": (
-        "tokenize(…) without its limit: as _option_starts_at__mutmut_10"
+    "scopebench.parsing.choice.x__option_starts_at__mutmut_9": (
+        "tokenize(…) without its limit: as _option_starts_at__mutmut_7"
     ),
     "scopebench.parsing.choice.x__reason_follows__mutmut_4": (
         "split(None) instead of split(None, 1): only word[0] and whether the list is empty are read, "
