@@ -485,12 +485,14 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
 def _alternative_text(words: list[str], first: int, ctx: _Ctx) -> list[int]:
     """A second option's text joined to the first by "or"/"and" ("Golgi apparatus or mitochondria").
 
-    choice-5 read such an answer as the first option; both are named, so the answer is none.
+    choice-5 read such an answer as the first option; both are named, so the answer is none. Since
+    choice-9 also a second option's text directly after the first ("necrosis/fibrosis").
     """
     rest = words[len(ctx.options[first]) :]
-    if not rest or rest[0] not in _JOINED:
-        return []
-    rest = rest[1:]
+    # choice-9: a second option's text right after the first, with no joining word, is named too:
+    # "necrosis/fibrosis", "necrosis & fibrosis" (the slash and ampersand are no tokens)
+    if rest and rest[0] in _JOINED:
+        rest = rest[1:]
     while rest and rest[0] in _ARTICLES and not named_options(rest, ctx.options, at_start=True):
         rest = rest[1:]
     return named_options(rest, ctx.options, at_start=True)
@@ -563,6 +565,10 @@ def _contradiction(text: str, read: LabelRead, ctx: _Ctx) -> str | None:
     if not ctx.in_range(read.label):
         return None
     rest = text[read.end :].lstrip(" \t.:)]-")
+    if rest.startswith("("):
+        # choice-9: a bracketed gloss is compared too ("C (fibrosis) is the most likely answer."
+        # with fibrosis B contradicts itself)
+        rest = rest[1:].split(")", 1)[0]
     cut = _CLAUSE_END.search(rest)
     words = [t.value for t in tokenize(rest[: cut.start()] if cut else rest, ctx.span)]
     own = label_index(read.label, ctx.style)
