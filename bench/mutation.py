@@ -763,14 +763,22 @@ _PARSER_SESSION_5_CHOICE_OPTIONS: dict[str, str] = {
         "(equals_option), which is at most ctx.span - 1 words long, so cutting them at ctx.span words"
         " changes no comparison"
     ),
-    "scopebench.parsing.choice.x__contradiction__mutmut_11": (
+    "scopebench.parsing.choice.x__contradiction__mutmut_23": (
         "tokenize(…, None): the words are only compared whole with one option's text (equals_option),"
         " which is at most ctx.span - 1 words long, so cutting them at ctx.span words changes no "
         "comparison (the loop compares with every option, each within that length)"
     ),
-    "scopebench.parsing.choice.x__contradiction__mutmut_13": (
-        "tokenize(…) without its limit: as _contradiction__mutmut_11"
+    "scopebench.parsing.choice.x__contradiction__mutmut_25": (
+        "tokenize(…) without its limit: as _contradiction__mutmut_23"
     ),
+    # the lead's, after choice-9 added the bracketed gloss to _contradiction (renumbered 11/13 -> 23/25)
+    **{
+        f"scopebench.parsing.choice.x__contradiction__mutmut_{k}": (
+            'split(")") with no or a larger maxsplit: only the first piece ([0]) is read, the same for '
+            "any maxsplit of at least 1"
+        )
+        for k in (13, 17)
+    },
     "scopebench.parsing.choice.x__option_starts_at__mutmut_7": (
         "tokenize(…, None): named_options(at_start=True) looks only at mentions starting at word 0, "
         "each at most ctx.span - 1 words long, all inside the first ctx.span words either way"
