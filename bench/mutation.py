@@ -905,6 +905,36 @@ def summarise(modules: list[str], root: Path) -> tuple[list[list[str]], Counter[
     return rows, overall
 
 
+def stale_equivalents(modules: list[str], root: Path) -> list[tuple[str, str]]:
+    """Entries of :data:`EQUIVALENT` in ``modules`` that no longer name a surviving mutant.
+
+    mutmut names a mutant by its function and a running number, so a change to a function renumbers
+    its mutants: an entry judged on the old code may then name a different mutant, which the
+    score would silently count as equivalent. Each such entry is returned with what it names now
+    (``"killed"``, ``"not checked"`` or ``"no such mutant"``); modules not run yet are skipped.
+    """
+    from mutmut.stats import status_by_exit_code
+
+    stale: list[tuple[str, str]] = []
+    for module in modules:
+        meta = root / "mutants" / "src" / "scopebench" / (module.replace(".", "/") + ".py.meta")
+        if not meta.is_file():
+            continue
+        codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+        prefix = f"scopebench.{module}.x"
+        for key in EQUIVALENT:
+            if not key.startswith(prefix) or not _counted(module, key):
+                continue
+            if key not in codes:
+                stale.append((key, "no such mutant"))
+                continue
+            code = codes[key]
+            status = "not checked" if code is None else _STATUS.get(status_by_exit_code[code], "not checked")
+            if status not in ("survived", "timeout"):
+                stale.append((key, status))
+    return stale
+
+
 def _judged(key: str, status: str) -> str:
     # Only a mutant no test kills can be equivalent; a killed one listed there is simply killed. A
     # listed one that timed out did so under load (it cannot change behaviour), so it is equivalent too.
@@ -971,6 +1001,13 @@ def main(argv: list[str] | None = None) -> int:
     rows, overall = summarise(modules, root)
     _print_table(rows, overall)
     print("\nSurvivors: `mutmut results`; one mutant's diff: `mutmut show NAME`.")
+    stale = stale_equivalents(modules, root)
+    if stale:
+        # A function changed since these were judged: its mutants were renumbered (see above).
+        print(f"\n{len(stale)} EQUIVALENT entries no longer name a surviving mutant; re-judge them:")
+        for key, now in stale:
+            print(f"  {key}: {now}")
+        return 1
     return 0
 
 
