@@ -910,8 +910,9 @@ def stale_equivalents(modules: list[str], root: Path) -> list[tuple[str, str]]:
 
     mutmut names a mutant by its function and a running number, so a change to a function renumbers
     its mutants: an entry judged on the old code may then name a different mutant, which the
-    score would silently count as equivalent. Each such entry is returned with what it names now
-    (``"killed"``, ``"not checked"`` or ``"no such mutant"``); modules not run yet are skipped.
+    score would silently count as equivalent. Each entry that names a killed mutant, or none, is
+    returned with what it names now (``"killed"`` or ``"no such mutant"``). An unrun mutant is not
+    conclusive (a module not run in this ``mutants/`` yet): the next run tells.
     """
     from mutmut.stats import status_by_exit_code
 
@@ -930,7 +931,7 @@ def stale_equivalents(modules: list[str], root: Path) -> list[tuple[str, str]]:
                 continue
             code = codes[key]
             status = "not checked" if code is None else _STATUS.get(status_by_exit_code[code], "not checked")
-            if status not in ("survived", "timeout"):
+            if status == "killed":
                 stale.append((key, status))
     return stale
 
