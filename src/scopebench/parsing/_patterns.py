@@ -373,6 +373,8 @@ _CORRECTION = re.compile(
     r"|let\s+me\s+fix\s+(?:that|this)|rethinking|re-?thinking\s+(?:it|this)"
     # choice-7: informal withdrawals ("I'd say 5 - hmm, scratch that. 2 …", "B - never mind. C …")
     r"|never\s*mind|strike\s+that|let\s+me\s+rephrase|disregard\s+that|forget\s+that|ignore\s+that"
+    # choice-9: a bare denial as a sentence of its own ("E seems right. It isn't.")
+    r"|(?:^|(?<=[.!?][ \t])|(?<=\n))(?:it|that)(?:\s+isn't|\s+is\s+not|'s\s+not)(?=[ \t]*[.!])"
     r")(?!\w)",
     re.I,
 )
@@ -392,7 +394,7 @@ _SWITCH = re.compile(
     r"|(?<=[A-Z0-9)\]])[ \t]?(?:->|=>|\u2192)"
     r"|(?:^|(?<=[.!?][ \t]))(?:wrong|incorrect|nope|not\s+quite)(?=[ \t]*[.!,])"
     # choice-9: "Superficially E seems right. It isn't - C."
-    r"|(?:^|(?<=[.!?][ \t]))(?:it|that)(?:\s+isn't|\s+is\s+not|'s\s+not)(?=[ \t]*(?:[.!,;]|-\s))",
+    r"|(?:^|(?<=[.!?][ \t])|(?<=\n))(?:it|that)(?:\s+isn't|\s+is\s+not|'s\s+not)(?=[ \t]*(?:[.!,;]|-\s))",
     re.I,
 )
 # choice-9: a first impression that is the subject of "was going to" ("My instinct was going to
