@@ -26,7 +26,8 @@ _PHRASE = re.compile(
         (?:\s+(?:choice|option|letter))?
       | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
         |only\s+(?:remaining|viable|surviving)  # choice-7: "The only remaining option is D"
-        |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting))
+        |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting)
+        |likeliest)  # choice-9: "The likeliest option is A"
         \s+(?:(?:letter|option)/(?:number|letter|option)|options?|choices?|response|one|letter|label)(?:\s+here)?
       | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
           (?:(?:probably|tentatively|likely|definitely|still|ultimately|personally|rather|now|therefore)\s+)?
@@ -253,7 +254,7 @@ _PREFIX = re.compile(
     r"|plausibly|possibly|maybe|conceivably|arguably|in\s+all\s+likelihood|at\s+a\s+guess"
     r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
     r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?(?:again|more)|on\s+a\s+second\s+look"
-    r"|make\s+(?:that|it)|looking\s+(?:again|closer)|let\s+me\s+correct\s+(?:myself|that)|hold\s+on|hang\s+on"
+    r"|make\s+(?:that|it)|revising(?:\s+(?:to|my\s+answer(?:\s+to)?))?|looking\s+(?:again|closer)|let\s+me\s+correct\s+(?:myself|that)|hold\s+on|hang\s+on"
     r"|let\s+me\s+fix\s+(?:that|this)|re-?considering"
     # choice-7: "Easy one - A.", "Instead of A, choose B."
     r"|(?:an?\s+)?(?:easy|simple|straightforward)\s+one|(?:which|this|that)\s+brings\s+me\s+to"
@@ -526,6 +527,18 @@ _ARTICLES = frozenset({"a", "an", "the", "possibly", "perhaps", "maybe", "probab
 _JOINED = frozenset({"or", "and", "nor", "vs", "versus", "plus"})
 # An answer after a phrase runs to the end of its clause.
 _CLAUSE_END = re.compile(r"\n|[.;!?](?=\s|$)|[,(]")
+# choice-9: a sentence's end (an option's own brackets and commas stay inside it).
+_SENTENCE_CUT = re.compile(r"\n|[.;!?](?=\s|$)")
+# choice-9: a label opening a line right before an option's text ("3. <text>", "Option 4 - <text>",
+# "(B) <text>"): the text is then that label's, or the reply contradicts itself.
+_LABEL_BEFORE = re.compile(
+    r"(?:^|(?<=\n))[ \t]*(?:[-*•+][ \t]+)?(?:"
+    r"(?i:options?|choices?)[ \t]*\#?[ \t]*[(\[]?(?P<x>[A-Z]|\d{1,2})[)\]]?[ \t]*(?:[.,:;]|-(?=[ \t]))?"
+    r"|[(\[](?P<y>[A-Z]|\d{1,2})[)\]][ \t]*(?:[.,:;]|-(?=[ \t]))?"
+    # a bare label only with punctuation after it: "A rosette formation is visible" is English
+    r"|(?P<z>[A-Z]|\d{1,2})[ \t]*(?:[.,:;)]|-(?=[ \t]))"
+    r")[ \t]*\Z"
+)
 _REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
 # A hedge after a whole-response label ("3, probably.", "B, I'd say."): still that label.
 _BARE_TAIL = re.compile(

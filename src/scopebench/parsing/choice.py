@@ -177,6 +177,7 @@ from scopebench.parsing._patterns import (
     _INTERJECTION,
     _INTRO,
     _JOINED,
+    _LABEL_BEFORE,
     _LABEL_WORD,
     _LONE_LETTERS,
     _LONE_MID_LETTERS,
@@ -194,6 +195,7 @@ from scopebench.parsing._patterns import (
     _REST_OK,
     _REVERSE_LETTERS,
     _REVERSE_NUMBERS,
+    _SENTENCE_CUT,
     _SHORT,
     _SWITCH,
     _TAG,
@@ -564,18 +566,24 @@ def _contradiction(text: str, read: LabelRead, ctx: _Ctx) -> str | None:
     """A reason when a label is directly followed by the full text of a different option."""
     if not ctx.in_range(read.label):
         return None
-    rest = text[read.end :].lstrip(" \t.:)]-")
+    rest = text[read.end :].lstrip(" \t.,:)]-")  # choice-9: also after a comma ("C, Fibrosis")
     if rest.startswith("("):
         # choice-9: a bracketed gloss is compared too ("C (fibrosis) is the most likely answer."
         # with fibrosis B contradicts itself)
         rest = rest[1:].split(")", 1)[0]
     cut = _CLAUSE_END.search(rest)
-    words = [t.value for t in tokenize(rest[: cut.start()] if cut else rest, ctx.span)]
+    # choice-9: the clause, and the sentence too, which keeps an option's own brackets and commas
+    # ("1) Colocalization is moderate (Pearson's r ≈ 0.5)")
+    end = _SENTENCE_CUT.search(rest)
+    said = [
+        [t.value for t in tokenize(rest[: cut.start()] if cut else rest, ctx.span)],
+        [t.value for t in tokenize(rest[: end.start()] if end else rest, ctx.span)],
+    ]
     own = label_index(read.label, ctx.style)
-    if equals_option(words, ctx.options[own]):
+    if any(equals_option(words, ctx.options[own]) for words in said):
         return None
     for idx, opt in enumerate(ctx.options):
-        if idx != own and equals_option(words, opt):
+        if idx != own and any(equals_option(words, opt) for words in said):
             return f"label {read.label} is followed by the text of option {label_for(idx, ctx.style)}"
     return None
 
@@ -822,8 +830,18 @@ def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
 
 
 def _mislabelled(text: str, tokens: Sequence[Token], mentions: Sequence[TextMatch], ctx: _Ctx) -> str | None:
-    """Why option text is no answer when a mention carries another option's label ("fibrosis (C)")."""
+    """Why option text is no answer when a mention carries another option's label ("fibrosis (C)").
+
+    Since choice-9 also a label opening the mention's line ("3. The protein localizes to the plasma
+    membrane" with that text option 4, "Option 4 - use a higher NA objective" with that option 1).
+    """
     for m in mentions:
+        before = _LABEL_BEFORE.search(text, max(0, tokens[m.start].start - 24), tokens[m.start].start)
+        raw = None if before is None else str(before["x"] or before["y"] or before["z"])
+        if raw is not None and raw.isdigit() == (ctx.style == "numbers"):
+            label = raw.upper() if ctx.style == "letters" else str(int(raw))
+            if ctx.in_range(label) and label != label_for(m.option, ctx.style):
+                return f"text of option {label_for(m.option, ctx.style)} is labelled {label}"
         gloss = _GLOSS_AFTER.match(text, tokens[m.end - 1].end)
         if gloss is None:
             continue
