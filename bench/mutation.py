@@ -737,15 +737,20 @@ _PARSER_SESSION_5_CHOICE_OPTIONS: dict[str, str] = {
         "(equals_option), which is at most ctx.span - 1 words long, so cutting them at ctx.span words"
         " changes no comparison"
     ),
-    "scopebench.parsing.choice.x__contradiction__mutmut_23": (
+    **{
+        f"scopebench.parsing.choice.x__contradiction__mutmut_{k}": (
+            "tokenize(…, None) / without its limit, for the clause's or the sentence's words: as "
+            "_contradiction__mutmut_25 below"
+        )
+        for k in (27, 31, 33)
+    },
+    "scopebench.parsing.choice.x__contradiction__mutmut_25": (
         "tokenize(…, None): the words are only compared whole with one option's text (equals_option),"
         " which is at most ctx.span - 1 words long, so cutting them at ctx.span words changes no "
         "comparison (the loop compares with every option, each within that length)"
     ),
-    "scopebench.parsing.choice.x__contradiction__mutmut_25": (
-        "tokenize(…) without its limit: as _contradiction__mutmut_23"
-    ),
-    # the lead's, after choice-9 added the bracketed gloss to _contradiction (renumbered 11/13 -> 23/25)
+    # the lead's, after choice-9 added the bracketed gloss and the sentence's words to _contradiction
+    # (the token-limit entries renumbered 11/13 -> 25/27, and 31/33 added for the sentence)
     **{
         f"scopebench.parsing.choice.x__contradiction__mutmut_{k}": (
             'split(")") with no or a larger maxsplit: only the first piece ([0]) is read, the same for '

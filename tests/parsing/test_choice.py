@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from scopebench.parsing import PARSER_VERSION, ParseResult, parse_choice
+from scopebench.parsing import PARSER_VERSION, LabelStyle, ParseResult, parse_choice
 
 # C is "Rosette formation" throughout, as in the examples of the design brief.
 FOUR = ("Whorled pattern", "Spindle cells", "Rosette formation", "Necrosis")
@@ -934,3 +934,41 @@ def test_commitment_verbs_after_a_concession(response: str, index: int | None) -
 def test_parser_version() -> None:
     # Bumped with every behaviour change; results are recorded with it.
     assert PARSER_VERSION == "choice-9"
+
+
+@pytest.mark.parametrize(
+    ("response", "choices", "labels", "index", "reason"),
+    [
+        # choice-9 (exam 7): a label opening the line right before another option's full text
+        ("Findings:\nA. Rosette formation", FOUR, "letters", None, "text of option C is labelled A"),
+        ("The slide shows:\n(C) rosette formation", FOUR, "letters", 2, "text of option C found"),
+        (
+            "Findings:\n2. The protein localizes to mitochondria",
+            (
+                "The protein localizes to the nucleus",
+                "The protein localizes to the Golgi",
+                "The protein localizes to mitochondria",
+            ),
+            "numbers",
+            None,
+            "text of option 3 is labelled 2",
+        ),
+        # a zero-padded label is that number: its own text, no contradiction
+        (
+            "Findings:\n03. The protein localizes to mitochondria",
+            (
+                "The protein localizes to the nucleus",
+                "The protein localizes to the Golgi",
+                "The protein localizes to mitochondria",
+            ),
+            "numbers",
+            2,
+            "text of option 3 found",
+        ),
+    ],
+)
+def test_a_label_opening_the_line_of_an_option_text(
+    response: str, choices: tuple[str, ...], labels: LabelStyle, index: int | None, reason: str
+) -> None:
+    got = parse_choice(response, choices, labels=labels)
+    assert (got.index, got.method, got.reason) == (index, "option_text", reason)
