@@ -499,8 +499,11 @@ _UNDECIDED = re.compile(
     r"(?<!\w)(?:both|either|not\s+(?:entirely\s+)?sure|unsure|uncertain|can(?:'t|not)\s+(?:tell|decide|say)"
     r"|hard\s+to\s+(?:say|tell)|torn\s+between|can(?:'t|not)\s+(?:confirm|be\s+(?:sure|certain))"
     r"|not\s+(?:certain|confident)|(?:could|might|may)\s+(?:\w+\s+)?be"
-    # choice-9: "… isn't enough for a diagnosis; I'd defer to the full slide review"
-    r"|(?:is\s+not|isn't|not)\s+enough|defer\s+to|can(?:'t|not)\s+commit)(?!\w)",
+    # choice-9: "… isn't enough for a diagnosis; I'd defer to the full slide review", "I don't
+    # think any of the listed options is correct" (never "none of the other options")
+    r"|(?:is\s+not|isn't|not)\s+enough|defer\s+to|can(?:'t|not)\s+commit"
+    r"|(?:none|do(?:es)?(?:n't|\s+not)\s+(?:think\s+)?(?:that\s+)?any)\s+of\s+the\s+(?:listed\s+|given\s+|provided\s+|above\s+)?"
+    r"(?:options|choices|answers))(?!\w)",
     re.I,
 )
 _SENTENCE_END = re.compile(r"[.!?\n]")
