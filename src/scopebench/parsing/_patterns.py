@@ -525,7 +525,8 @@ _FILLER = re.compile(
 _INTERJECTION = re.compile(r"(?i:hmm+|ok(?:ay)?|well|so|right|alright|oops|ah|oh)[ \t]*[,.]?[ \t]+")
 # Words skipped before an option's text after an answer phrase or a joiner: articles and
 # (choice-9) hedge adverbs, so "fibrosis or possibly necrosis" names both options.
-_ARTICLES = frozenset({"a", "an", "the", "possibly", "perhaps", "maybe", "probably", "likely"})
+_ARTICLES = frozenset({"a", "an", "the"})
+_LEAD_WORDS = _ARTICLES | {"possibly", "perhaps", "maybe", "probably", "likely"}
 # Words joining a second option's text to the first after an answer phrase ("X or Y"): both named.
 _JOINED = frozenset({"or", "and", "nor", "vs", "versus", "plus"})
 # An answer after a phrase runs to the end of its clause.

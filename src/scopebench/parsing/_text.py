@@ -98,7 +98,7 @@ def clean(text: str) -> str:
     """Normalise Unicode and strip markup that never changes which option a response names."""
     # choice-7: a setext heading's underline or a rule ("Answer\n------\nC") says nothing; removed
     # before dashes are folded, so a line of typographic dashes alone still folds to "-" (tested)
-    text = _RULE_LINE.sub("", text)
+    text = _SAYS_NOTHING.sub("", text)
     text = unicodedata.normalize("NFKC", text.translate(_CJK_SPACING)).translate(_TRANSLATE)
     text = _LATEX_WRAP.sub(r"\1", text)
     return _MARKUP.sub("", text)
@@ -106,7 +106,7 @@ def clean(text: str) -> str:
 
 # What says nothing and is dropped first: a setext underline or a rule line, and (choice-9) the
 # whitespace ending a reply, so a closing label is found however many blank lines follow it.
-_RULE_LINE = re.compile(r"^[ \t]*(?:-{3,}|={3,}|_{3,})[ \t]*$|\s+\Z", re.M)
+_SAYS_NOTHING = re.compile(r"^[ \t]*(?:-{3,}|={3,}|_{3,})[ \t]*$|\s+\Z", re.M)
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,7 +150,6 @@ from scopebench.parsing._labels import (
 )
 from scopebench.parsing._patterns import (
     _ALTERNATIVE_BEFORE,
-    _ARTICLES,
     _ASKED_LETTERS,
     _ASKED_NUMBERS,
     _ASKS,
@@ -179,6 +178,7 @@ from scopebench.parsing._patterns import (
     _JOINED,
     _LABEL_BEFORE,
     _LABEL_WORD,
+    _LEAD_WORDS,
     _LONE_LETTERS,
     _LONE_MID_LETTERS,
     _LONE_MID_NUMBERS,
@@ -475,7 +475,7 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
     clause = body[pos:]
     cut = _CLAUSE_END.search(clause)
     words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause, 2 * ctx.span + 4)]
-    while words and words[0] in _ARTICLES and not named_options(words, ctx.options, at_start=True):
+    while words and words[0] in _LEAD_WORDS and not named_options(words, ctx.options, at_start=True):
         words = words[1:]
     named = named_options(words, ctx.options, at_start=True)
     if not named or negated_after(words, len(ctx.options[named[0]])):
@@ -495,7 +495,7 @@ def _alternative_text(words: list[str], first: int, ctx: _Ctx) -> list[int]:
     # "necrosis/fibrosis", "necrosis & fibrosis" (the slash and ampersand are no tokens)
     if rest and rest[0] in _JOINED:
         rest = rest[1:]
-    while rest and rest[0] in _ARTICLES and not named_options(rest, ctx.options, at_start=True):
+    while rest and rest[0] in _LEAD_WORDS and not named_options(rest, ctx.options, at_start=True):
         rest = rest[1:]
     return named_options(rest, ctx.options, at_start=True)
 
@@ -525,7 +525,7 @@ def _text_then_label(body: str, pos: int, ctx: _Ctx) -> _Commit | None:
     words = [t.value for t in tokenize(m["text"], ctx.span)]
     own = ctx.options[label_index(label, ctx.style)]
     # "the necrosis - option D"; but "A-band" starts with "a", which is its own text, not an article
-    while words and words[0] in _ARTICLES and not equals_option(words, own):
+    while words and words[0] in _LEAD_WORDS and not equals_option(words, own):
         words = words[1:]
     # choice-9: after the article is dropped, so "the fibrosis (option C)" with fibrosis A is
     # the same self-contradiction as "fibrosis (option C)"
