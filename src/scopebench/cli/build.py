@@ -91,7 +91,7 @@ def _fractions(text: str) -> dict[str, float]:
 
 def cmd_ingest(args: Args) -> int:
     """Ingest a manifest's sources into a standardised dataset."""
-    from scopebench.build.standardise import ingest
+    from scopebench.curate.standardise import ingest
 
     return _show(
         [ingest(args.manifest, args.out, cache_dir=args.cache, progress=not getattr(args, "quiet", False))]
@@ -100,7 +100,7 @@ def cmd_ingest(args: Args) -> int:
 
 def cmd_questions(args: Args) -> int:
     """Make multiple-choice questions and captions."""
-    from scopebench.build.questions import QuestionConfig, make_questions
+    from scopebench.curate.questions import QuestionConfig, make_questions
 
     cfg = QuestionConfig(
         seed=args.seed,
@@ -115,7 +115,7 @@ def cmd_questions(args: Args) -> int:
 
 def cmd_filter(args: Args) -> int:
     """Run the quality gates of a filter configuration on a questions output."""
-    from scopebench.build.filtering import filter_questions, load_filter_section
+    from scopebench.curate.filtering import filter_questions, load_filter_section
 
     cfg = load_filter_section(args.config).to_config(args.seed)
     result = filter_questions(
@@ -157,7 +157,7 @@ def _model_args(pairs: Sequence[str]) -> dict[str, Any]:
 
 def cmd_generate(args: Args) -> int:
     """Write items with an LLM (describe, mcq, open_to_mcq, SPUR templates)."""
-    from scopebench.build.generation import GenerateConfig, generate
+    from scopebench.curate.generation import GenerateConfig, generate
 
     cfg = GenerateConfig(
         model=args.model,
@@ -177,7 +177,7 @@ def cmd_generate(args: Args) -> int:
 
 def cmd_split(args: Args) -> int:
     """Split by image (near-duplicates together) with a test_tiny sample."""
-    from scopebench.build.splits import SplitConfig, split
+    from scopebench.curate.splits import SplitConfig, split
 
     cfg = SplitConfig(seed=args.seed, fractions=_fractions(args.fractions), tiny=args.tiny)
     return _show([split(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
@@ -185,14 +185,14 @@ def cmd_split(args: Args) -> int:
 
 def cmd_export(args: Args) -> int:
     """Export the local format and an HF dataset."""
-    from scopebench.build.exporting import export
+    from scopebench.curate.exporting import export
 
     return _show([export(args.data, args.out, progress=not getattr(args, "quiet", False))])
 
 
 def cmd_run(args: Args) -> int:
     """Run every step of build.yaml, reusing the unchanged ones."""
-    from scopebench.build.pipeline import run_build
+    from scopebench.curate.pipeline import run_build
 
     outcome = run_build(args.config, progress=not getattr(args, "quiet", False))
     code = _show(outcome.steps)

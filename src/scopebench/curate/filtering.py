@@ -1,0 +1,549 @@
+"""``build filter``: the quality gates, in order, on a questions output.
+
+1. **figures** (SPUR's figure gate, :mod:`scopebench.curate.panels`): images with fewer than
+   ``min_panels`` panels are dropped with all their questions (reason ``too_few_panels``);
+2. **refine** (RefineBot, :mod:`scopebench.curate.refine`): questions answerable without the image
+   are rewritten; ``gave_up`` ones go to ``OUT/review_queue`` (reason ``refine_gave_up``),
+   ``meaning_drifted`` ones are dropped;
+3. **shortcut** (:mod:`scopebench.curate.gates`): questions still answerable without the image are
+   dropped (``shortcut``; ``choices_only`` when asked); both blind accuracies are measured;
+4. **quotas** (:mod:`scopebench.curate.quotas`): questions beyond their cell's target are dropped
+   (``quota``), a seeded choice.
+
+Every gate writes what it kept and dropped, and why, one JSON line per image or question, to
+``OUT/gates/<gate>.jsonl``. The statistics a dataset card publishes (blind accuracies, quota table,
+RefineBot codes, panel counts) are written to ``OUT/benchmark_stats.json``, which later steps carry
+to the exported card. ``items_in`` and ``kept`` count questions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from scopebench.curate.gates import (
+    Answerer,
+    GateItem,
+    ShortcutGateConfig,
+    default_answerer,
+    run_shortcut_gate,
+)
+from scopebench.curate.output import (
+    copy_sources,
+    prepare_out,
+    read_rows,
+    read_sources,
+    save_dataset,
+    write_card,
+    write_summary,
+)
+from scopebench.curate.panels import PanelConfig, count_panels_bytes
+from scopebench.curate.quotas import QuotaConfig, apply_quotas, quota_table_markdown
+from scopebench.curate.refine import RefineConfig, run_refine
+from scopebench.curate.report import BuildProblem, StepResult
+from scopebench.errors import DataFormatError, ImageLoadError, NoItemsError
+
+__all__ = ["STATS_FILE", "FilterConfig", "FilterSection", "card_sections", "filter_questions"]
+
+STEP = "filter"
+#: The statistics a card publishes, carried from the filter output to the export.
+STATS_FILE = "benchmark_stats.json"
+
+
+class _Figures(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    min_panels: int = 2
+    method: str = "xycut"
+    tol: float = 0.04
+    min_gutter: int = 2
+    min_area: float = 0.01
+    min_side: int = 8
+    weights: str | None = None
+    conf: float = 0.25
+
+
+class _Shortcut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    models: list[str]
+    tries: int = 1
+    min_models: int = 1
+    min_tries: int = 1
+    choices_only: bool = True
+    drop_choices_only: bool = False
+
+
+class _Refine(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rewriters: list[str]
+    testers: list[str]
+    judges: list[str]
+    rounds: int = 3
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    min_models: int = 1
+    min_tries: int = 2
+
+
+class _Quotas(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    default: int | None = None
+    cells: dict[str, int] = Field(default_factory=dict)
+
+
+class FilterSection(BaseModel):
+    """The ``filter:`` section of ``build.yaml`` (each gate is off when its key is absent)."""
+
+    model_config = ConfigDict(extra="forbid")
+    figures: _Figures | None = None
+    refine: _Refine | None = None
+    shortcut: _Shortcut | None = None
+    quotas: _Quotas | None = None
+
+    def resolved(self, root: Path) -> FilterSection:
+        """A copy whose ``replay:FILE`` specs are relative to ``root`` (the YAML file's folder)."""
+
+        def fix(specs: list[str]) -> list[str]:
+            out = []
+            for s in specs:
+                if s.startswith("replay:"):
+                    p = Path(s[7:]).expanduser()
+                    s = f"replay:{p if p.is_absolute() else root / p}"
+                out.append(s)
+            return out
+
+        section = self.model_copy(deep=True)
+        if section.shortcut:
+            section.shortcut.models = fix(section.shortcut.models)
+        if section.refine:
+            r = section.refine
+            r.rewriters, r.testers, r.judges = fix(r.rewriters), fix(r.testers), fix(r.judges)
+        return section
+
+    def to_config(self, seed: int) -> FilterConfig:
+        """The library configuration (each gate's own checks run here)."""
+        return FilterConfig(
+            seed=seed,
+            figures=PanelConfig(**self.figures.model_dump()) if self.figures else None,
+            refine=_refine_config(self.refine) if self.refine else None,
+            shortcut=_shortcut_config(self.shortcut) if self.shortcut else None,
+            quotas=QuotaConfig(**self.quotas.model_dump()) if self.quotas else None,
+        )
+
+
+def _refine_config(r: _Refine) -> RefineConfig:
+    lists = {k: tuple(getattr(r, k)) for k in ("rewriters", "testers", "judges", "seeds")}
+    return RefineConfig(**{**r.model_dump(), **lists})
+
+
+def _shortcut_config(s: _Shortcut) -> ShortcutGateConfig:
+    return ShortcutGateConfig(**{**s.model_dump(), "models": tuple(s.models)})
+
+
+def load_filter_section(path: str | Path) -> FilterSection:
+    """Read a filter configuration: a YAML file holding the gates, at top level or under ``filter:``.
+
+    ``replay:FILE`` specs are read relative to the YAML file's folder, as in ``build.yaml``.
+
+    Raises:
+        DataFormatError: When it is not valid (every violation listed).
+    """
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataFormatError(f"filter configuration not found: {p}")
+    raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    if isinstance(raw, dict) and "filter" in raw:
+        raw = raw["filter"] or {}
+    try:
+        return FilterSection.model_validate(raw).resolved(p.parent)
+    except ValidationError as exc:
+        lines = [f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        raise DataFormatError(f"{p} is not a valid filter configuration:\n" + "\n".join(lines)) from exc
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """Which gates run, and how (``None``: the gate is off).
+
+    Attributes:
+        seed: Seed of the shortcut tries (``seed + t``) and the quota choice (recorded).
+        figures: The figure gate.
+        refine: RefineBot.
+        shortcut: The shortcut gate.
+        quotas: Coverage quotas.
+    """
+
+    seed: int = 0
+    figures: PanelConfig | None = None
+    refine: RefineConfig | None = None
+    shortcut: ShortcutGateConfig | None = None
+    quotas: QuotaConfig | None = None
+
+
+def gate_items(row: dict[str, Any]) -> list[GateItem]:
+    """The questions of one dataset row as the gates see them, ids as exported.
+
+    The metadata questions (``<image_id>-<task>``) and the LLM-written multiple-choice items of
+    ``build generate`` (their own ids).
+    """
+    common = {"image_id": row["image_id"], "modality": row.get("modality"), "domain": row.get("domain"),
+              "subset": row.get("dataset")}  # fmt: skip
+    out = []
+    for task, q in (row.get("questions") or {}).items():
+        if q:
+            qid, opts, answer = f"{row['image_id']}-{task}", tuple(q["options"]), int(q["answer_idx"])
+            out.append(
+                GateItem(id=qid, task=task, question=q["question"], options=opts, answer=answer, **common)
+            )
+    for g in row.get("generated") or []:
+        if g.get("kind") == "mcq":
+            opts, answer, q_text = tuple(g["options"]), int(g["answer_idx"]), g["question"]
+            item = GateItem(
+                id=g["id"], task=g["task"], question=q_text, options=opts, answer=answer, **common
+            )
+            out.append(replace(item, generated=True))
+    return out
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
+    path.write_text(text, encoding="utf-8")
+
+
+def _figure_gate(
+    rows: list[dict[str, Any]], cfg: PanelConfig, result: StepResult, progress: bool
+) -> tuple[set[str], list[dict[str, Any]]]:
+    """Image ids dropped by the figure gate, and one record per image."""
+    from tqdm import tqdm
+
+    dropped: set[str] = set()
+    records = []
+    for r in tqdm(rows, desc="filter: panels", unit="img", disable=not progress):
+        try:
+            pc = count_panels_bytes(r["image"]["bytes"], cfg)
+        except ImageLoadError as exc:
+            # An unreadable figure cannot be counted: kept out, and said so.
+            result.problems.append(
+                BuildProblem(
+                    STEP,
+                    r.get("dataset") or "",
+                    r["image_id"],
+                    "image",
+                    "bad_image",
+                    f"cannot count panels: {exc}",
+                )
+            )
+            dropped.add(r["image_id"])
+            records.append(
+                {
+                    "gate": "figures",
+                    "image_id": r["image_id"],
+                    "decision": "dropped",
+                    "reason": "bad_image",
+                    "panels": None,
+                }
+            )
+            continue
+        keep = pc.count >= cfg.min_panels
+        if not keep:
+            dropped.add(r["image_id"])
+        records.append(
+            {
+                "gate": "figures",
+                "image_id": r["image_id"],
+                "decision": "kept" if keep else "dropped",
+                "reason": None if keep else "too_few_panels",
+                "panels": pc.count,
+                "boxes": pc.boxes,
+                "rejected_candidates": pc.rejected,
+                "method": pc.method,
+            }
+        )
+    return dropped, records
+
+
+def _review_queue(
+    out: Path, rows: dict[str, dict[str, Any]], items: list[GateItem], codes: dict[str, str]
+) -> None:
+    """Write gave-up questions as a ``local``-format folder the review app imports."""
+    from scopebench.curate.exporting import local_items
+
+    queue = out / "review_queue"
+    (queue / "images").mkdir(parents=True, exist_ok=True)
+    lines = []
+    for it in items:
+        row = rows[it.image_id]
+        (queue / "images" / f"{it.image_id}.png").write_bytes(row["image"]["bytes"])
+        if it.generated:
+            one = {**row, "questions": {}, "captions": None,
+                   "generated": [g for g in row["generated"] if g["id"] == it.id]}  # fmt: skip
+        else:
+            one = {
+                **row,
+                "questions": {it.task: row["questions"][it.task]},
+                "captions": None,
+                "generated": [],
+            }
+        for item in local_items(one):
+            item.update(
+                refine_code=codes[it.id],
+                review_reason="RefineBot gave up: still answerable "
+                "without the image after every round (see gates/refine.jsonl)",
+            )
+            lines.append(item)
+    _write_jsonl(queue / "data.jsonl", lines)
+
+
+@dataclass
+class _Tally:
+    """What the gates have decided so far: final versions, drops with reasons, statistics."""
+
+    final: dict[str, GateItem]
+    dropped: dict[str, str]
+    stats: dict[str, Any]
+
+
+def _model_gates(
+    items: list[GateItem],
+    cfg: FilterConfig,
+    tally: _Tally,
+    by_image: dict[str, dict[str, Any]],
+    out: Path,
+    who: Answerer,
+    progress: bool,
+) -> None:
+    """RefineBot, then the shortcut gate, on the questions still in; the cost ledger."""
+    from tqdm import tqdm
+
+    final, dropped, stats = tally.final, tally.dropped, tally.stats
+    bar = tqdm(total=(cfg.refine is not None) + (cfg.shortcut is not None), desc="filter: model gates",
+               disable=not progress)  # fmt: skip
+    if cfg.refine is not None:
+        todo = [it for it in items if it.id not in dropped]
+        ref = run_refine(todo, cfg.refine, who)
+        _write_jsonl(out / "gates" / "refine.jsonl", ref.records)
+        final.update(ref.final)
+        reasons = {"gave_up": "refine_gave_up", "meaning_drifted": "meaning_drifted"}
+        dropped.update({i: reasons[c] for i, c in ref.codes.items() if c in reasons})
+        _review_queue(out, by_image, [it for it in todo if ref.codes[it.id] == "gave_up"], ref.codes)
+        stats["refine"] = ref.stats
+        bar.update()
+    if cfg.shortcut is not None:
+        todo = [final[it.id] for it in items if it.id not in dropped]
+        sc = run_shortcut_gate(todo, cfg.shortcut, cfg.seed, who)
+        _write_jsonl(out / "gates" / "shortcut.jsonl", sc.records)
+        dropped.update(sc.dropped)
+        stats["shortcut"] = sc.stats
+        bar.update()
+    bar.close()
+    if getattr(who, "errors", 0):
+        # A call failed (network, server): its try counted as not correct. The step is not
+        # reused by `build run`, so the next run asks the failed calls again (they are not cached).
+        stats["incomplete"] = True
+    ledger = getattr(who, "ledger", None)
+    if ledger is not None:
+        stats["ledger"] = ledger.to_json()
+        ledger.write(out / "ledger.json")
+
+
+def _quota_gate(items: list[GateItem], quotas: QuotaConfig, seed: int, tally: _Tally, out: Path) -> None:
+    """Coverage quotas on the questions still in (one record per question, the table in stats)."""
+    todo = [it for it in items if it.id not in tally.dropped]
+    qo = apply_quotas([it.cell() for it in todo], quotas, seed)
+    over = set(qo.dropped)
+    tally.dropped.update(dict.fromkeys(qo.dropped, "quota"))
+    records = [
+        {"gate": "quotas", "id": i, "decision": "dropped" if i in over else "kept",
+         "reason": "quota" if i in over else None}
+        for i in sorted(it.id for it in todo)
+    ]  # fmt: skip
+    _write_jsonl(out / "gates" / "quotas.jsonl", records)
+    tally.stats["quotas"] = {"default": quotas.default, "cells": dict(quotas.cells), "table": qo.table}
+
+
+def filter_questions(
+    data: str | Path,
+    out: str | Path,
+    config: FilterConfig | None = None,
+    *,
+    progress: bool = False,
+    answerer: Answerer | None = None,
+    cache: str | Path | None = None,
+) -> StepResult:
+    """Run the configured gates on a questions output (module docstring) and write what is kept.
+
+    Args:
+        data: A questions (or generate) output folder.
+        out: The output folder.
+        config: The gates (none: everything is kept, and said so).
+        progress: Show a progress bar (panel counting; one tick per model gate).
+        answerer: Who answers text-only and rewrites (default: scopebench backends from the specs,
+            cached by content in ``cache``, costs in ``ledger.json`` and ``stats["ledger"]``).
+        cache: The LLM call cache file (default: ``.cache/llm.sqlite`` beside ``out``, the file
+            ``build generate`` uses too).
+
+    Returns:
+        Questions in, kept and dropped by reason; ``stats`` holds each gate's statistics.
+    """
+    cfg = config or FilterConfig()
+    data, out = Path(data), Path(out)
+    splits, labels = read_rows(data)
+    rows = [r for rs in splits.values() for r in rs if r.get("split") != "test_tiny"]
+    by_image = {r["image_id"]: r for r in rows}
+    items = [it for r in rows for it in gate_items(r)]
+    result = StepResult(STEP, items_in=len(items), out=str(out))
+    prepare_out(out)
+    dropped: dict[str, str] = {}
+    bad_images: set[str] = set()
+    stats: dict[str, Any] = {"seed": cfg.seed}
+    if cfg.figures is not None:
+        bad_images, records = _figure_gate(rows, cfg.figures, result, progress)
+        _write_jsonl(out / "gates" / "figures.jsonl", records)
+        dropped.update({it.id: "too_few_panels" for it in items if it.image_id in bad_images})
+        panels = [r["panels"] for r in records if r["panels"] is not None]
+        stats["figures"] = {
+            "images": len(rows),
+            "dropped_images": len(bad_images),
+            "min_panels": cfg.figures.min_panels,
+            "method": cfg.figures.method,
+            "panels_histogram": dict(sorted(Counter(panels).items())),
+        }
+    final = {it.id: it for it in items}
+    if cfg.refine is not None or cfg.shortcut is not None:
+        with default_answerer(answerer, cache or out.parent / ".cache" / "llm.sqlite") as who:
+            _model_gates(items, cfg, _Tally(final, dropped, stats), by_image, out, who, progress)
+    if cfg.quotas is not None:
+        _quota_gate(items, cfg.quotas, cfg.seed, _Tally(final, dropped, stats), out)
+    result.dropped = Counter(dropped.values())
+    result.kept = result.items_in - len(dropped)
+    _write_rows(rows, final, dropped)
+    # The figure gate drops whole images; the other gates drop questions and keep the image.
+    kept_rows = [r for r in rows if r["image_id"] not in bad_images]
+    stats["dropped_questions"] = [{"id": i, "reason": why} for i, why in sorted(dropped.items())]
+    (out / STATS_FILE).write_text(json.dumps(stats, indent=2, default=str), encoding="utf-8")
+    result.stats = {k: v for k, v in stats.items() if k != "dropped_questions"}
+    if not kept_rows:
+        # datasets cannot load a saved dataset of zero rows back: stop here, saying why.
+        write_summary(out, result)
+        where = out / "gates" / "figures.jsonl"
+        raise NoItemsError(
+            f"the figure gate dropped all {len(rows)} images (too few panels each; every count is in "
+            f"{where}); lower figures.min_panels or check the figures"
+        )
+    save_dataset({"test": kept_rows}, labels, out)
+    copy_sources(data, out)
+    write_summary(out, result)
+    write_card(
+        out,
+        title=f"{data.name} filtered",
+        description="",
+        rows=kept_rows,
+        sources=read_sources(out),
+        result=result,
+        inputs={"previous build.json": str(data / "build.json")},
+        extra=card_sections(stats),
+    )
+    return result
+
+
+def _write_rows(rows: list[dict[str, Any]], final: dict[str, GateItem], dropped: dict[str, str]) -> None:
+    """Put rewrites in place and take dropped questions out (in the rows, in place)."""
+
+    def updated(entry: dict[str, Any], qid: str) -> dict[str, Any]:
+        new = final[qid]
+        if new.question == entry["question"] and tuple(new.options) == tuple(entry["options"]):
+            return entry
+        return {
+            **entry,
+            "question": new.question,
+            "options": list(new.options),
+            "answer_idx": str(new.answer),
+        }
+
+    for r in rows:
+        qs = dict(r.get("questions") or {})
+        for task, q in qs.items():
+            if q:
+                qid = f"{r['image_id']}-{task}"
+                qs[task] = None if qid in dropped else updated(q, qid)
+        r["questions"] = qs
+        if r.get("generated"):
+            r["generated"] = [
+                g if g.get("kind") != "mcq" else updated(g, g["id"])
+                for g in r["generated"]
+                if g.get("kind") != "mcq" or g["id"] not in dropped
+            ]
+        r["split"] = "test"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def card_sections(stats: dict[str, Any]) -> list[str]:
+    """Markdown sections of the dataset card for the filter statistics (blind accuracies, quotas…)."""
+    lines: list[str] = []
+    sc = stats.get("shortcut")
+    if sc:
+        lines += [
+            "## Blind accuracies (text-only shortcut gate)",
+            "",
+            f"Models: {', '.join(sc['models'])}; {sc['tries']} tries each (seeds {sc['seeds']}). "
+            f"Rule: {sc['rule']}. Accuracy = correct tries ÷ (questions × models × tries); an "
+            "unparsed or failed answer counts as not correct.",
+            "",
+            "| test | questions entering | accuracy entering | accuracy of the published questions "
+            "| chance |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name, key in (
+            ("text only (question + options, no image)", "text_only"),
+            ("choices only (options, no question, no image)", "choices_only"),
+        ):
+            acc = sc.get(key)
+            if acc:
+                lines.append(
+                    f"| {name} | {sc['questions_entering']} | {_pct(acc['entering'])} | "
+                    f"{_pct(acc['kept'])} | {_pct(sc['chance_entering'])} |"
+                )
+        lines.append("")
+    ref = stats.get("refine")
+    if ref:
+        lines += [
+            "## RefineBot",
+            "",
+            f"Rewriters {', '.join(ref['rewriters'])}; testers "
+            f"{', '.join(ref['testers'])}; equivalence judges {', '.join(ref['judges'])}; up to "
+            f"{ref['rounds']} rounds; seeds {ref['seeds']}. {ref['rule']}.",
+            "",
+            "| code | questions |",
+            "|---|---:|",
+        ]
+        lines += [f"| {c} | {n} |" for c, n in ref["codes"].items()] + [""]
+    fig = stats.get("figures")
+    if fig:
+        lines += [
+            "## Figure gate",
+            "",
+            f"Panels counted with `{fig['method']}`; figures with fewer than "
+            f"{fig['min_panels']} panels dropped: {fig['dropped_images']} of {fig['images']}. "
+            f"Panels per figure: {fig['panels_histogram']}.",
+            "",
+        ]
+    q = stats.get("quotas")
+    if q:
+        lines += [
+            "## Coverage quotas (modality × domain × task)",
+            "",
+            f"Seeded choice (seed {stats.get('seed')}) of the questions a cell keeps over its target.",
+            "",
+            *quota_table_markdown(q["table"]),
+            "",
+        ]
+    return lines

@@ -1,0 +1,476 @@
+"""``build generate``: LLM-written items (μ-Bench cognition, PathMMU steps 2–3, SPUR step ③).
+
+Tasks (prompts in ``build/data/generate_templates.yaml``, overridable):
+
+* ``describe`` — a detailed description of each image from its original caption (PathMMU step 2);
+* ``mcq`` — ``n`` multiple-choice questions per image with answer and explanation, from the
+  description (or the caption when ``describe`` did not run) (PathMMU step 3: 3 per image);
+* ``open_to_mcq`` — an expert's open question and answer → one 6-option question with "None of
+  the above" (μ-Bench's GPT-4 conversion prompt, its Figure 16);
+* ``spur_np`` … ``spur_quant`` — SPUR's seven task templates over a figure and its caption.
+
+Each (task, image) is one call through :class:`~scopebench.curate.llm.LLMClient` (content-keyed
+cache, ledger). The reply is validated (:func:`~scopebench.curate.generation_schema.validate_reply`);
+an invalid one is retried up to ``retries`` times — the conversation continues with the invalid
+reply and the reason, under seed ``seed + attempt`` — and then written as a **failure row** with the
+raw text and the reason. Nothing is ``None`` and nothing is dropped: ``generated.jsonl`` holds one
+line per item or failure with its provenance (model identity, prompt, raw reply, seed, attempt,
+every attempt's raw reply), ``problems.jsonl`` one problem per failure naming source and row.
+Texts come from an inputs table (``source``, ``image`` as in the metadata table, and ``caption``,
+``question``, ``answer``, ``context``); an image without what a task needs is skipped for that task
+and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scopebench.curate.generation_out import dataset_entry, write_generate_output
+from scopebench.curate.generation_schema import MCQ, SCHEMA_VERSION, Invalid, Kind, normalise, validate_reply
+from scopebench.curate.llm import CallCache, LLMCall, LLMClient, Prices
+from scopebench.curate.manifest import read_table
+from scopebench.curate.output import read_rows
+from scopebench.curate.report import BuildProblem, StepResult
+from scopebench.errors import DataFormatError, ModelSpecError
+from scopebench.items import ImageRef
+from scopebench.models import Backend, ChatMessage, ModelOptions, load_model
+from scopebench.models.registry import backend_class
+
+__all__ = ["GenerateConfig", "generate", "load_templates"]
+
+STEP = "generate"
+_KINDS = ("description", "mcq", "mcq_nota")
+_INPUT_FIELDS = ("caption", "question", "answer", "context")
+_META_FIELDS = ("modality", "submodality", "domain", "subdomain", "stain", "ncbitaxon_name", "label_name")
+_COMMON_ARGS = ("device", "base_url", "batch_size")
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """How to generate.
+
+    Attributes:
+        model: A generative backend spec (``openai:…``, ``vllm:…``, ``hf:…``, ``replay:FILE``).
+        tasks: Tasks to run, from the templates file (``describe`` runs first: others read it).
+        seed: Seed of the first attempt (attempt *k* uses ``seed + k``) and of option shuffles.
+        retries: Retries after an invalid reply (so at most ``retries + 1`` attempts).
+        inputs: Table of texts per image (caption, question, answer, context).
+        templates: A YAML file merged over the shipped templates.
+        questions_per_image: Overrides ``n`` of the ``mcq`` task.
+        max_new_tokens: Generation budget per reply.
+        model_args: Backend options (``--model-arg``); ``device``, ``base_url``, ``batch_size`` too.
+        prices: Prices per million tokens, for the ledger.
+        shuffle: Shuffle each question's options with the seed (balances answer positions;
+            "None of the above" stays last).
+    """
+
+    model: str
+    tasks: tuple[str, ...] = ("describe", "mcq")
+    seed: int = 0
+    retries: int = 2
+    inputs: str | None = None
+    templates: str | None = None
+    questions_per_image: int | None = None
+    max_new_tokens: int = 1024
+    model_args: dict[str, Any] = field(default_factory=dict)
+    prices: Prices | None = None
+    shuffle: bool = True
+
+    def __post_init__(self) -> None:
+        if self.retries < 0 or self.max_new_tokens < 1:
+            raise DataFormatError("generate: retries must be ≥ 0 and max_new_tokens ≥ 1")
+        if self.questions_per_image is not None and self.questions_per_image < 1:
+            raise DataFormatError("generate: questions_per_image must be ≥ 1")
+        if not self.tasks or len(set(self.tasks)) != len(self.tasks):
+            raise DataFormatError(f"generate: name each task once, at least one (got {list(self.tasks)})")
+
+
+def load_templates(path: str | Path | None = None) -> dict[str, Any]:
+    """The shipped templates, with ``path`` merged over them (task by task, key by key).
+
+    Raises:
+        DataFormatError: When a task has an unknown ``kind`` or no ``prompt``.
+    """
+    import yaml
+
+    shipped = yaml.safe_load(
+        files("scopebench.curate").joinpath("data/generate_templates.yaml").read_text("utf-8")
+    )
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise DataFormatError(f"templates file not found: {p}")
+        user = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        if not isinstance(user, dict):
+            raise DataFormatError(f"{p}: expected a mapping (system, retry, tasks)")
+        for key, value in user.items():
+            if key == "tasks":
+                for name, task in (value or {}).items():
+                    shipped["tasks"][name] = {**shipped["tasks"].get(name, {}), **(task or {})}
+            else:
+                shipped[key] = value
+    for name, task in shipped["tasks"].items():
+        if task.get("kind") not in _KINDS or not task.get("prompt"):
+            raise DataFormatError(f"template task {name!r}: needs a prompt and a kind among {_KINDS}")
+    return dict(shipped)
+
+
+def _fill(template: str, values: dict[str, Any], task: str) -> str:
+    try:
+        return template.format_map(values)
+    except KeyError as exc:
+        raise DataFormatError(
+            f"template of task {task!r} uses {{{exc.args[0]}}}, which is not one of {sorted(values)}; "
+            "write literal braces doubled ({{ }})"
+        ) from exc
+
+
+def _read_inputs(
+    path: str | None, rows: Sequence[dict[str, Any]], problems: list[BuildProblem]
+) -> dict[str, dict[str, str]]:
+    """image_id → texts, from the inputs table; a row naming no image is a problem (kept out)."""
+    if path is None:
+        return {}
+
+    by_path = {(r["dataset"], r["source_path"]): r["image_id"] for r in rows}
+    ids = {r["image_id"] for r in rows}
+    out: dict[str, dict[str, str]] = {}
+    first: dict[str, int] = {}
+    for i, rec in enumerate(read_table(Path(path))):
+        image_id = rec.get("image_id") or by_path.get((rec.get("source"), rec.get("image")))
+        if image_id not in ids:
+            where = (
+                f"image_id {rec.get('image_id')!r}"
+                if rec.get("image_id")
+                else (f"source {rec.get('source')!r} image {rec.get('image')!r}")
+            )
+            msg = f"{where} names no image of this build (give source + image as in the metadata table)"
+            problems.append(BuildProblem(STEP, Path(path).name, str(i), "image", "unknown_image", msg))
+            continue
+        if str(image_id) in out:
+            msg = f"a second row for the same image (row {first[str(image_id)]} is used); merge them"
+            problems.append(BuildProblem(STEP, Path(path).name, str(i), "image", "duplicate_input", msg))
+            continue
+        first[str(image_id)] = i
+        out[str(image_id)] = {k: str(rec[k]) for k in _INPUT_FIELDS if rec.get(k) not in (None, "")}
+    return out
+
+
+def _metadata(row: dict[str, Any]) -> str:
+    names = {"ncbitaxon_name": "organism", "label_name": "label"}
+    return "; ".join(f"{names.get(k, k)}: {row[k]}" for k in _META_FIELDS if row.get(k))
+
+
+def _backend(config: GenerateConfig) -> Backend:
+
+    if backend_class(config.model).chat is Backend.chat:
+        raise ModelSpecError(
+            f"generate: {config.model!r} cannot write text; use openai:, vllm:, hf: or replay:"
+        )
+    args = dict(config.model_args)
+    common = {k: args.pop(k) for k in _COMMON_ARGS if k in args}
+    options = ModelOptions(
+        seed=config.seed,
+        device=str(common.get("device", "auto")),
+        batch_size=common.get("batch_size"),
+        base_url=common.get("base_url"),
+        extra=args,
+    )
+    return load_model(config.model, options)
+
+
+@dataclass
+class _Job:
+    """One (task, image) call and its attempts."""
+
+    task: str
+    row: dict[str, Any]
+    call_id: str
+    messages: list[ChatMessage]
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _jobs(
+    task: str, spec: dict[str, Any], rows: Sequence[dict[str, Any]], texts: dict[str, dict[str, str]],
+    templates: dict[str, Any], descriptions: dict[str, str], n: int, options: int,
+) -> tuple[list[_Job], int]:  # fmt: skip
+    """The calls of one task, and how many images lacked what it needs."""
+    jobs, skipped = [], 0
+    for row in rows:
+        have = dict(texts.get(row["image_id"], {}))
+        desc = descriptions.get(row["image_id"]) or have.get("caption")
+        if desc:
+            have["description"] = desc
+        if any(not have.get(k) for k in spec.get("needs", [])):
+            skipped += 1
+            continue
+        values = {
+            "metadata": _metadata(row), "caption": have.get("caption", ""), "description": desc or "",
+            "question": have.get("question", ""), "answer": have.get("answer", ""),
+            "context": have.get("context") or have.get("caption") or _metadata(row), "n": n,
+            "options": options, "task_instruction": spec.get("task_instruction", ""),
+        }  # fmt: skip
+        image = ImageRef(key=row["image_id"], data=(row.get("image") or {}).get("bytes"))
+        messages = [
+            ChatMessage("system", str(templates["system"])),
+            ChatMessage("user", _fill(str(spec["prompt"]), values, task), images=(image,)),
+        ]
+        jobs.append(_Job(task, row, f"{task}/{row['dataset']}/{row['source_path']}", messages))
+    return jobs, skipped
+
+
+#: Text that names options by position ("option B", "the answer is (C)", "A and B", "all of the
+#: above"): shuffling such an item would make it wrong, so it keeps the model's order.
+_POSITIONAL = re.compile(
+    r"\b(?i:options?|choices?|answers?)\s+(?i:is\s+)?\(?[A-F]\)?(?![\w'])"
+    r"|\b[A-F]\s+(?:and|or|&)\s+[A-F]\b"
+    r"|\b(?i:(?:all|both|neither|none) of the (?:above|below|options|choices))\b"
+)
+
+
+def positional(q: MCQ) -> bool:
+    """Whether the item names options by position, so its options must keep their order.
+
+    Looks at the question, the explanation and every option except "None of the above" (which
+    shuffling keeps last).
+    """
+    texts = [q.question, q.explanation, *(o for o in q.options if normalise(o) != "none of the above")]
+    return any(_POSITIONAL.search(t) for t in texts)
+
+
+def _shuffled(q: MCQ, idx: int, rng: np.random.Generator) -> tuple[list[str], int, list[int]]:
+    """Options permuted (a "None of the above" kept last) and the answer's new index."""
+    nota = [i for i, o in enumerate(q.options) if normalise(o) == "none of the above"]
+    rest = [i for i in range(len(q.options)) if i not in nota]
+    order = [rest[int(k)] for k in rng.permutation(len(rest))] + nota
+    return [q.options[i] for i in order], order.index(idx), order
+
+
+def _run_task(
+    client: LLMClient, jobs: list[_Job], kind: Kind, n: int, options: int, config: GenerateConfig,
+    retry_text: str,
+) -> tuple[list[tuple[_Job, Any]], list[tuple[_Job, Invalid]], int]:  # fmt: skip
+    """Call, validate and retry; returns (job, content) successes, (job, reason) failures, retries made."""
+    done: list[tuple[_Job, Any]] = []
+    failed: list[tuple[_Job, Invalid]] = []
+    pending, retries = jobs, 0
+    for attempt in range(config.retries + 1):
+        if not pending:
+            break
+        if attempt:
+            retries += len(pending)
+        seed = config.seed + attempt
+        calls = [
+            LLMCall(
+                j.call_id, list(j.messages), f"{SCHEMA_VERSION}/{kind}/{n}/{options}", config.max_new_tokens
+            )
+            for j in pending
+        ]
+        replies = client.chat(jobs[0].task, calls, seed=seed)
+        still: list[_Job] = []
+        for job, reply in zip(pending, replies, strict=True):
+            record = {
+                "attempt": attempt,
+                "seed": seed,
+                "key": reply.key,
+                "cached": reply.cached,
+                "raw": reply.text,
+            }
+            job.attempts.append(record)
+            if reply.status != "ok":
+                # A failed call is not the model's fault: no retry now, the next run asks again.
+                record["reason"] = reason = Invalid("call_failed", f"{reply.status}: {reply.error}")
+                failed.append((job, reason))
+                continue
+            got = validate_reply(reply.text, kind, n=n, options=options)
+            if not isinstance(got, Invalid):
+                done.append((job, got))
+                continue
+            record["reason"] = got
+            if attempt == config.retries:
+                failed.append((job, got))
+                continue
+            job.messages += [
+                ChatMessage("assistant", reply.text or ""),
+                ChatMessage("user", _fill(retry_text, {"reason": got.message}, "retry")),
+            ]
+            still.append(job)
+        pending = still
+    return done, failed, retries
+
+
+def _provenance(job: _Job, identity: dict[str, Any]) -> dict[str, Any]:
+    last = job.attempts[-1]
+    attempts = [
+        {**a, "reason": f"{a['reason'].kind}: {a['reason'].message}" if a.get("reason") else None}
+        for a in job.attempts
+    ]
+    return {
+        "call_id": job.call_id,
+        "model": identity,
+        "system": job.messages[0].text,
+        "prompt": job.messages[1].text,
+        "raw": last["raw"],
+        "seed": last["seed"],
+        "attempt": last["attempt"],
+        "attempts": attempts,
+    }
+
+
+def generate(
+    data: str | Path,
+    out: str | Path,
+    config: GenerateConfig,
+    *,
+    cache: str | Path | None = None,
+    backend: Backend | None = None,
+    progress: bool = False,
+) -> StepResult:
+    """Run the configured tasks on every image of a questions (or ingest) output.
+
+    Args:
+        data: A ``build questions`` (or ``build ingest``) output folder.
+        out: The output folder (same dataset plus a ``generated`` column, ``generated.jsonl``,
+            ``ledger.json``, ``problems.jsonl``, ``build.json``, card).
+        config: What to generate and with which model.
+        cache: The call cache file (default: ``.cache/llm.sqlite`` beside ``out``).
+        backend: A ready backend (default: built from ``config.model``).
+        progress: Show a progress bar per task.
+
+    Returns:
+        ``items_in`` (task, image) calls, ``kept`` those that gave a valid reply, ``dropped`` the
+        failures by reason; ``stats`` holds items and failures per task, retries, skipped images,
+        and the ledger.
+    """
+    data, out = Path(data), Path(out)
+
+    splits, labels = read_rows(data)
+    rows = [r for rs in splits.values() for r in rs if r.get("split") != "test_tiny"]
+    templates = load_templates(config.templates)
+    unknown = [t for t in config.tasks if t not in templates["tasks"]]
+    if unknown:
+        raise DataFormatError(f"generate: unknown task(s) {unknown}; known: {sorted(templates['tasks'])}")
+    result = StepResult(STEP, out=str(out))
+    texts = _read_inputs(config.inputs, rows, result.problems)
+    backend = backend or _backend(config)
+    client = LLMClient(
+        backend,
+        CallCache(cache or out.parent / ".cache" / "llm.sqlite"),
+        decoding={"max_new_tokens": config.max_new_tokens},
+        prices=config.prices,
+    )
+    descriptions: dict[str, str] = {}
+    records: list[dict[str, Any]] = []
+    stats: dict[str, Any] = {"items": {}, "failures": {}, "retries": {}, "skipped_no_input": {}}
+    from tqdm import tqdm
+
+    order = sorted(config.tasks, key=lambda t: t != "describe")  # descriptions feed the others
+    for task in tqdm(order, desc="generate", unit="task", disable=not progress):
+        spec = templates["tasks"][task]
+        kind: Kind = spec["kind"]
+        n = int(config.questions_per_image or spec.get("n", 1)) if task == "mcq" else int(spec.get("n", 1))
+        options = int(spec.get("options", 4))
+        jobs, skipped = _jobs(task, spec, rows, texts, templates, descriptions, n, options)
+        stats["skipped_no_input"][task] = skipped
+        result.items_in += len(jobs)
+        done, failed, retries = _run_task(client, jobs, kind, n, options, config, str(templates["retry"]))
+        stats["retries"][task] = retries
+        n_items = _collect(task, kind, done, failed, client.identity, config, descriptions, records, result)
+        stats["items"][task] = n_items
+        stats["failures"][task] = dict(Counter(why.kind for _, why in failed))
+    result.kept = result.items_in - sum(result.dropped.values())
+    stats.update(seed=config.seed, model=client.identity, ledger=client.ledger.to_json())
+    stats["incomplete"] = bool(result.dropped.get("call_failed"))
+    stats["output_sha256"] = _output_digest(records)
+    result.stats = stats
+    client.cache.close()
+    write_generate_output(data, out, splits, labels, records, result, client.ledger)
+    return result
+
+
+def _collect(
+    task: str, kind: Kind, done: list[tuple[_Job, Any]], failed: list[tuple[_Job, Invalid]],
+    identity: dict[str, Any], config: GenerateConfig, descriptions: dict[str, str],
+    records: list[dict[str, Any]], result: StepResult,
+) -> int:  # fmt: skip
+    """Append one task's items and failure rows to ``records`` (problems and drops to ``result``).
+
+    Returns:
+        The number of items (descriptions or questions) written.
+    """
+    n_items = 0
+    for job, content in done:
+        prov = _provenance(job, identity)
+        if kind == "description":
+            descriptions[job.row["image_id"]] = content
+            records.append(_record(job, f"{task}-0", "description", prov, description=content))
+            n_items += 1
+            continue
+        for k, (q, idx) in enumerate(content):
+            item_id = f"{task}-{k}"
+            opts, answer, perm = list(q.options), idx, list(range(len(q.options)))
+            shuffled = config.shuffle and not positional(q)
+            if shuffled:
+                rng = np.random.default_rng([config.seed, _h(f"{job.row['image_id']}|{item_id}")])
+                opts, answer, perm = _shuffled(q, idx, rng)
+            content_ = {
+                "question": q.question,
+                "options": opts,
+                "answer_idx": answer,
+                "explanation": q.explanation,
+            }
+            records.append(
+                _record(job, item_id, "mcq", {**prov, "option_order": perm, "shuffled": shuffled}, **content_)
+            )
+            n_items += 1
+    for job, why in failed:
+        prov = _provenance(job, identity)
+        records.append(_record(job, f"{task}-failed", "failure", prov, reason=why.kind, message=why.message))
+        result.dropped[why.kind] += 1
+        tries = len(job.attempts)
+        msg = f"{job.call_id}: {why.message} (after {tries} attempt(s)); raw reply in generated.jsonl"
+        result.problems.append(
+            BuildProblem(STEP, job.row["dataset"], job.row["source_path"], task, why.kind, msg)
+        )
+    return n_items
+
+
+def _output_digest(records: list[dict[str, Any]]) -> str:
+    """SHA-256 of what later steps read: the items, and which calls failed and why."""
+    parts = [dataset_entry(r) if r["status"] == "ok" else [r["id"], r["reason"]] for r in records]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _h(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def _record(job: _Job, item_id: str, kind: str, prov: dict[str, Any], **content: Any) -> dict[str, Any]:
+    row = job.row
+    return {
+        "id": f"{row['image_id']}-{item_id}",
+        "task": job.task,
+        "kind": kind,
+        "status": "failed" if kind == "failure" else "ok",
+        "image_id": row["image_id"],
+        "source": row["dataset"],
+        "row": row["source_path"],
+        **content,
+        **prov,
+    }
+
+
+def read_generated(folder: str | Path) -> list[dict[str, Any]]:
+    """The records of a generate output's ``generated.jsonl`` (items and failure rows)."""
+    path = Path(folder) / "generated.jsonl"
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x]

@@ -1,0 +1,244 @@
+"""The ingest manifest and the metadata record, validated with pydantic.
+
+A manifest (YAML) lists sources; each source is a folder of images and a metadata table with one
+row per image. Paths are relative to the manifest's folder. See docs/build.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from scopebench.curate.taxonomy import Taxonomy
+from scopebench.errors import DataFormatError, DataNotFoundError
+
+__all__ = ["Manifest", "Record", "Source", "load_manifest", "read_table"]
+
+_TAXON = re.compile(r"^NCBITaxon_(\d+|synthetic)$")
+_SOURCE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class Source(BaseModel):
+    """One source dataset of a manifest.
+
+    Attributes:
+        name: Short name, written to the ``dataset`` column (``acevedo_et_al_2020``).
+        images: Folder of the images (relative to the manifest).
+        metadata: CSV, JSON, JSONL or Parquet table, one row per image.
+        license: The source's licence (SPDX id such as ``CC-BY-4.0``); a row may override it.
+        citation: How to cite the source.
+        url: Where the source comes from.
+        institution: Written to the ``institution`` column when rows give none.
+        pmid: PubMed id, written to ``pmid`` when rows give none.
+        defaults: Column values applied to every row that leaves them empty.
+        columns: Renames from the table's column names to ours (``{file: image}``).
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str
+    images: str
+    metadata: str
+    license: str | None = Field(default=None, alias="licence")
+    citation: str | None = None
+    url: str | None = None
+    institution: str | None = None
+    pmid: str | None = None
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    columns: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _SOURCE_NAME.match(value):
+            raise ValueError("use letters, digits, '_', '-' and '.' only (it names folders and ids)")
+        return value
+
+
+class Manifest(BaseModel):
+    """A manifest: the benchmark's name, an optional taxonomy file and the sources.
+
+    Attributes:
+        name: The benchmark's name (dataset card title).
+        description: One paragraph for the dataset card.
+        taxonomy: A YAML taxonomy merged into the shipped one (relative to the manifest).
+        near_duplicate_bits: dHash Hamming distance at or below which two images are near-duplicates.
+        sources: The source datasets.
+        root: The manifest's folder (set by :func:`load_manifest`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "scopebench-build"
+    description: str = ""
+    taxonomy: str | None = None
+    near_duplicate_bits: int = Field(default=6, ge=0, le=64)
+    sources: list[Source]
+    root: Path = Path(".")
+
+    def path(self, rel: str) -> Path:
+        """``rel`` resolved against the manifest's folder."""
+        p = Path(rel).expanduser()
+        return p if p.is_absolute() else self.root / p
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    """Read and validate a manifest YAML file.
+
+    Raises:
+        DataNotFoundError: When the file does not exist.
+        DataFormatError: When it is not a valid manifest (every violation listed), or two sources
+            share a name.
+    """
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataNotFoundError(f"manifest not found: {p}")
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise DataFormatError(f"{p} is not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise DataFormatError(f"{p}: a manifest is a YAML mapping with a 'sources' list (see docs/build.md)")
+    try:
+        manifest = Manifest.model_validate({**raw, "root": p.parent})
+    except ValidationError as exc:
+        lines = [f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        raise DataFormatError(f"{p} is not a valid manifest:\n" + "\n".join(lines)) from exc
+    names = [s.name for s in manifest.sources]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        raise DataFormatError(f"{p}: source names must be unique; repeated: {', '.join(dups)}")
+    return manifest
+
+
+def read_table(path: Path) -> list[dict[str, Any]]:
+    """The rows of a CSV, JSON (list of objects), JSONL or Parquet metadata table.
+
+    CSV cells are read as text (empty cells as missing), so ``007`` stays ``007``.
+
+    Raises:
+        DataNotFoundError: When the file does not exist.
+        DataFormatError: When it cannot be read as a table of objects.
+    """
+    if not path.is_file():
+        raise DataNotFoundError(f"metadata table not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            import pandas as pd
+
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+            return [
+                {str(k): (v if v != "" else None) for k, v in row.items()} for row in frame.to_dict("records")
+            ]
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_table(path).to_pylist())
+        text = path.read_text(encoding="utf-8")
+        if suffix == ".jsonl":
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        elif suffix == ".json":
+            rows = json.loads(text)
+        else:
+            raise DataFormatError(f"{path}: a metadata table is .csv, .json, .jsonl or .parquet")
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise DataFormatError(f"cannot read metadata table {path}: {exc}") from exc
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise DataFormatError(f"{path}: the JSON must be a list of objects, one per image")
+    return rows
+
+
+class Record(BaseModel):
+    """One image's metadata, normalised to μ-Bench's names; validated against the taxonomy.
+
+    Validation needs ``context={"taxonomy": Taxonomy}``. Unknown vocabulary fails with the closest
+    known concept in the message (``did you mean …``).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    image: str
+    license: str
+    modality: str
+    submodality: str | None = None
+    domain: str
+    subdomain: str | None = None
+    stain: str | None = None
+    organism: str | None = None
+    ncbitaxon_id: str | None = None
+    microns_per_pixel: float | None = Field(default=None, gt=0)
+    label_name: str | None = None
+    institution: str | None = None
+    pmid: str | None = None
+    synthetic: bool = False
+
+    @field_validator("modality", "submodality", "domain", "subdomain", "stain")
+    @classmethod
+    def _known(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        tax: Taxonomy = (info.context or {})["taxonomy"]
+        attribute = info.field_name or ""
+        concept = tax.get(attribute, value)
+        if concept is None:
+            hint = tax.closest(attribute, value)
+            raise ValueError(
+                f"{attribute} {value!r} is unknown"
+                + (f"; did you mean {hint!r}?" if hint else "")
+                + " Add it to a taxonomy file if it is right."
+            )
+        return concept.name
+
+    @field_validator("pmid", mode="before")
+    @classmethod
+    def _pmid(cls, value: Any) -> Any:
+        # μ-Bench stores pmid as a string; a number read from JSON/Parquet becomes its digits (a
+        # Parquet integer column with nulls arrives as floats: 123.0 → "123").
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _consistent(self, info: ValidationInfo) -> Record:
+        tax: Taxonomy = (info.context or {})["taxonomy"]
+        for child, parent in (("submodality", "modality"), ("subdomain", "domain")):
+            value = getattr(self, child)
+            concept = tax.get(child, value) if value else None
+            if concept is not None and concept.parent != getattr(self, parent):
+                raise ValueError(
+                    f"{child} {value!r} belongs to {parent} {concept.parent!r}, not {getattr(self, parent)!r}"
+                )
+        if self.organism is not None:
+            known = {k.casefold(): (k, v) for k, v in tax.organisms.items()}
+            hit = known.get(self.organism.strip().casefold())
+            if hit is not None:
+                self.organism, taxon = hit
+                if self.ncbitaxon_id is None:
+                    self.ncbitaxon_id = taxon
+                elif self.ncbitaxon_id != taxon:
+                    raise ValueError(f"organism {self.organism!r} is {taxon}, not {self.ncbitaxon_id}")
+            elif self.ncbitaxon_id is None:
+                hint = tax.closest("organism", self.organism)
+                raise ValueError(
+                    f"organism {self.organism!r} is unknown"
+                    + (f"; did you mean {hint!r}?" if hint else "")
+                    + " Give its ncbitaxon_id (NCBITaxon_<number>) or add it to a taxonomy file."
+                )
+        if self.ncbitaxon_id is not None and not _TAXON.match(self.ncbitaxon_id):
+            raise ValueError(f"ncbitaxon_id {self.ncbitaxon_id!r} is not of the form NCBITaxon_<number>")
+        return self

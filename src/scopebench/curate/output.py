@@ -1,0 +1,294 @@
+"""Writing a build dataset: ``save_to_disk`` + Parquet shards + ``README.md`` dataset card.
+
+Layout of an output folder::
+
+    dataset_dict.json, <split>/…     datasets.DatasetDict.save_to_disk (what --data points at)
+    data/<split>-0000i-of-0000n.parquet  the same rows as Parquet shards (the Hub's layout)
+    README.md                         the dataset card
+    problems.jsonl                    every problem the step found
+    build.json                        the step's summary (counts, drops, statistics)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scopebench import __version__
+from scopebench.curate.report import StepResult, write_problems
+from scopebench.curate.schema import BUILD_COLUMNS, UBENCH_COLUMNS, features
+from scopebench.errors import DataFormatError, NoItemsError
+
+if TYPE_CHECKING:
+    from scopebench.curate.manifest import Manifest
+    from scopebench.curate.standardise import IngestedImage
+    from scopebench.curate.taxonomy import Taxonomy
+
+__all__ = [
+    "MARKER",
+    "copy_sources",
+    "prepare_out",
+    "read_inputs",
+    "read_rows",
+    "read_sources",
+    "save_dataset",
+    "write_card",
+    "write_dataset",
+]
+
+#: The file that marks a folder as a build output (so a re-run may replace it).
+MARKER = "build.json"
+_SHARD_BYTES = 500 * 1024 * 1024
+
+
+def prepare_out(out: Path) -> None:
+    """Empty ``out`` for a new output; refuse a non-empty folder that is not a build output.
+
+    Raises:
+        DataFormatError: When ``out`` holds files and no ``build.json``.
+    """
+    if out.exists() and any(out.iterdir()):
+        if not (out / MARKER).is_file():
+            raise DataFormatError(
+                f"{out} is not empty and is not a scopebench build output; choose an empty or new folder"
+            )
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def save_dataset(splits: Mapping[str, list[dict[str, Any]]], label_names: list[str], out: Path) -> None:
+    """Save rows per split with the build features: ``save_to_disk`` and Parquet shards."""
+    from datasets import Dataset, DatasetDict
+    from datasets.utils import logging as ds_logging
+
+    feats = features(label_names)
+    # datasets' own bars would interleave with ours; put their setting back afterwards.
+    was_enabled = ds_logging.is_progress_bar_enabled()
+    ds_logging.disable_progress_bar()
+    try:
+        _save(splits, feats, out, Dataset, DatasetDict)
+    finally:
+        if was_enabled:
+            ds_logging.enable_progress_bar()
+
+
+def _save(
+    splits: Mapping[str, list[dict[str, Any]]], feats: Any, out: Path, Dataset: Any, DatasetDict: Any
+) -> None:
+    dd = DatasetDict(
+        {
+            # from_list cannot type an empty list; an empty dict of columns keeps the features.
+            name: Dataset.from_list([{c: r.get(c) for c in feats} for r in rows], features=feats)
+            if rows
+            else Dataset.from_dict({c: [] for c in feats}, features=feats)
+            for name, rows in splits.items()
+        }
+    )
+    dd.save_to_disk(str(out))
+    (out / "data").mkdir(exist_ok=True)
+    for name, ds in dd.items():
+        size = sum(len((r.get("image") or {}).get("bytes") or b"") for r in splits[name])
+        n = max(1, math.ceil(size / _SHARD_BYTES))
+        for i in range(n):
+            ds.shard(n, i, contiguous=True).to_parquet(
+                str(out / "data" / f"{name}-{i:05d}-of-{n:05d}.parquet")
+            )
+
+
+def read_rows(folder: Path) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """The rows per split of a build output (images as PNG bytes) and its class names.
+
+    Raises:
+        DataFormatError: When ``folder`` is not a build output.
+    """
+    from datasets import ClassLabel, Image, load_from_disk
+
+    if not (folder / MARKER).is_file() or not (folder / "dataset_dict.json").is_file():
+        raise DataFormatError(f"{folder} is not a scopebench build output (no {MARKER}); run the step before")
+    dd = load_from_disk(str(folder))
+    label = dd[next(iter(dd))].features["label"]
+    names = list(label.names) if isinstance(label, ClassLabel) else []
+    out = {}
+    for name, ds in dd.items():
+        # cast_column fails on an empty dataset (datasets concatenates zero tables).
+        out[name] = list(ds.cast_column("image", Image(decode=False))) if len(ds) else []
+    return out, names
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _count_table(title: str, counts: Counter[str]) -> list[str]:
+    lines = [f"### {title}", "", f"| {title.lower()} | images |", "|---|---:|"]
+    lines += [f"| {k} | {v} |" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return [*lines, ""]
+
+
+def write_card(
+    out: Path,
+    *,
+    title: str,
+    description: str,
+    rows: Iterable[Mapping[str, Any]],
+    sources: Sequence[Mapping[str, Any]],
+    result: StepResult,
+    inputs: Mapping[str, str],
+    extra: Sequence[str] = (),
+) -> None:
+    """Write ``out/README.md``: counts, licences, provenance and the checksum of every file.
+
+    Args:
+        out: The output folder (every file in it is checksummed, except the card itself).
+        title: The card's title.
+        description: Its first paragraph.
+        rows: The dataset's rows (one per image).
+        sources: One mapping per source (name, license, citation, url).
+        result: The step's summary (kept, dropped by reason).
+        inputs: Input files by role (manifest, metadata tables…), checksummed in the card.
+        extra: More Markdown sections.
+    """
+    rows = list(rows)
+    licences = sorted({str(r.get("license")) for r in rows})
+    lines = [
+        "---",
+        f"license: {licences[0].lower() if len(licences) == 1 else 'other'}",
+        f"pretty_name: {json.dumps(title)}",
+        "tags: [microscopy, scopebench]",
+        "---",
+        "",
+        f"# {title}",
+        "",
+        description or "A microscopy benchmark built with `scopebench build`.",
+        "",
+        f"{len(rows)} images kept of {result.items_in} read; kept out by reason: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(result.dropped.items())) or "none")
+        + " (each one is listed in `problems.jsonl` with its source, row and field).",
+        "",
+        "## Counts",
+        "",
+    ]
+    for col, name in (
+        ("dataset", "Source"),
+        ("modality", "Modality"),
+        ("domain", "Domain"),
+        ("stain", "Stain"),
+    ):
+        lines += _count_table(name, Counter(str(r.get(col)) for r in rows))
+    lines += ["## Sources and licences", "", "| source | licence | citation | url |", "|---|---|---|---|"]
+    for s in sources:
+        cite = str(s.get("citation") or "").replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {s['name']} | {s.get('license') or ''} | {cite} | {s.get('url') or ''} |")
+    lines += [
+        "",
+        "## Provenance",
+        "",
+        f"Built by scopebench {__version__} (`scopebench build`). Images are lossless PNG at their "
+        "original resolution (`conversion` says what was done to each source file). `pixel_md5` is the "
+        'MD5 of `"<dtype>:<shape>|"` followed by the pixel array\'s C-order bytes; `image_id` is the first '
+        "128 bits of SHA-256 over source, relative path and `pixel_md5`; `dhash` is a 64-bit difference "
+        "hash and `dup_group` names each image's near-duplicate group (all its members share a split).",
+        "",
+        *extra,
+        "## Checksums (SHA-256)",
+        "",
+        "| file | sha256 |",
+        "|---|---|",
+    ]
+    for role, given in inputs.items():
+        lines.append(f"| input {role}: {Path(given).name} | {_sha256(Path(given))} |")
+    for path in sorted(p for p in out.rglob("*") if p.is_file() and p.name != "README.md"):
+        lines.append(f"| {path.relative_to(out).as_posix()} | {_sha256(path)} |")
+    (out / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+#: Files each step carries to the next: the sources (licence, citation, url), the checksums of the
+#: ingest inputs (manifest, metadata tables) and the filter step's published statistics.
+CARRIED = ("sources.json", "inputs.json", "benchmark_stats.json")
+
+
+def copy_sources(data: Path, out: Path) -> None:
+    """Carry :data:`CARRIED` files from one step's output to the next."""
+    for name in CARRIED:
+        if (data / name).is_file():
+            shutil.copyfile(data / name, out / name)
+
+
+def read_inputs(folder: Path) -> dict[str, dict[str, str]]:
+    """The ingest inputs recorded in a build output: role → ``{"file", "sha256"}`` (empty when none)."""
+    path = folder / "inputs.json"
+    return dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else {}
+
+
+def read_sources(folder: Path) -> list[dict[str, Any]]:
+    """The sources recorded in a build output (empty when none)."""
+    path = folder / "sources.json"
+    return list(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else []
+
+
+def write_summary(out: Path, result: StepResult) -> None:
+    """Write ``problems.jsonl`` and ``build.json``."""
+    write_problems(result.problems, out / "problems.jsonl")
+    (out / MARKER).write_text(json.dumps(result.to_json(), indent=2), encoding="utf-8")
+
+
+def write_dataset(
+    images: list[IngestedImage],
+    out: Path,
+    manifest: Manifest,
+    tax: Taxonomy,
+    result: StepResult,
+    inputs: Mapping[str, str],
+) -> None:
+    """Write the ingest output: one ``test`` split of every kept image, with its card.
+
+    Raises:
+        NoItemsError: When no image passed the checks (``problems.jsonl`` is still written).
+    """
+    prepare_out(out)
+    if not images:
+        # datasets cannot load a saved dataset of zero rows back, so an empty build stops here.
+        write_summary(out, result)
+        first = "\n".join(f"  {p}" for p in result.problems[:5])
+        raise NoItemsError(
+            f"no image of {result.items_in} passed the checks (kept out: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(result.dropped.items()))
+            + f"); the first problems:\n{first}\nevery one is in {out / 'problems.jsonl'}"
+        )
+    labels = sorted({str(i.record["label_name"]) for i in images if i.record.get("label_name")})
+    rows = []
+    for img in images:
+        rec = img.record
+        row = {c: rec.get(c) for c in (*UBENCH_COLUMNS, *BUILD_COLUMNS)}
+        row["image"] = {"bytes": img.png, "path": f"{img.source}/{rec['source_path']}.png"}
+        row["label"] = labels.index(rec["label_name"]) if rec.get("label_name") else -1
+        row["split"] = "test"
+        row["questions"] = row["captions"] = None
+        rows.append(row)
+    save_dataset({"test": rows}, labels, out)
+    sources = [s.model_dump(exclude={"defaults", "columns"}) for s in manifest.sources]
+    (out / "sources.json").write_text(json.dumps(sources, indent=2), encoding="utf-8")
+    # The checksums of the inputs travel to the exported card (the manifest's above all).
+    recorded = {role: {"file": Path(p).name, "sha256": _sha256(Path(p))} for role, p in inputs.items()}
+    (out / "inputs.json").write_text(json.dumps(recorded, indent=2), encoding="utf-8")
+    result.stats = {"taxonomy_sha256": tax.fingerprint(), "label_names": labels}
+    write_summary(out, result)
+    write_card(
+        out,
+        title=manifest.name,
+        description=manifest.description,
+        rows=rows,
+        sources=sources,
+        result=result,
+        inputs=inputs,
+    )

@@ -1,0 +1,304 @@
+"""``build questions``: multiple-choice questions and captions from metadata and the concept tree.
+
+For each image and task (μ-Bench's coarse ``modality``, ``submodality``, ``domain``, ``subdomain``,
+``stain`` and fine-grained ``classification``):
+
+* the answer is the image's own value (``label_name`` for classification);
+* distractors are *hard* (sibling concepts: same parent in the tree, stains of the same modality,
+  the other classes of the same source) or *easy* (concepts across the tree: another parent), the
+  other kind filling in when one runs short (``build.json`` counts those questions per task
+  under ``filled``);
+* options are distinct (case-insensitively), with the answer exactly once;
+* correct positions are balanced per task: for the ``n`` questions of a task with ``k`` options the
+  positions are ``0, 1, …, k-1, 0, 1, …`` (each letter ``⌊n/k⌋`` or ``⌈n/k⌉`` times), shuffled by the
+  seed; the chi-square statistic of the letter counts against uniform (``scipy.stats.chisquare``) is
+  reported per task;
+* "none of the above" is optionally appended last; it is never the answer (as in μ-Bench);
+* question text and caption sentences come from the taxonomy's ``templates``.
+
+Everything random derives from ``seed`` and the image id, so a question does not change when other
+images are added or removed (the position sequence of a task does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from scopebench.curate.output import (
+    copy_sources,
+    prepare_out,
+    read_rows,
+    read_sources,
+    save_dataset,
+    write_card,
+    write_summary,
+)
+from scopebench.curate.report import BuildProblem, StepResult
+from scopebench.curate.schema import QUESTION_TASKS
+from scopebench.curate.taxonomy import Taxonomy, load_taxonomy
+from scopebench.errors import DataFormatError
+
+__all__ = ["NONE_OF_THE_ABOVE", "QuestionConfig", "make_questions", "position_balance"]
+
+STEP = "questions"
+#: The text of the optional last option (μ-Bench's spelling).
+NONE_OF_THE_ABOVE = "none of the above"
+
+
+@dataclass(frozen=True)
+class QuestionConfig:
+    """How questions are made.
+
+    Attributes:
+        seed: Seed of every random choice (recorded in the output).
+        options: Options per question before "none of the above" (answer included), at least 2.
+        difficulty: ``hard`` (sibling distractors first) or ``easy`` (across the tree first).
+        none_of_the_above: Append "none of the above" as a last, never-correct option.
+        tasks: Which tasks to make.
+        taxonomy: A user taxonomy YAML merged into the shipped one.
+    """
+
+    seed: int = 0
+    options: int = 4
+    difficulty: Literal["hard", "easy"] = "hard"
+    none_of_the_above: bool = False
+    tasks: tuple[str, ...] = QUESTION_TASKS
+    taxonomy: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.options < 2:
+            raise DataFormatError(f"questions need at least 2 options, got options={self.options}")
+        if self.difficulty not in ("hard", "easy"):
+            raise DataFormatError(f"difficulty is 'hard' or 'easy', not {self.difficulty!r}")
+        unknown = [t for t in self.tasks if t not in QUESTION_TASKS]
+        if unknown:
+            raise DataFormatError(
+                f"unknown question task(s) {unknown}; choose from {', '.join(QUESTION_TASKS)}"
+            )
+
+
+def _rng(seed: int, *parts: str) -> np.random.Generator:
+    digest = hashlib.sha256("\0".join(parts).encode()).digest()
+    return np.random.default_rng([seed, int.from_bytes(digest[:8], "big")])
+
+
+def _pool(tax: Taxonomy, task: str, value: str, classes: list[str]) -> tuple[list[str], list[str]]:
+    """(hard, easy) distractor candidates for ``value``: siblings, and concepts across the tree."""
+    if task == "classification":
+        return [c for c in classes if c != value], []
+    hard = tax.siblings(task, value)
+    everything = [n for n in tax.names(task) if n != value and n not in hard]
+    return hard, everything
+
+
+def _distinct(values: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for v in values:
+        if v.casefold() not in seen:
+            seen.add(v.casefold())
+            out.append(v)
+    return out
+
+
+def _pick(
+    rng: np.random.Generator, first: list[str], second: list[str], n: int, answer: str
+) -> tuple[list[str], bool]:
+    """``n`` distinct distractors, ``first`` preferred; whether ``second`` had to fill in."""
+    a = _distinct([x for x in first if x.casefold() != answer.casefold()])
+    b = _distinct(
+        [
+            x
+            for x in second
+            if x.casefold() != answer.casefold() and x.casefold() not in {y.casefold() for y in a}
+        ]
+    )
+    take = [a[i] for i in rng.permutation(len(a))[:n]]
+    filled = len(take) < n and bool(b)
+    take += [b[i] for i in rng.permutation(len(b))[: n - len(take)]]
+    return take, filled
+
+
+def position_balance(counts: list[int]) -> dict[str, float]:
+    """Chi-square of correct-letter counts against a uniform spread (``scipy.stats.chisquare``)."""
+    from scipy.stats import chisquare
+
+    if len(counts) < 2 or sum(counts) == 0:
+        return {"chi2": 0.0, "p": 1.0}
+    res = chisquare(counts)
+    return {"chi2": float(res.statistic), "p": float(res.pvalue)}
+
+
+def _entry(qid: str, task: str, text: str, options: list[str], answer: int) -> dict[str, Any]:
+    return {"id": qid, "name": task, "question": text, "answer_idx": str(answer), "options": options}
+
+
+def make_questions(
+    data: str | Path, out: str | Path, config: QuestionConfig | None = None, *, progress: bool = False
+) -> StepResult:
+    """Add questions and captions to every image of an ingest output.
+
+    Args:
+        data: An ingest (or earlier questions) output folder.
+        out: The output folder (same format, ``questions``/``captions`` filled).
+        config: How to make them (defaults: 4 hard options, seed 0).
+        progress: Show a progress bar.
+
+    Returns:
+        Images in and out; ``stats`` holds questions per task, questions skipped by reason,
+        and per task the correct-letter counts with their chi-square statistic.
+    """
+    from tqdm import tqdm
+
+    cfg = config or QuestionConfig()
+    tax = load_taxonomy(cfg.taxonomy)
+    splits, labels = read_rows(Path(data))
+    rows = [r for split_rows in splits.values() for r in split_rows]
+    result = StepResult(STEP, items_in=len(rows), out=str(out))
+    classes: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        if r.get("label_name") and r["label_name"] not in classes[r["dataset"]]:
+            classes[r["dataset"]].append(r["label_name"])
+    # Draw the options of every question, then give each task its balanced answer positions.
+    drafts: dict[str, list[tuple[dict[str, Any], str, list[str]]]] = defaultdict(list)
+    skipped: Counter[str] = Counter()
+    filled_in: Counter[str] = Counter()
+    for r in tqdm(rows, desc="questions", unit="img", disable=not progress):
+        r["questions"], r["captions"] = {}, {}
+        for task in cfg.tasks:
+            value = r.get("label_name" if task == "classification" else task)
+            if not value:
+                skipped[f"{task}: no value"] += 1
+                continue
+            rng = _rng(cfg.seed, r["image_id"], task)
+            hard, easy = _pool(tax, task, value, sorted(classes[r["dataset"]]))
+            first, second = (hard, easy) if cfg.difficulty == "hard" else (easy, hard)
+            distractors, filled = _pick(rng, first, second, cfg.options - 1, value)
+            if not distractors:
+                skipped[f"{task}: no distractor"] += 1
+                result.problems.append(
+                    BuildProblem(
+                        STEP,
+                        r["dataset"],
+                        r["image_id"],
+                        task,
+                        "no_distractor",
+                        f"no other {task} to offer as a distractor for {value!r}; no {task} question "
+                        "(add concepts to the taxonomy, or classes to the source)",
+                        severity="warning",
+                    )
+                )
+                continue
+            filled_in[task] += int(filled)
+            drafts[task].append((r, value, distractors))
+    letters: dict[str, dict[str, list[int]]] = {}
+    for task, items in drafts.items():
+        by_k: dict[int, list[int]] = defaultdict(list)
+        for idx, (_, _, d) in enumerate(items):
+            by_k[len(d) + 1].append(idx)
+        counts: dict[str, list[int]] = {}
+        for k, idxs in sorted(by_k.items()):
+            positions = np.resize(np.arange(k), len(idxs))
+            _rng(cfg.seed, task, str(k)).shuffle(positions)
+            for idx, pos in zip(idxs, positions, strict=True):
+                _place(items[idx], task, int(pos), cfg, tax)
+            counts[str(k)] = np.bincount(positions, minlength=k).tolist()
+        letters[task] = counts
+    result.kept = len(rows)
+    result.stats = {
+        "seed": cfg.seed,
+        "config": asdict(cfg),
+        "taxonomy_sha256": tax.fingerprint(),
+        "questions": {t: len(v) for t, v in sorted(drafts.items())},
+        "skipped": dict(sorted(skipped.items())),
+        "filled": dict(sorted(filled_in.items())),
+        "answer_positions": {
+            t: {k: {"counts": c, **position_balance(c)} for k, c in per.items()} for t, per in letters.items()
+        },
+    }
+    _write(Path(out), splits, labels, result, Path(data))
+    return result
+
+
+def _place(
+    draft: tuple[dict[str, Any], str, list[str]],
+    task: str,
+    pos: int,
+    cfg: QuestionConfig,
+    tax: Taxonomy,
+) -> None:
+    """Put the answer at ``pos`` among the distractors and write the question and caption entries."""
+    row, value, distractors = draft
+    options = [*distractors[:pos], value, *distractors[pos:]]
+    if cfg.none_of_the_above:
+        options.append(NONE_OF_THE_ABOVE)
+    assert len({o.casefold() for o in options}) == len(options) and options.count(value) == 1
+    qid = str(
+        uuid.UUID(bytes=hashlib.sha256(f"{cfg.seed}\0{row['image_id']}\0{task}".encode()).digest()[:16])
+    )
+    text = tax.templates.get("questions", {}).get(task, f"What is the {task} of this image?")
+    row["questions"][task] = _entry(qid, task, text, options, pos)
+    cap = tax.templates.get("captions", {}).get(task, "A micrograph of {class}.")
+    sentences = [o if o == NONE_OF_THE_ABOVE else cap.replace("{class}", o) for o in options]
+    row["captions"][f"{task}_0"] = _entry(qid, task, cap, sentences, pos)
+
+
+def _write(
+    out: Path, splits: dict[str, list[dict[str, Any]]], labels: list[str], result: StepResult, data: Path
+) -> None:
+    for split_rows in splits.values():
+        for r in split_rows:
+            for col in ("questions", "captions"):
+                r[col] = r[col] or None
+    prepare_out(out)
+    save_dataset(splits, labels, out)
+    copy_sources(data, out)
+    write_summary(out, result)
+    q = result.stats["questions"]
+    extra = [
+        "## Questions",
+        "",
+        "| task | questions | correct-letter counts | chi-square | p |",
+        "|---|---:|---|---:|---:|",
+    ]
+    for task, per in result.stats["answer_positions"].items():
+        for k, s in per.items():
+            row = f"| {task} ({k} options) | {sum(s['counts'])} | {s['counts']} "
+            extra.append(row + f"| {s['chi2']:.3f} | {s['p']:.3f} |")
+    extra += ["", f"Seed {result.stats['seed']}; {sum(q.values())} questions.", ""]
+    extra += _coverage(splits)
+    write_card(
+        out,
+        title=f"{data.name} questions",
+        description="",
+        rows=[r for rs in splits.values() for r in rs],
+        sources=read_sources(out),
+        result=result,
+        inputs={"ingest build.json": str(data / "build.json")},
+        extra=extra,
+    )
+
+
+def _coverage(splits: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Questions per taxonomy cell (modality × domain) and task, as a Markdown table."""
+    cells: Counter[tuple[str, str]] = Counter()
+    tasks: set[str] = set()
+    for rows in splits.values():
+        for r in rows:
+            for task, q in (r.get("questions") or {}).items():
+                if q:
+                    cells[(f"{r.get('modality')} × {r.get('domain')}", task)] += 1
+                    tasks.add(task)
+    order = [t for t in QUESTION_TASKS if t in tasks]
+    lines = ["## Coverage (questions per modality × domain and task)", ""]
+    lines += ["| modality × domain | " + " | ".join(order) + " |", "|---|" + "---:|" * len(order)]
+    for cell in sorted({c for c, _ in cells}):
+        lines.append(f"| {cell} | " + " | ".join(str(cells[(cell, t)]) for t in order) + " |")
+    return [*lines, ""]

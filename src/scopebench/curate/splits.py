@@ -1,0 +1,184 @@
+"""``build split``: image-level splits that keep near-duplicates together, and a ``test_tiny`` sample.
+
+The unit of splitting is a near-duplicate group (``dup_group`` from ingest; an image without
+near-duplicates is its own group), so an image, every question about it and every image that looks
+like it land in one split. Groups are stratified by (source, the set of tasks the image has
+questions for); inside a stratum they are shuffled with the seed and each goes to the split
+furthest below its target share of the stratum's images. ``test_tiny`` is a sample of ``tiny``
+test images, spread over sources in proportion (largest remainder), drawn with the seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scopebench.curate.output import (
+    copy_sources,
+    prepare_out,
+    read_rows,
+    read_sources,
+    save_dataset,
+    write_card,
+    write_summary,
+)
+from scopebench.curate.report import StepResult
+from scopebench.errors import DataFormatError
+
+__all__ = ["SplitConfig", "assign_splits", "split"]
+
+STEP = "split"
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    """How to split.
+
+    Attributes:
+        seed: Seed of the shuffles (recorded).
+        fractions: Split name → share of images; shares must sum to 1 (default: all ``test``, as μ-Bench).
+        tiny: Images in ``test_tiny`` (a sample of ``test``; 0 for none).
+    """
+
+    seed: int = 0
+    fractions: dict[str, float] = field(default_factory=lambda: {"test": 1.0})
+    tiny: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.fractions or any(v < 0 for v in self.fractions.values()):
+            raise DataFormatError("split fractions must be a non-empty mapping of non-negative shares")
+        if abs(sum(self.fractions.values()) - 1.0) > 1e-9:
+            raise DataFormatError(f"split fractions must sum to 1, got {sum(self.fractions.values())}")
+        if "test_tiny" in self.fractions:
+            raise DataFormatError("test_tiny is drawn from test; set `tiny: N` instead of a fraction")
+        if self.tiny < 0:
+            raise DataFormatError("tiny must be 0 or more images")
+        if self.tiny and not self.fractions.get("test"):
+            raise DataFormatError(
+                "test_tiny is drawn from the test split: give `test` a share, or set tiny to 0"
+            )
+
+
+def _rng(seed: int, key: str) -> np.random.Generator:
+    return np.random.default_rng([seed, int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")])
+
+
+def _tasks_of(row: dict[str, Any]) -> str:
+    questions = row.get("questions") or {}
+    tasks = {k for k, v in questions.items() if v}
+    tasks |= {g["task"] for g in row.get("generated") or [] if g.get("kind") == "mcq"}
+    return ",".join(sorted(tasks))
+
+
+def _n_questions(row: dict[str, Any]) -> int:
+    """Questions of one image: from metadata (``questions``) and LLM-written (``generated``)."""
+    made = len([q for q in (row.get("questions") or {}).values() if q])
+    return made + len([g for g in row.get("generated") or [] if g.get("kind") == "mcq"])
+
+
+def assign_splits(rows: list[dict[str, Any]], config: SplitConfig) -> dict[str, str]:
+    """image_id → split name, as the module docstring describes."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[r.get("dup_group") or r["image_id"]].append(r)
+    strata: dict[str, list[str]] = defaultdict(list)
+    for gid in sorted(groups):
+        head = groups[gid][0]
+        strata[f"{head['dataset']}|{_tasks_of(head)}"].append(gid)
+    names = list(config.fractions)
+    out: dict[str, str] = {}
+    for key in sorted(strata):
+        gids = strata[key]
+        order = _rng(config.seed, key).permutation(len(gids))
+        total = sum(len(groups[g]) for g in gids)
+        have = dict.fromkeys(names, 0)
+        for idx in order:
+            gid = gids[int(idx)]
+            # The split furthest below its target; ties go to the first split listed.
+            name = max(names, key=lambda n: (config.fractions[n] * total - have[n], -names.index(n)))
+            have[name] += len(groups[gid])
+            for r in groups[gid]:
+                out[r["image_id"]] = name
+    return out
+
+
+def _tiny(test: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]]:
+    if n <= 0 or not test:
+        return []
+    by_source: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in sorted(test, key=lambda r: r["image_id"]):
+        by_source[r["dataset"]].append(r)
+    n = min(n, len(test))
+    shares = {s: n * len(v) / len(test) for s, v in by_source.items()}
+    take = {s: int(q) for s, q in shares.items()}
+    for s in sorted(shares, key=lambda s: (-(shares[s] - take[s]), s))[: n - sum(take.values())]:
+        take[s] += 1
+    picked = []
+    for s in sorted(by_source):
+        rows = by_source[s]
+        for i in sorted(_rng(seed, f"tiny|{s}").permutation(len(rows))[: take[s]]):
+            picked.append(rows[int(i)])
+    return picked
+
+
+def split(
+    data: str | Path, out: str | Path, config: SplitConfig | None = None, *, progress: bool = False
+) -> StepResult:
+    """Split a questions (or ingest) output into the configured splits plus ``test_tiny``.
+
+    Returns:
+        Images in and out; ``stats`` holds images and questions per split and ``leaks``, the number
+        of near-duplicate groups found in more than one split (0 by construction; checked).
+    """
+    cfg = config or SplitConfig()
+    data = Path(data)
+    splits_in, labels = read_rows(data)
+    rows = [r for rs in splits_in.values() for r in rs if r.get("split") != "test_tiny"]
+    result = StepResult(STEP, items_in=len(rows), kept=len(rows), out=str(out))
+    where = assign_splits(rows, cfg)
+    splits: dict[str, list[dict[str, Any]]] = {name: [] for name in cfg.fractions}
+    from tqdm import tqdm
+
+    for r in tqdm(rows, desc="split", unit="img", disable=not progress):
+        r["split"] = where[r["image_id"]]
+        splits[r["split"]].append(r)
+    tiny = [{**r, "split": "test_tiny"} for r in _tiny(splits.get("test", []), cfg.tiny, cfg.seed)]
+    if tiny:
+        splits["test_tiny"] = tiny
+    splits = {k: v for k, v in splits.items() if v}
+    group_splits: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        group_splits[r.get("dup_group") or r["image_id"]].add(r["split"])
+    result.stats = {
+        "seed": cfg.seed,
+        "config": {"fractions": cfg.fractions, "tiny": cfg.tiny},
+        "images": {k: len(v) for k, v in splits.items()},
+        "questions": {k: sum(_n_questions(r) for r in v) for k, v in splits.items()},
+        "by_source": {k: dict(Counter(r["dataset"] for r in v)) for k, v in splits.items()},
+        "leaks": sum(1 for s in group_splits.values() if len(s) > 1),
+    }
+    out = Path(out)
+    prepare_out(out)
+    save_dataset(splits, labels, out)
+    copy_sources(data, out)
+    write_summary(out, result)
+    extra = ["## Splits", "", "| split | images | questions |", "|---|---:|---:|"]
+    extra += [f"| {k} | {n} | {result.stats['questions'][k]} |" for k, n in result.stats["images"].items()]
+    extra += ["", f"Split by near-duplicate group, stratified by source and task set; seed {cfg.seed}. "
+              "`test_tiny` is a sample of `test`.", ""]  # fmt: skip
+    write_card(
+        out,
+        title=f"{data.name} splits",
+        description="",
+        rows=rows,
+        sources=read_sources(out),
+        result=result,
+        inputs={"previous build.json": str(data / "build.json")},
+        extra=extra,
+    )
+    return result
