@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scopebench.curate.gates import Answer, GateItem
+from scopebench.curate.filtering.shortcut import Answer, GateItem
 
 
 class Scripted:

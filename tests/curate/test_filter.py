@@ -13,12 +13,12 @@ from PIL import Image
 
 from scopebench.cli import main
 from scopebench.curate import export, filter_questions, ingest, make_questions, run_build, split
-from scopebench.curate.filtering import FilterConfig, gate_items, load_filter_section
-from scopebench.curate.gates import ShortcutGateConfig
+from scopebench.curate.filtering.panels import PanelConfig
+from scopebench.curate.filtering.quotas import QuotaConfig
+from scopebench.curate.filtering.refine import RefineConfig
+from scopebench.curate.filtering.shortcut import ShortcutGateConfig
+from scopebench.curate.filtering.step import FilterConfig, gate_items, load_filter_section
 from scopebench.curate.output import read_rows
-from scopebench.curate.panels import PanelConfig
-from scopebench.curate.quotas import QuotaConfig
-from scopebench.curate.refine import RefineConfig
 from scopebench.curate.splits import SplitConfig, assign_splits
 from scopebench.errors import DataFormatError, NoItemsError
 
@@ -326,7 +326,7 @@ def test_the_docs_filter_example_runs(built: dict, tmp_path: Path, monkeypatch: 
 
 
 def test_generated_items_pass_through_the_gates(built: dict, tmp_path: Path) -> None:
-    from scopebench.curate.generation import GenerateConfig, generate, read_generated
+    from scopebench.curate.generation.step import GenerateConfig, generate, read_generated
 
     reply = {"questions": [
         {"question": "Shape?", "options": ["round", "oval", "flat", "long"], "answer": "round", "explanation": "e"},

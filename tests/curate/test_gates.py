@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from gate_helpers import Scripted
 
-from scopebench.curate import gates
-from scopebench.curate.gates import (
+from scopebench.curate.filtering import shortcut as gates
+from scopebench.curate.filtering.shortcut import (
     CHOICES_ONLY_QUESTION,
     BackendAnswerer,
     GateItem,

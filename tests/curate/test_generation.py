@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from scopebench.curate.generation import GenerateConfig, generate, load_templates, read_generated
-from scopebench.curate.generation_schema import Invalid, validate_reply
+from scopebench.curate.generation.schema import Invalid, validate_reply
+from scopebench.curate.generation.step import GenerateConfig, generate, load_templates, read_generated
 from scopebench.curate.llm import Prices
 from scopebench.errors import DataFormatError, ModelSpecError
 from scopebench.models import ChatMessage, ModelOptions, Response
@@ -433,7 +433,7 @@ def test_build_run_asks_again_for_calls_that_got_no_reply(tmp_path: Path) -> Non
 
 def test_the_package_exports_the_function() -> None:
     import scopebench.curate
-    import scopebench.curate.generation  # a submodule import must not shadow the function
+    import scopebench.curate.generation.step  # a submodule import must not shadow the function
 
     assert scopebench.curate.generate is generate and callable(scopebench.curate.generate)
 
@@ -466,8 +466,8 @@ def test_a_second_input_row_for_an_image_is_a_problem_not_a_silent_overwrite(
 def test_items_that_name_options_by_position_are_not_shuffled(
     explanation: str, options: list[str], keeps_order: bool
 ) -> None:
-    from scopebench.curate.generation import positional
-    from scopebench.curate.generation_schema import MCQ
+    from scopebench.curate.generation.schema import MCQ
+    from scopebench.curate.generation.step import positional
 
     assert (
         positional(MCQ(question="Shape?", options=options, answer=0, explanation=explanation)) is keeps_order

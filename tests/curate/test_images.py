@@ -10,7 +10,7 @@ import pytest
 import tifffile
 from PIL import Image
 
-from scopebench.curate.images import dhash, encode_png, hamming, image_id, pixel_md5, read_image
+from scopebench.curate.ingestion.images import dhash, encode_png, hamming, image_id, pixel_md5, read_image
 from scopebench.errors import ImageLoadError
 
 

@@ -9,7 +9,7 @@ from curate_helpers import make_sources
 
 from scopebench.benchmarks.registry import get_benchmark
 from scopebench.curate import ingest
-from scopebench.curate.images import image_id, pixel_md5, read_image
+from scopebench.curate.ingestion.images import image_id, pixel_md5, read_image
 from scopebench.errors import DataFormatError, NoItemsError
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from scopebench.curate.panels import PanelConfig, count_panels, count_panels_bytes
+from scopebench.curate.filtering.panels import PanelConfig, count_panels, count_panels_bytes
 from scopebench.errors import DataFormatError, MissingDependencyError
 
 Layout = list[tuple[int, int, int, int]]

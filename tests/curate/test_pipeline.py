@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from curate_helpers import make_sources
 
-import scopebench.curate.standardise as standardise
+import scopebench.curate.ingestion.step as standardise
 from scopebench.cli import main
 from scopebench.curate import run_build
 

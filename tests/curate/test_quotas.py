@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scopebench.curate.quotas import QuotaConfig, apply_quotas, cell_of, quota_table_markdown
+from scopebench.curate.filtering.quotas import QuotaConfig, apply_quotas, cell_of, quota_table_markdown
 from scopebench.errors import DataFormatError
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from gate_helpers import Scripted
 
-from scopebench.curate.gates import GateItem
-from scopebench.curate.refine import RefineConfig, parse_equivalence, parse_rewrite, run_refine
+from scopebench.curate.filtering.refine import RefineConfig, parse_equivalence, parse_rewrite, run_refine
+from scopebench.curate.filtering.shortcut import GateItem
 from scopebench.errors import DataFormatError
 
 
@@ -140,7 +140,7 @@ def test_parse_equivalence() -> None:
 
 
 def test_replay_files_drive_refinebot_through_the_cached_backends(tmp_path: Path) -> None:
-    from scopebench.curate.gates import BackendAnswerer
+    from scopebench.curate.filtering.shortcut import BackendAnswerer
 
     def write(name: str, lines: dict[str, str]) -> str:
         path = tmp_path / name

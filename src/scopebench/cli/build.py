@@ -91,7 +91,7 @@ def _fractions(text: str) -> dict[str, float]:
 
 def cmd_ingest(args: Args) -> int:
     """Ingest a manifest's sources into a standardised dataset."""
-    from scopebench.curate.standardise import ingest
+    from scopebench.curate.ingestion.step import ingest
 
     return _show(
         [ingest(args.manifest, args.out, cache_dir=args.cache, progress=not getattr(args, "quiet", False))]
@@ -115,7 +115,7 @@ def cmd_questions(args: Args) -> int:
 
 def cmd_filter(args: Args) -> int:
     """Run the quality gates of a filter configuration on a questions output."""
-    from scopebench.curate.filtering import filter_questions, load_filter_section
+    from scopebench.curate.filtering.step import filter_questions, load_filter_section
 
     cfg = load_filter_section(args.config).to_config(args.seed)
     result = filter_questions(
@@ -157,7 +157,7 @@ def _model_args(pairs: Sequence[str]) -> dict[str, Any]:
 
 def cmd_generate(args: Args) -> int:
     """Write items with an LLM (describe, mcq, open_to_mcq, SPUR templates)."""
-    from scopebench.curate.generation import GenerateConfig, generate
+    from scopebench.curate.generation.step import GenerateConfig, generate
 
     cfg = GenerateConfig(
         model=args.model,

@@ -24,10 +24,10 @@ from typing import Any
 __all__ = ["export", "filter_questions", "generate", "ingest", "make_questions", "run_build", "split"]
 
 _WHERE = {
-    "ingest": "scopebench.curate.standardise",
+    "ingest": "scopebench.curate.ingestion.step",
     "make_questions": "scopebench.curate.questions",
-    "generate": "scopebench.curate.generation",
-    "filter_questions": "scopebench.curate.filtering",
+    "generate": "scopebench.curate.generation.step",
+    "filter_questions": "scopebench.curate.filtering.step",
     "split": "scopebench.curate.splits",
     "export": "scopebench.curate.exporting",
     "run_build": "scopebench.curate.pipeline",

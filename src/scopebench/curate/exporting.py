@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from scopebench.curate.filtering import STATS_FILE, card_sections
+from scopebench.curate.filtering.step import STATS_FILE, card_sections
 from scopebench.curate.output import (
     MARKER,
     _sha256,

@@ -26,8 +26,8 @@ from scopebench.curate.schema import BUILD_COLUMNS, UBENCH_COLUMNS, features
 from scopebench.errors import DataFormatError, NoItemsError
 
 if TYPE_CHECKING:
+    from scopebench.curate.ingestion.step import IngestedImage
     from scopebench.curate.manifest import Manifest
-    from scopebench.curate.standardise import IngestedImage
     from scopebench.curate.taxonomy import Taxonomy
 
 __all__ = [

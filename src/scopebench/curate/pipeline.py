@@ -21,15 +21,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scopebench import __version__
 from scopebench.curate.exporting import export
-from scopebench.curate.filtering import FilterSection, filter_questions
-from scopebench.curate.generation import GenerateConfig, generate
+from scopebench.curate.filtering.step import FilterSection, filter_questions
+from scopebench.curate.generation.step import GenerateConfig, generate
+from scopebench.curate.ingestion.step import ingest, sha256_file
 from scopebench.curate.llm import Prices
 from scopebench.curate.manifest import load_manifest
 from scopebench.curate.output import MARKER
 from scopebench.curate.questions import QuestionConfig, make_questions
 from scopebench.curate.report import StepResult, read_problems
 from scopebench.curate.splits import SplitConfig, split
-from scopebench.curate.standardise import ingest, sha256_file
 from scopebench.errors import DataFormatError, DataNotFoundError
 from scopebench.models import parse_spec
 

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scopebench.curate.gates import Answerer, GateItem, blind_test
+from scopebench.curate.filtering.shortcut import Answerer, GateItem, blind_test
 from scopebench.errors import DataFormatError
 
 __all__ = ["CODES", "RefineConfig", "RefineOutcome", "parse_equivalence", "parse_rewrite", "run_refine"]

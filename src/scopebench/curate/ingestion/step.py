@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from scopebench.curate.images import dhash, encode_png, hamming, image_id, pixel_md5, read_image
+from scopebench.curate.ingestion.images import dhash, encode_png, hamming, image_id, pixel_md5, read_image
 from scopebench.curate.manifest import Manifest, Record, Source, load_manifest, read_table
 from scopebench.curate.output import write_dataset
 from scopebench.curate.report import BuildProblem, StepResult

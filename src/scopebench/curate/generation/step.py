@@ -10,7 +10,7 @@ Tasks (prompts in ``build/data/generate_templates.yaml``, overridable):
 * ``spur_np`` … ``spur_quant`` — SPUR's seven task templates over a figure and its caption.
 
 Each (task, image) is one call through :class:`~scopebench.curate.llm.LLMClient` (content-keyed
-cache, ledger). The reply is validated (:func:`~scopebench.curate.generation_schema.validate_reply`);
+cache, ledger). The reply is validated (:func:`~scopebench.curate.generation.schema.validate_reply`);
 an invalid one is retried up to ``retries`` times — the conversation continues with the invalid
 reply and the reason, under seed ``seed + attempt`` — and then written as a **failure row** with the
 raw text and the reason. Nothing is ``None`` and nothing is dropped: ``generated.jsonl`` holds one
@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from scopebench.curate.generation_out import dataset_entry, write_generate_output
-from scopebench.curate.generation_schema import MCQ, SCHEMA_VERSION, Invalid, Kind, normalise, validate_reply
+from scopebench.curate.generation.output import dataset_entry, write_generate_output
+from scopebench.curate.generation.schema import MCQ, SCHEMA_VERSION, Invalid, Kind, normalise, validate_reply
 from scopebench.curate.llm import CallCache, LLMCall, LLMClient, Prices
 from scopebench.curate.manifest import read_table
 from scopebench.curate.output import read_rows

@@ -1,13 +1,13 @@
 """``build filter``: the quality gates, in order, on a questions output.
 
-1. **figures** (SPUR's figure gate, :mod:`scopebench.curate.panels`): images with fewer than
+1. **figures** (SPUR's figure gate, :mod:`scopebench.curate.filtering.panels`): images with fewer than
    ``min_panels`` panels are dropped with all their questions (reason ``too_few_panels``);
-2. **refine** (RefineBot, :mod:`scopebench.curate.refine`): questions answerable without the image
+2. **refine** (RefineBot, :mod:`scopebench.curate.filtering.refine`): questions answerable without the image
    are rewritten; ``gave_up`` ones go to ``OUT/review_queue`` (reason ``refine_gave_up``),
    ``meaning_drifted`` ones are dropped;
-3. **shortcut** (:mod:`scopebench.curate.gates`): questions still answerable without the image are
-   dropped (``shortcut``; ``choices_only`` when asked); both blind accuracies are measured;
-4. **quotas** (:mod:`scopebench.curate.quotas`): questions beyond their cell's target are dropped
+3. **shortcut** (:mod:`scopebench.curate.filtering.shortcut`): questions still answerable without the
+   image are dropped (``shortcut``; ``choices_only`` when asked); both blind accuracies are measured;
+4. **quotas** (:mod:`scopebench.curate.filtering.quotas`): questions beyond their cell's target are dropped
    (``quota``), a seeded choice.
 
 Every gate writes what it kept and dropped, and why, one JSON line per image or question, to
@@ -26,7 +26,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from scopebench.curate.gates import (
+from scopebench.curate.filtering.panels import PanelConfig, count_panels_bytes
+from scopebench.curate.filtering.quotas import QuotaConfig, apply_quotas, quota_table_markdown
+from scopebench.curate.filtering.refine import RefineConfig, run_refine
+from scopebench.curate.filtering.shortcut import (
     Answerer,
     GateItem,
     ShortcutGateConfig,
@@ -42,9 +45,6 @@ from scopebench.curate.output import (
     write_card,
     write_summary,
 )
-from scopebench.curate.panels import PanelConfig, count_panels_bytes
-from scopebench.curate.quotas import QuotaConfig, apply_quotas, quota_table_markdown
-from scopebench.curate.refine import RefineConfig, run_refine
 from scopebench.curate.report import BuildProblem, StepResult
 from scopebench.errors import DataFormatError, ImageLoadError, NoItemsError
 

@@ -1,0 +1,4 @@
+"""The filter step: one module per quality gate (shortcut, RefineBot, panels, quotas).
+
+The step that runs them is :mod:`scopebench.curate.filtering.step`.
+"""

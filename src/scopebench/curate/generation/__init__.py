@@ -1,0 +1,1 @@
+"""The generate step: LLM-written descriptions and questions through cached, resumable calls."""
