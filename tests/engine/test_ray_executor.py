@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from scopebench.config import EngineConfig
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.store import load_run
 
@@ -33,8 +34,7 @@ def test_ray_executor_equals_local(tmp_path: Path) -> None:
                 model=model,
                 seed=3,
                 batch_size=4,
-                executor=executor,
-                workers=2,
+                engine=EngineConfig(executor=executor, workers=2),
             )
             res = run_benchmark(cfg, tmp_path / f"{executor}-{model[:6]}")
             results[(model, executor)] = (

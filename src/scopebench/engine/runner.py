@@ -14,11 +14,12 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
+from scopebench.config import RunConfig
 from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
 from scopebench.engine.judging import (
@@ -41,7 +42,7 @@ from scopebench.errors import (
     ScopebenchError,
 )
 from scopebench.items import Item, Record, RecordStatus
-from scopebench.models import Backend, ModelOptions, ModelSpec, Response, load_model, parse_spec
+from scopebench.models import Backend, ModelSpec, Response, load_model, parse_spec
 from scopebench.models.strategies import StrategyBackend
 from scopebench.protocols import Request, detection_class, resolve_protocol
 from scopebench.scoring import compute_metrics
@@ -77,82 +78,6 @@ _IDENTITY_KEYS = (
     "box_parser_version",
     "owner_protocol_version",
 )
-
-
-@dataclass(slots=True)
-class RunConfig:
-    """Everything that defines a run.
-
-    Attributes:
-        benchmark: Registered benchmark name.
-        data: Data location (folder, file or dataset id), as the loader takes it.
-        model: Model spec string.
-        split: Split to evaluate (``None``: the benchmark's default).
-        limit: Evaluate only the first ``limit`` items (in the loader's order).
-        seed: Seed for every random choice (recorded).
-        batch_size: Items per backend call (``None``: backend default).
-        protocol: Prompt protocol (``default`` or a benchmark's ``owner`` protocol).
-        mode: Backend mode (``generate``/``choice-logprob``…), if the backend has several.
-        no_image: Send prompts without images.
-        device: Device for local models.
-        base_url: Server for API backends.
-        model_args: Extra backend options (``--model-arg k=v``).
-        exclude_ids: Item ids to leave out (``--exclude FILE``).
-        max_fail_fraction: Stop when more than this fraction of processed items failed.
-        executor: ``local`` or ``ray``.
-        ray_address: Ray cluster address for ``ray`` (default: a local instance).
-        workers: Ray actors (default: one per GPU, else 2).
-        transform: An item transform ``NAME[:ARG]`` applied after loading (probes: corruptions,
-            noise images, question swap, option rotation…), seeded with ``seed``.
-        strategy: A chain-of-thought strategy (``direct``, ``step-by-step``, ``vot``, ``ddcot``,
-            ``cantor``) run over the generative backend; ``None`` asks the backend directly.
-        box_repair: Swap reversed box corners and clip boxes to the image before GRIT scoring
-            (``--box-repair``). Off by default: the official metric scores boxes as written.
-        judge: An answer-extraction judge (any generative model spec) asked about the responses
-            the parser leaves unparsed (:mod:`scopebench.engine.judging`); ``None``: no judge.
-        judge_args: The judge's options (``--judge-arg k=v``): ``device``, ``base_url``,
-            ``batch_size`` and backend options.
-        label: The run's display name in tables and reports (``run --label``, an eval config's
-            model ``name``); recorded in ``run.json``, not part of the run's identity.
-    """
-
-    benchmark: str
-    data: str
-    model: str
-    split: str | None = None
-    limit: int | None = None
-    seed: int = 0
-    batch_size: int | None = None
-    protocol: str = "default"
-    mode: str | None = None
-    no_image: bool = False
-    device: str = "auto"
-    base_url: str | None = None
-    model_args: dict[str, Any] = field(default_factory=dict)
-    exclude_ids: frozenset[str] = frozenset()
-    max_fail_fraction: float = 0.5
-    executor: str = "local"
-    ray_address: str | None = None
-    workers: int | None = None
-    transform: str | None = None
-    strategy: str | None = None
-    box_repair: bool = False
-    judge: str | None = None
-    judge_args: dict[str, Any] = field(default_factory=dict)
-    label: str | None = None
-
-    def model_options(self) -> ModelOptions:
-        """The backend options this config implies."""
-        return ModelOptions(
-            seed=self.seed,
-            device=self.device,
-            batch_size=self.batch_size,
-            no_image=self.no_image,
-            protocol=self.protocol,
-            mode=self.mode,
-            base_url=self.base_url,
-            extra=dict(self.model_args),
-        )
 
 
 @dataclass(slots=True)
@@ -709,15 +634,15 @@ def make_record(item: Item, response: Response, backend: Backend, *, box_repair:
 def _make_executor(
     config: RunConfig, backend: Backend, items: Sequence[Item], item_hook: ItemHook | None = None
 ) -> Executor:
-    if config.executor == "local":
+    if config.engine.executor == "local":
         return LocalExecutor(backend)
-    if config.executor == "ray":
+    if config.engine.executor == "ray":
         return RayExecutor(
             config,
             [it.id for it in items],
             setup=(load_items, build_backend),
-            num_workers=config.workers,
-            address=config.ray_address,
+            num_workers=config.engine.workers,
+            address=config.engine.ray_address,
             item_hook=item_hook,
         )
-    raise ScopebenchError(f"unknown executor {config.executor!r}; use local or ray")
+    raise ScopebenchError(f"unknown executor {config.engine.executor!r}; use local or ray")
