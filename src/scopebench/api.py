@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
-from scopebench.config import ModelConfig, RunConfig
+from scopebench.config import ModelConfig, ReportConfig, RunConfig
 from scopebench.engine import run_benchmark
 from scopebench.errors import UsageError
 from scopebench.models import Backend, ModelSpec
@@ -108,7 +108,7 @@ def evaluate(
     result = run_benchmark(
         config,
         run_dir,
-        on_metrics=lambda d: write_run_outputs(d, seed=seed),
+        on_metrics=lambda d: write_run_outputs(d, ReportConfig(seed=seed)),
         metrics_key=f"report:seed={seed}",
         backend=backend,
         # A transform in the options is applied by the probe layer's hook, as the probes do.
@@ -216,4 +216,4 @@ def compare(
     if policy not in ("wrong", "exclude"):
         raise UsageError(f"policy must be 'wrong' or 'exclude', not {policy!r}")
     dirs = [r.run_dir if isinstance(r, Results) else Path(r) for r in runs]
-    return compare_runs(dirs, seed=seed, resamples=resamples, policy=policy)
+    return compare_runs(dirs, ReportConfig(seed=seed, resamples=resamples, policy=policy))

@@ -267,7 +267,9 @@ def _print_metrics(metrics: dict[str, Any], title: str) -> None:
 
 def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
     """Metrics with bootstrap CIs, plus the per-run report files (CSV, Markdown, LaTeX, plots)."""
-    result: dict[str, Any] = write_run_outputs(run_dir, seed=seed)
+    from scopebench.config import ReportConfig
+
+    result: dict[str, Any] = write_run_outputs(run_dir, ReportConfig(seed=seed))
     return result
 
 

@@ -26,6 +26,7 @@ interpolated: they are copied from the tuned model, and the keys are listed in t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -475,14 +476,8 @@ def sweep_alphas(
     tuned: str | Path,
     alphas: list[float],
     out_dir: str | Path,
+    evaluation: RunConfig,
     *,
-    benchmark: str,
-    data: str = "",
-    split: str | None = None,
-    limit: int | None = None,
-    seed: int = 0,
-    device: str = "auto",
-    batch_size: int | None = None,
     openclip_arch: str | None = None,
 ) -> list[SweepRow]:
     """Merge at every α and evaluate each merge on a benchmark (each α a resumable run).
@@ -495,13 +490,8 @@ def sweep_alphas(
         tuned: Fine-tuned model.
         alphas: Weights of the base model to evaluate.
         out_dir: Root folder of the sweep.
-        benchmark: Registered benchmark name.
-        data: Data location for the benchmark.
-        split: Split to evaluate.
-        limit: Evaluate only the first N items.
-        seed: Seed of the runs (the Wilson intervals draw nothing).
-        device: Device for the model.
-        batch_size: Items per model call.
+        evaluation: The run each merge is evaluated with (benchmark, data, split, limit, seed,
+            device, batch size…); its ``model`` is replaced by each merged model's spec.
         openclip_arch: open_clip architecture name, needed to load open_clip checkpoints.
 
     Returns:
@@ -528,11 +518,7 @@ def sweep_alphas(
             if _layout(base_p) == "transformers"
             else f"openclip:{openclip_arch}@{weights}"
         )
-        config = RunConfig(
-            benchmark=benchmark, data=data, model=spec, split=split, limit=limit, seed=seed,
-            device=device, batch_size=batch_size,
-        )  # fmt: skip
-        result = run_benchmark(config, folder / "run")
+        result = run_benchmark(dataclasses.replace(evaluation, model=spec), folder / "run")
         records = [r for r in load_run(result.run_dir).records if r.kind == "mcq"]
         values = outcomes(records, "wrong")
         ci = proportion_ci(values)

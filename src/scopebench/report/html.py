@@ -19,6 +19,7 @@ a task equals that task's ``correct`` in the metrics JSON.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import io
 import json
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from scopebench.benchmarks import get_benchmark
+from scopebench.config import ReportConfig
 from scopebench.display import progress
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
 from scopebench.items import LETTERS, Item, Record, open_image
@@ -51,7 +53,6 @@ from scopebench.report.tables import (
     metrics_rows,
     pairwise_rows,
 )
-from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.compare import compare_runs
 from scopebench.scoring.metrics import METADATA_FIELDS, compute_metrics
 from scopebench.store.rundir import RunData, load_run
@@ -579,11 +580,8 @@ def _labels(runs: Sequence[RunData]) -> list[str]:
 
 def build_html_report(
     run_dirs: Sequence[str | Path],
+    report: ReportConfig | None = None,
     *,
-    seed: int = 0,
-    resamples: int = 1000,
-    policy: Policy = "wrong",
-    published: bool = False,
     thumb_px: int = THUMB_PX,
     items_dir: str = "report_items",
     page_size: int = PAGE_SIZE,
@@ -592,10 +590,9 @@ def build_html_report(
 
     Args:
         run_dirs: Run directories.
-        seed: Seed of every bootstrap interval.
-        resamples: Bootstrap resamples per interval.
-        policy: What unscorable answers count as (``wrong`` or ``exclude``).
-        published: Add the published numbers of the benchmark, marked as not reproduced here.
+        report: The bootstrap seed (``None``: 0) and resamples, what unscorable answers count as
+            (``wrong`` or ``exclude``), and whether to add the benchmark's published numbers
+            (marked as not reproduced here).
         thumb_px: Longest side of the item thumbnails.
         items_dir: Folder (relative to the page) the item pages are loaded from.
         page_size: Items per page of the item browser (and per item file).
@@ -606,6 +603,9 @@ def build_html_report(
     """
     if not run_dirs:
         raise DataNotFoundError("the HTML report needs at least one run directory")
+    report = report or ReportConfig()
+    seed = 0 if report.seed is None else report.seed
+    resamples, policy, published = report.resamples, report.policy, report.published
     runs = [load_run(p) for p in run_dirs]
     benches = sorted({r.benchmark for r in runs})
     if len(benches) > 1:
@@ -629,7 +629,7 @@ def build_html_report(
         metrics.append(m)
     sections = []
     if len(runs) > 1:
-        result = compare_runs(run_dirs, seed=seed, resamples=resamples, policy=policy)
+        result = compare_runs(run_dirs, dataclasses.replace(report, seed=seed))
         relabel_comparison(result, {str(run.path): lab for run, lab in zip(runs, labels, strict=True)})
         if published:
             cols = []
@@ -697,7 +697,9 @@ def items_dir_for(path: str | Path) -> str:
     return f"{Path(path).stem}_items"
 
 
-def write_html_report(run_dirs: Sequence[str | Path], path: str | Path, **kwargs: Any) -> Path:
+def write_html_report(
+    run_dirs: Sequence[str | Path], path: str | Path, report: ReportConfig | None = None, **kwargs: Any
+) -> Path:
     """Write :func:`build_html_report` to ``path`` and its item files beside it; return ``path``.
 
     Parent folders are created. The item folder (``<stem>_items``) is replaced whole, so no page
@@ -707,13 +709,13 @@ def write_html_report(run_dirs: Sequence[str | Path], path: str | Path, **kwargs
 
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    report = build_html_report(run_dirs, items_dir=items_dir_for(out), **kwargs)
-    folder = out.parent / report.items_dir
+    html = build_html_report(run_dirs, report, items_dir=items_dir_for(out), **kwargs)
+    folder = out.parent / html.items_dir
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir()
     # Error texts of records may quote a file under the home folder (a replay file, a cache).
-    for name, text in report.files.items():
+    for name, text in html.files.items():
         (folder / name).write_text(scrub_home(text), encoding="utf-8")
-    out.write_text(scrub_home(report.page), encoding="utf-8")
+    out.write_text(scrub_home(html.page), encoding="utf-8")
     return out

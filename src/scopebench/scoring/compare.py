@@ -21,6 +21,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from scopebench.config import ReportConfig
 from scopebench.errors import ConfigMismatchError, DataFormatError
 from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, paired_diff_ci
@@ -128,20 +129,13 @@ def paired_comparison(
     }
 
 
-def compare_runs(
-    run_dirs: Sequence[str | Path],
-    *,
-    seed: int = 0,
-    resamples: int = DEFAULT_RESAMPLES,
-    policy: Policy = "wrong",
-) -> dict[str, Any]:
+def compare_runs(run_dirs: Sequence[str | Path], report: ReportConfig | None = None) -> dict[str, Any]:
     """Leaderboard and pairwise tests of runs of one benchmark.
 
     Args:
         run_dirs: Run directories (at least one).
-        seed: Seed of every bootstrap.
-        resamples: Bootstrap resamples.
-        policy: What unscorable records count as.
+        report: The seed of every bootstrap (``None``: 0), the resamples and what unscorable
+            records count as (``published`` plays no part here).
 
     Returns:
         ``{"benchmark", "policy", "seed", "resamples", "leaderboard", "baselines", "pairs",
@@ -154,6 +148,9 @@ def compare_runs(
     """
     if not run_dirs:
         raise DataFormatError("compare needs at least one run directory")
+    report = report or ReportConfig()
+    seed = 0 if report.seed is None else report.seed
+    resamples, policy = report.resamples, report.policy
     runs = [load_run(p) for p in run_dirs]
     benches = sorted({r.benchmark for r in runs})
     if len(benches) > 1:
