@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -45,7 +46,7 @@ def configure_logging(verbosity: int = 0, quiet: bool = False) -> None:
 
 
 @contextmanager
-def progress(total: int, desc: str, unit: str = "item") -> Iterator[tqdm]:
+def progress(total: int, desc: str, unit: str = "item") -> Iterator[tqdm[Any]]:
     """A progress bar with rate and ETA on stderr; silent under ``--quiet`` or when not a TTY."""
     bar = tqdm(
         total=total,

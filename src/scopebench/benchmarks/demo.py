@@ -67,7 +67,8 @@ def default_cache_dir(seed: int = 0) -> Path:
 def _blur(img: np.ndarray, sigma: float) -> np.ndarray:
     from scipy.ndimage import gaussian_filter
 
-    return gaussian_filter(img, sigma)
+    blurred: np.ndarray = gaussian_filter(img, sigma)
+    return blurred
 
 
 def _cell(rng: np.random.Generator, *, irregular: bool, elongated: bool, coarse: bool) -> np.ndarray:

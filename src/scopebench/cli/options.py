@@ -56,7 +56,7 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_
 # Parameter types -------------------------------------------------------------------------------
 
 
-class ModelSpecType(click.ParamType):
+class ModelSpecType(click.ParamType[ModelSpec]):
     """A ``--model`` value parsed into a :class:`~scopebench.models.registry.ModelSpec`.
 
     An unknown scheme raises our :class:`~scopebench.errors.ModelSpecError` (with the did-you-mean

@@ -409,7 +409,7 @@ class ProbeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (NaN → ``None``)."""
-        return _json_safe(
+        safe: dict[str, Any] = _json_safe(
             {
                 "config": self.config,
                 "overall": self.overall,
@@ -417,6 +417,7 @@ class ProbeResult:
                 "skipped": self.skipped,
             }
         )
+        return safe
 
 
 def _json_safe(x: Any) -> Any:
