@@ -369,6 +369,42 @@ def run_benchmark(
     check_config(config, spec)
     run_dir = Path(out_dir)
     check_unlocked(run_dir)  # a second writer is refused before data and weights are loaded
+    loaded, items = _load_run_items(config, run_dir, item_hook)
+    owned = backend is None
+    backend = build_backend(config, spec) if backend is None else _adopt_backend(config, backend, spec)
+    _refuse_unanswerable(backend, items, owned)
+    judge = _build_judge_or_close(config, backend, owned, judge_spec)
+    # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
+    # One writer per folder, taken before anything is read or deleted (--fresh included), held
+    # until the metrics are written.
+    lock = _take_lock(run_dir, backend if owned else None, judge)
+    with lock:
+        try:
+            provenance = run_provenance(config, loaded, items, backend, spec)
+            provenance["judge"] = judge_provenance(judge)
+            _check_config(run_dir, provenance, fresh, backend)
+            with RunStore(run_dir / STORE_FILE, check=True) as store:
+                check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
+            (run_dir / CONFIG_FILE).write_text(
+                json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8"
+            )
+            n_new, n_skipped, stamp, cached = _answer_and_store(
+                config, backend, judge, items, run_dir, retry_errors, item_hook,
+                metrics_key if on_metrics is not None else "basic",
+            )  # fmt: skip
+        finally:
+            if owned:
+                backend.close()
+            if judge is not None:
+                judge.close()
+        metrics = cached if cached is not None else _write_metrics(run_dir, on_metrics, stamp)
+    return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
+
+
+def _load_run_items(
+    config: RunConfig, run_dir: Path, item_hook: ItemHook | None
+) -> tuple[LoadedBenchmark, list[Item]]:
+    """The run's items; records the loader could not use are named, and no item at all is refused."""
     loaded, items = load_items(config, item_hook)
     unusable = [p for p in loaded.problems if p.severity == "error"]
     if unusable:
@@ -382,21 +418,25 @@ def run_benchmark(
             unusable[0],
         )
     _refuse_no_items(config, loaded, items)
-    owned = backend is None
-    backend = build_backend(config, spec) if backend is None else _adopt_backend(config, backend, spec)
-    if not any(it.kind in backend.kinds for it in items):
-        if owned:
-            backend.close()
-        kinds = "/".join(sorted({it.kind for it in items}))
-        raise NoItemsError(
-            f"{backend.spec} answers {'/'.join(backend.kinds)} items, and all {len(items)} items of "
-            f"this run are {kinds} items: nothing to evaluate, no run directory written. "
-            "Choose a model for this kind of item (`scopebench models`)."
-        )
-    judge = _build_judge_or_close(config, backend, owned, judge_spec)
-    # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
-    # One writer per folder, taken before anything is read or deleted (--fresh included), held
-    # until the metrics are written.
+    return loaded, items
+
+
+def _refuse_unanswerable(backend: Backend, items: Sequence[Item], owned: bool) -> None:
+    """Stop a run whose model answers none of its items' kinds (closing the run's own backend)."""
+    if any(it.kind in backend.kinds for it in items):
+        return
+    if owned:
+        backend.close()
+    kinds = "/".join(sorted({it.kind for it in items}))
+    raise NoItemsError(
+        f"{backend.spec} answers {'/'.join(backend.kinds)} items, and all {len(items)} items of "
+        f"this run are {kinds} items: nothing to evaluate, no run directory written. "
+        "Choose a model for this kind of item (`scopebench models`)."
+    )
+
+
+def _take_lock(run_dir: Path, owned: Backend | None, judge: Backend | None) -> RunLock:
+    """Create ``run_dir`` and take its lock; on failure close the run's own backend and judge."""
     lock = RunLock(run_dir)
     try:
         try:
@@ -407,48 +447,50 @@ def run_benchmark(
             ) from exc
         lock.acquire()
     except BaseException:
-        if owned:
-            backend.close()
+        if owned is not None:
+            owned.close()
         if judge is not None:
             judge.close()
         raise
-    with lock:
+    return lock
+
+
+def _answer_and_store(
+    config: RunConfig,
+    backend: Backend,
+    judge: Backend | None,
+    items: Sequence[Item],
+    run_dir: Path,
+    retry_errors: bool,
+    item_hook: ItemHook | None,
+    key: str | None,
+) -> tuple[int, int, dict[str, Any] | None, dict[str, Any] | None]:
+    """Answer (and judge) what the store lacks; returns (new, skipped, metrics stamp, cached metrics)."""
+    with RunStore(run_dir / STORE_FILE) as store:
         try:
-            provenance = run_provenance(config, loaded, items, backend, spec)
-            provenance["judge"] = judge_provenance(judge)
-            _check_config(run_dir, provenance, fresh, backend)
-            with RunStore(run_dir / STORE_FILE, check=True) as store:
-                check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
-            (run_dir / CONFIG_FILE).write_text(
-                json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8"
-            )
-            with RunStore(run_dir / STORE_FILE) as store:
-                try:
-                    n_new, n_skipped = _execute(config, backend, items, store, retry_errors, item_hook)
-                    if judge is not None:
-                        judge_unparsed(config, judge, backend, items, store)
-                except RunAbortedError:
-                    # Stopped (Ctrl-C, SIGTERM, too many failures): the export still shows what was kept.
-                    store.export_jsonl(run_dir / RECORDS_JSONL)
-                    raise
-                key = metrics_key if on_metrics is not None else "basic"
-                stamp = None if key is None else _metrics_stamp(key, store.generation())
-                cached = _cached_metrics(run_dir, store, stamp)
-                if cached is None:
-                    store.export_jsonl(run_dir / RECORDS_JSONL)
-        finally:
-            if owned:
-                backend.close()
+            n_new, n_skipped = _execute(config, backend, items, store, retry_errors, item_hook)
             if judge is not None:
-                judge.close()
+                judge_unparsed(config, judge, backend, items, store)
+        except RunAbortedError:
+            # Stopped (Ctrl-C, SIGTERM, too many failures): the export still shows what was kept.
+            store.export_jsonl(run_dir / RECORDS_JSONL)
+            raise
+        stamp = None if key is None else _metrics_stamp(key, store.generation())
+        cached = _cached_metrics(run_dir, store, stamp)
         if cached is None:
-            metrics = (on_metrics or _basic_metrics)(run_dir)
-            if stamp is not None:
-                with RunStore(run_dir / STORE_FILE) as store:
-                    store.set_meta("metrics_stamp", stamp)
-        else:
-            metrics = cached
-    return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
+            store.export_jsonl(run_dir / RECORDS_JSONL)
+    return n_new, n_skipped, stamp, cached
+
+
+def _write_metrics(
+    run_dir: Path, on_metrics: Callable[[Path], dict[str, Any]] | None, stamp: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Compute the metrics (the caller's reporting stage, or the basic tables) and stamp the store."""
+    metrics = (on_metrics or _basic_metrics)(run_dir)
+    if stamp is not None:
+        with RunStore(run_dir / STORE_FILE) as store:
+            store.set_meta("metrics_stamp", stamp)
+    return metrics
 
 
 def _build_judge_or_close(

@@ -605,7 +605,7 @@ def build_html_report(
         raise DataNotFoundError("the HTML report needs at least one run directory")
     report = report or ReportConfig()
     seed = 0 if report.seed is None else report.seed
-    resamples, policy, published = report.resamples, report.policy, report.published
+    resamples, policy = report.resamples, report.policy
     runs = [load_run(p) for p in run_dirs]
     benches = sorted({r.benchmark for r in runs})
     if len(benches) > 1:
@@ -617,37 +617,14 @@ def build_html_report(
     metrics = []
     for run, label in zip(runs, labels, strict=True):
         m = compute_metrics(
-            run.records,
-            benchmark=bench,
-            policy=policy,
-            items=run.items,
-            seed=seed,
-            resamples=resamples,
+            run.records, benchmark=bench, policy=policy, items=run.items, seed=seed, resamples=resamples,
             protocol=str(run.config.get("protocol") or "default"),
-        )
+        )  # fmt: skip
         m["model"] = label  # the display name: a spec may hold a local (home) path
         metrics.append(m)
-    sections = []
-    if len(runs) > 1:
-        result = compare_runs(run_dirs, dataclasses.replace(report, seed=seed))
-        relabel_comparison(result, {str(run.path): lab for run, lab in zip(runs, labels, strict=True)})
-        if published:
-            cols = []
-            for entry in result["leaderboard"]:
-                cols += [f"{r['split_or_group']}/{r['subset_or_task']}" for r in entry["owner"]]
-            result["published"] = published_leaderboard(bench, list(dict.fromkeys(cols)))
-        sections.append(_leaderboard_section(result))
-    elif published:
-        sections.append(_published_section(metrics[0]))
-    sections.append("<h2>Metrics per run</h2>")
-    sections += [
-        _metrics_section(i, lab, run, m)
-        for i, (lab, run, m) in enumerate(zip(labels, runs, metrics, strict=True))
-    ]
-    sections.append(_plots_section(labels, metrics, [run.model for run in runs]))
+    sections = _sections(run_dirs, runs, labels, metrics, dataclasses.replace(report, seed=seed))
     thumbs = _Thumbnails(runs, thumb_px)
     index, files = _browser(runs, labels, thumbs, items_dir, page_size)
-    n_items = len(index["rows"])
     page = (
         _environment()
         .get_template("report.html.j2")
@@ -666,13 +643,42 @@ def build_html_report(
             groups=[(g, g.replace("=", ": ", 1)) for g in index["groups"]],
             outcomes=[(o, o) for o in OUTCOMES],
             models=[(str(i), lab) for i, lab in enumerate(labels)],
-            n_items=n_items,
+            n_items=len(index["rows"]),
             index_json=_script_json(index),
             placeholder_json=_script_json(_PLACEHOLDER),
             metrics_json=_script_json(_json_safe(metrics)),
         )
     )
     return HtmlReport(page=page, files=files, items_dir=items_dir)
+
+
+def _sections(
+    run_dirs: Sequence[str | Path],
+    runs: Sequence[RunData],
+    labels: Sequence[str],
+    metrics: Sequence[dict[str, Any]],
+    report: ReportConfig,
+) -> list[str]:
+    """The page's sections: the leaderboard (several runs) or published numbers, metrics, plots."""
+    sections = []
+    if len(runs) > 1:
+        result = compare_runs(run_dirs, report)
+        relabel_comparison(result, {str(run.path): lab for run, lab in zip(runs, labels, strict=True)})
+        if report.published:
+            cols = []
+            for entry in result["leaderboard"]:
+                cols += [f"{r['split_or_group']}/{r['subset_or_task']}" for r in entry["owner"]]
+            result["published"] = published_leaderboard(runs[0].benchmark, list(dict.fromkeys(cols)))
+        sections.append(_leaderboard_section(result))
+    elif report.published:
+        sections.append(_published_section(metrics[0]))
+    sections.append("<h2>Metrics per run</h2>")
+    sections += [
+        _metrics_section(i, lab, run, m)
+        for i, (lab, run, m) in enumerate(zip(labels, runs, metrics, strict=True))
+    ]
+    sections.append(_plots_section(list(labels), list(metrics), [run.model for run in runs]))
+    return sections
 
 
 def _environment() -> Any:
