@@ -313,16 +313,8 @@ def merge_models(base: str | Path, tuned: str | Path, alpha: float, out_dir: str
     copied_set = set(copied)
     n_params = sum(int(v.numel()) for k, v in merged.items() if k not in copied_set)
     out.mkdir(parents=True, exist_ok=True)
-    files_copied: list[str] = []
+    files_copied = _copy_model_files(tuned_p, out) if layout == "transformers" else []
     if layout == "transformers":
-        for stale in out.iterdir():  # weights from an earlier merge into the same folder
-            if stale.is_file() and (stale.suffix in _WEIGHT_SUFFIXES or stale.name.endswith(".index.json")):
-                stale.unlink()
-        for f in sorted(tuned_p.iterdir()):
-            skip = f.suffix in _WEIGHT_SUFFIXES or f.name.endswith(".index.json") or f.name == MERGE_FILE
-            if f.is_file() and not skip:
-                shutil.copy2(f, out / f.name)
-                files_copied.append(f.name)
         weights = out / "model.safetensors"
     else:
         weights = out / ("open_clip_merged" + (".safetensors" if tuned_p.suffix == ".safetensors" else ".pt"))
@@ -359,6 +351,23 @@ def merge_models(base: str | Path, tuned: str | Path, alpha: float, out_dir: str
     }
     (out / MERGE_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
     return result
+
+
+def _copy_model_files(tuned: Path, out: Path) -> list[str]:
+    """Copy the tuned folder's non-weight files (config, processor…) into ``out``; their names.
+
+    Weights an earlier merge left in ``out`` are removed first, so none outlives this merge.
+    """
+    for stale in out.iterdir():
+        if stale.is_file() and (stale.suffix in _WEIGHT_SUFFIXES or stale.name.endswith(".index.json")):
+            stale.unlink()
+    copied = []
+    for f in sorted(tuned.iterdir()):
+        skip = f.suffix in _WEIGHT_SUFFIXES or f.name.endswith(".index.json") or f.name == MERGE_FILE
+        if f.is_file() and not skip:
+            shutil.copy2(f, out / f.name)
+            copied.append(f.name)
+    return copied
 
 
 def _check_configs(base: Path, tuned: Path) -> None:

@@ -236,11 +236,7 @@ def train_loop(
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    start = 0
-    latest = _latest_checkpoint(out)
-    if latest is not None:
-        start = _load_checkpoint(latest, model, optimizer)
-        log.info("resuming from %s (step %d of %d)", latest, start, config.steps)
+    start = _resume(out, model, optimizer, config.steps)
     warmup = config.warmup_steps
 
     def rate(step: int) -> float:
@@ -272,10 +268,7 @@ def train_loop(
         done = step + 1
         losses.append((done, value))
         if main:
-            with open(out / LOG_FILE, "a", encoding="utf-8") as fh:
-                fh.write(
-                    json.dumps({"step": done, "loss": round(value, 6), "lr": config.lr * rate(step)}) + "\n"
-                )
+            _log_step(out, done, value, config.lr * rate(step))
             if (config.checkpoint_every and done % config.checkpoint_every == 0) or done == config.steps:
                 unwrapped = accelerator.unwrap_model(model)
                 _save_checkpoint(out, done, unwrapped, optimizer, trainable, config.keep_checkpoints)
@@ -294,6 +287,22 @@ def train_loop(
     model = accelerator.unwrap_model(model)
     model.eval()
     return LoopResult(steps=config.steps, resumed_from=start or None, losses=losses, world_size=world)
+
+
+def _resume(out: Path, model: Any, optimizer: Any, steps: int) -> int:
+    """Load ``out``'s newest checkpoint into ``model`` and ``optimizer``; its step (0: none)."""
+    latest = _latest_checkpoint(out)
+    if latest is None:
+        return 0
+    start = _load_checkpoint(latest, model, optimizer)
+    log.info("resuming from %s (step %d of %d)", latest, start, steps)
+    return start
+
+
+def _log_step(out: Path, step: int, loss: float, lr: float) -> None:
+    """Append one step's loss and learning rate to ``train_log.jsonl``."""
+    with open(out / LOG_FILE, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"step": step, "loss": round(loss, 6), "lr": lr}) + "\n")
 
 
 def is_main_process() -> bool:
