@@ -381,12 +381,8 @@ def run_benchmark(
     with lock:
         try:
             provenance = run_provenance(config, loaded, items, backend, spec)
-            provenance["judge"] = judge_provenance(judge)
-            _check_config(run_dir, provenance, fresh, backend)
-            with RunStore(run_dir / STORE_FILE, check=True) as store:
-                check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
-            (run_dir / CONFIG_FILE).write_text(
-                json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8"
+            _write_provenance(
+                run_dir, provenance, judge_provenance(judge), backend, fresh=fresh, rejudge=rejudge
             )
             n_new, n_skipped, stamp, cached = _answer_and_store(
                 config, backend, judge, items, run_dir, retry_errors, item_hook,
@@ -399,6 +395,17 @@ def run_benchmark(
                 judge.close()
         metrics = cached if cached is not None else _write_metrics(run_dir, on_metrics, stamp)
     return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
+
+
+def _write_provenance(
+    run_dir: Path, provenance: dict[str, Any], judge: Any, backend: Backend, *, fresh: bool, rejudge: bool
+) -> None:
+    """Check ``run_dir`` holds this configuration and judge (or discard it), then write ``run.json``."""
+    provenance["judge"] = judge
+    _check_config(run_dir, provenance, fresh, backend)
+    with RunStore(run_dir / STORE_FILE, check=True) as store:
+        check_judge_config(run_dir, judge, store, rejudge=rejudge)
+    (run_dir / CONFIG_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
 
 
 def _load_run_items(

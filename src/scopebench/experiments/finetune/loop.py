@@ -253,16 +253,8 @@ def train_loop(
         )
     rank, world = accelerator.process_index, accelerator.num_processes
     for step in range(start, config.steps):
-        for group in optimizer.param_groups:
-            group["lr"] = config.lr * rate(step)
         idx = batch_indices(n_examples, config.batch_size, config.seed, step, groups)[rank::world]
-        loss = loss_fn(model, idx)
-        accelerator.backward(loss)
-        if config.max_grad_norm:
-            accelerator.clip_grad_norm_(params, config.max_grad_norm)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        value = float(accelerator.gather(loss.detach().reshape(1)).mean().item())
+        value = _step(accelerator, model, optimizer, params, loss_fn, idx, config.lr * rate(step), config)
         if not math.isfinite(value):
             raise FloatingPointError(f"the loss is {value} at step {step + 1}; lower --lr")
         done = step + 1
@@ -287,6 +279,28 @@ def train_loop(
     model = accelerator.unwrap_model(model)
     model.eval()
     return LoopResult(steps=config.steps, resumed_from=start or None, losses=losses, world_size=world)
+
+
+def _step(
+    accelerator: Any,
+    model: Any,
+    optimizer: Any,
+    params: list[Any],
+    loss_fn: Callable[[Any, list[int]], Any],
+    idx: list[int],
+    lr: float,
+    config: LoopConfig,
+) -> float:
+    """One optimisation step at learning rate ``lr``; the loss averaged over the processes."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss = loss_fn(model, idx)
+    accelerator.backward(loss)
+    if config.max_grad_norm:
+        accelerator.clip_grad_norm_(params, config.max_grad_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return float(accelerator.gather(loss.detach().reshape(1)).mean().item())
 
 
 def _resume(out: Path, model: Any, optimizer: Any, steps: int) -> int:
