@@ -377,29 +377,26 @@ def run_benchmark(
     # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
     # One writer per folder, taken before anything is read or deleted (--fresh included), held
     # until the metrics are written.
-    lock = _take_lock(run_dir, backend if owned else None, judge)
-    with lock:
+    with _take_lock(run_dir, backend if owned else None, judge):
         try:
             provenance = run_provenance(config, loaded, items, backend, spec)
             _write_provenance(
                 run_dir, provenance, judge_provenance(judge), backend, fresh=fresh, rejudge=rejudge
             )
+            key = metrics_key if on_metrics is not None else "basic"
             n_new, n_skipped, stamp, cached = _answer_and_store(
-                config, backend, judge, items, run_dir, retry_errors, item_hook,
-                metrics_key if on_metrics is not None else "basic",
-            )  # fmt: skip
+                config, backend, judge, items, run_dir, retry_errors, item_hook, key
+            )
         finally:
-            if owned:
-                backend.close()
-            if judge is not None:
-                judge.close()
+            for owned_backend in ([backend] if owned else []) + ([judge] if judge is not None else []):
+                owned_backend.close()
         metrics = cached if cached is not None else _write_metrics(run_dir, on_metrics, stamp)
     return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
 
 
 def _write_provenance(
     run_dir: Path, provenance: dict[str, Any], judge: Any, backend: Backend, *, fresh: bool, rejudge: bool
-) -> None:
+) -> None:  # fmt: skip
     """Check ``run_dir`` holds this configuration and judge (or discard it), then write ``run.json``."""
     provenance["judge"] = judge
     _check_config(run_dir, provenance, fresh, backend)
