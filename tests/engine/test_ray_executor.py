@@ -11,6 +11,10 @@ from scopebench.config import EngineConfig
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.store import load_run
 
+# Each test starts a local Ray instance: under pytest-xdist (make test: --dist loadgroup) they run
+# one after another in one worker, never two Ray clusters at once on one machine.
+pytestmark = pytest.mark.xdist_group("ray")
+
 
 @pytest.mark.slow
 def test_ray_executor_equals_local(tmp_path: Path) -> None:
