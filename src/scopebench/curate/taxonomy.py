@@ -184,7 +184,8 @@ class Taxonomy:
         """Up to ``n`` known values near ``name`` in spelling, at every level, nearest first.
 
         ``attribute``'s own level counts a match from a ratio of 0.6 (difflib), other levels from 0.8,
-        so a typo finds its own level's word and another level's word only when it is close.
+        so a typo finds its own level's word and another level's word only when it is close; values
+        more than 0.1 below the nearest one are left out.
         """
         key = match_key(name)
         scored: dict[tuple[str, str], float] = {}
@@ -194,7 +195,9 @@ class Taxonomy:
                 ratio = difflib.SequenceMatcher(None, key, k).ratio()
                 if ratio >= cutoff and ratio > scored.get((attr, canonical), 0.0):
                     scored[(attr, canonical)] = ratio
-        best = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0][0] != attribute, kv[0]))[:n]
+        ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0][0] != attribute, kv[0]))
+        # Only values about as near as the nearest: a clear best match is shown alone.
+        best = [kv for kv in ranked if kv[1] >= ranked[0][1] - 0.1][:n] if ranked else []
         return [
             Concept(c, "organism", (), self.organisms[c]) if a == "organism" else self.concepts[a][c]
             for (a, c), _ in best
