@@ -132,6 +132,9 @@ class Taxonomy:
     sources: list[str] = field(default_factory=list)
     _index: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     _origin: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
+    # nearest() compares against every known name (~10 ms); a source repeating one typo on
+    # thousands of rows asks the same question each time.
+    _near_memo: dict[tuple[str, str, int], list[Concept]] = field(default_factory=dict, repr=False)
 
     def names(self, attribute: str) -> list[str]:
         """Every concept name of ``attribute`` (organism names for ``organism``), in file order."""
@@ -187,6 +190,9 @@ class Taxonomy:
         so a typo finds its own level's word and another level's word only when it is close; values
         more than 0.1 below the nearest one are left out.
         """
+        memo = (attribute, name, n)
+        if memo in self._near_memo:
+            return list(self._near_memo[memo])
         key = match_key(name)
         scored: dict[tuple[str, str], float] = {}
         for attr, index in self._index.items():
@@ -198,10 +204,11 @@ class Taxonomy:
         ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0][0] != attribute, kv[0]))
         # Only values about as near as the nearest: a clear best match is shown alone.
         best = [kv for kv in ranked if kv[1] >= ranked[0][1] - 0.1][:n] if ranked else []
-        return [
+        self._near_memo[memo] = [
             Concept(c, "organism", (), self.organisms[c]) if a == "organism" else self.concepts[a][c]
             for (a, c), _ in best
         ]
+        return list(self._near_memo[memo])
 
     def closest(self, attribute: str, name: str) -> str | None:
         """The value to suggest for an unknown ``name`` of ``attribute`` (``None`` when none is close).
@@ -265,6 +272,7 @@ class Taxonomy:
         """
         if not isinstance(raw, dict):
             raise DataFormatError(f"{source}: a taxonomy file must be a YAML mapping (see docs/build.md)")
+        self._near_memo.clear()
         unknown = sorted(str(k) for k in set(raw) - _TOP_KEYS)
         if unknown:
             raise DataFormatError(
