@@ -217,3 +217,36 @@ def test_record_reads_mu_benchs_list_cells_and_refuses_longer_lists() -> None:
         Record.model_validate(
             {**base, "organism": "Homo sapiens", "ncbitaxon_id": 10090}, context={"taxonomy": tax}
         )
+
+
+def test_built_questions_use_table_16_and_a_sources_own_template(tmp_path: Path) -> None:
+    """Catches the questions step ignoring the shipped templates, or a source's template reaching other sources."""
+    from scopebench.curate import make_questions
+    from scopebench.curate.questions import QuestionConfig
+
+    ingest(_labs(tmp_path), tmp_path / "ingest")
+    (tmp_path / "t.yaml").write_text(
+        "templates:\n  sources:\n    nirschl_et_al_2018:\n"
+        "      questions: {classification: 'H&E stained light micrograph of human cardiac tissue. Based on the "
+        "image, what is the most likely clinical chronic heart diagnosis?'}\n"
+        "      captions: {classification: 'H&E stained light microscopy image of human cardiac tissue with "
+        "{class} texture.'}\n"
+    )
+    cfg = QuestionConfig(tasks=("modality", "stain", "classification"), taxonomy=str(tmp_path / "t.yaml"))
+    make_questions(tmp_path / "ingest", tmp_path / "q", cfg)
+    rows = _rows(tmp_path / "q")
+    blood = rows["BA_100102.jpg"]
+    q, cap = blood["questions"]["modality"], blood["captions"]["modality_0"]
+    assert q["question"] == "What is the most likely microscopy modality used to acquire this image?"
+    assert cap["question"] == "A microscopy image obtained through {class}."
+    assert cap["options"] == [f"A microscopy image obtained through {o}." for o in q["options"]]
+    assert blood["captions"]["stain_0"]["options"][int(q["answer_idx"])].startswith(
+        "A microscopy image stained with"
+    )
+    heart = rows[FIGURE_18["filename"]]["questions"]["classification"]
+    assert heart["question"].startswith("H&E stained light micrograph of human cardiac tissue.")
+    assert rows[FIGURE_18["filename"]]["captions"]["classification_0"]["options"][
+        int(heart["answer_idx"])
+    ] == ("H&E stained light microscopy image of human cardiac tissue with chronic_heart_failure texture.")
+    generic = "Which of the following best describes the main content of this image?"
+    assert rows["BA_100102.jpg"]["questions"]["classification"]["question"] == generic
