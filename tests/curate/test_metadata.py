@@ -240,9 +240,11 @@ def test_built_questions_use_table_16_and_a_sources_own_template(tmp_path: Path)
     assert q["question"] == "What is the most likely microscopy modality used to acquire this image?"
     assert cap["question"] == "A microscopy image obtained through {class}."
     assert cap["options"] == [f"A microscopy image obtained through {o}." for o in q["options"]]
-    assert blood["captions"]["stain_0"]["options"][int(q["answer_idx"])].startswith(
-        "A microscopy image stained with"
-    )
+    stain = blood["questions"]["stain"]
+    assert stain["options"][int(stain["answer_idx"])] == "Giemsa"
+    assert blood["captions"]["stain_0"]["options"] == [
+        f"A microscopy image stained with {o}." for o in stain["options"]
+    ]
     heart = rows[FIGURE_18["filename"]]["questions"]["classification"]
     assert heart["question"].startswith("H&E stained light micrograph of human cardiac tissue.")
     assert rows[FIGURE_18["filename"]]["captions"]["classification_0"]["options"][
