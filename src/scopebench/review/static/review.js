@@ -64,11 +64,11 @@
     return row.querySelector("input[type=radio]:checked") !== null;
   }
 
-  function highlight(i) {
+  function highlight(i, scroll = true) {
     if (!rows.length) return;
     active = Math.max(0, Math.min(rows.length - 1, i));
     rows.forEach((r, k) => r.classList.toggle("active-row", k === active));
-    rows[active].scrollIntoView({ block: "nearest" });
+    if (scroll) rows[active].scrollIntoView({ block: "nearest" });
   }
 
   function nextOpen(from) {
@@ -109,7 +109,7 @@
       const row = e.target.closest("fieldset.key-row");
       if (row && e.target.type === "radio") highlight(nextOpen(rows.indexOf(row)));
     });
-    highlight(0);
+    highlight(0, false); // the page opens at its top: header, progress and images first
   }
 
   /* ---- keys ---- */
