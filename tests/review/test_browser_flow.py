@@ -108,6 +108,7 @@ def _answer_by_keys(page: Any, site: dict[str, Any], k: int) -> tuple[int, int, 
     page.keyboard.press(str(confidence))  # the highlight moved on to the confidence row
     assert _stored(site, aid) is None
     page.keyboard.press("Enter")
+    page.keyboard.press("Enter")  # a double press posts once (else: "answered already", a 409 page)
     page.wait_for_selector("li.key")
     assert _stored(site, aid) == (choice, confidence)  # stored before the key was on screen
     return aid, choice, confidence

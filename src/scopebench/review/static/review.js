@@ -92,7 +92,12 @@
     if (p) p.textContent = text;
   }
 
+  let submitted = false;
+
   function submitForm() {
+    // One submit per page: a second Enter before the next page loads would post the answer again
+    // and land on "answered already" (the first answer is final).
+    if (submitted) return;
     const open = rows.filter((r) => !chosen(r));
     if (open.length) {
       highlight(rows.indexOf(open[0]));
@@ -101,10 +106,15 @@
       return;
     }
     hint("");
+    submitted = true;
     form.requestSubmit();
   }
 
   if (form) {
+    form.addEventListener("submit", (e) => {
+      if (submitted && e.submitter) e.preventDefault(); // a click after the Enter that submitted
+      submitted = true;
+    });
     form.addEventListener("change", (e) => {
       const row = e.target.closest("fieldset.key-row");
       if (row && e.target.type === "radio") highlight(nextOpen(rows.indexOf(row)));
@@ -154,7 +164,7 @@
     }
     if (key === "enter" && form && !e.target.closest("a, button")) {
       e.preventDefault();
-      submitForm();
+      if (!e.repeat) submitForm();
       return;
     }
     if (key === "n") { follow("next-item"); return; }
@@ -165,6 +175,8 @@
   }
 
   document.addEventListener("keydown", onKey);
+  // A page restored by the browser's Back button runs no script again: let its form submit anew.
+  window.addEventListener("pageshow", (e) => { if (e.persisted) submitted = false; });
   const helpButton = document.getElementById("help-button");
   if (helpButton) helpButton.addEventListener("click", () => document.getElementById("help").showModal());
   initViewers();
