@@ -22,7 +22,6 @@
       drawer: "canvas",
       maxZoomPixelRatio: 4, // past full resolution, so single pixels can be inspected
       visibilityRatio: 0.5,
-      gestureSettingsTouch: { pinchRotate: false },
     });
     const box = el.closest(".viewer-box");
     box.querySelector(".zoom-in").addEventListener("click", () => zoom(viewer, 1.5));
