@@ -141,3 +141,37 @@ def test_tile_routes_serve_members_only_and_refuse_what_is_not_a_tile(viewer_sit
         assert eve.get(base + ".dzi").status_code == 404  # not a member: the same as missing
         assert eve.get(base + "_files/12/0_0.png").status_code == 404
     assert (viewer_site["root"] / "store" / "tiles" / sha[:2] / sha / "12" / "8_5.png").is_file()
+
+
+def test_opening_an_item_cuts_the_next_items_tiles_in_the_background(viewer_site: dict[str, Any]) -> None:
+    """Catches a prefetch that never starts: the reviewer's next large item would then open on an
+    empty viewer for the seconds its pyramid takes to cut."""
+    import shutil
+    import time
+
+    from sqlalchemy import select
+
+    from scopebench.review.db import Assignment, ImageRow, ItemRow, User
+
+    pid = viewer_site["project_id"]
+    with viewer_site["sessions"]() as db:
+        sha = db.scalar(select(ImageRow.sha256).where(ImageRow.width == LARGE[0]))
+        name = db.scalar(
+            select(User.username)
+            .join(Assignment, Assignment.user_id == User.id)
+            .join(ItemRow, ItemRow.id == Assignment.item_id)
+            .where(ItemRow.key == "local/q5")
+        )
+    folder = viewer_site["root"] / "store" / "tiles" / sha[:2] / sha
+    shutil.rmtree(folder, ignore_errors=True)  # whatever an earlier test built
+    with closing(_client(viewer_site["url"], name)) as client:
+        queue = client.get(f"/api/projects/{pid}/queue").json()
+        i = next(k for k, q in enumerate(queue) if q["key"] == "local/q5")
+        before = queue[i - 1]  # the item before q5 (cyclically): q5 is the next to do after it
+        assert before["key"] != "local/q5" and queue[i]["status"] == "assigned"
+        assert client.get(f"/assignments/{before['assignment_id']}").status_code == 200
+    deadline = time.monotonic() + 120  # a generous bound on a loaded machine; the wait ends on the folder
+    while not folder.is_dir():
+        assert time.monotonic() < deadline, "the next item's tiles were never built"
+        time.sleep(0.05)
+    assert (folder / "12" / "8_5.png").is_file()  # a whole pyramid, renamed into place at once

@@ -72,7 +72,7 @@ def image_sources(db: Session, project_id: int, shas: Sequence[str]) -> list[dic
     """How the viewer loads each image of an item, in the item's order.
 
     Each entry has ``kind`` (``image``: the file as it is; ``dzi``: a tile pyramid), ``source`` (the
-    URL OpenSeadragon opens), ``full`` (the original file), ``width`` and ``height``.
+    URL OpenSeadragon opens), ``full`` (the original file), ``mime``, ``width`` and ``height``.
     """
     rows = {
         r.sha256: r
@@ -91,6 +91,7 @@ def image_sources(db: Session, project_id: int, shas: Sequence[str]) -> list[dic
                 "kind": "dzi" if tiled else "image",
                 "source": f"/projects/{project_id}/tiles/{sha}.dzi" if tiled else full,
                 "full": full,
+                "mime": row.mime if row else None,
                 "width": row.width if row else None,
                 "height": row.height if row else None,
             }

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 from scopebench.review import navigation, stats, workflow
 from scopebench.review.accounts import end_session, not_found, require_project
 from scopebench.review.app import COOKIE, DB, LOGIN_CSRF_COOKIE, Auth, auth, state
-from scopebench.review.db import ImageRow, Submission
-from scopebench.review.errors import Invalid, ReviewError
+from scopebench.review.db import ImageRow, ItemRow, Submission
+from scopebench.review.errors import Invalid, NotFound, ReviewError
 from scopebench.review.routes_api import login_user, set_session_cookie, submit_sync, visible_projects
 from scopebench.review.rubrics import Rubric
 from scopebench.review.submissions import give_feedback
@@ -153,7 +153,12 @@ def assignment_page(
     """
     view = workflow.open_assignment(db, a.user, assignment_id)
     project = require_project(db, a.user, view["project_id"])
-    nav = navigation.neighbours(workflow.my_queue(db, a.user, project), assignment_id)
+    queue = workflow.my_queue(db, a.user, project)
+    nav = navigation.neighbours(queue, assignment_id)
+    todo = navigation.next_todo(queue, assignment_id)
+    if todo is not None:  # its tiles are cut while this item is reviewed
+        item_id = next(q["item_id"] for q in queue if q["assignment_id"] == todo)
+        _prefetch_tiles(request, db, project.id, item_id)
     return render(
         request,
         "assignment.html",
@@ -166,6 +171,23 @@ def assignment_page(
         nav=nav,
         saved=request.query_params.get("saved") == "1",
     )
+
+
+def _prefetch_tiles(request: Request, db: Session, project_id: int, item_id: int) -> None:
+    """Start cutting the tiles of an item's large images (the reviewer's next) in the background."""
+    item = db.get(ItemRow, item_id)
+    if item is None:
+        return
+    store = state(request).store
+    cache = tile_cache(store.root)
+    for im in navigation.image_sources(db, project_id, item.image_shas):
+        if im["kind"] != "dzi":
+            continue
+        try:
+            source = store.path(im["sha"])
+        except NotFound:  # a missing file: the item's own page and tile requests report it
+            continue
+        cache.prefetch(source, im["sha"], cache.pyramid(im["mime"], im["width"], im["height"]))
 
 
 @router.post("/assignments/{assignment_id}/answer")

@@ -11,6 +11,7 @@ or none, and two processes building the same image at once both end with the sam
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import shutil
 import tempfile
@@ -24,6 +25,8 @@ from PIL import Image
 from scopebench.review.errors import NotFound
 
 __all__ = ["TILE_ABOVE", "TILE_SIZE", "Pyramid", "TileCache", "needs_tiles", "tile_cache"]
+
+log = logging.getLogger(__name__)
 
 TILE_SIZE = 254  # + 2 × overlap = 256, the DZI convention
 OVERLAP = 1
@@ -118,6 +121,7 @@ class TileCache:
         self.root = Path(root)
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
+        self._background = threading.Semaphore(1)  # one prefetch at a time: the CPU serves requests
         self.built = 0  # pyramids this process has made (a cache hit makes none)
 
     @staticmethod
@@ -142,6 +146,30 @@ class TileCache:
             raise NotFound(f"no tile {col}_{row} at level {level} (the level is {cols}×{rows} tiles)")
         self.ensure(source, sha, pyr)
         return self.folder(sha) / str(level) / f"{col}_{row}.{pyr.fmt}"
+
+    def prefetch(self, source: Path, sha: str, pyr: Pyramid) -> bool:
+        """Build the pyramid of ``sha`` in a background thread unless it is cached or a prefetch runs.
+
+        The pages call it for the reviewer's next item, so its tiles are ready when it opens instead
+        of being cut (seconds for tens of megapixels) while the reviewer waits. A failed prefetch is
+        logged; the item's own tile requests then build again and report the error.
+
+        Returns:
+            Whether a build was started.
+        """
+        if self.folder(sha).is_dir() or not self._background.acquire(blocking=False):
+            return False
+
+        def run() -> None:
+            try:
+                self.ensure(source, sha, pyr)
+            except Exception:  # a background thread has no caller to raise to
+                log.warning("prefetching the tiles of image %s failed", sha, exc_info=True)
+            finally:
+                self._background.release()
+
+        threading.Thread(target=run, name=f"tiles-{sha[:8]}", daemon=True).start()
+        return True
 
     def ensure(self, source: Path, sha: str, pyr: Pyramid) -> None:
         """Build the pyramid of ``sha`` unless it is cached (one build per image, however many ask)."""
