@@ -61,7 +61,8 @@ def test_full_resolution_tiles_hold_the_original_pixels_and_are_built_once(tmp_p
     src = tmp_path / "large.png"
     img.save(src)
     cache, sha = TileCache(tmp_path / "tiles"), "ab" * 32
-    pyr = cache.pyramid("image/png", *LARGE)
+    pyr = cache.pyramid(src, sha, "image/png")
+    assert (pyr.width, pyr.height) == LARGE
     threads = [
         threading.Thread(target=cache.tile, args=(src, sha, pyr, pyr.max_level, 0, 0)) for _ in range(4)
     ]
@@ -88,10 +89,29 @@ def test_a_16_bit_image_is_stretched_not_clipped(tmp_path: Path) -> None:
     src = tmp_path / "f.tif"
     Image.fromarray(arr).save(src)
     cache, sha = TileCache(tmp_path / "tiles"), "cd" * 32
-    pyr = cache.pyramid("image/tiff", 2, 2)
+    pyr = cache.pyramid(src, sha, "image/tiff")
     with Image.open(cache.tile(src, sha, pyr, pyr.max_level, 0, 0)) as tile:
         assert tile.mode == "L"
         assert np.asarray(tile).tolist() == [[0, 64], [128, 255]]
+
+
+def test_a_rotated_phone_photo_is_tiled_upright(tmp_path: Path) -> None:
+    """Catches tiles cut from the stored pixels while browsers show the EXIF-rotated photo: a
+    microscope photo taken with a phone would turn sideways once it is large enough to be tiled."""
+    arr = np.zeros((20, 40, 3), np.uint8)
+    arr[:, :20] = (255, 0, 0)  # stored: red left, blue right
+    arr[:, 20:] = (0, 0, 255)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "rotate 90° clockwise to display": red ends on top
+    src = tmp_path / "phone.jpg"
+    Image.fromarray(arr).save(src, quality=95, exif=exif)
+    cache, sha = TileCache(tmp_path / "tiles"), "ef" * 32
+    pyr = cache.pyramid(src, sha, "image/jpeg")
+    assert (pyr.width, pyr.height, pyr.fmt) == (20, 40, "jpeg")
+    with Image.open(cache.tile(src, sha, pyr, pyr.max_level, 0, 0)) as tile:
+        assert tile.size == (20, 40)
+        top, bottom = tile.getpixel((10, 5)), tile.getpixel((10, 35))
+    assert top[0] > 200 > top[2] and bottom[2] > 200 > bottom[0]
 
 
 @pytest.fixture(scope="module")

@@ -187,7 +187,7 @@ def _prefetch_tiles(request: Request, db: Session, project_id: int, item_id: int
             source = store.path(im["sha"])
         except NotFound:  # a missing file: the item's own page and tile requests report it
             continue
-        cache.prefetch(source, im["sha"], cache.pyramid(im["mime"], im["width"], im["height"]))
+        cache.prefetch(source, im["sha"], cache.pyramid(source, im["sha"], im["mime"]))
 
 
 @router.post("/assignments/{assignment_id}/answer")
@@ -408,7 +408,8 @@ def _tile_source(
     # A pyramid takes seconds to build: end the read transaction first, since on SQLite it holds
     # the write lock (BEGIN IMMEDIATE) that every reviewer's answer waits on.
     db.commit()
-    return cache, store.path(image_id), cache.pyramid(row.mime, row.width, row.height)
+    path = store.path(image_id)
+    return cache, path, cache.pyramid(path, image_id, row.mime)
 
 
 @router.get("/projects/{project_id}/tiles/{image_id}.dzi")

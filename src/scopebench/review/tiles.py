@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageOps
 
 from scopebench.review.errors import NotFound
 
@@ -34,6 +34,7 @@ OVERLAP = 1
 # browser decodes it faster than it would fetch tiles.
 TILE_ABOVE = 2048
 # What Chromium, Firefox and Safari all decode; anything else (TIFF) is tiled whatever its size.
+_ORIENTATION = 0x0112  # the EXIF tag
 _BROWSER_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"})
 
 
@@ -121,13 +122,28 @@ class TileCache:
         self.root = Path(root)
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
+        self._geometry: dict[str, Pyramid] = {}
         self._background = threading.Semaphore(1)  # one prefetch at a time: the CPU serves requests
         self.built = 0  # pyramids this process has made (a cache hit makes none)
 
-    @staticmethod
-    def pyramid(mime: str, width: int, height: int) -> Pyramid:
-        """The geometry of an image of this type and size."""
-        return Pyramid(width, height, "jpeg" if mime == "image/jpeg" else "png")
+    def pyramid(self, source: Path, sha: str, mime: str) -> Pyramid:
+        """The geometry of image ``sha`` as it is displayed (read once from its header, then kept).
+
+        A photo whose EXIF orientation says "rotated" (a phone on a microscope) is tiled upright, as
+        browsers show a small image, so its displayed width and height are swapped.
+        """
+        with self._guard:
+            known = self._geometry.get(sha)
+        if known is not None:
+            return known
+        with Image.open(source) as img:
+            width, height = img.size
+            if img.getexif().get(_ORIENTATION, 1) in (5, 6, 7, 8):  # a quarter turn
+                width, height = height, width
+        pyr = Pyramid(width, height, "jpeg" if mime == "image/jpeg" else "png")
+        with self._guard:
+            self._geometry[sha] = pyr
+        return pyr
 
     def folder(self, sha: str) -> Path:
         """Where the pyramid of image ``sha`` lives once built."""
@@ -185,7 +201,8 @@ class TileCache:
             tmp = Path(tempfile.mkdtemp(prefix=f".{sha}-", dir=final.parent))
             try:
                 with Image.open(source) as img:
-                    _write_levels(_displayable(img), pyr, tmp)
+                    upright = ImageOps.exif_transpose(img)
+                    _write_levels(_displayable(upright), pyr, tmp)
                 try:
                     tmp.rename(final)
                 except OSError:
