@@ -140,6 +140,7 @@
       return;
     }
     if (e.key === "?") {
+      if (!help) return; // the login and error pages have no key list
       e.preventDefault();
       if (help.open) help.close(); else help.showModal();
       return;
