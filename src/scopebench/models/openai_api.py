@@ -43,7 +43,14 @@ from PIL import Image
 
 from scopebench.errors import ImageLoadError, ModelError, ModelSpecError
 from scopebench.items import ImageRef
-from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
+from scopebench.models.base import (
+    Backend,
+    ChatMessage,
+    FinishReason,
+    ModelOptions,
+    Response,
+    finish_reason,
+)
 from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.models.scrub import register_secret, scrub_secrets
 from scopebench.protocols import Request
@@ -719,8 +726,14 @@ class OpenAIBackend(Backend):
             return Response(item_id, status="error", error=err, extra=extra)
         merged = {**extra, **outcome.extra}
         if outcome.error is not None:
-            return Response(item_id, status="error", error=outcome.error, extra=merged)
-        return Response(item_id, text=outcome.text, extra=merged)
+            # A reply the provider withheld says so; any other failure is an ``error``.
+            why: FinishReason | None = (
+                "content_filter" if finish_reason(merged.get("finish_reason")) == "content_filter" else None
+            )
+            return Response(item_id, status="error", error=outcome.error, extra=merged, finish_reason=why)
+        return Response(
+            item_id, text=outcome.text, extra=merged, finish_reason=finish_reason(merged.get("finish_reason"))
+        )
 
     def _scrub(self, text: str) -> str:
         """Remove the API key from a text that may reach a record or a log (a server may echo it).

@@ -23,7 +23,7 @@ from PIL import Image
 
 from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError
 from scopebench.items import Item
-from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
+from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response, finish_reason
 from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request, render
 
@@ -177,7 +177,11 @@ def _responses(
         if text is None:
             out.append(Response(item_id, status="error", error=extra.pop("error"), extra=extra))
         else:
-            out.append(Response(item_id, text=text, extra=extra))
+            out.append(
+                Response(
+                    item_id, text=text, extra=extra, finish_reason=finish_reason(extra.get("finish_reason"))
+                )
+            )
     return out
 
 
