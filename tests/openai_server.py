@@ -7,6 +7,7 @@ It listens on 127.0.0.1 (a free port) in a background thread and implements
   tokenizer generates a few tokens greedily from the request's text: deterministic, and honest
   about being a model rather than a canned string;
 * ``say:TEXT`` — replies ``TEXT`` (for exact accuracy checks through the parser);
+* ``cut:TEXT`` — replies ``TEXT`` with ``finish_reason: "length"``, as a reply the token limit cut;
 * ``fail429:K`` — the first ``K`` requests get 429 with ``Retry-After: <retry_after>`` (and
   ``retry-after-ms: <retry_after_ms>`` when that is set), then ``tiny``;
 * ``status:CODE`` — always HTTP ``CODE`` with an OpenAI-style error body and no ``Retry-After``;
@@ -203,17 +204,20 @@ class _Handler(BaseHTTPRequestHandler):
             return
         text, n_images = request_text(body)
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
-        if model.startswith("say:"):
+        finish = "stop"
+        if model.startswith(("say:", "cut:")):
             reply, p_tok, c_tok = model[4:], len(text.split()), 1
+            finish = "length" if model.startswith("cut:") else "stop"
         else:
             reply, p_tok, c_tok = state.tiny().reply(text, max_tokens)
+            finish = "length" if c_tok >= max_tokens else "stop"
         payload = {
             "id": f"chatcmpl-{len(state.log)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
             "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
+                {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": finish}
             ],
             "usage": {"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok},
             "n_images_seen": n_images,

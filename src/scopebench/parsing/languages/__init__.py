@@ -95,7 +95,11 @@ def languages() -> tuple[Language, ...]:
 _CYRILLIC = str.maketrans("АВСЕ", "ABCE")
 _LETTER = r"(?-i:(?P<lab>[A-ZАВСЕ]))(?![A-Za-zА-Яа-я0-9])"
 _NUMBER = r"(?P<lab>\d{1,2})(?![A-Za-z0-9]|[.,]\d)"
-_OPEN = r"(?:(?i:option|opción|opção|opzione|вариант|选项|選択肢|선택지)[ \t]*)?[(\[（「\"'“]?[ \t]*"
+# Before a label: an article ("la B", "l'option C", "a opção D"), a word for "option", a bracket.
+_OPEN = (
+    r"(?:(?i:la|el|lo|il|le|a|o|die|der|das)[ \t]+|(?i:l'))?"
+    r"(?:(?i:option|opción|opção|opzione|вариант|选项|選択肢|선택지)[ \t]*)?[(\[（「\"'“]?[ \t]*"
+)
 _SEP = r"[ \t:：\-=,，、]"
 
 
