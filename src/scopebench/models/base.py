@@ -37,6 +37,10 @@ __all__ = [
 ]
 
 ResponseStatus = Literal["ok", "error", "missing_response"]
+#: How a generative backend is asked to answer: ``free`` text (read by the parser), or
+#: ``constrained`` to one option label by the backend itself (structured outputs, guided choice,
+#: a logits restriction; refused where the backend cannot enforce it).
+AnswerFormat = Literal["free", "constrained"]
 #: Why generation stopped: ``stop`` (the model ended its reply), ``length`` (the token limit cut
 #: it), ``content_filter`` (the provider withheld or cut it), ``error`` (the call failed).
 FinishReason = Literal["stop", "length", "content_filter", "error"]
@@ -122,6 +126,7 @@ class ModelOptions:
         mode: Backend mode (``"generate"``, ``"choice-logprob"``…), when the backend has several.
         base_url: Server address for API backends.
         extra: Backend-specific options from ``--model-arg key=value``.
+        answer_format: ``free`` or ``constrained`` (``--answer-format``, :data:`AnswerFormat`).
     """
 
     seed: int = 0
@@ -132,6 +137,7 @@ class ModelOptions:
     mode: str | None = None
     base_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    answer_format: AnswerFormat = "free"
 
 
 class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() must be overridden
@@ -187,6 +193,15 @@ class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() 
         else:  # parsed once by the caller: keep it, so nothing parses the string again
             self.spec, self.model_spec = spec.spec, spec
         self.options = options
+
+    def can_constrain(self) -> bool:
+        """Whether this backend can enforce a label-only answer (``--answer-format constrained``).
+
+        Backends that can override this and constrain their multiple-choice replies when
+        ``options.answer_format == "constrained"``; :func:`~scopebench.models.load_model` refuses
+        the others.
+        """
+        return False
 
     def prepare(self, items: Sequence[Item]) -> None:  # noqa: B027 - optional hook
         """Look at every item of the run once before any prediction (e.g. answer frequencies)."""

@@ -366,8 +366,15 @@ class HFGenerativeBackend(Backend):
         text_jobs = [j for j in jobs if j.detection or self.mode == "generate"]
         for job, resp in self._run(logprob, items, kind="logprob"):
             out[job.index] = resp
-        for job, resp in self._run(text_jobs, items, kind="generate"):
-            out[job.index] = resp
+        # Constrained replies are one token: never batched with detection prompts, which are not.
+        split = self.options.answer_format == "constrained"
+        for part in (
+            ([j for j in text_jobs if not j.detection], [j for j in text_jobs if j.detection])
+            if split
+            else (text_jobs,)
+        ):
+            for job, resp in self._run(part, items, kind="generate"):
+                out[job.index] = resp
         self._segment_fallback(items, jobs, out)
         answers: list[Response] = []
         for job in jobs:
@@ -465,10 +472,13 @@ class HFGenerativeBackend(Backend):
                 )
                 if self.max_new_tokens_cap is not None:
                     budget = min(budget, self.max_new_tokens_cap)
-                answers = [
-                    Response("", text=t, finish_reason=why)
-                    for t, why in self._generate(inputs, budget, group[0].detection)
-                ]
+                if self._constrained(group):
+                    answers = self._constrained_answers(group, inputs)
+                else:
+                    answers = [
+                        Response("", text=t, finish_reason=why)
+                        for t, why in self._generate(inputs, budget, group[0].detection)
+                    ]
             for job, resp in zip(group, answers, strict=True):
                 resp.item_id = items[job.index].id
                 resp.extra["n_images"] = n_images
@@ -584,6 +594,56 @@ class HFGenerativeBackend(Backend):
         pattern = re.compile("|".join(re.escape(t) for t in drop)) if drop else None
         texts = [pattern.sub("", t) if pattern else str(t) for t in raw]
         return list(zip(texts, reasons, strict=True))
+
+    def can_constrain(self) -> bool:
+        """In ``--mode generate``: one generated token restricted to the options' label tokens."""
+        return self.mode == "generate"
+
+    def _constrained(self, group: list[_Job]) -> bool:
+        """Whether this group's replies are restricted to a label (constrained multiple-choice jobs)."""
+        return self.options.answer_format == "constrained" and all(
+            j.option_labels and not j.detection for j in group
+        )
+
+    def _constrained_answers(self, group: list[_Job], inputs: dict[str, Any]) -> list[Response]:
+        """One greedy token per job, every token but its options' label spellings masked out.
+
+        The reply is the label itself, complete by construction (``stop``); a label with no
+        single-token spelling in this tokenizer cannot be enforced and is that item's error.
+        """
+        from transformers import LogitsProcessor, LogitsProcessorList
+
+        allowed = [sorted({t for lb in job.option_labels for t in self.label_token_ids(lb)}) for job in group]
+        missing = [i for i, ids in enumerate(allowed) if not ids]
+        torch = self._torch
+
+        class _OnlyLabels(LogitsProcessor):
+            def __call__(self, input_ids: Any, scores: Any) -> Any:
+                mask = torch.full_like(scores, float("-inf"))
+                for row, ids in enumerate(allowed):
+                    mask[row, ids or list(range(scores.shape[1]))] = 0.0
+                return scores + mask
+
+        config = self._generation_config(1)
+        with torch.inference_mode():
+            seqs = self.model.generate(
+                **inputs, generation_config=config, logits_processor=LogitsProcessorList([_OnlyLabels()])
+            )
+        texts = self.processor.tokenizer.batch_decode(
+            seqs[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True
+        )
+        error = (
+            "option labels are not single tokens for this tokenizer; "
+            "--answer-format constrained cannot enforce them (use --answer-format free)"
+        )
+        return [
+            Response("", status="error", error=error)
+            if i in missing
+            else Response(
+                "", text=str(t).strip(), finish_reason="stop", extra={"answer_format": "constrained"}
+            )
+            for i, t in enumerate(texts)
+        ]
 
     @staticmethod
     def _finish_reasons(new: Any, config: Any, max_new_tokens: int) -> list[FinishReason]:
@@ -715,6 +775,7 @@ class HFGenerativeBackend(Backend):
             "max_new_tokens_cap": self.max_new_tokens_cap,
             "share_prefix": self.share_prefix,
             "answer_prefix": self.answer_prefix,
+            **({"answer_format": "constrained"} if self.options.answer_format == "constrained" else {}),
         }
 
     def close(self) -> None:

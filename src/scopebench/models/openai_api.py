@@ -404,6 +404,28 @@ class SeededBackoff(tenacity.wait.wait_base):
         return delay
 
 
+def label_schema(labels: Sequence[str]) -> dict[str, Any]:
+    """The ``response_format`` that constrains a reply to ``{"answer": <one of labels>}``.
+
+    OpenAI's structured outputs (``strict``: the server enforces the schema) and the servers that
+    follow them (vLLM, SGLang, llama.cpp) decode only replies the schema admits; the parser reads
+    ``{"answer": "C"}`` like any JSON answer.
+    """
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "answer",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {"answer": {"type": "string", "enum": list(labels)}},
+                "required": ["answer"],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
 class OpenAIBackend(Backend):
     """Generative answers from an OpenAI-compatible Chat Completions endpoint.
 
@@ -481,7 +503,10 @@ class OpenAIBackend(Backend):
                 images = req.images[:1] if req.kind == "detection" else req.images
                 conv = [ChatMessage("system", req.system)] if req.system else []
                 conv.append(ChatMessage("user", req.text, tuple(images)))
-                bodies.append(self._body(conv, self.settings.max_tokens, urls))
+                body = self._body(conv, self.settings.max_tokens, urls)
+                if self.options.answer_format == "constrained" and req.kind == "mcq":
+                    body["response_format"] = label_schema(req.option_labels)
+                bodies.append(body)
                 extras.append({"protocol": req.protocol, "n_images": len(images)})
                 errors.append(None)
             except (ImageLoadError, ModelSpecError) as exc:
@@ -519,6 +544,10 @@ class OpenAIBackend(Backend):
             for item_id, outcome, err in zip(item_ids, outcomes, errors, strict=True)
         ]
 
+    def can_constrain(self) -> bool:
+        """Yes: structured outputs (``response_format`` with a JSON schema of the labels)."""
+        return True
+
     def identity(self) -> dict[str, Any]:
         """Model, server (no credentials) and the request settings that change answers."""
         ident: dict[str, Any] = {
@@ -528,6 +557,8 @@ class OpenAIBackend(Backend):
             "temperature": self.settings.temperature,
             "max_tokens": self.settings.max_tokens,
         }
+        if self.options.answer_format == "constrained":
+            ident["answer_format"] = "constrained"
         if self.settings.image_detail:
             ident["image_detail"] = self.settings.image_detail
         if self.settings.extra_body:

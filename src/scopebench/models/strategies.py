@@ -102,6 +102,11 @@ class StrategyBackend(Backend):
 
     def __init__(self, inner: Backend, strategy: str, *, protocol: str = "default", no_image: bool = False):
         super().__init__(inner.spec, inner.options)
+        if inner.options.answer_format == "constrained":
+            raise ModelSpecError(
+                "--answer-format constrained asks for an option label only, while a chain-of-thought "
+                "strategy needs free text in its turns; drop --strategy or use --answer-format free"
+            )
         if type(inner).chat is Backend.chat:
             inner.chat([], [])  # raises the backend's own "cannot hold a conversation" error
         self.inner = inner
