@@ -314,6 +314,8 @@ def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -
     judge = judge_used(metrics)
     # Escaped: rich reads "[low, high]" (and any "[…]" in a model or judge spec) as markup and drops it.
     caption = interval_note(metrics) + ("\n" + judge_note(metrics) if judge else "")
+    cut = truncated_note(metrics.get("overall") or {})
+    caption += "\n" + cut if cut else ""
     table = Table(title=escape(title), caption=escape(caption))
     for h in _head(judge):
         # Numbers and section names never shrink to "…": a long group name wraps instead.
