@@ -16,11 +16,13 @@ one pass of a compiled pattern over the reply, so the rule stays linear in the r
 
 from __future__ import annotations
 
+import bisect
 import re
 import tomllib
 from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from scopebench.parsing._commits import Commit, Ctx, ParseResult, decide
 from scopebench.parsing._labels import LabelStyle
@@ -104,14 +106,35 @@ _SEP = r"[ \t:：\-=,，、]"
 
 
 def _alternation(phrases: tuple[str, ...]) -> str:
-    """A pattern matching any of ``phrases`` (longest first), on word boundaries for alphabets."""
-    parts = []
-    for p in sorted(set(phrases), key=len, reverse=True):
-        body = r"\s+".join(re.escape(w) for w in p.split())
-        start = r"(?<!\w)" if _is_alphabet(p[0]) else ""
-        end = r"(?!\w)" if _is_alphabet(p[-1]) else ""
-        parts.append(start + body + end)
-    return "(?:" + "|".join(parts) + ")" if parts else "(?!)"
+    """A pattern matching any of ``phrases``, on word boundaries for alphabets.
+
+    Built as a trie (phrases sharing a start share its test), so a position that starts no phrase
+    costs one character class and one that does costs the length of its phrase: with a flat
+    alternation of every language's phrases, long replies took seconds.
+    """
+    trie: dict[str, Any] = {}
+    for phrase in {" ".join(p.casefold().split()) for p in phrases if p.strip()}:
+        node = trie
+        for ch in phrase:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # the end of a phrase
+    return _trie_pattern(trie, first=True) if trie else "(?!)"
+
+
+def _trie_pattern(node: dict[str, Any], *, first: bool = False, last: str = "") -> str:
+    """The regex of one trie node: each child's character then its subtree; longer matches first."""
+    branches = []
+    for ch in sorted((c for c in node if c), key=lambda c: -_depth(node[c])):
+        piece = r"\s+" if ch == " " else re.escape(ch)
+        start = r"(?<!\w)" if first and _is_alphabet(ch) else ""
+        branches.append(start + piece + _trie_pattern(node[ch], last=ch))
+    if "" in node:  # a phrase ends here: after an alphabet letter, only at a word's end
+        branches.append(r"(?!\w)" if _is_alphabet(last) else "")
+    return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+
+def _depth(node: dict[str, Any]) -> int:
+    return 1 + max((_depth(child) for child in node.values()), default=0)
 
 
 def _is_alphabet(ch: str) -> bool:
@@ -178,9 +201,12 @@ def language_commits(text: str, style: LabelStyle) -> list[LanguageCommit]:
         spots.append((m.start("lab"), m.end("lab"), m["lab"]))
     for m in pats.after.finditer(text):
         spots.append((m.start("lab"), m.end(), m["lab"]))
+    ordered = sorted(denied)
     for m in pats.instead.finditer(text):
-        # "nicht A, sondern C": the contrast chooses only after a label it denies
-        if any(m.start() - 60 <= d < m.start() for d in denied):
+        # "nicht A, sondern C": the contrast chooses only after a label it denies (in the 60
+        # characters before it; found by bisection, so a long reply stays linear)
+        k = bisect.bisect_left(ordered, m.start() - 60)
+        if k < len(ordered) and ordered[k] < m.start():
             spots.append((m.start("lab"), m.end("lab"), m["lab"]))
     commits: dict[int, LanguageCommit] = {}
     for start, pos, raw in sorted(spots):
