@@ -100,7 +100,8 @@ _NUMBER = r"(?P<lab>\d{1,2})(?![A-Za-z0-9]|[.,]\d)"
 # Before a label: an article ("la B", "l'option C", "a opção D"), a word for "option", a bracket.
 _OPEN = (
     r"(?:(?i:la|el|lo|il|le|a|o|die|der|das)[ \t]+|(?i:l'))?"
-    r"(?:(?i:option|opción|opção|opzione|alternativa|antwort|вариант|选项|選択肢|선택지)[ \t]*)?[(\[（「\"'“]?[ \t]*"
+    r"(?:(?i:option|opción|opção|opzione|alternativa|antwort|вариант|选项|選択肢|선택지)[ \t]*)?"
+    r"[(\[（「\"'“]?[ \t]*"
 )
 _SEP = r"[ \t:：\-=,，、]"
 
