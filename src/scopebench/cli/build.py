@@ -68,11 +68,10 @@ def _show(results: list[Any]) -> int:
             console.print(
                 f"  {r.step}: {len(errors)} errors, {warnings} warnings; all in {r.out}/problems.jsonl"
             )
-        for key in ("answer_positions",):
-            for task, per in r.stats.get(key, {}).items():
-                for k, s in per.items():
-                    stat = f"chi-square {s['chi2']:.3f} (p {s['p']:.3f})"
-                    console.print(f"  {task} ({k} options): correct letters {s['counts']}, {stat}")
+        for task, s in r.stats.get("answer_positions", {}).items():
+            if s.get("n"):
+                stat = f"chi-square {s['chi2']:.3f} (p {s['p']:.3f})"
+                console.print(f"  {r.step} {task}: correct letters {s['counts']}, {stat}", highlight=False)
     return 0
 
 

@@ -9,10 +9,10 @@ For each image and task (μ-Bench's coarse ``modality``, ``submodality``, ``doma
   other kind filling in when one runs short (``build.json`` counts those questions per task
   under ``filled``);
 * options are distinct (case-insensitively), with the answer exactly once;
-* correct positions are balanced per task: for the ``n`` questions of a task with ``k`` options the
-  positions are ``0, 1, …, k-1, 0, 1, …`` (each letter ``⌊n/k⌋`` or ``⌈n/k⌉`` times), shuffled by the
-  seed; the chi-square statistic of the letter counts against uniform (``scipy.stats.chisquare``) is
-  reported per task;
+* correct positions are balanced per task (:mod:`scopebench.curate.balance`): for the ``n``
+  questions of a task with ``k`` options each letter is the answer ``⌊n/k⌋`` or ``⌈n/k⌉`` times,
+  shuffled by the seed; the letter counts, their chi-square against uniform and the most frequent
+  letter's share are reported per task;
 * "none of the above" is optionally appended last; it is never the answer (as in μ-Bench);
 * question text and caption sentences come from the taxonomy's ``templates``.
 
@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from scopebench.curate.balance import Layout, assign_positions, position_stats, rng_for, stats_markdown
 from scopebench.curate.output import (
     copy_sources,
     prepare_out,
@@ -45,7 +46,7 @@ from scopebench.curate.schema import QUESTION_TASKS
 from scopebench.curate.taxonomy import Taxonomy, load_taxonomy
 from scopebench.errors import DataFormatError
 
-__all__ = ["NONE_OF_THE_ABOVE", "QuestionConfig", "make_questions", "position_balance"]
+__all__ = ["NONE_OF_THE_ABOVE", "QuestionConfig", "make_questions"]
 
 STEP = "questions"
 #: The text of the optional last option (μ-Bench's spelling).
@@ -84,11 +85,6 @@ class QuestionConfig:
             )
 
 
-def _rng(seed: int, *parts: str) -> np.random.Generator:
-    digest = hashlib.sha256("\0".join(parts).encode()).digest()
-    return np.random.default_rng([seed, int.from_bytes(digest[:8], "big")])
-
-
 def _pool(tax: Taxonomy, task: str, value: str, classes: list[str]) -> tuple[list[str], list[str]]:
     """(hard, easy) distractor candidates for ``value``: siblings, and concepts across the tree."""
     if task == "classification":
@@ -124,16 +120,6 @@ def _pick(
     filled = len(take) < n and bool(b)
     take += [b[i] for i in rng.permutation(len(b))[: n - len(take)]]
     return take, filled
-
-
-def position_balance(counts: list[int]) -> dict[str, float]:
-    """Chi-square of correct-letter counts against a uniform spread (``scipy.stats.chisquare``)."""
-    from scipy.stats import chisquare
-
-    if len(counts) < 2 or sum(counts) == 0:
-        return {"chi2": 0.0, "p": 1.0}
-    res = chisquare(counts)
-    return {"chi2": float(res.statistic), "p": float(res.pvalue)}
 
 
 def _entry(qid: str, task: str, text: str, options: list[str], answer: int) -> dict[str, Any]:
@@ -177,7 +163,7 @@ def make_questions(
             if not value:
                 skipped[f"{task}: no value"] += 1
                 continue
-            rng = _rng(cfg.seed, r["image_id"], task)
+            rng = rng_for(cfg.seed, r["image_id"], task)
             hard, easy = _pool(tax, task, value, sorted(classes[r["dataset"]]))
             first, second = (hard, easy) if cfg.difficulty == "hard" else (easy, hard)
             distractors, filled = _pick(rng, first, second, cfg.options - 1, value)
@@ -198,19 +184,14 @@ def make_questions(
                 continue
             filled_in[task] += int(filled)
             drafts[task].append((r, value, distractors))
-    letters: dict[str, dict[str, list[int]]] = {}
+    balance: dict[str, dict[str, Any]] = {}
     for task, items in drafts.items():
-        by_k: dict[int, list[int]] = defaultdict(list)
-        for idx, (_, _, d) in enumerate(items):
-            by_k[len(d) + 1].append(idx)
-        counts: dict[str, list[int]] = {}
-        for k, idxs in sorted(by_k.items()):
-            positions = np.resize(np.arange(k), len(idxs))
-            _rng(cfg.seed, task, str(k)).shuffle(positions)
-            for idx, pos in zip(idxs, positions, strict=True):
-                _place(items[idx], task, int(pos), cfg, tax)
-            counts[str(k)] = np.bincount(positions, minlength=k).tolist()
-        letters[task] = counts
+        # Every option count of the task is balanced on its own (positions 0…k-1 equally often).
+        layouts = [Layout(len(d) + 1, 0, tuple(range(len(d) + 1))) for _, _, d in items]
+        positions = assign_positions(layouts, rng_for(cfg.seed, "positions", task))
+        for draft, pos in zip(items, positions, strict=True):
+            _place(draft, task, pos, cfg, tax)
+        balance[task] = position_stats(positions, [lay.width for lay in layouts])
     result.kept = len(rows)
     result.stats = {
         "seed": cfg.seed,
@@ -219,9 +200,7 @@ def make_questions(
         "questions": {t: len(v) for t, v in sorted(drafts.items())},
         "skipped": dict(sorted(skipped.items())),
         "filled": dict(sorted(filled_in.items())),
-        "answer_positions": {
-            t: {k: {"counts": c, **position_balance(c)} for k, c in per.items()} for t, per in letters.items()
-        },
+        "answer_positions": balance,
     }
     _write(Path(out), splits, labels, result, Path(data))
     return result
@@ -262,17 +241,8 @@ def _write(
     copy_sources(data, out)
     write_summary(out, result)
     q = result.stats["questions"]
-    extra = [
-        "## Questions",
-        "",
-        "| task | questions | correct-letter counts | chi-square | p |",
-        "|---|---:|---|---:|---:|",
-    ]
-    for task, per in result.stats["answer_positions"].items():
-        for k, s in per.items():
-            row = f"| {task} ({k} options) | {sum(s['counts'])} | {s['counts']} "
-            extra.append(row + f"| {s['chi2']:.3f} | {s['p']:.3f} |")
-    extra += ["", f"Seed {result.stats['seed']}; {sum(q.values())} questions.", ""]
+    extra = stats_markdown(result.stats["answer_positions"])
+    extra += [f"Seed {result.stats['seed']}; {sum(q.values())} questions.", ""]
     extra += _coverage(splits)
     write_card(
         out,

@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from scopebench.curate.balance import stats_markdown
 from scopebench.curate.llm import Ledger
 from scopebench.curate.output import (
     copy_sources,
@@ -76,6 +77,7 @@ def write_generate_output(
         + "). Each item's prompt, raw reply, seed and attempt are in `generated.jsonl`, with every "
         "failure row.",
         "",
+        *stats_markdown(result.stats.get("answer_positions", {}), "Answer balance of the generated items"),
         *_ledger_lines(ledger),
     ]
     rows = [r for name, rs in splits.items() if name != "test_tiny" for r in rs]

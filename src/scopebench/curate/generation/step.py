@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,10 +32,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from scopebench.curate.balance import assign_positions, layout, position_stats, relabel, reorder, rng_for
 from scopebench.curate.generation.output import dataset_entry, write_generate_output
-from scopebench.curate.generation.schema import MCQ, SCHEMA_VERSION, Invalid, Kind, normalise, validate_reply
+from scopebench.curate.generation.schema import MCQ, SCHEMA_VERSION, Invalid, Kind, validate_reply
 from scopebench.curate.llm import CallCache, LLMCall, LLMClient, Prices
 from scopebench.curate.manifest import read_table
 from scopebench.curate.output import read_rows
@@ -229,33 +227,6 @@ def _jobs(
     return jobs, skipped
 
 
-#: Text that names options by position ("option B", "the answer is (C)", "A and B", "all of the
-#: above"): shuffling such an item would make it wrong, so it keeps the model's order.
-_POSITIONAL = re.compile(
-    r"\b(?i:options?|choices?|answers?)\s+(?i:is\s+)?\(?[A-F]\)?(?![\w'])"
-    r"|\b[A-F]\s+(?:and|or|&)\s+[A-F]\b"
-    r"|\b(?i:(?:all|both|neither|none) of the (?:above|below|options|choices))\b"
-)
-
-
-def positional(q: MCQ) -> bool:
-    """Whether the item names options by position, so its options must keep their order.
-
-    Looks at the question, the explanation and every option except "None of the above" (which
-    shuffling keeps last).
-    """
-    texts = [q.question, q.explanation, *(o for o in q.options if normalise(o) != "none of the above")]
-    return any(_POSITIONAL.search(t) for t in texts)
-
-
-def _shuffled(q: MCQ, idx: int, rng: np.random.Generator) -> tuple[list[str], int, list[int]]:
-    """Options permuted (a "None of the above" kept last) and the answer's new index."""
-    nota = [i for i, o in enumerate(q.options) if normalise(o) == "none of the above"]
-    rest = [i for i in range(len(q.options)) if i not in nota]
-    order = [rest[int(k)] for k in rng.permutation(len(rest))] + nota
-    return [q.options[i] for i in order], order.index(idx), order
-
-
 def _run_task(
     client: LLMClient, jobs: list[_Job], kind: Kind, n: int, options: int, config: GenerateConfig,
     retry_text: str,
@@ -371,7 +342,9 @@ def generate(
     )
     descriptions: dict[str, str] = {}
     records: list[dict[str, Any]] = []
-    stats: dict[str, Any] = {"items": {}, "failures": {}, "retries": {}, "skipped_no_input": {}}
+    stats: dict[str, Any] = {"items": {}, "failures": {}, "retries": {}, "skipped_no_input": {},
+                             "answer_positions": {}}  # fmt: skip
+    result.stats = stats  # _collect adds each task's answer balance
     from tqdm import tqdm
 
     order = sorted(config.tasks, key=lambda t: t != "describe")  # descriptions feed the others
@@ -392,7 +365,6 @@ def generate(
     stats.update(seed=config.seed, model=client.identity, ledger=client.ledger.to_json())
     stats["incomplete"] = bool(result.dropped.get("call_failed"))
     stats["output_sha256"] = _output_digest(records)
-    result.stats = stats
     client.cache.close()
     write_generate_output(data, out, splits, labels, records, result, client.ledger)
     return result
@@ -409,6 +381,7 @@ def _collect(
         The number of items (descriptions or questions) written.
     """
     n_items = 0
+    drafts: list[tuple[_Job, str, MCQ, int, dict[str, Any]]] = []
     for job, content in done:
         prov = _provenance(job, identity)
         if kind == "description":
@@ -416,23 +389,12 @@ def _collect(
             records.append(_record(job, f"{task}-0", "description", prov, description=content))
             n_items += 1
             continue
-        for k, (q, idx) in enumerate(content):
-            item_id = f"{task}-{k}"
-            opts, answer, perm = list(q.options), idx, list(range(len(q.options)))
-            shuffled = config.shuffle and not positional(q)
-            if shuffled:
-                rng = np.random.default_rng([config.seed, _h(f"{job.row['image_id']}|{item_id}")])
-                opts, answer, perm = _shuffled(q, idx, rng)
-            content_ = {
-                "question": q.question,
-                "options": opts,
-                "answer_idx": answer,
-                "explanation": q.explanation,
-            }
-            records.append(
-                _record(job, item_id, "mcq", {**prov, "option_order": perm, "shuffled": shuffled}, **content_)
-            )
-            n_items += 1
+        drafts += [(job, f"{task}-{k}", q, idx, prov) for k, (q, idx) in enumerate(content)]
+    if drafts:
+        placed, balance = _place(task, drafts, config)
+        records += placed
+        n_items += len(placed)
+        result.stats["answer_positions"][task] = balance
     for job, why in failed:
         prov = _provenance(job, identity)
         records.append(_record(job, f"{task}-failed", "failure", prov, reason=why.kind, message=why.message))
@@ -445,14 +407,34 @@ def _collect(
     return n_items
 
 
+def _place(
+    task: str, drafts: list[tuple[_Job, str, MCQ, int, dict[str, Any]]], config: GenerateConfig
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One task's items with their answers placed (balanced over the task), and the task's balance.
+
+    Options are shuffled with the item's own generator (seed, image id, item id) unless an option
+    text names others by position; "None of the above" keeps its slot; "option B"-style references
+    in the question and explanation follow their option.
+    """
+    layouts = [layout(q.options, idx, movable=config.shuffle) for _, _, q, idx, _ in drafts]
+    targets = assign_positions(layouts, rng_for(config.seed, "positions", task))
+    out = []
+    for (job, item_id, q, _, prov), lay, target in zip(drafts, layouts, targets, strict=True):
+        opts, answer, order = reorder(
+            q.options, lay, target, rng_for(config.seed, job.row["image_id"], item_id)
+        )
+        placement = {"option_order": order, "shuffled": bool(lay.slots), "shuffle_seed": config.seed,
+                     "kept_order_because": lay.fixed_by or None}  # fmt: skip
+        content = {"question": relabel(q.question, order), "options": opts, "answer_idx": answer,
+                   "explanation": relabel(q.explanation, order)}  # fmt: skip
+        out.append(_record(job, item_id, "mcq", {**prov, **placement}, **content))
+    return out, position_stats(targets, [lay.width for lay in layouts])
+
+
 def _output_digest(records: list[dict[str, Any]]) -> str:
     """SHA-256 of what later steps read: the items, and which calls failed and why."""
     parts = [dataset_entry(r) if r["status"] == "ok" else [r["id"], r["reason"]] for r in records]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _h(text: str) -> int:
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
 def _record(job: _Job, item_id: str, kind: str, prov: dict[str, Any], **content: Any) -> dict[str, Any]:
