@@ -32,13 +32,13 @@ from typing import Any, Literal
 import numpy as np
 
 from scopebench.curate.balance import Layout, assign_positions, position_stats, rng_for, stats_markdown
+from scopebench.curate.card import coverage_lines, write_card
 from scopebench.curate.output import (
     copy_sources,
     prepare_out,
     read_rows,
     read_sources,
     save_dataset,
-    write_card,
     write_summary,
 )
 from scopebench.curate.report import BuildProblem, StepResult
@@ -243,7 +243,14 @@ def _write(
     q = result.stats["questions"]
     extra = stats_markdown(result.stats["answer_positions"])
     extra += [f"Seed {result.stats['seed']}; {sum(q.values())} questions.", ""]
-    extra += _coverage(splits)
+    cells: Counter[tuple[str, str]] = Counter(
+        (f"{r.get('modality')} × {r.get('domain')}", task)
+        for rows in splits.values()
+        for r in rows
+        for task, q in (r.get("questions") or {}).items()
+        if q
+    )
+    extra += coverage_lines(cells)
     write_card(
         out,
         title=f"{data.name} questions",
@@ -254,21 +261,3 @@ def _write(
         inputs={"ingest build.json": str(data / "build.json")},
         extra=extra,
     )
-
-
-def _coverage(splits: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Questions per taxonomy cell (modality × domain) and task, as a Markdown table."""
-    cells: Counter[tuple[str, str]] = Counter()
-    tasks: set[str] = set()
-    for rows in splits.values():
-        for r in rows:
-            for task, q in (r.get("questions") or {}).items():
-                if q:
-                    cells[(f"{r.get('modality')} × {r.get('domain')}", task)] += 1
-                    tasks.add(task)
-    order = [t for t in QUESTION_TASKS if t in tasks]
-    lines = ["## Coverage (questions per modality × domain and task)", ""]
-    lines += ["| modality × domain | " + " | ".join(order) + " |", "|---|" + "---:|" * len(order)]
-    for cell in sorted({c for c, _ in cells}):
-        lines.append(f"| {cell} | " + " | ".join(str(cells[(cell, t)]) for t in order) + " |")
-    return [*lines, ""]

@@ -34,13 +34,13 @@ from scopebench.curate.balance import (
     rng_for,
     stats_markdown,
 )
+from scopebench.curate.card import write_card
 from scopebench.curate.output import (
     copy_sources,
     prepare_out,
     read_rows,
     read_sources,
     save_dataset,
-    write_card,
     write_summary,
 )
 from scopebench.curate.report import BuildProblem, StepResult
@@ -198,6 +198,37 @@ def _overall(splits: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any
     return {t: position_stats([a for a, _ in v], [k for _, k in v]) for t, v in sorted(answers.items())}
 
 
+def _left_out(
+    rows: list[dict[str, Any]], splits: dict[str, list[dict[str, Any]]], cfg: SplitConfig
+) -> list[BuildProblem]:
+    """A warning per split that got no image of a source with enough groups to give it some.
+
+    A source "has images to spare" when it has at least as many near-duplicate groups as there are
+    splits with a share: then a split without it is a choice of the stratification (or one large
+    group), and a reader of the card should know.
+    """
+    active = [name for name, share in cfg.fractions.items() if share > 0]
+    groups: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        groups[r["dataset"]].add(r.get("dup_group") or r["image_id"])
+    out = []
+    for source in sorted(groups):
+        have = {name for name in active if any(r["dataset"] == source for r in splits[name])}
+        if len(groups[source]) < len(active):
+            continue
+        for name in active:
+            if name not in have:
+                msg = (
+                    f"split {name!r} has no image of source {source!r}, although it has "
+                    f"{len(groups[source])} near-duplicate groups for {len(active)} splits (a large "
+                    "group or the task-set strata put them all elsewhere)"
+                )
+                out.append(
+                    BuildProblem(STEP, source, name, "split", "source_left_out", msg, severity="warning")
+                )
+    return out
+
+
 def _imbalance(name: str, task: str, st: dict[str, Any]) -> BuildProblem:
     share, bound = 100 * st["max_share"], 100 * (st["chance"] + st["margin"])
     msg = (
@@ -229,6 +260,7 @@ def split(
     for r in tqdm(rows, desc="split", unit="img", disable=not progress):
         r["split"] = where[r["image_id"]]
         splits[r["split"]].append(r)
+    result.problems += _left_out(rows, splits, cfg)
     by_split = balance_answers(splits, cfg.seed)
     for name, per_task in by_split.items():
         for task, st in per_task.items():

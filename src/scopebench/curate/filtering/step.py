@@ -26,8 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scopebench.curate.card import filter_sections, write_card
 from scopebench.curate.filtering.panels import PanelConfig, count_panels_bytes
-from scopebench.curate.filtering.quotas import QuotaConfig, apply_quotas, quota_table_markdown
+from scopebench.curate.filtering.quotas import QuotaConfig, apply_quotas
 from scopebench.curate.filtering.refine import RefineConfig, run_refine
 from scopebench.curate.filtering.shortcut import (
     Answerer,
@@ -37,22 +38,21 @@ from scopebench.curate.filtering.shortcut import (
     run_shortcut_gate,
 )
 from scopebench.curate.output import (
+    STATS_FILE,
     copy_sources,
+    local_items,
     prepare_out,
     read_rows,
     read_sources,
     save_dataset,
-    write_card,
     write_summary,
 )
 from scopebench.curate.report import BuildProblem, StepResult
 from scopebench.errors import DataFormatError, ImageLoadError, NoItemsError
 
-__all__ = ["STATS_FILE", "FilterConfig", "FilterSection", "card_sections", "filter_questions"]
+__all__ = ["FilterConfig", "FilterSection", "filter_questions"]
 
 STEP = "filter"
-#: The statistics a card publishes, carried from the filter output to the export.
-STATS_FILE = "benchmark_stats.json"
 
 
 class _Figures(BaseModel):
@@ -272,8 +272,6 @@ def _review_queue(
     out: Path, rows: dict[str, dict[str, Any]], items: list[GateItem], codes: dict[str, str]
 ) -> None:
     """Write gave-up questions as a ``local``-format folder the review app imports."""
-    from scopebench.curate.exporting import local_items
-
     queue = out / "review_queue"
     (queue / "images").mkdir(parents=True, exist_ok=True)
     lines = []
@@ -447,7 +445,7 @@ def filter_questions(
         sources=read_sources(out),
         result=result,
         inputs={"previous build.json": str(data / "build.json")},
-        extra=card_sections(stats),
+        extra=filter_sections(stats),
     )
     return result
 
@@ -480,70 +478,3 @@ def _write_rows(rows: list[dict[str, Any]], final: dict[str, GateItem], dropped:
                 if g.get("kind") != "mcq" or g["id"] not in dropped
             ]
         r["split"] = "test"
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def card_sections(stats: dict[str, Any]) -> list[str]:
-    """Markdown sections of the dataset card for the filter statistics (blind accuracies, quotas…)."""
-    lines: list[str] = []
-    sc = stats.get("shortcut")
-    if sc:
-        lines += [
-            "## Blind accuracies (text-only shortcut gate)",
-            "",
-            f"Models: {', '.join(sc['models'])}; {sc['tries']} tries each (seeds {sc['seeds']}). "
-            f"Rule: {sc['rule']}. Accuracy = correct tries ÷ (questions × models × tries); an "
-            "unparsed or failed answer counts as not correct.",
-            "",
-            "| test | questions entering | accuracy entering | accuracy of the published questions "
-            "| chance |",
-            "|---|---:|---:|---:|---:|",
-        ]
-        for name, key in (
-            ("text only (question + options, no image)", "text_only"),
-            ("choices only (options, no question, no image)", "choices_only"),
-        ):
-            acc = sc.get(key)
-            if acc:
-                lines.append(
-                    f"| {name} | {sc['questions_entering']} | {_pct(acc['entering'])} | "
-                    f"{_pct(acc['kept'])} | {_pct(sc['chance_entering'])} |"
-                )
-        lines.append("")
-    ref = stats.get("refine")
-    if ref:
-        lines += [
-            "## RefineBot",
-            "",
-            f"Rewriters {', '.join(ref['rewriters'])}; testers "
-            f"{', '.join(ref['testers'])}; equivalence judges {', '.join(ref['judges'])}; up to "
-            f"{ref['rounds']} rounds; seeds {ref['seeds']}. {ref['rule']}.",
-            "",
-            "| code | questions |",
-            "|---|---:|",
-        ]
-        lines += [f"| {c} | {n} |" for c, n in ref["codes"].items()] + [""]
-    fig = stats.get("figures")
-    if fig:
-        lines += [
-            "## Figure gate",
-            "",
-            f"Panels counted with `{fig['method']}`; figures with fewer than "
-            f"{fig['min_panels']} panels dropped: {fig['dropped_images']} of {fig['images']}. "
-            f"Panels per figure: {fig['panels_histogram']}.",
-            "",
-        ]
-    q = stats.get("quotas")
-    if q:
-        lines += [
-            "## Coverage quotas (modality × domain × task)",
-            "",
-            f"Seeded choice (seed {stats.get('seed')}) of the questions a cell keeps over its target.",
-            "",
-            *quota_table_markdown(q["table"]),
-            "",
-        ]
-    return lines
