@@ -36,19 +36,26 @@ def summary_table(results: list[Any]) -> Table:
 
 
 def ledger_table(results: list[Any]) -> Table | None:
-    """LLM cost per step and task (``build generate``): requests, cache hits, tokens, price."""
-    rows = [
-        (r.step, task, e) for r in results for task, e in r.stats.get("ledger", {}).get("steps", {}).items()
-    ]
+    """LLM calls of this run per step and task: sent, answered from the call cache, failed, cost.
+
+    A step reused whole from an earlier run (``cached``) made no call at all: its row says so
+    instead of repeating the requests its first run sent.
+    """
+    rows = [(r, task, e) for r in results for task, e in r.stats.get("ledger", {}).get("steps", {}).items()]
     if not rows:
         return None
-    table = Table(title="LLM calls and cost")
-    for col in ("step", "task", "requests", "cached", "failed", "input tokens", "output tokens", "price"):
+    table = Table(title="LLM calls of this run and their cost")
+    cols = ("step", "task", "sent this run", "from the call cache", "failed", "input tokens",
+            "output tokens", "price")  # fmt: skip
+    for col in cols:
         table.add_column(col, justify="left" if col in ("step", "task") else "right")
-    for step, task, e in rows:
+    for r, task, e in rows:
+        if r.cached:
+            table.add_row(f"{r.step} (reused)", task, "0", "0", "0", "0", "0", "-")
+            continue
         price = "-" if e["price"] is None else f"{e['price']:.4f}"
         cells = (e["requests"], e["cached"], e["failed"], e["input_tokens"], e["output_tokens"])
-        table.add_row(step, task, *map(str, cells), price)
+        table.add_row(r.step, task, *map(str, cells), price)
     return table
 
 
@@ -168,6 +175,8 @@ def cmd_generate(args: Args) -> int:
         questions_per_image=args.questions_per_image,
         max_new_tokens=args.max_new_tokens,
         model_args=_model_args(args.model_arg),
+        max_fail_fraction=args.max_fail_fraction,
+        max_consecutive_failures=args.max_consecutive_failures,
     )
     return _show(
         [generate(args.data, args.out, cfg, cache=args.cache, progress=not getattr(args, "quiet", False))]
@@ -284,6 +293,18 @@ def _questions(args: Args) -> int:
 @click.option("--retries", type=int, default=2, help="retries after an invalid reply (default 2)")
 @click.option("--questions-per-image", type=int, help="questions per image of the mcq task (default 3)")
 @click.option("--max-new-tokens", type=int, default=1024, help="reply length limit (default 1024)")
+@click.option(
+    "--max-fail-fraction",
+    type=float,
+    default=0.5,
+    help="exit non-zero when more of the calls end as failure rows (default 0.5)",
+)
+@click.option(
+    "--max-consecutive-failures",
+    type=int,
+    default=8,
+    help="stop at once after this many calls in a row fail with an error (default 8; 0: never)",
+)
 @_llm_cache
 @pass_args
 def _generate(args: Args) -> int:

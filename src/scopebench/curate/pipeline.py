@@ -24,7 +24,7 @@ from scopebench.curate.exporting import export
 from scopebench.curate.filtering.step import FilterSection, filter_questions
 from scopebench.curate.generation.step import GenerateConfig, generate
 from scopebench.curate.ingestion.step import ingest, sha256_file
-from scopebench.curate.llm import Prices
+from scopebench.curate.llm import DEFAULT_MAX_CONSECUTIVE_FAILURES, Prices
 from scopebench.curate.manifest import load_manifest
 from scopebench.curate.output import MARKER
 from scopebench.curate.questions import QuestionConfig, make_questions
@@ -64,6 +64,8 @@ class _Generate(BaseModel):
     model_args: dict[str, Any] = Field(default_factory=dict)
     prices: _Prices | None = None
     shuffle: bool = True
+    max_fail_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
+    max_consecutive_failures: int = Field(default=DEFAULT_MAX_CONSECUTIVE_FAILURES, ge=0)
 
 
 class _Split(BaseModel):
@@ -214,6 +216,8 @@ def _generate_step(
         model_args=dict(g.model_args),
         prices=Prices(g.prices.input_per_mtok, g.prices.output_per_mtok) if g.prices else None,
         shuffle=g.shuffle,
+        max_fail_fraction=g.max_fail_fraction,
+        max_consecutive_failures=g.max_consecutive_failures,
     )
     spec = parse_spec(g.model)  # once; its target is the model file (or hub id) hashed below
     target = spec.target
@@ -247,12 +251,7 @@ def _filter_plan(cfg: BuildConfig, progress: bool) -> Plan:
 
 
 def _specs(section: FilterSection) -> list[str]:
-    out: list[str] = []
-    if section.shortcut:
-        out += section.shortcut.models
-    if section.refine:
-        out += [*section.refine.rewriters, *section.refine.testers, *section.refine.judges]
-    return out
+    return list(section.models())
 
 
 def _file_hash(path: str) -> str:

@@ -30,10 +30,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from scopebench.curate.llm import CallCache, Ledger, LLMCall, LLMClient
+from scopebench.curate.llm import (
+    DEFAULT_MAX_CONSECUTIVE_FAILURES,
+    CallCache,
+    FailureGuard,
+    Ledger,
+    LLMCall,
+    LLMClient,
+    ModelRef,
+    load_backend,
+)
 from scopebench.errors import DataFormatError
 from scopebench.items import Item
-from scopebench.models import ModelOptions, load_model
 from scopebench.models.base import ChatMessage
 from scopebench.parsing import parse_choice
 
@@ -135,10 +143,22 @@ class BackendAnswerer:
 
     Args:
         cache: The call cache file (``None``: a cache in memory, for this run only).
+        models: Backend arguments (``model_args``: base URL, key variable…) per model spec.
+        max_consecutive_failures: Calls failing in a row that stop the step (0: never).
+        progress: A bar to tick once per call answered.
     """
 
-    def __init__(self, cache: str | Path | None = None) -> None:
-
+    def __init__(
+        self,
+        cache: str | Path | None = None,
+        *,
+        models: Mapping[str, Mapping[str, Any]] | None = None,
+        max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES,
+        progress: Any = None,
+    ) -> None:
+        self._models = {k: dict(v) for k, v in (models or {}).items()}
+        self.guard = FailureGuard(max_consecutive_failures, "filter")
+        self.progress = progress
         self._backends: dict[tuple[str, int], Backend] = {}
         # Without a file the cache lives in memory for this run (one call is still asked once).
         self.cache = CallCache(cache if cache is not None else ":memory:")
@@ -150,7 +170,8 @@ class BackendAnswerer:
 
         key = (spec, seed)
         if key not in self._backends:
-            self._backends[key] = load_model(spec, ModelOptions(seed=seed, no_image=True))
+            ref = ModelRef(spec, self._models.get(spec, {}))
+            self._backends[key] = load_backend(ref, seed=seed, no_image=True)
         return self._backends[key]
 
     def answer(
@@ -173,6 +194,8 @@ class BackendAnswerer:
             else:
                 out[i] = Answer(**json.loads(hit[0]))
                 entry.cached += 1
+        if self.progress is not None:
+            self.progress.update(len(items) - len(todo))
         if todo:
             # The Request stage: the labels the backend was asked to answer with travel in the request.
             requests = [backend.render(blind[i]) for i in todo]
@@ -187,7 +210,11 @@ class BackendAnswerer:
                     entry.failed += 1
                 else:
                     stored.append((keys[i], blind[i].id, json.dumps(asdict(a)), {}))
-            self.cache.put(stored)
+            self.cache.put(stored)  # committed before the guard may stop the step
+            if self.progress is not None:
+                self.progress.update(len(todo))
+            for resp in fresh:
+                self.guard.record(resp.status, resp.error, spec)
         return [a for a in out if a is not None]
 
     def chat(self, spec: str, prompts: Sequence[str], keys: Sequence[str], seed: int) -> list[Answer]:
@@ -195,7 +222,9 @@ class BackendAnswerer:
         if not prompts:
             return []
         kind = keys[0].rsplit("@", 1)[-1].rstrip("0123456789") or "chat"
-        client = LLMClient(self._backend(spec, seed), self.cache, self.ledger)
+        client = LLMClient(
+            self._backend(spec, seed), self.cache, self.ledger, guard=self.guard, progress=self.progress
+        )
         calls = [
             LLMCall(k, [ChatMessage("user", p)], schema=f"refine-{kind}-v1")
             for p, k in zip(prompts, keys, strict=True)
@@ -251,12 +280,14 @@ def _read_response(resp: Response, it: GateItem, labels: Any) -> Answer:
 
 
 @contextmanager
-def default_answerer(given: Answerer | None, cache: str | Path | None = None) -> Iterator[Answerer]:
-    """``given``, or a :class:`BackendAnswerer` (with ``cache``) closed on exit."""
+def default_answerer(
+    given: Answerer | None, cache: str | Path | None = None, **options: Any
+) -> Iterator[Answerer]:
+    """``given``, or a :class:`BackendAnswerer` (with ``cache`` and ``options``) closed on exit."""
     if given is not None:
         yield given
         return
-    made = BackendAnswerer(cache)
+    made = BackendAnswerer(cache, **options)
     try:
         yield made
     finally:

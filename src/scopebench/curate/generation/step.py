@@ -35,14 +35,22 @@ from typing import Any
 from scopebench.curate.balance import assign_positions, layout, position_stats, relabel, reorder, rng_for
 from scopebench.curate.generation.output import dataset_entry, write_generate_output
 from scopebench.curate.generation.schema import MCQ, SCHEMA_VERSION, Invalid, Kind, validate_reply
-from scopebench.curate.llm import CallCache, LLMCall, LLMClient, Prices
+from scopebench.curate.llm import (
+    DEFAULT_MAX_CONSECUTIVE_FAILURES,
+    CallCache,
+    FailureGuard,
+    LLMCall,
+    LLMClient,
+    ModelRef,
+    Prices,
+    load_backend,
+)
 from scopebench.curate.manifest import read_table
 from scopebench.curate.output import read_rows
 from scopebench.curate.report import BuildProblem, StepResult
-from scopebench.errors import DataFormatError, ModelSpecError
+from scopebench.errors import DataFormatError, RunAbortedError
 from scopebench.items import ImageRef
-from scopebench.models import Backend, ChatMessage, ModelOptions, load_model
-from scopebench.models.registry import backend_class
+from scopebench.models import Backend, ChatMessage
 
 __all__ = ["GenerateConfig", "generate", "load_templates"]
 
@@ -50,7 +58,6 @@ STEP = "generate"
 _KINDS = ("description", "mcq", "mcq_nota")
 _INPUT_FIELDS = ("caption", "question", "answer", "context")
 _META_FIELDS = ("modality", "submodality", "domain", "subdomain", "stain", "ncbitaxon_name", "label_name")
-_COMMON_ARGS = ("device", "base_url", "batch_size")
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,10 @@ class GenerateConfig:
         prices: Prices per million tokens, for the ledger.
         shuffle: Shuffle each question's options with the seed (balances answer positions;
             "None of the above" stays last).
+        max_fail_fraction: The step fails (non-zero exit) when more of its calls end as failure
+            rows (its output is written first).
+        max_consecutive_failures: Calls failing in a row with an error (network, server) that stop
+            the step at once (0: never).
     """
 
     model: str
@@ -83,8 +94,14 @@ class GenerateConfig:
     model_args: dict[str, Any] = field(default_factory=dict)
     prices: Prices | None = None
     shuffle: bool = True
+    max_fail_fraction: float = 0.5
+    max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.max_fail_fraction <= 1.0 or self.max_consecutive_failures < 0:
+            raise DataFormatError(
+                "generate: max_fail_fraction must be between 0 and 1 and max_consecutive_failures ≥ 0"
+            )
         if self.retries < 0 or self.max_new_tokens < 1:
             raise DataFormatError("generate: retries must be ≥ 0 and max_new_tokens ≥ 1")
         if self.questions_per_image is not None and self.questions_per_image < 1:
@@ -169,24 +186,6 @@ def _metadata(row: dict[str, Any]) -> str:
     return "; ".join(f"{names.get(k, k)}: {row[k]}" for k in _META_FIELDS if row.get(k))
 
 
-def _backend(config: GenerateConfig) -> Backend:
-
-    if backend_class(config.model).chat is Backend.chat:
-        raise ModelSpecError(
-            f"generate: {config.model!r} cannot write text; use openai:, vllm:, hf: or replay:"
-        )
-    args = dict(config.model_args)
-    common = {k: args.pop(k) for k in _COMMON_ARGS if k in args}
-    options = ModelOptions(
-        seed=config.seed,
-        device=str(common.get("device", "auto")),
-        batch_size=common.get("batch_size"),
-        base_url=common.get("base_url"),
-        extra=args,
-    )
-    return load_model(config.model, options)
-
-
 @dataclass
 class _Job:
     """One (task, image) call and its attempts."""
@@ -240,6 +239,8 @@ def _run_task(
             break
         if attempt:
             retries += len(pending)
+            if client.progress is not None:
+                client.progress.total += len(pending)
         seed = config.seed + attempt
         calls = [
             LLMCall(
@@ -316,7 +317,7 @@ def generate(
         config: What to generate and with which model.
         cache: The call cache file (default: ``.cache/llm.sqlite`` beside ``out``).
         backend: A ready backend (default: built from ``config.model``).
-        progress: Show a progress bar per task.
+        progress: Show a progress bar counting calls (retries add to its total).
 
     Returns:
         ``items_in`` (task, image) calls, ``kept`` those that gave a valid reply, ``dropped`` the
@@ -333,22 +334,26 @@ def generate(
         raise DataFormatError(f"generate: unknown task(s) {unknown}; known: {sorted(templates['tasks'])}")
     result = StepResult(STEP, out=str(out))
     texts = _read_inputs(config.inputs, rows, result.problems)
-    backend = backend or _backend(config)
+    ref = ModelRef(config.model, dict(config.model_args))
+    backend = backend or load_backend(ref, seed=config.seed, needs_chat=True)
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, desc="generate", unit="call", disable=not progress)  # grows as calls are planned
     client = LLMClient(
         backend,
         CallCache(cache or out.parent / ".cache" / "llm.sqlite"),
         decoding={"max_new_tokens": config.max_new_tokens},
         prices=config.prices,
+        guard=FailureGuard(config.max_consecutive_failures, "generate"),
+        progress=bar,
     )
     descriptions: dict[str, str] = {}
     records: list[dict[str, Any]] = []
     stats: dict[str, Any] = {"items": {}, "failures": {}, "retries": {}, "skipped_no_input": {},
                              "answer_positions": {}}  # fmt: skip
     result.stats = stats  # _collect adds each task's answer balance
-    from tqdm import tqdm
-
     order = sorted(config.tasks, key=lambda t: t != "describe")  # descriptions feed the others
-    for task in tqdm(order, desc="generate", unit="task", disable=not progress):
+    for task in order:
         spec = templates["tasks"][task]
         kind: Kind = spec["kind"]
         n = int(config.questions_per_image or spec.get("n", 1)) if task == "mcq" else int(spec.get("n", 1))
@@ -356,6 +361,7 @@ def generate(
         jobs, skipped = _jobs(task, spec, rows, texts, templates, descriptions, n, options)
         stats["skipped_no_input"][task] = skipped
         result.items_in += len(jobs)
+        bar.total = (bar.total or 0) + len(jobs)
         done, failed, retries = _run_task(client, jobs, kind, n, options, config, str(templates["retry"]))
         stats["retries"][task] = retries
         n_items = _collect(task, kind, done, failed, client.identity, config, descriptions, records, result)
@@ -366,8 +372,27 @@ def generate(
     stats["incomplete"] = bool(result.dropped.get("call_failed"))
     stats["output_sha256"] = _output_digest(records)
     client.cache.close()
+    bar.close()
     write_generate_output(data, out, splits, labels, records, result, client.ledger)
+    _check_failures(result, config.max_fail_fraction, out)
     return result
+
+
+def _check_failures(result: StepResult, limit: float, out: Path) -> None:
+    """Stop (a non-zero exit) when more than ``limit`` of the calls ended as failure rows.
+
+    Raises:
+        RunAbortedError: Naming the count, the reasons and where the failure rows are.
+    """
+    failed = sum(result.dropped.values())
+    if result.items_in and failed / result.items_in > limit:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.dropped.items()))
+        raise RunAbortedError(
+            f"generate: {failed} of {result.items_in} calls failed ({reasons}), more than "
+            f"max_fail_fraction {limit:.0%}; the failure rows and raw replies are in "
+            f"{out / 'generated.jsonl'}. Fix the model or server and run again (answered calls "
+            "come from the cache)"
+        )
 
 
 def _collect(
