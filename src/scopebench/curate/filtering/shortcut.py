@@ -40,14 +40,16 @@ from scopebench.curate.llm import (
     ModelRef,
     load_backend,
 )
+from scopebench.engine.parse import parse
 from scopebench.errors import DataFormatError
 from scopebench.items import Item
 from scopebench.models.base import ChatMessage
-from scopebench.parsing import parse_choice
+from scopebench.scoring.shortcut import flagged
 
 if TYPE_CHECKING:
     from scopebench.items import Item
     from scopebench.models.base import Backend, Response
+    from scopebench.protocols import Request
 
 __all__ = [
     "CHOICES_ONLY_QUESTION",
@@ -202,7 +204,7 @@ class BackendAnswerer:
             fresh = backend.answer(requests)
             stored: list[tuple[str, str, str, dict[str, Any]]] = []
             for i, req, resp in zip(todo, requests, fresh, strict=True):
-                a = _read_response(resp, items[i], req.labels)
+                a = _read_response(req, resp, spec)
                 out[i] = a
                 entry.requests += 1
                 self.errors += a.status == "error"
@@ -262,21 +264,12 @@ def _blind_key(item: Item, identity: dict[str, Any], seed: int) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _read_response(resp: Response, it: GateItem, labels: Any) -> Answer:
-    """The option a backend's response commits to, as a run reads it (choice, scores, parsed text)."""
-    if resp.status != "ok":
-        return Answer(None, resp.status, resp.text, resp.error)
-    index: int | None = resp.choice
-    reason = None
-    if index is None and resp.scores is not None:
-        scores = resp.scores
-        index = max(range(len(scores)), key=lambda i: scores[i])
-    if index is None:
-        parsed = parse_choice(resp.text, it.options, labels=labels)
-        index, reason = parsed.index, parsed.reason
-    if index is None:
-        return Answer(None, "unparsed", resp.text, reason)
-    return Answer(index, "correct" if index == it.answer else "wrong", resp.text)
+def _read_response(request: Request, resp: Response, spec: str) -> Answer:
+    """The option a reply commits to, read by the engine's parse stage exactly as a run reads it."""
+    rec = parse(request, resp, model=spec)
+    if rec.status == "ok":
+        return Answer(rec.choice, "correct" if rec.correct else "wrong", resp.text)
+    return Answer(None, rec.status, resp.text, rec.error)
 
 
 @contextmanager
@@ -366,8 +359,7 @@ def blind_test(
             for it, a in zip(items, answerer.answer(m, items, s, key_suffix=key_suffix), strict=True):
                 out.answers[it.id][m].append(a)
     for it in items:
-        right = sum(n >= min_tries for n in out.correct_tries(it.id).values())
-        out.flagged[it.id] = right >= min_models
+        out.flagged[it.id] = flagged(out.correct_tries(it.id), min_models=min_models, min_tries=min_tries)
     return out
 
 
