@@ -97,36 +97,37 @@ def _fractions(text: str) -> dict[str, float]:
 
 def cmd_ingest(args: Args) -> int:
     """Ingest a manifest's sources into a standardised dataset."""
-    from scopebench.curate.ingestion.step import ingest
+    from scopebench.curate.pipeline import STEPS
 
-    return _show(
-        [ingest(args.manifest, args.out, cache_dir=args.cache, progress=not getattr(args, "quiet", False))]
-    )
+    progress = not getattr(args, "quiet", False)
+    return _show([STEPS["ingest"].run(args.manifest, args.out, progress=progress, cache_dir=args.cache)])
 
 
 def cmd_questions(args: Args) -> int:
     """Make multiple-choice questions and captions."""
-    from scopebench.curate.questions import QuestionConfig, make_questions
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = QuestionConfig(
+    step = STEPS["questions"]
+    cfg = step.make_config(
+        {"tasks": tuple(args.tasks)} if args.tasks else {},
         seed=args.seed,
         options=args.options,
         difficulty=args.difficulty,
         none_of_the_above=args.none_of_the_above,
-        tasks=tuple(args.tasks) if args.tasks else QuestionConfig().tasks,
         taxonomy=args.taxonomy,
     )
-    return _show([make_questions(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
+    return _show([step.run(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
 
 
 def cmd_filter(args: Args) -> int:
     """Run the quality gates of a filter configuration on a questions output."""
-    from scopebench.curate.filtering.step import filter_questions, load_filter_section
+    from scopebench.curate.filtering.step import load_filter_section
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = load_filter_section(args.config).to_config(args.seed)
-    result = filter_questions(
-        args.data, args.out, cfg, progress=not getattr(args, "quiet", False), cache=args.cache
-    )
+    section = load_filter_section(args.config).model_copy(update={"seed": args.seed})
+    section.to_config()  # a bad gate configuration is refused before anything is read
+    progress = not getattr(args, "quiet", False)
+    result = STEPS["filter"].run(args.data, args.out, section, progress=progress, cache=args.cache)
     code = _show([result])
     _show_filter(result)
     return code
@@ -163,9 +164,11 @@ def _model_args(pairs: Sequence[str]) -> dict[str, Any]:
 
 def cmd_generate(args: Args) -> int:
     """Write items with an LLM (describe, mcq, open_to_mcq, SPUR templates)."""
-    from scopebench.curate.generation.step import GenerateConfig, generate
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = GenerateConfig(
+    step = STEPS["generate"]
+    cfg = step.make_config(
+        None,
         model=args.model,
         tasks=tuple(args.tasks),
         seed=args.seed,
@@ -178,24 +181,24 @@ def cmd_generate(args: Args) -> int:
         max_fail_fraction=args.max_fail_fraction,
         max_consecutive_failures=args.max_consecutive_failures,
     )
-    return _show(
-        [generate(args.data, args.out, cfg, cache=args.cache, progress=not getattr(args, "quiet", False))]
-    )
+    progress = not getattr(args, "quiet", False)
+    return _show([step.run(args.data, args.out, cfg, progress=progress, cache=args.cache)])
 
 
 def cmd_split(args: Args) -> int:
     """Split by image (near-duplicates together) with a test_tiny sample."""
-    from scopebench.curate.splits import SplitConfig, split
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = SplitConfig(seed=args.seed, fractions=_fractions(args.fractions), tiny=args.tiny)
-    return _show([split(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
+    step = STEPS["split"]
+    cfg = step.make_config(None, seed=args.seed, fractions=_fractions(args.fractions), tiny=args.tiny)
+    return _show([step.run(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
 
 
 def cmd_export(args: Args) -> int:
     """Export the local format and an HF dataset."""
-    from scopebench.curate.exporting import export
+    from scopebench.curate.pipeline import STEPS
 
-    return _show([export(args.data, args.out, progress=not getattr(args, "quiet", False))])
+    return _show([STEPS["export"].run(args.data, args.out, progress=not getattr(args, "quiet", False))])
 
 
 def cmd_run(args: Args) -> int:

@@ -122,6 +122,8 @@ class FilterSection(BaseModel):
     quotas: _Quotas | None = None
     max_fail_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
     max_consecutive_failures: int = Field(default=DEFAULT_MAX_CONSECUTIVE_FAILURES, ge=0)
+    #: The build's seed (``build.yaml``'s top-level ``seed``, ``--seed``).
+    seed: int = 0
 
     def entries(self) -> list[Entry]:
         """Every gate model entry (shortcut models, rewriters, testers, judges)."""
@@ -169,10 +171,10 @@ class FilterSection(BaseModel):
             r.rewriters, r.testers, r.judges = fix(r.rewriters), fix(r.testers), fix(r.judges)
         return section
 
-    def to_config(self, seed: int) -> FilterConfig:
-        """The library configuration (each gate's own checks run here)."""
+    def to_config(self, seed: int | None = None) -> FilterConfig:
+        """The library configuration (each gate's own checks run here); ``seed`` overrides ``self.seed``."""
         return FilterConfig(
-            seed=seed,
+            seed=self.seed if seed is None else seed,
             models=self.models(),
             max_fail_fraction=self.max_fail_fraction,
             max_consecutive_failures=self.max_consecutive_failures,
