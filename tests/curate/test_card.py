@@ -132,6 +132,14 @@ def test_exported_items_keep_their_invariants(exported: dict[str, Any]) -> None:
     assert all(len(s) == 1 for s in where.values()) and all(len(s) == 1 for s in groups.values())
 
 
+def test_every_task_of_every_split_is_balanced(exported: dict[str, Any]) -> None:
+    # Catches a split whose task letters drift from uniform (the frequent baseline above chance).
+    for name, per_task in exported["split"].stats["answer_positions_by_split"].items():
+        for task, s in per_task.items():
+            assert s["within_margin"] and s["p"] > 0.05, (name, task, s)
+            assert sum(s["counts"]) == s["n"]
+
+
 def test_a_split_without_a_source_that_has_images_to_spare_is_a_warning() -> None:
     # Catches a source silently missing from test when it had groups enough for both splits.
     rows = [{"image_id": f"a{i}", "dataset": "A", "dup_group": f"a{i}"} for i in range(3)]

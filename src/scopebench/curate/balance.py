@@ -236,6 +236,6 @@ def stats_markdown(per_task: dict[str, dict[str, Any]], title: str = "Answer bal
             continue
         lines.append(
             f"| {task} | {s['n']} | {s['counts']} | {s['chi2']:.3f} | {s['p']:.3f} | "
-            f"{100 * s['max_share']:.1f}% | {100 * (s['chance'] + s['margin']):.1f}% |"
+            f"{100 * s['max_share']:.1f}% | {100 * min(1.0, s['chance'] + s['margin']):.1f}% |"
         )
     return [*lines, ""]
