@@ -415,6 +415,30 @@ def _quota_gate(items: list[GateItem], quotas: QuotaConfig, seed: int, tally: _T
     tally.stats["quotas"] = {"default": quotas.default, "cells": dict(quotas.cells), "table": qo.table}
 
 
+def _figures(
+    rows: list[dict[str, Any]],
+    items: list[GateItem],
+    cfg: PanelConfig,
+    result: StepResult,
+    tally: _Tally,
+    out: Path,
+    progress: bool,
+) -> set[str]:
+    """The figure gate: its records, the questions of dropped figures, its statistics; dropped ids."""
+    bad_images, records = _figure_gate(rows, cfg, result, progress)
+    _write_jsonl(out / "gates" / "figures.jsonl", records)
+    tally.dropped.update({it.id: "too_few_panels" for it in items if it.image_id in bad_images})
+    panels = [r["panels"] for r in records if r["panels"] is not None]
+    tally.stats["figures"] = {
+        "images": len(rows),
+        "dropped_images": len(bad_images),
+        "min_panels": cfg.min_panels,
+        "method": cfg.method,
+        "panels_histogram": dict(sorted(Counter(panels).items())),
+    }
+    return bad_images
+
+
 def filter_questions(
     data: str | Path,
     out: str | Path,
@@ -451,17 +475,7 @@ def filter_questions(
     bad_images: set[str] = set()
     stats: dict[str, Any] = {"seed": cfg.seed}
     if cfg.figures is not None:
-        bad_images, records = _figure_gate(rows, cfg.figures, result, progress)
-        _write_jsonl(out / "gates" / "figures.jsonl", records)
-        dropped.update({it.id: "too_few_panels" for it in items if it.image_id in bad_images})
-        panels = [r["panels"] for r in records if r["panels"] is not None]
-        stats["figures"] = {
-            "images": len(rows),
-            "dropped_images": len(bad_images),
-            "min_panels": cfg.figures.min_panels,
-            "method": cfg.figures.method,
-            "panels_histogram": dict(sorted(Counter(panels).items())),
-        }
+        bad_images = _figures(rows, items, cfg.figures, result, _Tally({}, dropped, stats), out, progress)
     final = {it.id: it for it in items}
     if cfg.refine is not None or cfg.shortcut is not None:
         from tqdm import tqdm
