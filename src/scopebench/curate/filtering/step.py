@@ -415,6 +415,30 @@ def _quota_gate(items: list[GateItem], quotas: QuotaConfig, seed: int, tally: _T
     tally.stats["quotas"] = {"default": quotas.default, "cells": dict(quotas.cells), "table": qo.table}
 
 
+def _with_models(
+    items: list[GateItem],
+    cfg: FilterConfig,
+    tally: _Tally,
+    by_image: dict[str, dict[str, Any]],
+    out: Path,
+    answerer: Answerer | None,
+    cache: str | Path,
+    progress: bool,
+) -> None:
+    """The model gates with their answerer and a bar ticking once per model call."""
+    from tqdm import tqdm
+
+    # One tick per call (from the cache or sent); RefineBot's rounds are not known ahead.
+    with (
+        tqdm(desc="filter: model calls", unit="call", disable=not progress) as bar,
+        default_answerer(
+            answerer, cache, models=cfg.models, max_consecutive_failures=cfg.max_consecutive_failures,
+            progress=bar,
+        ) as who,
+    ):  # fmt: skip
+        _model_gates(items, cfg, tally, by_image, out, who)
+
+
 def _figures(
     rows: list[dict[str, Any]],
     items: list[GateItem],
@@ -478,17 +502,8 @@ def filter_questions(
         bad_images = _figures(rows, items, cfg.figures, result, _Tally({}, dropped, stats), out, progress)
     final = {it.id: it for it in items}
     if cfg.refine is not None or cfg.shortcut is not None:
-        from tqdm import tqdm
-
-        # One tick per model call (from the cache or sent); RefineBot's rounds are not known ahead.
-        with (
-            tqdm(desc="filter: model calls", unit="call", disable=not progress) as bar,
-            default_answerer(
-                answerer, cache or out.parent / ".cache" / "llm.sqlite", models=cfg.models,
-                max_consecutive_failures=cfg.max_consecutive_failures, progress=bar,
-            ) as who,
-        ):  # fmt: skip
-            _model_gates(items, cfg, _Tally(final, dropped, stats), by_image, out, who)
+        cache = cache or out.parent / ".cache" / "llm.sqlite"
+        _with_models(items, cfg, _Tally(final, dropped, stats), by_image, out, answerer, cache, progress)
     if cfg.quotas is not None:
         _quota_gate(items, cfg.quotas, cfg.seed, _Tally(final, dropped, stats), out)
     result.dropped = Counter(dropped.values())
