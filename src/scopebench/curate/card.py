@@ -458,6 +458,10 @@ def export_card_body(
     left_out = [p for res, ps in history if res.step == "split" for p in ps if p.kind == "source_left_out"]
     lines += split_lines(items_by_split, rows_by_split, left_out)
     lines += balance_lines(items)
+    if "split" in steps:
+        lines += [f"Answers placed by `build split` with seed {steps['split'].stats.get('seed')}; every "
+                  "split's letters per task are in `provenance/split.build.json` "
+                  "(`answer_positions_by_split`).", ""]  # fmt: skip
     cells: Counter[tuple[str, str]] = Counter(
         (f"{i.get('modality')} × {i.get('domain')}", str(i["task"])) for i in items
     )
