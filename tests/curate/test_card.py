@@ -140,6 +140,15 @@ def test_every_task_of_every_split_is_balanced(exported: dict[str, Any]) -> None
             assert sum(s["counts"]) == s["n"]
 
 
+def test_licences_without_a_hub_id_are_other() -> None:
+    # Catches an SPDX expression or LicenseRef written as a licence id the Hub does not know.
+    from scopebench.curate.card import hub_licence
+
+    assert hub_licence(["CC-BY-4.0", "CC-BY-4.0"]) == "cc-by-4.0"
+    assert hub_licence(["Apache-2.0 OR MIT", "LicenseRef-lab-terms", "CC0-1.0"]) == ["cc0-1.0", "other"]
+    assert hub_licence([None, ""]) == "other"
+
+
 def test_a_split_without_a_source_that_has_images_to_spare_is_a_warning() -> None:
     # Catches a source silently missing from test when it had groups enough for both splits.
     rows = [{"image_id": f"a{i}", "dataset": "A", "dup_group": f"a{i}"} for i in range(3)]

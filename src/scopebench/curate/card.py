@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -70,9 +71,22 @@ def size_category(n: int) -> str:
 
 
 def hub_licence(values: Iterable[Any]) -> str | list[str]:
-    """The front matter's ``license``: the Hub's lower-case ids, a list when the sources differ."""
-    ids = sorted({str(v).strip().lower() for v in values if v not in (None, "")}) or ["other"]
-    return ids[0] if len(ids) == 1 else ids
+    """The front matter's ``license``: the Hub's lower-case ids, a list when the sources differ.
+
+    An SPDX id is the Hub's id in lower case (``CC-BY-4.0`` → ``cc-by-4.0``); an expression
+    (``Apache-2.0 OR MIT``), a ``LicenseRef-…`` or an unreadable value has no Hub id and is ``other``
+    (the card's source table gives each source's licence as its rows do).
+    """
+    ids = {_hub_id(str(v)) for v in values if v not in (None, "")} or {"other"}
+    out = sorted(ids)
+    return out[0] if len(out) == 1 else out
+
+
+def _hub_id(spdx: str) -> str:
+    low = spdx.strip().lower()
+    return (
+        low if re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", low) and not low.startswith("licenseref-") else "other"
+    )
 
 
 def card_data(
