@@ -26,7 +26,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from scopebench.review.accounts import session_user
 from scopebench.review.db import LoginSession, User, open_database
-from scopebench.review.errors import Forbidden, ReviewError, TooLarge, Unauthenticated
+from scopebench.review.errors import Forbidden, ReviewError, Unauthenticated
+from scopebench.review.guard import RequestGate
 from scopebench.review.store import ImageStore
 from scopebench.review.submissions import ModelAnswerer
 
@@ -145,12 +146,30 @@ class Auth:
     session: LoginSession
 
 
+def _load_auth(st: State, token: str | None) -> Auth:
+    """The user and session of a cookie token, read in a short transaction of its own."""
+    with st.sessions() as db:
+        user, sess = session_user(db, token)
+        db.commit()
+        return Auth(user, sess)
+
+
+async def _gate_auth(request: Request) -> Auth:
+    """The session check of :class:`~scopebench.review.guard.RequestGate` (in the thread pool)."""
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(_load_auth, state(request), request.cookies.get(COOKIE))
+
+
 def _session_auth(request: Request, db: Session = DB) -> Auth:
-    """The session's user.
+    """The session's user: the one the gate found before the body was read (else looked up).
 
     A sync dependency, so its queries run in the thread pool, never in the event loop, where
     waiting on SQLite's write lock would stall every other request.
     """
+    found: Auth | None = getattr(request.state, "review_auth", None)
+    if found is not None:
+        return found
     user, sess = session_user(db, request.cookies.get(COOKIE))
     # End the read transaction now: on SQLite every transaction holds the write lock (BEGIN
     # IMMEDIATE), and a route may work in its own sessions or wait on a model.
@@ -205,25 +224,13 @@ def create_app(settings: AppSettings) -> FastAPI:
     )
     app.state.review = shared
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Any) -> Response:
-        # Refuse oversized bodies before reading them (multipart overhead allowed on top).
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > settings.max_upload_bytes + 256 * 1024:
-            exc = TooLarge(
-                f"the request is {int(length):,} bytes; uploads are limited to "
-                f"{settings.max_upload_bytes:,} bytes"
-            )
-            return _error_response(request, exc)
-        response: Response = await call_next(request)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        response.headers.setdefault(
-            "Content-Security-Policy",
-            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-            "frame-ancestors 'none'; form-action 'self'",
-        )
-        return response
+    # Outermost: the gate checks sizes and the session before anything reads the body.
+    app.add_middleware(
+        RequestGate,
+        upload_limit=settings.max_upload_bytes,
+        authenticate=_gate_auth,
+        refuse=_error_response,
+    )
 
     @app.exception_handler(ReviewError)
     async def review_error(request: Request, exc: ReviewError) -> Response:
