@@ -98,6 +98,7 @@ def cmd_init(args: Args) -> int:
             n_reviewers=args.reviewers,
             seed=args.seed,
             alpha_threshold=args.alpha_threshold,
+            seniors_review=args.seniors_review,
         )
         n = len(db.scalars(_items_q(project.id)).all())
     console.print(
@@ -253,14 +254,22 @@ def cmd_baseline(args: Args) -> int:
     """Write the experts' first answers as run directories, one per reviewer group."""
     from sqlalchemy import select
 
-    from scopebench.review.db import Member
+    from scopebench.review.db import Member, User
     from scopebench.review.outputs import write_baseline
+    from scopebench.review.projects import reviewing_roles
     from scopebench.scoring import compute_metrics
 
     with _session(args) as db:
         project = _project(db, args.project)
         runs = write_baseline(db, project, Path(args.out), seed=args.seed)
-        groups = set(db.scalars(select(Member.group).where(Member.project_id == project.id)).all())
+        # Groups that review: a group of seniors who only arbitrate has no baseline to miss.
+        groups = set(
+            db.scalars(
+                select(Member.group)
+                .join(User, User.id == Member.user_id)
+                .where(Member.project_id == project.id, User.role.in_(reviewing_roles(project)))
+            ).all()
+        )
     from scopebench.store.rundir import METRICS_FILE, load_run
 
     for group, run_dir in runs.items():
@@ -350,6 +359,11 @@ def _common(project: bool = True) -> _Deco:
 @click.option("--reviewers", type=int, default=2, help="independent reviewers per item (default 2)")
 @seed_option("seed of assignment ties, arbiter order and bootstraps")
 @click.option("--alpha-threshold", type=float, help="release gate: export refuses below this α")
+@click.option(
+    "--seniors-review",
+    is_flag=True,
+    help="seniors also take first-line reviews (default: seniors only arbitrate)",
+)
 def _init(**kwargs: object) -> int:
     """Load a benchmark (any loader, or a build output) into a review project."""
     return _guarded(cmd_init)(**kwargs)

@@ -25,6 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    false,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
@@ -99,6 +100,8 @@ class Project(Base):
     n_reviewers: Mapped[int] = mapped_column(Integer, default=2)
     seed: Mapped[int] = mapped_column(Integer, default=0)
     alpha_threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Seniors arbitrate; they take first-line reviews too only where a project says so.
+    seniors_review: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 

@@ -14,7 +14,6 @@ from scopebench.review import projects as proj
 from scopebench.review import stats, submissions, workflow
 from scopebench.review.accounts import (
     authenticate,
-    check_senior,
     create_user,
     end_session,
     require_project,
@@ -22,7 +21,7 @@ from scopebench.review.accounts import (
     start_session,
 )
 from scopebench.review.app import COOKIE, DB, Auth, auth, state
-from scopebench.review.db import ImageRow, ItemRow, ItemVersion, Member, Project, Submission, User
+from scopebench.review.db import ImageRow, Member, Project, Submission, User
 from scopebench.review.errors import Invalid, NotFound, Unauthenticated
 from scopebench.review.rubrics import load_rubric
 
@@ -93,6 +92,7 @@ class ProjectBody(BaseModel):
     reviewers: int = 2
     seed: int = 0
     alpha_threshold: float | None = None
+    seniors_review: bool = False
 
 
 class FeedbackBody(BaseModel):
@@ -189,6 +189,7 @@ def project_dict(p: Project) -> dict[str, Any]:
         "n_reviewers": p.n_reviewers,
         "rubric": p.rubric,
         "alpha_threshold": p.alpha_threshold,
+        "seniors_review": p.seniors_review,
         "seed": p.seed,
     }
 
@@ -214,6 +215,7 @@ def api_create_project(
         n_reviewers=body.reviewers,
         seed=body.seed,
         alpha_threshold=body.alpha_threshold,
+        seniors_review=body.seniors_review,
     )
     return project_dict(project) | {"problems": problems}
 
@@ -311,24 +313,8 @@ def api_edit(item_id: int, body: EditBody, a: Auth = Depends(auth), db: Session 
 
 @router.get("/items/{item_id}/versions")
 def api_versions(item_id: int, a: Auth = Depends(auth), db: Session = DB) -> list[dict[str, Any]]:
-    """Every version of an item: who, when, why (seniors and admins)."""
-    check_senior(a.user)
-    item = db.get(ItemRow, item_id)
-    if item is None:
-        raise NotFound(f"no item {item_id} that you can see")
-    require_project(db, a.user, item.project_id)
-    who = dict(db.execute(select(User.id, User.pseudonym)).all())
-    rows = db.scalars(select(ItemVersion).where(ItemVersion.item_id == item_id).order_by(ItemVersion.version))
-    return [
-        {
-            "version": v.version,
-            "data": v.data,
-            "by": who.get(v.editor_id) if v.editor_id else None,
-            "reason": v.reason,
-            "at": v.created_at.isoformat(),
-        }
-        for v in rows
-    ]
+    """Every version of an item: who, when, why (seniors and admins with nothing left to answer)."""
+    return workflow.item_versions(db, a.user, item_id)
 
 
 @router.get("/projects/{project_id}/dashboard")

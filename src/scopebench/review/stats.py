@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from scopebench.review.accounts import check_senior
+from scopebench.review.accounts import check_senior, require_nothing_pending
 from scopebench.review.agreement import project_agreement
 from scopebench.review.db import Answer, Assignment, ItemRow, Member, Project, Rating, User
 from scopebench.review.errors import Forbidden
@@ -97,7 +97,7 @@ def dashboard(db: Session, user: User, project: Project, *, resamples: int = 100
     """Everything the dashboard page shows (seniors and admins only: it summarises others' work).
 
     Raises:
-        Forbidden: For a reviewer.
+        Forbidden: For a reviewer, or while the user has unanswered items in the project.
     """
     try:
         check_senior(user)
@@ -105,6 +105,7 @@ def dashboard(db: Session, user: User, project: Project, *, resamples: int = 100
         raise Forbidden(
             "the dashboard summarises every reviewer's work; it is for seniors and admins"
         ) from None
+    require_nothing_pending(db, user, project, "the dashboard")
     rows = review_rows(db, project)
     groups = dict(
         db.execute(select(Member.user_id, Member.group).where(Member.project_id == project.id)).all()
