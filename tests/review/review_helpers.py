@@ -177,7 +177,8 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+            # As `review serve` runs it: no proxy headers but those the app itself trusts.
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", proxy_headers=False)
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from review_helpers import KEYS, SCRIPT, build_project, write_bench
+from review_helpers import KEYS, PASSWORD, SCRIPT, build_project, write_bench
 from sqlalchemy import select
 
 from scopebench.review import workflow
@@ -280,7 +280,7 @@ def test_one_group_two_answers_per_item_counts_the_earliest(tmp_path: Path) -> N
     sessions = open_database(str(tmp_path / "one.db"))
     with sessions() as db, db.begin():
         users = [
-            create_user(db, n, "long enough", r)
+            create_user(db, n, PASSWORD, r)
             for n, r in (("x", "reviewer"), ("y", "reviewer"), ("s", "senior"))
         ]
         project, _ = create_project(

@@ -32,6 +32,7 @@ def _need_extra() -> None:
         ("alembic", "alembic"),
         ("argon2", "argon2-cffi"),
         ("krippendorff", "krippendorff"),
+        ("zxcvbn", "zxcvbn"),
     ):
         if importlib.util.find_spec(module) is None:
             raise MissingDependencyError(package, "review", "scopebench review")
@@ -210,10 +211,16 @@ def cmd_serve(args: Args) -> int:
         secure_cookies=args.secure_cookies,
         model=args.model,
         base_url=args.base_url,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        max_uploads_per_user=args.max_uploads_per_user,
+        max_upload_total_bytes=int(args.max_upload_total_mb * 2**20),
     )
     app = create_app(settings)
     console.print(f"scopebench review on http://{args.host}:{args.port}/ (database {args.db})")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    # uvicorn's own proxy-header handling trusts X-Forwarded-For from 127.0.0.1 by default, which
+    # let any local client pick the address the login limits count; the app applies
+    # --forwarded-allow-ips itself, and only when given.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", proxy_headers=False)
     return 0
 
 
@@ -408,6 +415,17 @@ def _assign(**kwargs: object) -> int:
 @click.option("--secure-cookies", is_flag=True, help="mark cookies Secure (behind HTTPS)")
 @click.option("--model", help="model spec that answers submissions in real time")
 @click.option("--base-url", help="server URL for openai: models")
+@click.option(
+    "--forwarded-allow-ips",
+    help="reverse proxies (comma-separated addresses) whose X-Forwarded-For names the client "
+    "(default: none; the header is ignored)",
+)
+@click.option(
+    "--max-uploads-per-user", type=int, default=200, help="uploads per user and project (default 200)"
+)
+@click.option(
+    "--max-upload-total-mb", type=float, default=500.0, help="upload MB per user and project (default 500)"
+)
 def _serve(**kwargs: object) -> int:
     """Run the web server (upgrading the database first)."""
     return _guarded(cmd_serve)(**kwargs)

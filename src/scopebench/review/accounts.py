@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from scopebench.review.db import Event, LoginSession, Member, Project, User, utcnow
 from scopebench.review.errors import Conflict, Forbidden, Invalid, NotFound, Unauthenticated
+from scopebench.review.passwords import check_password
 
 __all__ = [
     "ROLES",
@@ -66,7 +67,7 @@ def create_user(db: Session, username: str, password: str, role: str) -> User:
     """Create an account.
 
     Raises:
-        Invalid: For an unknown role, an empty name or a password under 8 characters.
+        Invalid: For an unknown role, an empty name, or a password :func:`.check_password` refuses.
         Conflict: When the username is taken.
     """
     username = username.strip()
@@ -74,8 +75,7 @@ def create_user(db: Session, username: str, password: str, role: str) -> User:
         raise Invalid(f"role must be one of {', '.join(ROLES)} (got {role!r})")
     if not username or len(username) > 80:
         raise Invalid("a username is 1 to 80 characters")
-    if len(password) < 8:
-        raise Invalid("a password has at least 8 characters")
+    check_password(password, username)
     if db.scalar(select(User).where(User.username == username)) is not None:
         raise Conflict(f"user {username!r} exists already")
     user = User(

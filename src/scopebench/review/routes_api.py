@@ -24,6 +24,7 @@ from scopebench.review.app import COOKIE, DB, Auth, auth, state
 from scopebench.review.db import ImageRow, Member, Project, Submission, User
 from scopebench.review.errors import Invalid, NotFound, Unauthenticated
 from scopebench.review.rubrics import load_rubric
+from scopebench.review.throttle import DEVICE_COOKIE
 
 router = APIRouter(prefix="/api")
 
@@ -103,7 +104,11 @@ class FeedbackBody(BaseModel):
 
 
 def set_session_cookie(response: Response, request: Request, token: str) -> None:
-    """The session cookie: HttpOnly, SameSite=Lax, Secure when configured."""
+    """The session cookie: HttpOnly, SameSite=Lax, Secure when configured.
+
+    After a login it also sets the device cookie :func:`login_user` made, which spares this browser
+    the delays others' failed guesses put on the account (:mod:`.throttle`).
+    """
     st = state(request)
     response.set_cookie(
         COOKIE,
@@ -114,19 +119,38 @@ def set_session_cookie(response: Response, request: Request, token: str) -> None
         secure=st.settings.secure_cookies,
         path="/",
     )
+    device = getattr(request.state, "device_cookie", None)
+    if device:
+        response.set_cookie(
+            DEVICE_COOKIE,
+            device,
+            max_age=180 * 24 * 3600,
+            httponly=True,
+            samesite="strict",
+            secure=st.settings.secure_cookies,
+            path="/",
+        )
 
 
 def login_user(request: Request, db: Session, username: str, password: str) -> tuple[User, str, str]:
-    """Check credentials (rate-limited); returns the user, session token and CSRF token."""
+    """Check credentials (throttled); returns the user, session token and CSRF token.
+
+    Raises:
+        TooManyAttempts: While a delay applies to the address or the account (the password is not
+            checked then).
+        Unauthenticated: For wrong credentials (counted toward the delays).
+    """
     st = state(request)
     client = request.client.host if request.client else "?"
-    st.throttle(client, username)
+    device = request.cookies.get(DEVICE_COOKIE)
+    st.throttle.check(client, username, device)
     try:
         user = authenticate(db, username, password)
     except Unauthenticated:
-        st.failed(client, username)
+        st.throttle.failed(client, username, device)
         raise
     token, sess = start_session(db, user, st.ttl)
+    request.state.device_cookie = st.throttle.device_cookie(user.username)
     return user, token, sess.csrf_token
 
 
@@ -400,6 +424,9 @@ def submit_sync(
         user = db.get(User, user_id)
         assert user is not None
         project = require_project(db, user, project_id)
+        submissions.check_quota(
+            db, user, project, len(data), st.settings.max_uploads_per_user, st.settings.max_upload_total_bytes
+        )
         sub = submissions.create_submission(
             db,
             st.store,
