@@ -195,6 +195,17 @@ def _check_dashboard(sessions: Any, project: dict[str, Any]) -> None:
     # The verdict: ann valid ×3 + uncertain, bob valid ×4: n_valid = 7, n_uncertain = 1,
     # D_o = 2/8, D_e = 2·7·1/56 = 0.25, α = 0.
     assert alpha["rubric:answer"]["value"] == pytest.approx(0.0) and "rubric:decision" not in alpha
+    # The release gate names it as the dashboard does (the bug: its message said `answer`, the
+    # dashboard's name for the first answers, whose α is -0.05, not the 0.0 it quoted).
+    from scopebench.review.db import Project
+    from scopebench.review.stats import gate
+
+    with sessions() as db:
+        gated = db.get(Project, project["project_id"])
+        gated.alpha_threshold = 0.5  # not committed
+        ok, failing = gate(gated, d["agreement"])
+    assert not ok and "rubric:answer: α = 0.000 < 0.5" in failing
+    assert not [f for f in failing if f.startswith("answer:")]
 
 
 def _project(db: Any, item: ItemRow) -> Any:

@@ -76,12 +76,14 @@ def gate(project: Project, agree: dict[str, Any]) -> tuple[bool, list[str]]:
     rubric = Rubric.from_dict(project.rubric)
     failing = []
     for key in rubric.keys():  # noqa: SIM118 - Rubric.keys() is a list, not a dict view
-        a = agree["alpha"].get(alpha_key(key), {})
+        # Named as the dashboard and agreement.json name it (HLE's verdict `answer` is rubric:answer).
+        name = alpha_key(key)
+        a = agree["alpha"].get(name, {})
         if a.get("value") is None:
             if a.get("n_items", 0) < 2:
-                failing.append(f"{key}: α undefined (fewer than 2 items rated twice)")
+                failing.append(f"{name}: α undefined (fewer than 2 items rated twice)")
         elif a["value"] < project.alpha_threshold:
-            failing.append(f"{key}: α = {a['value']:.3f} < {project.alpha_threshold}")
+            failing.append(f"{name}: α = {a['value']:.3f} < {project.alpha_threshold}")
     return not failing, failing
 
 
