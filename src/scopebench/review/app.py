@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from scopebench.review.accounts import session_user
-from scopebench.review.db import LoginSession, User, open_database
+from scopebench.review.db import READ_ONLY, LoginSession, User, open_database
 from scopebench.review.errors import Forbidden, ReviewError, Unauthenticated
 from scopebench.review.guard import RequestGate
 from scopebench.review.store import ImageStore
@@ -130,6 +130,7 @@ class Auth:
 def _load_auth(st: State, token: str | None) -> Auth:
     """The user and session of a cookie token, read in a short transaction of its own."""
     with st.sessions() as db:
+        db.connection(execution_options={READ_ONLY: True})
         user, sess = session_user(db, token)
         db.commit()
         return Auth(user, sess)
