@@ -17,7 +17,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from scopebench.review.db import Event, LoginSession, Member, Project, User, utcnow
+from scopebench.review.db import Assignment, Event, ItemRow, LoginSession, Member, Project, User, utcnow
 from scopebench.review.errors import Conflict, Forbidden, Invalid, NotFound, Unauthenticated
 from scopebench.review.passwords import check_password
 
@@ -187,8 +187,6 @@ def require_nothing_pending(db: Session, user: User, project: Project, what: str
     Raises:
         Forbidden: While an assignment of theirs in the project is unanswered.
     """
-    from scopebench.review.db import Assignment, ItemRow
-
     open_count = db.scalar(
         select(func.count(Assignment.id))
         .join(ItemRow, ItemRow.id == Assignment.item_id)
@@ -209,8 +207,6 @@ def require_not_reviewer_of(db: Session, user: User, item_id: int, what: str) ->
     Raises:
         Forbidden: When the user holds an assignment on the item.
     """
-    from scopebench.review.db import Assignment
-
     if db.scalar(select(Assignment.id).where(Assignment.item_id == item_id, Assignment.user_id == user.id)):
         raise Forbidden(f"you reviewed this item yourself; another senior does {what}")
 
