@@ -190,6 +190,25 @@ def cmd_export(args: Args) -> int:
     return _show([export(args.data, args.out, progress=not getattr(args, "quiet", False))])
 
 
+def cmd_localise(args: Args) -> int:
+    """Detection items from instance masks or boxes."""
+    from scopebench.curate.localisation import localise
+
+    result = localise(
+        args.images, args.out, masks=args.masks, coco=args.coco, boxes=args.boxes,
+        label=args.class_name, min_area=args.min_area, subset=args.subset,
+    )  # fmt: skip
+    code = _show([result])
+    console.print(
+        f"{result.stats['items']} detection items, boxes per class {result.stats['boxes']}; "
+        f"{result.stats['instances_below_min_area']} instances under {result.stats['min_area']} px left out; "
+        f"evaluate it: scopebench run --bench local --data {args.out} --model …",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return code
+
+
 def cmd_run(args: Args) -> int:
     """Run every step of build.yaml, reusing the unchanged ones."""
     from scopebench.curate.pipeline import run_build
@@ -214,7 +233,7 @@ def register(group: click.Group) -> None:
         help="Build a benchmark: ingest, questions, generate, filter, split, export (or all: run).",
         subcommand_metavar="STEP [ARGS]...",
     )
-    for cmd in (_ingest, _questions, _generate, _filter, _split, _export, _run):
+    for cmd in (_ingest, _questions, _generate, _filter, _split, _export, _localise, _run):
         build.add_command(cmd)
     group.add_command(build)
 
@@ -323,6 +342,21 @@ def _split(args: Args) -> int:
 def _export(args: Args) -> int:
     """Local format (OUT/local) and HF dataset (OUT/hf)."""
     return cmd_export(args)
+
+
+@command("localise", short_help="detection items (μ-Bench localisation) from instance masks or boxes")
+@argument("images", help="folder of images")
+@_out
+@click.option("--masks", help="folder of label images (PNG/TIFF), one per image by file stem")
+@click.option("--coco", help="COCO instances JSON of boxes")
+@click.option("--boxes", help="CSV of boxes: image, x1, y1, x2, y2[, label]")
+@click.option("--class", "class_name", default="object", help="class of mask instances (default object)")
+@click.option("--min-area", type=int, default=16, help="smallest mask component kept, in pixels (default 16)")
+@click.option("--subset", help="the items' subset (default: the images folder's name)")
+@pass_args
+def _localise(args: Args) -> int:
+    """Detection items (μ-Bench localisation) from instance masks or boxes."""
+    return cmd_localise(args)
 
 
 @command("run", short_help="every step from build.yaml, redoing only what changed")
