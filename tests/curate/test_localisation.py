@@ -134,3 +134,16 @@ def test_coco_boxes_are_xywh_with_category_names(tmp_path: Path) -> None:
     assert rows["nucleus"]["boxes"] == [{"x1": 2, "y1": 3, "x2": 12, "y2": 8, "label": "nucleus"}]
     assert rows["mitochondrion"]["id"] == "a-detection-mitochondrion"
     assert main(["build", "localise", str(images), "--out", str(tmp_path / "y")]) == 2
+
+
+def test_boxes_agree_with_scikit_image_regionprops_on_a_real_micrograph() -> None:
+    """An independent oracle on real pixels (scikit-image's coins, thresholded and labelled): catches
+    a connectivity or box convention that differs from regionprops' (exclusive max row/col)."""
+    from skimage import data, filters, measure
+
+    im = data.coins()
+    lab = measure.label(im > filters.threshold_otsu(im), connectivity=2)
+    boxes, dropped = boxes_from_mask(lab, "coin", min_area=16)
+    expected = [r.bbox for r in measure.regionprops(lab) if r.area >= 16]
+    assert [(b.y1, b.x1, b.y2, b.x2) for b in boxes] == expected
+    assert dropped == lab.max() - len(expected) > 0
