@@ -242,7 +242,8 @@ def _filter_plan(cfg: BuildConfig, progress: bool) -> Plan:
     fcfg = section.to_config(cfg.seed)  # refuses a bad gate configuration before any step runs
     specs = sorted(set(_specs(section)))
     replays = {s: _file_hash(s.partition(":")[2]) for s in specs if s.startswith("replay:")}
-    settings = [section.model_dump(), replays]
+    texts = _file_hash(section.caption.texts) if section.caption else None  # the captions' bytes
+    settings = [section.model_dump(), replays, texts]
     return [("filter", settings, lambda s, d: filter_questions(s, d, fcfg, progress=progress))]
 
 
@@ -250,6 +251,8 @@ def _specs(section: FilterSection) -> list[str]:
     out: list[str] = []
     if section.shortcut:
         out += section.shortcut.models
+    if section.caption:
+        out += section.caption.models
     if section.refine:
         out += [*section.refine.rewriters, *section.refine.testers, *section.refine.judges]
     return out

@@ -7,6 +7,8 @@
    ``meaning_drifted`` ones are dropped;
 3. **shortcut** (:mod:`scopebench.curate.filtering.shortcut`): questions still answerable without the
    image are dropped (``shortcut``; ``choices_only`` when asked); both blind accuracies are measured;
+   **caption** (:mod:`scopebench.curate.filtering.caption`): questions a text-only model answers from
+   the figure's caption are dropped (``caption_answers``); blind accuracy with and without it;
 4. **quotas** (:mod:`scopebench.curate.filtering.quotas`): questions beyond their cell's target are dropped
    (``quota``), a seeded choice.
 
@@ -26,6 +28,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scopebench.curate.filtering.caption import (
+    CaptionGateConfig,
+    CaptionSection,
+    caption_card_lines,
+    read_captions,
+    run_caption_gate,
+)
 from scopebench.curate.filtering.panels import PanelConfig, count_panels_bytes
 from scopebench.curate.filtering.quotas import QuotaConfig, apply_quotas, quota_table_markdown
 from scopebench.curate.filtering.refine import RefineConfig, run_refine
@@ -101,6 +110,7 @@ class FilterSection(BaseModel):
     figures: _Figures | None = None
     refine: _Refine | None = None
     shortcut: _Shortcut | None = None
+    caption: CaptionSection | None = None
     quotas: _Quotas | None = None
 
     def resolved(self, root: Path) -> FilterSection:
@@ -118,6 +128,8 @@ class FilterSection(BaseModel):
         section = self.model_copy(deep=True)
         if section.shortcut:
             section.shortcut.models = fix(section.shortcut.models)
+        if section.caption:
+            section.caption = section.caption.resolved(root)
         if section.refine:
             r = section.refine
             r.rewriters, r.testers, r.judges = fix(r.rewriters), fix(r.testers), fix(r.judges)
@@ -130,6 +142,7 @@ class FilterSection(BaseModel):
             figures=PanelConfig(**self.figures.model_dump()) if self.figures else None,
             refine=_refine_config(self.refine) if self.refine else None,
             shortcut=_shortcut_config(self.shortcut) if self.shortcut else None,
+            caption=self.caption.to_config() if self.caption else None,
             quotas=QuotaConfig(**self.quotas.model_dump()) if self.quotas else None,
         )
 
@@ -175,6 +188,7 @@ class FilterConfig:
         figures: The figure gate.
         refine: RefineBot.
         shortcut: The shortcut gate.
+        caption: The caption gate (:mod:`scopebench.curate.filtering.caption`).
         quotas: Coverage quotas.
     """
 
@@ -182,6 +196,7 @@ class FilterConfig:
     figures: PanelConfig | None = None
     refine: RefineConfig | None = None
     shortcut: ShortcutGateConfig | None = None
+    caption: CaptionGateConfig | None = None
     quotas: QuotaConfig | None = None
 
 
@@ -317,12 +332,14 @@ def _model_gates(
     out: Path,
     who: Answerer,
     progress: bool,
+    captions: dict[str, dict[str, str]],
 ) -> None:
     """RefineBot, then the shortcut gate, on the questions still in; the cost ledger."""
     from tqdm import tqdm
 
     final, dropped, stats = tally.final, tally.dropped, tally.stats
-    bar = tqdm(total=(cfg.refine is not None) + (cfg.shortcut is not None), desc="filter: model gates",
+    n_gates = sum(g is not None for g in (cfg.refine, cfg.shortcut, cfg.caption))
+    bar = tqdm(total=n_gates, desc="filter: model gates",
                disable=not progress)  # fmt: skip
     if cfg.refine is not None:
         todo = [it for it in items if it.id not in dropped]
@@ -340,6 +357,13 @@ def _model_gates(
         _write_jsonl(out / "gates" / "shortcut.jsonl", sc.records)
         dropped.update(sc.dropped)
         stats["shortcut"] = sc.stats
+        bar.update()
+    if cfg.caption is not None:
+        todo = [final[it.id] for it in items if it.id not in dropped]
+        cg = run_caption_gate(todo, captions, cfg.caption, cfg.seed, who)
+        _write_jsonl(out / "gates" / "caption.jsonl", cg.records)
+        dropped.update(cg.dropped)
+        stats["caption"] = cg.stats
         bar.update()
     bar.close()
     if getattr(who, "errors", 0):
@@ -415,9 +439,10 @@ def filter_questions(
             "panels_histogram": dict(sorted(Counter(panels).items())),
         }
     final = {it.id: it for it in items}
-    if cfg.refine is not None or cfg.shortcut is not None:
+    captions = read_captions(cfg.caption.texts, rows, result.problems) if cfg.caption else {}
+    if cfg.refine is not None or cfg.shortcut is not None or cfg.caption is not None:
         with default_answerer(answerer, cache or out.parent / ".cache" / "llm.sqlite") as who:
-            _model_gates(items, cfg, _Tally(final, dropped, stats), by_image, out, who, progress)
+            _model_gates(items, cfg, _Tally(final, dropped, stats), by_image, out, who, progress, captions)
     if cfg.quotas is not None:
         _quota_gate(items, cfg.quotas, cfg.seed, _Tally(final, dropped, stats), out)
     result.dropped = Counter(dropped.values())
@@ -513,6 +538,7 @@ def card_sections(stats: dict[str, Any]) -> list[str]:
                     f"{_pct(acc['kept'])} | {_pct(sc['chance_entering'])} |"
                 )
         lines.append("")
+    lines += caption_card_lines(stats.get("caption"))
     ref = stats.get("refine")
     if ref:
         lines += [
