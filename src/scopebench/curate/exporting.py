@@ -102,8 +102,12 @@ def export(data: str | Path, out: str | Path, *, progress: bool = False) -> Step
     main: list[dict[str, Any]] = []
     tiny: list[dict[str, Any]] = []
     todo = [(name, r) for name, rows in splits.items() for r in rows]
+    cats = _panel_categories(data)
     for name, r in tqdm(todo, desc="export", unit="img", disable=not progress):
-        items = local_items(r)
+        items = [
+            {**i, "panel_category": cats[r["image_id"]]} if r["image_id"] in cats else i
+            for i in local_items(r)
+        ]
         if name == "test_tiny":
             tiny += [{**i, "split": "test"} for i in items]
             continue
@@ -136,6 +140,13 @@ def export(data: str | Path, out: str | Path, *, progress: bool = False) -> Step
         extra=_card_extra(data, local),
     )
     return result
+
+
+def _panel_categories(data: Path) -> dict[str, str]:
+    """image_id → panel category, when ``build filter`` categorised the panels (else empty)."""
+    path = data / STATS_FILE
+    stats = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return dict((stats.get("categories") or {}).get("per_image") or {})
 
 
 def _card_extra(data: Path, local: Path) -> list[str]:

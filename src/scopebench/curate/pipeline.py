@@ -243,7 +243,8 @@ def _filter_plan(cfg: BuildConfig, progress: bool) -> Plan:
     specs = sorted(set(_specs(section)))
     replays = {s: _file_hash(s.partition(":")[2]) for s in specs if s.startswith("replay:")}
     texts = _file_hash(section.caption.texts) if section.caption else None  # the captions' bytes
-    settings = [section.model_dump(), replays, texts]
+    table = section.categories.table if section.categories else None
+    settings = [section.model_dump(), replays, texts, _file_hash(table) if table else None]
     return [("filter", settings, lambda s, d: filter_questions(s, d, fcfg, progress=progress))]
 
 
@@ -253,6 +254,8 @@ def _specs(section: FilterSection) -> list[str]:
         out += section.shortcut.models
     if section.caption:
         out += section.caption.models
+    if section.categories and section.categories.model:
+        out.append(section.categories.model)
     if section.refine:
         out += [*section.refine.rewriters, *section.refine.testers, *section.refine.judges]
     return out

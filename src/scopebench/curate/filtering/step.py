@@ -9,6 +9,8 @@
    image are dropped (``shortcut``; ``choices_only`` when asked); both blind accuracies are measured;
    **caption** (:mod:`scopebench.curate.filtering.caption`): questions a text-only model answers from
    the figure's caption are dropped (``caption_answers``); blind accuracy with and without it;
+   **categories** (:mod:`scopebench.curate.filtering.categories`): one SPUR panel category per
+   image (nothing dropped), counted in the card and carried to the exported items;
 4. **quotas** (:mod:`scopebench.curate.filtering.quotas`): questions beyond their cell's target are dropped
    (``quota``), a seeded choice.
 
@@ -35,6 +37,7 @@ from scopebench.curate.filtering.caption import (
     read_captions,
     run_caption_gate,
 )
+from scopebench.curate.filtering.categories import CategorySection, categorise, category_card_lines
 from scopebench.curate.filtering.panels import PanelConfig, count_panels_bytes
 from scopebench.curate.filtering.quotas import QuotaConfig, apply_quotas, quota_table_markdown
 from scopebench.curate.filtering.refine import RefineConfig, run_refine
@@ -108,6 +111,7 @@ class FilterSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     figures: _Figures | None = None
+    categories: CategorySection | None = None
     refine: _Refine | None = None
     shortcut: _Shortcut | None = None
     caption: CaptionSection | None = None
@@ -130,6 +134,8 @@ class FilterSection(BaseModel):
             section.shortcut.models = fix(section.shortcut.models)
         if section.caption:
             section.caption = section.caption.resolved(root)
+        if section.categories:
+            section.categories = section.categories.resolved(root)
         if section.refine:
             r = section.refine
             r.rewriters, r.testers, r.judges = fix(r.rewriters), fix(r.testers), fix(r.judges)
@@ -143,6 +149,7 @@ class FilterSection(BaseModel):
             refine=_refine_config(self.refine) if self.refine else None,
             shortcut=_shortcut_config(self.shortcut) if self.shortcut else None,
             caption=self.caption.to_config() if self.caption else None,
+            categories=self.categories,
             quotas=QuotaConfig(**self.quotas.model_dump()) if self.quotas else None,
         )
 
@@ -190,6 +197,7 @@ class FilterConfig:
         shortcut: The shortcut gate.
         caption: The caption gate (:mod:`scopebench.curate.filtering.caption`).
         quotas: Coverage quotas.
+        categories: SPUR's panel categories (:mod:`scopebench.curate.filtering.categories`).
     """
 
     seed: int = 0
@@ -198,6 +206,7 @@ class FilterConfig:
     shortcut: ShortcutGateConfig | None = None
     caption: CaptionGateConfig | None = None
     quotas: QuotaConfig | None = None
+    categories: CategorySection | None = None
 
 
 def gate_items(row: dict[str, Any]) -> list[GateItem]:
@@ -391,6 +400,16 @@ def _quota_gate(items: list[GateItem], quotas: QuotaConfig, seed: int, tally: _T
     tally.stats["quotas"] = {"default": quotas.default, "cells": dict(quotas.cells), "table": qo.table}
 
 
+def _per_image_inputs(
+    rows: list[dict[str, Any]], cfg: FilterConfig, result: StepResult, stats: dict[str, Any], out: Path
+) -> dict[str, dict[str, str]]:
+    """The panel categories (written, counted; no image dropped) and the captions the caption gate reads."""
+    if cfg.categories is not None:
+        records, stats["categories"] = categorise(rows, cfg.categories, cfg.seed, result.problems)
+        _write_jsonl(out / "gates" / "categories.jsonl", records)
+    return read_captions(cfg.caption.texts, rows, result.problems) if cfg.caption else {}
+
+
 def filter_questions(
     data: str | Path,
     out: str | Path,
@@ -439,7 +458,7 @@ def filter_questions(
             "panels_histogram": dict(sorted(Counter(panels).items())),
         }
     final = {it.id: it for it in items}
-    captions = read_captions(cfg.caption.texts, rows, result.problems) if cfg.caption else {}
+    captions = _per_image_inputs(rows, cfg, result, stats, out)
     if cfg.refine is not None or cfg.shortcut is not None or cfg.caption is not None:
         with default_answerer(answerer, cache or out.parent / ".cache" / "llm.sqlite") as who:
             _model_gates(items, cfg, _Tally(final, dropped, stats), by_image, out, who, progress, captions)
@@ -539,6 +558,7 @@ def card_sections(stats: dict[str, Any]) -> list[str]:
                 )
         lines.append("")
     lines += caption_card_lines(stats.get("caption"))
+    lines += category_card_lines(stats.get("categories"))
     ref = stats.get("refine")
     if ref:
         lines += [
