@@ -54,6 +54,10 @@ def test_docs_example_boxes_match_the_label_image_and_run_scores_grit(
     metrics = json.loads((tmp_path / "runs/cells-detection/metrics.json").read_text())
     overall = next(r for r in metrics["localization"] if r["group"] == "overall")
     assert (overall["n"], overall["score"]) == (1, pytest.approx(0.5))
+    # The μ-Bench copy: the ubench loader reads the same boxes and the run scores the same.
+    metrics = json.loads((tmp_path / "runs/cells-ubench/metrics.json").read_text())
+    overall = next(r for r in metrics["localization"] if r["group"] == "overall")
+    assert (overall["n"], overall["score"]) == (1, pytest.approx(0.5))
     # The doc's JSON line is the file's line.
     doc = DOC.read_text(encoding="utf-8")
     assert json.dumps(item) in doc

@@ -18,6 +18,9 @@ detection item per (image, class) — μ-Bench's question ``Locate every {class}
 ``class_name`` and ``boxes`` in pixels of the original image (``x2``/``y2`` exclusive) — the
 images in ``OUT/images/`` and the masks, kept for a segmentation metric, in ``OUT/masks/`` (each
 item's ``mask`` column). ``scopebench run --bench local --data OUT`` scores the items with GRIT.
+``OUT/ubench/`` holds the same boxes as μ-Bench rows (one per image, ``bbox`` entries
+``{"x1", "y1", "x2", "y2", "className"}``, the layout μ-Bench's detection evaluation reads), so
+``scopebench run --bench ubench --data OUT/ubench`` asks the same questions.
 Every image without annotations, unreadable file, mask of the wrong size and bad annotation row is a
 problem row in ``OUT/problems.jsonl`` naming the file and the row.
 """
@@ -256,6 +259,31 @@ def _items(image: Path, boxes: list[Box], mask: Path | None, subset: str) -> lis
     return out
 
 
+def _write_ubench(rows: list[dict[str, Any]], dst: Path) -> None:
+    """``OUT/ubench/``: one μ-Bench row per image, its boxes in ``bbox`` (SuperAnnotate layout)."""
+    from datasets import Dataset, Features, Image, Value
+
+    per_image: dict[str, dict[str, Any]] = {}
+    for item in rows:
+        row = per_image.setdefault(item["image"], {
+            "image": {"bytes": (dst / item["image"]).read_bytes(), "path": item["image"]},
+            "image_id": Path(item["image"]).stem, "dataset": item["subset"], "label_name": item["class_name"],
+            "bbox": [], "questions": None, "split": "test", "mask": item.get("mask"),
+        })  # fmt: skip
+        row["bbox"] += [{**{k: float(b[k]) for k in ("x1", "y1", "x2", "y2")}, "className": b["label"]}
+                        for b in item["boxes"]]  # fmt: skip
+    number, text = Value("float64"), Value("string")
+    features = Features({
+        "image": Image(), "image_id": text, "dataset": text, "label_name": text,
+        "bbox": [{"x1": number, "y1": number, "x2": number, "y2": number, "className": text}],
+        "questions": {"modality": {"question": text}}, "split": text, "mask": text,
+    })  # fmt: skip
+    (dst / "ubench").mkdir()
+    Dataset.from_list(list(per_image.values()), features=features).to_parquet(
+        str(dst / "ubench" / "test-00000-of-00001.parquet")
+    )
+
+
 def localise(
     images: str | Path,
     out: str | Path,
@@ -322,6 +350,8 @@ def localise(
         rows.extend(made)
         result.kept += 1
     (dst / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    if rows:
+        _write_ubench(rows, dst)
     result.stats = {
         "items": len(rows),
         "boxes": dict(sorted(per_class.items())),
