@@ -35,7 +35,6 @@ __all__ = [
     "CAPTION_SUFFIX",
     "CaptionGateConfig",
     "CaptionSection",
-    "caption_card_lines",
     "caption_prompt",
     "read_captions",
     "run_caption_gate",
@@ -200,27 +199,3 @@ def run_caption_gate(
                                      "kept": _accuracy(without, kept, per_item)},
     }  # fmt: skip
     return out
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def caption_card_lines(stats: dict[str, Any] | None) -> list[str]:
-    """The card section of the caption gate (nothing when the gate did not run)."""
-    if not stats:
-        return []
-    w, wo = stats["accuracy_with_caption"], stats["accuracy_without_caption"]
-    return [
-        "## Caption gate (questions answerable from the caption)",
-        "",
-        f"Models: {', '.join(stats['models'])}; {stats['tries']} tries each (seeds {stats['seeds']}). "
-        f"Rule: {stats['rule']}. {stats['dropped']} of {stats['with_caption']} captioned questions "
-        f"dropped (`caption_answers`); {stats['without_caption']} questions had no caption and were kept.",
-        "",
-        "| blind test (no image) | accuracy entering | accuracy of the published questions |",
-        "|---|---:|---:|",
-        f"| question + options | {_pct(wo['entering'])} | {_pct(wo['kept'])} |",
-        f"| caption + question + options | {_pct(w['entering'])} | {_pct(w['kept'])} |",
-        "",
-    ]

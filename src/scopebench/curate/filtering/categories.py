@@ -29,7 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from scopebench.curate.manifest import read_table
 from scopebench.curate.report import BuildProblem
+from scopebench.engine.parse import parse
 from scopebench.items import ImageRef, Item
+from scopebench.models import ModelOptions, load_model
 
 __all__ = [
     "CATEGORY_QUESTION",
@@ -37,7 +39,6 @@ __all__ = [
     "UNKNOWN",
     "CategorySection",
     "categorise",
-    "category_card_lines",
 ]
 
 #: SPUR's panel categories and the caption a contrastive model matches each against.
@@ -109,9 +110,6 @@ def _from_table(
 def _from_model(
     spec: str, rows: Sequence[dict[str, Any]], cats: dict[str, str], seed: int, problems: list[BuildProblem]
 ) -> dict[str, dict[str, Any]]:
-    from scopebench.models import ModelOptions, load_model
-    from scopebench.parsing import parse_choice
-
     names = tuple(cats)
     captions = tuple(cats[n] for n in names)
     items = [
@@ -128,11 +126,8 @@ def _from_model(
         backend.close()
     out: dict[str, dict[str, Any]] = {}
     for it, req, resp in zip(items, requests, responses, strict=True):
-        index = resp.choice
-        if index is None and resp.scores is not None:
-            index = max(range(len(resp.scores)), key=lambda k: resp.scores[k])  # type: ignore[index]
-        if index is None and resp.status == "ok":
-            index = parse_choice(resp.text, names, labels=req.labels).index
+        # The engine's parse stage reads the reply exactly as a run reads it (choice, scores, text).
+        index = parse(req, resp, model=spec).choice
         if index is None:
             why = f"{resp.status}: {resp.error or resp.text!r}"
             msg = f"{spec} gave no category ({why}); the image is {UNKNOWN!r}"
@@ -182,13 +177,3 @@ def categorise(
         "per_image": {rec["image_id"]: rec["category"] for rec in records},
     }
     return records, stats
-
-
-def category_card_lines(stats: dict[str, Any] | None) -> list[str]:
-    """The card section: images per panel category."""
-    if not stats:
-        return []
-    lines = ["## Panel categories (SPUR)", "", f"One category per image, from {stats['method']}.", ""]
-    lines += ["| category | images |", "|---|---:|"]
-    lines += [f"| {name} | {n} |" for name, n in stats["counts"].items()]
-    return [*lines, ""]
