@@ -16,6 +16,10 @@ from scopebench.cli.options import Args, Group, argument, command, model_arg_opt
 from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError
 
+#: The default of ``--max-pixels`` (8192 × 8192), as ``scopebench.curate.ingestion.images`` has it;
+#: repeated so that ``--help`` does not import the build package.
+DEFAULT_MAX_PIXELS = 8192 * 8192
+
 __all__ = ["register", "summary_table"]
 
 console = out_console(120)
@@ -91,11 +95,25 @@ def _fractions(text: str) -> dict[str, float]:
 
 def cmd_ingest(args: Args) -> int:
     """Ingest a manifest's sources into a standardised dataset."""
+    from pathlib import Path
+
     from scopebench.curate.ingestion.step import ingest
 
-    return _show(
-        [ingest(args.manifest, args.out, cache_dir=args.cache, progress=not getattr(args, "quiet", False))]
+    cache = args.cache or Path(args.out).resolve().parent / ".cache" / "images"
+    result = ingest(
+        args.manifest,
+        args.out,
+        cache_dir=cache,
+        workers=args.workers,
+        max_pixels=args.max_pixels or None,
+        progress=not getattr(args, "quiet", False),
     )
+    code = _show([result])
+    console.print(
+        f"  ingest: {result.converted} image files converted, {result.reused} reused from {cache}",
+        highlight=False,
+    )
+    return code
 
 
 def cmd_questions(args: Args) -> int:
@@ -194,7 +212,7 @@ def cmd_run(args: Args) -> int:
     """Run every step of build.yaml, reusing the unchanged ones."""
     from scopebench.curate.pipeline import run_build
 
-    outcome = run_build(args.config, progress=not getattr(args, "quiet", False))
+    outcome = run_build(args.config, progress=not getattr(args, "quiet", False), workers=args.workers)
     code = _show(outcome.steps)
     for r in outcome.steps:
         if r.step == "filter":
@@ -225,6 +243,12 @@ _Deco = Callable[[Callable[..., int]], Callable[..., int]]
 _out: _Deco = click.option(
     "--out", required=True, help="output folder (an earlier build output there is replaced)"
 )
+#: ``--workers`` of the image steps: processes converting images (the output does not depend on it).
+_workers: _Deco = click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="processes converting images (default: every core); the output is the same for any number",
+)
 #: ``--cache`` of the LLM steps.
 _llm_cache: _Deco = click.option("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
 
@@ -232,7 +256,18 @@ _llm_cache: _Deco = click.option("--cache", help="LLM call cache file (default O
 @command("ingest", short_help="images + metadata tables → standardised μ-Bench-format dataset")
 @argument("manifest", help="manifest YAML (docs/build.md)")
 @_out
-@click.option("--cache", help="folder of converted images, reused by later runs")
+@click.option(
+    "--cache",
+    help="folder of converted images and file hashes, reused by later runs (default OUT/../.cache/images)",
+)
+@_workers
+@click.option(
+    "--max-pixels",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_PIXELS,
+    show_default=True,
+    help="images declaring more pixels (width × height × planes) are problem rows, not decoded; 0: no limit",
+)
 @pass_args
 def _ingest(args: Args) -> int:
     """Images + metadata tables → standardised μ-Bench-format dataset."""
@@ -327,6 +362,7 @@ def _export(args: Args) -> int:
 
 @command("run", short_help="every step from build.yaml, redoing only what changed")
 @argument("config", help="build.yaml (docs/build.md)")
+@_workers
 @pass_args
 def _run(args: Args) -> int:
     """Every step from build.yaml, redoing only what changed."""

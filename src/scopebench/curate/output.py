@@ -16,7 +16,7 @@ import json
 import math
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "read_rows",
     "read_sources",
     "save_dataset",
+    "save_split_stream",
     "write_card",
     "write_dataset",
 ]
@@ -99,6 +100,65 @@ def _save(
             ds.shard(n, i, contiguous=True).to_parquet(
                 str(out / "data" / f"{name}-{i:05d}-of-{n:05d}.parquet")
             )
+
+
+def save_split_stream(
+    name: str, rows: Iterable[Mapping[str, Any]], label_names: list[str], out: Path, total_bytes: int
+) -> str:
+    """Save one split from an iterator of rows, a bounded batch in memory at a time.
+
+    The rows are encoded into one Arrow file by ``datasets``' ``ArrowWriter`` (it flushes every
+    ``writer_batch_size`` rows: 100 for image datasets), that file is saved with ``save_to_disk``
+    and its Parquet shards are written from the memory-mapped table; the Arrow file is then removed.
+
+    Args:
+        name: The split.
+        rows: Its rows, each with every feature column (``image`` as ``{"bytes", "path"}``).
+        label_names: The ``label`` classes.
+        out: The (prepared) output folder.
+        total_bytes: The images' total size, which sets the number of Parquet shards.
+
+    Returns:
+        The SHA-256 of the rows written (also the dataset's fingerprint, so that the saved files
+        depend on the rows only, never on where the temporary file was).
+    """
+    from datasets import Dataset, DatasetDict
+    from datasets.arrow_writer import ArrowWriter
+    from datasets.table import MemoryMappedTable
+    from datasets.utils import logging as ds_logging
+
+    feats = features(label_names)
+    scratch = out / f".{name}.arrow"
+    digest = hashlib.sha256()
+    with ArrowWriter(features=feats, path=str(scratch)) as writer:
+        for row in rows:
+            image = row.get("image") or {}
+            digest.update(
+                json.dumps(
+                    {k: v for k, v in row.items() if k != "image"}, sort_keys=True, default=str
+                ).encode()
+            )
+            digest.update(image.get("bytes") or b"")
+            writer.write(feats.encode_example({c: row.get(c) for c in feats}))
+        writer.finalize()
+    fingerprint = digest.hexdigest()
+    was_enabled = ds_logging.is_progress_bar_enabled()
+    ds_logging.disable_progress_bar()
+    try:
+        ds = Dataset(MemoryMappedTable.from_file(str(scratch)), fingerprint=fingerprint[:16])
+        DatasetDict({name: ds}).save_to_disk(str(out))
+        (out / "data").mkdir(exist_ok=True)
+        n = max(1, math.ceil(total_bytes / _SHARD_BYTES))
+        for i in range(n):
+            ds.shard(n, i, contiguous=True).to_parquet(
+                str(out / "data" / f"{name}-{i:05d}-of-{n:05d}.parquet")
+            )
+        del ds
+    finally:
+        if was_enabled:
+            ds_logging.enable_progress_bar()
+        scratch.unlink(missing_ok=True)
+    return fingerprint
 
 
 def read_rows(folder: Path) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
@@ -242,6 +302,31 @@ def write_summary(out: Path, result: StepResult) -> None:
     (out / MARKER).write_text(json.dumps(result.to_json(), indent=2), encoding="utf-8")
 
 
+def _ingest_rows(images: list[IngestedImage], labels: list[str]) -> Iterator[dict[str, Any]]:
+    """The dataset rows of ``images``, each PNG read from its store file only when its row is due."""
+    for img in images:
+        yield {**_ingest_metadata(img, labels), "image": _image_of(img)}
+
+
+def _counted(rows: Iterable[dict[str, Any]], tick: Any) -> Iterator[dict[str, Any]]:
+    for row in rows:
+        yield row
+        tick()
+
+
+def _image_of(img: IngestedImage) -> dict[str, Any]:
+    return {"bytes": img.png.read_bytes(), "path": f"{img.source}/{img.record['source_path']}.png"}
+
+
+def _ingest_metadata(img: IngestedImage, labels: list[str]) -> dict[str, Any]:
+    rec = img.record
+    row = {c: rec.get(c) for c in (*UBENCH_COLUMNS, *BUILD_COLUMNS) if c != "image"}
+    row["label"] = labels.index(rec["label_name"]) if rec.get("label_name") else -1
+    row["split"] = "test"
+    row["questions"] = row["captions"] = None
+    return row
+
+
 def write_dataset(
     images: list[IngestedImage],
     out: Path,
@@ -249,12 +334,19 @@ def write_dataset(
     tax: Taxonomy,
     result: StepResult,
     inputs: Mapping[str, str],
+    *,
+    progress: bool = False,
 ) -> None:
     """Write the ingest output: one ``test`` split of every kept image, with its card.
+
+    Images stream from the conversion store into the Arrow and Parquet files, so memory holds one
+    batch of images whatever the number of rows.
 
     Raises:
         NoItemsError: When no image passed the checks (``problems.jsonl`` is still written).
     """
+    from tqdm import tqdm
+
     prepare_out(out)
     if not images:
         # datasets cannot load a saved dataset of zero rows back, so an empty build stops here.
@@ -266,28 +358,21 @@ def write_dataset(
             + f"); the first problems:\n{first}\nevery one is in {out / 'problems.jsonl'}"
         )
     labels = sorted({str(i.record["label_name"]) for i in images if i.record.get("label_name")})
-    rows = []
-    for img in images:
-        rec = img.record
-        row = {c: rec.get(c) for c in (*UBENCH_COLUMNS, *BUILD_COLUMNS)}
-        row["image"] = {"bytes": img.png, "path": f"{img.source}/{rec['source_path']}.png"}
-        row["label"] = labels.index(rec["label_name"]) if rec.get("label_name") else -1
-        row["split"] = "test"
-        row["questions"] = row["captions"] = None
-        rows.append(row)
-    save_dataset({"test": rows}, labels, out)
+    total = sum(int(i.info.get("png_bytes") or 0) for i in images)
+    with tqdm(total=len(images), desc="ingest: write", unit="img", disable=not progress) as bar:
+        save_split_stream("test", _counted(_ingest_rows(images, labels), bar.update), labels, out, total)
     sources = [s.model_dump(exclude={"defaults", "columns"}) for s in manifest.sources]
     (out / "sources.json").write_text(json.dumps(sources, indent=2), encoding="utf-8")
     # The checksums of the inputs travel to the exported card (the manifest's above all).
     recorded = {role: {"file": Path(p).name, "sha256": _sha256(Path(p))} for role, p in inputs.items()}
     (out / "inputs.json").write_text(json.dumps(recorded, indent=2), encoding="utf-8")
-    result.stats = {"taxonomy_sha256": tax.fingerprint(), "label_names": labels}
+    result.stats.update(taxonomy_sha256=tax.fingerprint(), label_names=labels)
     write_summary(out, result)
     write_card(
         out,
         title=manifest.name,
         description=manifest.description,
-        rows=rows,
+        rows=(_ingest_metadata(img, labels) for img in images),
         sources=sources,
         result=result,
         inputs=inputs,

@@ -4,8 +4,10 @@ A step's cache key is the SHA-256 of (scopebench version, step name, the step's 
 previous step's key); ingest's key covers the manifest, the taxonomy file and the bytes of every
 metadata table and every file in the sources' image folders. A step whose output folder holds the
 same key is reused as it is; a changed step reruns, and so does every step after it (its key
-changes with its predecessor's). Ingest also keeps converted images keyed by file content
-(``OUT/.cache/images``), so a re-run after fixing one row converts no image twice.
+changes with its predecessor's). Image files are hashed once and then recognised by their stat
+(size, modification time, inode: :class:`~scopebench.curate.ingestion.cache.FileHashes`), so a
+re-run with nothing changed reads no image; ingest also keeps converted images keyed by file
+content (``OUT/.cache/images``), so a re-run after fixing one row converts no image twice.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from scopebench import __version__
 from scopebench.curate.exporting import export
 from scopebench.curate.filtering.step import FilterSection, filter_questions
 from scopebench.curate.generation.step import GenerateConfig, generate
-from scopebench.curate.ingestion.step import ingest, sha256_file
+from scopebench.curate.ingestion.cache import FileHashes
+from scopebench.curate.ingestion.images import DEFAULT_MAX_PIXELS
+from scopebench.curate.ingestion.step import ingest
 from scopebench.curate.llm import Prices
 from scopebench.curate.manifest import load_manifest
 from scopebench.curate.output import MARKER
@@ -66,6 +70,11 @@ class _Generate(BaseModel):
     shuffle: bool = True
 
 
+class _Ingest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_pixels: int | None = Field(default=DEFAULT_MAX_PIXELS, ge=1)
+
+
 class _Split(BaseModel):
     model_config = ConfigDict(extra="forbid")
     fractions: dict[str, float] = Field(default_factory=lambda: {"test": 1.0})
@@ -81,6 +90,7 @@ class BuildConfig(BaseModel):
         seed: Seed of every step.
         taxonomy: A user taxonomy YAML used by the questions step (the manifest's own ``taxonomy``
             is used by ingest).
+        ingest: The pixel limit of an image (``max_pixels``; larger ones are problem rows).
         questions: Options, difficulty, "none of the above", tasks.
         generate: LLM-written items (``build generate``); the step runs only when given.
         split: Fractions per split and the ``test_tiny`` size.
@@ -92,6 +102,7 @@ class BuildConfig(BaseModel):
     out: str = "build"
     seed: int = 0
     taxonomy: str | None = None
+    ingest: _Ingest = Field(default_factory=_Ingest)
     questions: _Questions = Field(default_factory=_Questions)
     generate: _Generate | None = None
     split: _Split = Field(default_factory=_Split)
@@ -134,8 +145,12 @@ def load_build_config(path: str | Path) -> BuildConfig:
         raise DataFormatError(f"{p} is not a valid build configuration:\n" + "\n".join(lines)) from exc
 
 
-def _hash_inputs(cfg: BuildConfig) -> str:
-    """SHA-256 over the manifest, its taxonomy, metadata tables and every image file's bytes."""
+def _hash_inputs(cfg: BuildConfig, hashes: FileHashes) -> str:
+    """SHA-256 over the manifest, its taxonomy, metadata tables and every image file's bytes.
+
+    Each file's hash comes from ``hashes`` while its stat is unchanged, so an unchanged input folder
+    is listed and stat-ed, not read.
+    """
     man = load_manifest(cfg.path(cfg.manifest))
     h = hashlib.sha256()
     files = [cfg.path(cfg.manifest)]
@@ -152,7 +167,7 @@ def _hash_inputs(cfg: BuildConfig) -> str:
             name = f.resolve().relative_to(cfg.root.resolve()).as_posix()
         except ValueError:
             name = str(f.resolve())
-        h.update(f"{name}\0{sha256_file(f) if f.is_file() else 'missing'}\0".encode())
+        h.update(f"{name}\0{hashes.sha256(f) if f.is_file() else 'missing'}\0".encode())
     return h.hexdigest()
 
 
@@ -261,7 +276,11 @@ def _file_hash(path: str) -> str:
 
 
 def run_build(
-    config: str | Path, *, progress: bool = False, on_step: Callable[[StepResult], None] | None = None
+    config: str | Path,
+    *,
+    progress: bool = False,
+    on_step: Callable[[StepResult], None] | None = None,
+    workers: int | None = None,
 ) -> BuildOutcome:
     """Run ingest → questions → generate → filter (when configured) → split → export, reusing steps.
 
@@ -269,6 +288,7 @@ def run_build(
         config: The ``build.yaml`` file.
         progress: Show a progress bar per step.
         on_step: Called with each step's result as it finishes.
+        workers: Processes converting images at ingest (``None``: every core).
 
     Returns:
         Each step's result (``cached`` says which were reused).
@@ -290,12 +310,20 @@ def run_build(
             raise DataNotFoundError(f"taxonomy file not found: {qcfg.taxonomy} (from {config})")
         tax_hash = hashlib.sha256(Path(qcfg.taxonomy).read_bytes()).hexdigest()
     cache = out / ".cache" / "images"
+    hashes = FileHashes(cache / "file_sha256.sqlite")
+    try:
+        inputs_key = _hash_inputs(cfg, hashes)
+    finally:
+        hashes.close()  # ingest opens the same file: one writer at a time
+
+    def run_ingest(_s: Path, d: Path) -> StepResult:
+        limit = cfg.ingest.max_pixels
+        return ingest(
+            cfg.path(cfg.manifest), d, cache_dir=cache, workers=workers, max_pixels=limit, progress=progress
+        )
+
     plan: list[tuple[str, Any, Callable[[Path, Path], StepResult]]] = [
-        (
-            "ingest",
-            _hash_inputs(cfg),
-            lambda _s, d: ingest(cfg.path(cfg.manifest), d, cache_dir=cache, progress=progress),
-        ),
+        ("ingest", [inputs_key, cfg.ingest.model_dump()], run_ingest),
         ("questions", [qcfg.__dict__, tax_hash], lambda s, d: make_questions(s, d, qcfg, progress=progress)),
         *_generate_step(cfg, out, progress),
         *_filter_plan(cfg, progress),
