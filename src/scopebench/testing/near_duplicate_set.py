@@ -94,7 +94,7 @@ def _edit(pixels: np.ndarray, edit: str, rng: np.random.Generator) -> np.ndarray
         y0, x0 = int(rng.integers(0, h - ch + 1)), int(rng.integers(0, w - cw + 1))
         return pixels[y0 : y0 + ch, x0 : x0 + cw].copy()
     if edit == "contrast":
-        gamma = rng.uniform(0.7, 1.4)
+        gamma = float(np.exp(rng.choice([-1.0, 1.0]) * rng.uniform(0.2, 0.35)))  # never near 1: a real change
         return np.clip(255 * (pixels / 255.0) ** gamma, 0, 255).round().astype(np.uint8)
     raise ValueError(f"unknown edit {edit!r}; one of {EDITS}")
 

@@ -57,7 +57,8 @@ class Converted:
         info: Hashes and facts (``pixel_md5``, ``dhash``, size, depth…); ``None`` on failure.
         kind: ``bad_image`` or ``oversized_image`` on failure.
         message: What is wrong and what to do, on failure.
-        converted: ``True`` when the file was decoded in this run (not reused from the store).
+        converted: ``True`` when the file was decoded in this run.
+        reused: ``True`` when its conversion (or failure) came from the store.
     """
 
     sha256: str
@@ -65,6 +66,7 @@ class Converted:
     kind: str | None = None
     message: str | None = None
     converted: bool = False
+    reused: bool = False
 
 
 def default_workers() -> int:
@@ -78,14 +80,14 @@ def default_workers() -> int:
 def _refusal(sha: str, info: dict[str, Any], max_pixels: int | None) -> Converted | None:
     """A stored conversion that this run must still refuse (a failure, or now over the limit)."""
     if "error" in info:
-        return Converted(sha, None, "bad_image", str(info["error"]))
+        return Converted(sha, None, "bad_image", str(info["error"]), reused=True)
     pixels = int(info["width"]) * int(info["height"])
     if max_pixels is not None and pixels > max_pixels:
         msg = (
             f"the image has {pixels:,} pixels, more than the limit of {max_pixels:,}; raise --max-pixels "
             "if it is genuine and memory allows"
         )
-        return Converted(sha, None, "oversized_image", msg)
+        return Converted(sha, None, "oversized_image", msg, reused=True)
     return None
 
 
@@ -96,7 +98,7 @@ def convert_one(job: Job) -> Converted:
     sha = job.sha256 or sha256_file(path)
     stored = store.get(sha)
     if stored is not None:
-        return _refusal(sha, stored, job.max_pixels) or Converted(sha, stored)
+        return _refusal(sha, stored, job.max_pixels) or Converted(sha, stored, reused=True)
     try:
         std = read_image(path, job.max_pixels)
     except OversizedImageError as exc:

@@ -368,7 +368,7 @@ def ingest(
     with _store(Path(cache_dir) if cache_dir is not None else None, out) as (store, hashes):
         converted = _convert_rows(rows, store, hashes, settings)
         result.converted = sum(1 for c in converted.values() if c.converted)
-        result.reused = len(converted) - result.converted
+        result.reused = sum(1 for c in converted.values() if c.reused)
         kept = _drop_repeats(_collect(rows, converted, store, tax, result), result)
         _group(kept, man.near_duplicate_bits, man.near_duplicate_similarity, result)
         result.kept = len(kept)
