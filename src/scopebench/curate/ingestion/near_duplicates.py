@@ -20,6 +20,7 @@ located inside the larger at the same pixel size (crops); the better score count
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,9 +30,12 @@ import numpy as np
 __all__ = [
     "DEFAULT_MIN_SIMILARITY",
     "NearDuplicates",
+    "Thumbnail",
     "candidate_pairs",
     "find_near_duplicates",
     "pixel_similarity",
+    "similarity",
+    "thumbnail",
 ]
 
 #: Block-minimum SSIM at or above which a proposed pair is a near-duplicate (docs/build.md gives
@@ -40,7 +44,8 @@ DEFAULT_MIN_SIMILARITY = 0.85
 _EXACT_BLOCKS = 4
 _MAX_TABLES = 5000  # beyond this (r ≥ 17 bits) one all-pairs pass in blocks is cheaper
 _GRID = 64  # side of the common grid the pixels are compared on
-_CROP_SIDE = 256  # the larger image's long side when a crop is searched for
+_CROP_SIDE = 256  # a thumbnail's long side: where crops are searched for
+_THUMBNAILS = 256  # thumbnails kept while pairs are checked (≤ 256 kB each)
 
 
 def _as_uint64(hashes: Sequence[str] | np.ndarray) -> np.ndarray:
@@ -144,23 +149,60 @@ def _block_ssim(a: np.ndarray, b: np.ndarray) -> float:
     return float(min(block.mean() for row in rows for block in np.array_split(row, 4, axis=1)))
 
 
-def _crop_score(big: np.ndarray, small: np.ndarray) -> float:
+@dataclass(frozen=True, slots=True)
+class Thumbnail:
+    """A grey image reduced for comparison, with the size it had.
+
+    Attributes:
+        pixels: Float32 grey, long side at most 256 pixels (never enlarged).
+        shape: The original height and width (crops are searched at the original pixel scale).
+    """
+
+    pixels: np.ndarray
+    shape: tuple[int, int]
+
+
+def thumbnail(grey: np.ndarray) -> Thumbnail:
+    """``grey`` (H × W, any numeric dtype) as a :class:`Thumbnail`."""
+    arr = grey.astype(np.float32)
+    h, w = arr.shape
+    scale = min(1.0, _CROP_SIDE / max(h, w))
+    if scale < 1.0:
+        arr = _resized(arr, (max(8, round(h * scale)), max(8, round(w * scale))))
+    return Thumbnail(arr, (h, w))
+
+
+def _crop_score(big: Thumbnail, small: Thumbnail) -> float:
     """Locate ``small`` inside ``big`` at the same pixel size; the block SSIM of the best placement.
 
-    The search runs with the larger image's long side at most 256 pixels (fine enough that the placement
-    is within half a pixel there); the comparison then runs on the common grid like a whole-image one.
+    The search runs on ``big``'s thumbnail (long side at most 256 pixels, fine enough that the
+    placement is within half a pixel there), with ``small`` brought to the same scale; the
+    comparison then runs on the common grid like a whole-image one.
     """
     from skimage.feature import match_template
 
-    scale = min(1.0, _CROP_SIDE / max(big.shape))
-    big_s = _resized(big, (max(8, round(big.shape[0] * scale)), max(8, round(big.shape[1] * scale))))
-    small_s = _resized(small, (max(8, round(small.shape[0] * scale)), max(8, round(small.shape[1] * scale))))
-    if small_s.shape[0] > big_s.shape[0] or small_s.shape[1] > big_s.shape[1]:
+    scale = big.pixels.shape[0] / big.shape[0]
+    target = (round(small.shape[0] * scale), round(small.shape[1] * scale))
+    if min(target) < 8 or target[0] > big.pixels.shape[0] or target[1] > big.pixels.shape[1]:
         return -1.0
-    match = match_template(big_s, small_s)
+    small_s = small.pixels if small.pixels.shape == target else _resized(small.pixels, target)
+    match = match_template(big.pixels, small_s)
     y, x = np.unravel_index(int(np.argmax(match)), match.shape)
-    window = big_s[y : y + small_s.shape[0], x : x + small_s.shape[1]]
+    window = big.pixels[y : y + target[0], x : x + target[1]]
     return _block_ssim(_resized(window, (_GRID, _GRID)), _resized(small_s, (_GRID, _GRID)))
+
+
+def similarity(a: Thumbnail, b: Thumbnail) -> float:
+    """:func:`pixel_similarity` of two thumbnails."""
+    scores = [-1.0]
+    (ha, wa), (hb, wb) = a.shape, b.shape
+    if abs((wa / ha) / (wb / hb) - 1.0) <= 0.05:
+        scores.append(_block_ssim(_resized(a.pixels, (_GRID, _GRID)), _resized(b.pixels, (_GRID, _GRID))))
+    big, small = (a, b) if ha * wa >= hb * wb else (b, a)
+    (hg, wg), (hs, ws) = big.shape, small.shape
+    if hs <= hg and ws <= wg and hs * ws < hg * wg:
+        scores.append(_crop_score(big, small))
+    return max(scores)
 
 
 def pixel_similarity(a: np.ndarray, b: np.ndarray) -> float:
@@ -175,15 +217,7 @@ def pixel_similarity(a: np.ndarray, b: np.ndarray) -> float:
         within 5 %) and the crop score (the smaller image found inside the larger at the same pixel
         size); see the module docstring.
     """
-    sa, sb = a.astype(np.float32), b.astype(np.float32)
-    scores = [-1.0]
-    aspect_a, aspect_b = sa.shape[1] / sa.shape[0], sb.shape[1] / sb.shape[0]
-    if abs(aspect_a / aspect_b - 1.0) <= 0.05:
-        scores.append(_block_ssim(_resized(sa, (_GRID, _GRID)), _resized(sb, (_GRID, _GRID))))
-    big, small = (sa, sb) if sa.size >= sb.size else (sb, sa)
-    if small.shape[0] <= big.shape[0] and small.shape[1] <= big.shape[1] and small.size < big.size:
-        scores.append(_crop_score(big, small))
-    return max(scores)
+    return similarity(thumbnail(a), thumbnail(b))
 
 
 @dataclass
@@ -234,11 +268,13 @@ def find_near_duplicates(
 
     values = _as_uint64(hashes)
     out = NearDuplicates(roots=[])
+    # Pairs come sorted by their first image, so a small cache of thumbnails serves most loads.
+    thumb = functools.lru_cache(maxsize=_THUMBNAILS)(lambda i: thumbnail(grey(i)))
     for i, j in candidate_pairs(values, max_bits).tolist():
         bits = int(np.bitwise_count(values[i] ^ values[j]))
         if find(i) == find(j):
             continue  # already joined through other confirmed pairs
-        score = 1.0 if same is not None and same(i, j) else pixel_similarity(grey(i), grey(j))
+        score = 1.0 if same is not None and same(i, j) else similarity(thumb(i), thumb(j))
         if score < min_similarity:
             out.refused.append((i, j, bits, round(score, 4)))
             continue
