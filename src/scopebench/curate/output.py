@@ -102,63 +102,81 @@ def _save(
             )
 
 
-def save_split_stream(
-    name: str, rows: Iterable[Mapping[str, Any]], label_names: list[str], out: Path, total_bytes: int
-) -> str:
-    """Save one split from an iterator of rows, a bounded batch in memory at a time.
+def _contiguous(n_rows: int, n_shards: int) -> list[int]:
+    """Shard boundaries as ``Dataset.shard(n, i, contiguous=True)`` draws them (the first get one more)."""
+    div, mod = divmod(n_rows, n_shards)
+    return [div * i + min(i, mod) for i in range(n_shards + 1)]
 
-    The rows are encoded into one Arrow file by ``datasets``' ``ArrowWriter`` (it flushes every
-    ``writer_batch_size`` rows: 100 for image datasets), that file is saved with ``save_to_disk``
-    and its Parquet shards are written from the memory-mapped table; the Arrow file is then removed.
+
+def save_split_stream(
+    name: str,
+    rows: Iterable[Mapping[str, Any]],
+    label_names: list[str],
+    out: Path,
+    *,
+    n_rows: int,
+    total_bytes: int,
+) -> str:
+    """Save one split from an iterator of rows in one pass, a bounded batch in memory at a time.
+
+    Each row is encoded once and written to both layouts as it comes — the ``save_to_disk`` Arrow
+    shards (``<split>/data-0000i-of-0000n.arrow`` with its ``state.json`` and ``dataset_info.json``,
+    as ``Dataset.save_to_disk`` writes them) and the Parquet shards (``data/``) — through ``datasets``'
+    ``ArrowWriter`` and ``ParquetWriter``, which flush every 100 rows of an image dataset. Nothing is
+    read back, so memory (resident file pages included) does not grow with the split.
 
     Args:
         name: The split.
         rows: Its rows, each with every feature column (``image`` as ``{"bytes", "path"}``).
         label_names: The ``label`` classes.
         out: The (prepared) output folder.
-        total_bytes: The images' total size, which sets the number of Parquet shards.
+        n_rows: How many rows ``rows`` yields.
+        total_bytes: The images' total size, which sets the number of shards (≤ 500 MB each).
 
     Returns:
-        The SHA-256 of the rows written (also the dataset's fingerprint, so that the saved files
-        depend on the rows only, never on where the temporary file was).
+        The SHA-256 of the rows written; its first 16 digits are the dataset's fingerprint, so the
+        saved files depend on the rows only.
     """
-    from datasets import Dataset, DatasetDict
-    from datasets.arrow_writer import ArrowWriter
-    from datasets.table import MemoryMappedTable
-    from datasets.utils import logging as ds_logging
+    from datasets import DatasetInfo
+    from datasets.arrow_writer import ArrowWriter, ParquetWriter
+    from datasets.utils.py_utils import asdict  # features as save_to_disk writes them (plain dataclasses fail)
 
     feats = features(label_names)
-    scratch = out / f".{name}.arrow"
+    n = max(1, min(n_rows, math.ceil(total_bytes / _SHARD_BYTES)))
+    bounds = _contiguous(n_rows, n)
+    (out / name).mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(exist_ok=True)
     digest = hashlib.sha256()
-    with ArrowWriter(features=feats, path=str(scratch)) as writer:
-        for row in rows:
-            image = row.get("image") or {}
-            digest.update(
-                json.dumps(
-                    {k: v for k, v in row.items() if k != "image"}, sort_keys=True, default=str
-                ).encode()
-            )
-            digest.update(image.get("bytes") or b"")
-            writer.write(feats.encode_example({c: row.get(c) for c in feats}))
-        writer.finalize()
-    fingerprint = digest.hexdigest()
-    was_enabled = ds_logging.is_progress_bar_enabled()
-    ds_logging.disable_progress_bar()
-    try:
-        ds = Dataset(MemoryMappedTable.from_file(str(scratch)), fingerprint=fingerprint[:16])
-        DatasetDict({name: ds}).save_to_disk(str(out))
-        (out / "data").mkdir(exist_ok=True)
-        n = max(1, math.ceil(total_bytes / _SHARD_BYTES))
-        for i in range(n):
-            ds.shard(n, i, contiguous=True).to_parquet(
-                str(out / "data" / f"{name}-{i:05d}-of-{n:05d}.parquet")
-            )
-        del ds
-    finally:
-        if was_enabled:
-            ds_logging.enable_progress_bar()
-        scratch.unlink(missing_ok=True)
-    return fingerprint
+    source = iter(rows)
+    for k in range(n):
+        arrow = ArrowWriter(features=feats, path=str(out / name / f"data-{k:05d}-of-{n:05d}.arrow"))
+        parquet = ParquetWriter(features=feats, path=str(out / "data" / f"{name}-{k:05d}-of-{n:05d}.parquet"))
+        with arrow, parquet:
+            for _ in range(bounds[k + 1] - bounds[k]):
+                row = next(source)
+                meta = {key: v for key, v in row.items() if key != "image"}
+                digest.update(json.dumps(meta, sort_keys=True, default=str).encode())
+                digest.update((row.get("image") or {}).get("bytes") or b"")
+                example = feats.encode_example({c: row.get(c) for c in feats})
+                arrow.write(example)
+                parquet.write(example)
+            arrow.finalize()
+            parquet.finalize()
+    state = {
+        "_data_files": [{"filename": f"data-{k:05d}-of-{n:05d}.arrow"} for k in range(n)],
+        "_fingerprint": digest.hexdigest()[:16],
+        "_format_columns": None,
+        "_format_kwargs": {},
+        "_format_type": None,
+        "_output_all_columns": False,
+        "_split": None,
+    }
+    (out / name / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True), encoding="utf-8")
+    info = asdict(DatasetInfo(features=feats))
+    info_text = json.dumps({key: info[key] for key in sorted(info)}, indent=2)  # as save_to_disk sorts it
+    (out / name / "dataset_info.json").write_text(info_text, encoding="utf-8")
+    (out / "dataset_dict.json").write_text(json.dumps({"splits": [name]}), encoding="utf-8")
+    return digest.hexdigest()
 
 
 def read_rows(folder: Path) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
@@ -360,7 +378,8 @@ def write_dataset(
     labels = sorted({str(i.record["label_name"]) for i in images if i.record.get("label_name")})
     total = sum(int(i.info.get("png_bytes") or 0) for i in images)
     with tqdm(total=len(images), desc="ingest: write", unit="img", disable=not progress) as bar:
-        save_split_stream("test", _counted(_ingest_rows(images, labels), bar.update), labels, out, total)
+        rows = _counted(_ingest_rows(images, labels), bar.update)
+        save_split_stream("test", rows, labels, out, n_rows=len(images), total_bytes=total)
     sources = [s.model_dump(exclude={"defaults", "columns"}) for s in manifest.sources]
     (out / "sources.json").write_text(json.dumps(sources, indent=2), encoding="utf-8")
     # The checksums of the inputs travel to the exported card (the manifest's above all).
