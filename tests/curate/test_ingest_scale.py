@@ -14,6 +14,7 @@ from PIL import Image
 
 from scopebench.cli import main
 from scopebench.cli.build import DEFAULT_MAX_PIXELS as CLI_DEFAULT
+from scopebench.curate.ingestion import convert
 from scopebench.curate.ingestion.cache import FileHashes
 from scopebench.curate.ingestion.images import DEFAULT_MAX_PIXELS, OversizedImageError, read_image
 from scopebench.curate.ingestion.step import IngestResult, ingest
@@ -130,6 +131,7 @@ def test_tiff_over_the_limit_is_refused_before_decoding(tmp_path: Path) -> None:
 def test_one_and_two_workers_write_identical_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Catches results taken in completion order (the rows, groups or problems would follow the
     workers' timing) and anything run-specific in the files (a temporary path in the fingerprint)."""
+    monkeypatch.setattr(convert, "MIN_JOBS_PER_WORKER", 1)  # 13 files: a real pool of 2 all the same
     manifest = make_lab(tmp_path / "lab")
     outputs = []
     for workers in (1, 2):

@@ -139,7 +139,7 @@ def save_split_stream(
     """
     from datasets import DatasetInfo
     from datasets.arrow_writer import ArrowWriter, ParquetWriter
-    from datasets.utils.py_utils import asdict  # features as save_to_disk writes them (plain dataclasses fail)
+    from datasets.utils.py_utils import asdict  # features as save_to_disk writes them
 
     feats = features(label_names)
     n = max(1, min(n_rows, math.ceil(total_bytes / _SHARD_BYTES)))
@@ -162,7 +162,7 @@ def save_split_stream(
                 parquet.write(example)
             arrow.finalize()
             parquet.finalize()
-    state = {
+    state: dict[str, Any] = {
         "_data_files": [{"filename": f"data-{k:05d}-of-{n:05d}.arrow"} for k in range(n)],
         "_fingerprint": digest.hexdigest()[:16],
         "_format_columns": None,

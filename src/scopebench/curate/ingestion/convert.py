@@ -29,6 +29,9 @@ from scopebench.errors import ImageLoadError
 __all__ = ["Converted", "Job", "convert_all", "convert_one", "default_workers"]
 
 _CHUNK = 4  # jobs handed to a worker at a time: small enough to balance, large enough to amortise
+#: Fewer files than this per worker convert in this process: starting a worker (a fresh interpreter
+#: importing numpy and Pillow) costs more than it saves.
+MIN_JOBS_PER_WORKER = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,14 +130,17 @@ def convert_one(job: Job) -> Converted:
 def convert_all(
     jobs: Sequence[Job], workers: int, on_done: Callable[[], object] | None = None
 ) -> Iterator[Converted]:
-    """Convert ``jobs`` with ``workers`` processes (1: in this process), yielding results in job order.
+    """Convert ``jobs`` with ``workers`` processes, yielding results in job order.
+
+    One worker, or fewer than :data:`MIN_JOBS_PER_WORKER` jobs per worker, convert in this process.
 
     Args:
         jobs: The files to convert.
         workers: Processes to use.
         on_done: Called after each result (the progress bar).
     """
-    if workers <= 1 or len(jobs) <= 1:
+    workers = min(workers, len(jobs) // MIN_JOBS_PER_WORKER)
+    if workers <= 1:
         for job in jobs:
             yield convert_one(job)
             if on_done is not None:
@@ -144,7 +150,7 @@ def convert_all(
 
     # spawn: a clean interpreter per worker, never a fork of a parent that holds threads or locks.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         for result in pool.map(convert_one, jobs, chunksize=_CHUNK):
             yield result
             if on_done is not None:
