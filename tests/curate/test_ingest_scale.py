@@ -165,3 +165,26 @@ def test_rerun_with_the_cache_converts_nothing_and_writes_the_same(tmp_path: Pat
     assert hashes.known(target) is None  # its stat changed: the recorded hash is not trusted
     hashes.close()
     assert ingest(manifest, tmp_path / "out", cache_dir=cache, workers=1).converted == 1
+
+
+def test_a_cached_failure_names_the_file_of_its_row(tmp_path: Path) -> None:
+    """Catches a decoding failure reused from the store (same bytes under another name) that names
+    the file it was first seen as, which would send the user to the wrong file."""
+    images = tmp_path / "images"
+    images.mkdir()
+    Image.fromarray(np.full((16, 16), 7, np.uint8)).save(images / "good.png")
+    truncated = (images / "good.png").read_bytes()[:40]
+    (images / "first.png").write_bytes(truncated)
+    (images / "second.png").write_bytes(truncated)
+    header = "image,modality,submodality,domain,subdomain,stain,organism\n"
+    (tmp_path / "meta.csv").write_text(
+        header + "".join(f"{n},{ROW}\n" for n in ("good.png", "first.png", "second.png"))
+    )
+    (tmp_path / "m.yaml").write_text(
+        "name: x\nsources:\n  - name: s\n    images: images\n    metadata: meta.csv\n    license: CC0-1.0\n"
+    )
+    for _ in range(2):  # the second run reuses both failures from the cache
+        r = ingest(tmp_path / "m.yaml", tmp_path / "out", cache_dir=tmp_path / "cache", workers=1)
+        bad = {p.row: p.message for p in r.problems if p.kind == "bad_image"}
+        assert set(bad) == {"1", "2"} and "first.png" in bad["1"] and "second.png" in bad["2"]
+        assert "first.png" not in bad["2"]

@@ -80,10 +80,13 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def _refusal(sha: str, info: dict[str, Any], max_pixels: int | None) -> Converted | None:
+def _refusal(sha: str, info: dict[str, Any], job: Job) -> Converted | None:
     """A stored conversion that this run must still refuse (a failure, or now over the limit)."""
+    max_pixels = job.max_pixels
     if "error" in info:
-        return Converted(sha, None, "bad_image", str(info["error"]), reused=True)
+        # The stored message names the file first seen with these bytes; name this one.
+        message = str(info["error"]).replace(str(info.get("name", "")), Path(job.path).name)
+        return Converted(sha, None, "bad_image", message, reused=True)
     pixels = int(info["width"]) * int(info["height"])
     if max_pixels is not None and pixels > max_pixels:
         msg = (
@@ -101,13 +104,13 @@ def convert_one(job: Job) -> Converted:
     sha = job.sha256 or sha256_file(path)
     stored = store.get(sha)
     if stored is not None:
-        return _refusal(sha, stored, job.max_pixels) or Converted(sha, stored, reused=True)
+        return _refusal(sha, stored, job) or Converted(sha, stored, reused=True)
     try:
         std = read_image(path, job.max_pixels)
     except OversizedImageError as exc:
         return Converted(sha, None, "oversized_image", str(exc))  # not stored: the limit may change
     except ImageLoadError as exc:
-        store.put(sha, {"error": str(exc)}, None)  # the same bytes fail the same way next time
+        store.put(sha, {"error": str(exc), "name": path.name}, None)  # same bytes, same failure next time
         return Converted(sha, None, "bad_image", str(exc), converted=True)
     px = std.pixels
     png = encode_png(px)
