@@ -188,6 +188,32 @@ def bench_memory(root: Path, sizes: list[int], time_limit: float) -> dict:
     return out
 
 
+def stage_cpu(files: list[Path]) -> dict[str, float]:
+    """CPU milliseconds per image of each stage of a conversion, in this process, and of the floor."""
+    from scopebench.curate.ingestion.cache import sha256_file
+    from scopebench.curate.ingestion.images import dhash, encode_png, pixel_md5, read_image
+
+    pixels = [read_image(p).pixels for p in files]  # warm: imports and the page cache
+    stages = {
+        "file SHA-256": lambda k: sha256_file(files[k]),
+        "decode": lambda k: read_image(files[k]),
+        "PNG encode": lambda k: encode_png(pixels[k]),
+        "dHash": lambda k: dhash(pixels[k]),
+        "pixel MD5": lambda k: pixel_md5(pixels[k]),
+        "bare PIL loop": lambda k: floor_one(str(files[k])),
+    }
+    out = {}
+    for name, fn in stages.items():
+        start = time.process_time()
+        for k in range(len(files)):
+            fn(k)
+        out[name] = (time.process_time() - start) / len(files) * 1000
+    ours = sum(v for k, v in out.items() if k != "bare PIL loop")
+    parts = ", ".join(f"{k} {v:.1f}" for k, v in out.items() if k != "bare PIL loop")
+    print(f"  CPU ms per image: {parts}; total {ours:.1f}, the bare PIL loop {out['bare PIL loop']:.1f}")
+    return out
+
+
 def bench_speed(root: Path, n: int) -> dict:
     make_images(root / "images", n)
     manifest = write_manifest(root, n)
