@@ -188,3 +188,23 @@ def test_a_cached_failure_names_the_file_of_its_row(tmp_path: Path) -> None:
         bad = {p.row: p.message for p in r.problems if p.kind == "bad_image"}
         assert set(bad) == {"1", "2"} and "first.png" in bad["1"] and "second.png" in bad["2"]
         assert "first.png" not in bad["2"]
+
+
+def test_several_shards_hold_every_row_once_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catches shard boundaries that drop, repeat or reorder rows when a split is written in one
+    pass to several Arrow and Parquet shards (and state.json naming other files than were written)."""
+    from datasets import load_dataset, load_from_disk
+
+    from scopebench.curate import output
+
+    monkeypatch.setattr(output, "_SHARD_BYTES", 60_000)  # 12 images of ≈ 30–60 kB: several shards
+    ingest(make_lab(tmp_path), tmp_path / "out", workers=1)
+    arrow = sorted((tmp_path / "out" / "test").glob("data-*.arrow"))
+    parquet = sorted((tmp_path / "out" / "data").glob("test-*.parquet"))
+    assert len(arrow) == len(parquet) > 2
+    state = json.loads((tmp_path / "out" / "test" / "state.json").read_text())
+    assert [f["filename"] for f in state["_data_files"]] == [p.name for p in arrow]
+    saved = load_from_disk(str(tmp_path / "out"))["test"]["source_path"]
+    shards = load_dataset("parquet", data_files=[str(p) for p in parquet], split="train")["source_path"]
+    expected = [line.split(",")[0] for line in (tmp_path / "meta.csv").read_text().splitlines()[1:-1]]
+    assert saved == shards == expected  # every kept row once, in manifest order (the bomb is row 12)
