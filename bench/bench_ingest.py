@@ -241,7 +241,9 @@ def bench_speed(root: Path, n: int) -> dict:
     print(
         f"  load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times need an idle one)"
     )
+    stages = stage_cpu([Path(f) for f in files[:20]])
     return {
+        "stages_ms": stages,
         "images": n,
         "wall": times,
         "cpu": cpu,

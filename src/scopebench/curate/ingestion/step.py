@@ -20,7 +20,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,6 @@ class _Pending:
     row: int
     record: Record
     path: Path
-    problems: list[BuildProblem] = field(default_factory=list)
 
 
 def _clean(value: Any) -> Any:
@@ -199,8 +198,9 @@ def _convert_rows(
     jobs = [Job(str(p), hashes.known(p), str(store.root.parent), max_pixels) for p in paths]
     converted: dict[Path, Converted] = {}
     with tqdm(total=len(jobs), desc="ingest: convert", unit="img", disable=not progress) as bar:
-        for path, done in zip(paths, convert_all(jobs, workers, on_done=bar.update), strict=True):
-            hashes.record(path, done.sha256)
+        for job, path, done in zip(jobs, paths, convert_all(jobs, workers, on_done=bar.update), strict=True):
+            if job.sha256 is None:
+                hashes.record(path, done.sha256)  # known from now on while the file's stat holds
             converted[path] = done
     return converted
 
