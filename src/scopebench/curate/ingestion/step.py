@@ -219,6 +219,10 @@ def _collect(
             done = converted[row.path]
             if done.info is not None:
                 images.append(_row_of(row, done, store, tax))
+                result.problems.extend(
+                    BuildProblem(STEP, row.source.name, str(row.row), f, k, m, severity="warning")
+                    for f, k, m in row.record.notes
+                )
                 continue
             kind, msg = done.kind or "bad_image", done.message or ""
             row = [BuildProblem(STEP, row.source.name, str(row.row), "image", kind, msg)]
