@@ -11,7 +11,8 @@ workers, sampled every 50 ms.
   loop (decode, lossless PNG, MD5 in a pool of the same two processes) to ingest;
 * **re-runs** — ``build run`` cold, again with nothing changed, and after one changed metadata row
   (the ratios to the cold run; the images converted again);
-* **disk** — input, ingest output and conversion cache sizes.
+* **disk** — input, ingest output and conversion cache sizes;
+* **worker** — the peak memory one worker adds converting a 2048 × 2048 16-bit RGBA image.
 
 Usage: python bench/bench_ingest.py [--sizes 1000,5000,20000] [--speed 300] [--time-limit 120]
 """
@@ -253,6 +254,41 @@ def bench_speed(root: Path, n: int) -> dict:
     }
 
 
+_WORKER = """
+import resource, sys
+from scopebench.curate.ingestion import convert
+import imagehash, scipy, tifffile  # imported before the baseline: they are a worker's fixed cost
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+convert.convert_one(convert.Job(sys.argv[1], None, sys.argv[2], None))
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)
+"""
+
+
+def bench_worker(root: Path, side: int = 2048) -> dict:
+    """Peak RSS growth of one worker converting one ``side``² 16-bit RGBA TIFF (the worst case per pixel)."""
+    import tifffile
+
+    path = root / f"rgba16_{side}.tif"
+    if not path.exists():
+        pixels = np.random.default_rng(0).integers(0, 65535, (side, side, 4), dtype=np.uint16)
+        tifffile.imwrite(path, pixels, photometric="rgb", extrasamples=["unassalpha"])
+    store = _fresh(root / "worker_store")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER, str(path), str(store)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    grown = int(done.stdout.split()[-1])
+    per_pixel = grown / side**2
+    print(
+        f"  one worker, one {side}² 16-bit RGBA TIFF: peak RSS +{grown / 1e6:.0f} MB = {per_pixel:.1f} B/px"
+    )
+    return {"side": side, "bytes": grown, "bytes_per_pixel": per_pixel}
+
+
 def bench_reruns(root: Path, n: int) -> dict:
     from scopebench.curate import run_build
 
@@ -297,7 +333,7 @@ def main() -> None:
     ap.add_argument("--reruns", type=int, default=300)
     ap.add_argument("--time-limit", type=float, default=120.0, help="skip a size predicted to take longer")
     ap.add_argument("--root", default="/tmp/scopebench-bench-ingest")
-    ap.add_argument("--only", choices=("memory", "speed", "reruns"), action="append")
+    ap.add_argument("--only", choices=("memory", "speed", "reruns", "worker"), action="append")
     ap.add_argument("--floor", type=int, help=argparse.SUPPRESS)  # the floor's own process
     args = ap.parse_args()
     root = Path(args.root)
@@ -306,8 +342,11 @@ def main() -> None:
         return
     cpu = platform.processor() or platform.machine()
     print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    only = set(args.only or ("memory", "speed", "reruns"))
+    only = set(args.only or ("memory", "speed", "reruns", "worker"))
     results: dict = {}
+    if "worker" in only:
+        print("worker memory:")
+        results["worker"] = bench_worker(root)
     if "speed" in only:
         print("speed:")
         results["speed"] = bench_speed(root, args.speed)

@@ -10,6 +10,7 @@ import pytest
 import tifffile
 from PIL import Image
 
+from scopebench.curate.ingestion import images
 from scopebench.curate.ingestion.images import dhash, encode_png, hamming, image_id, pixel_md5, read_image
 from scopebench.errors import ImageLoadError
 
@@ -63,9 +64,11 @@ def test_png_is_lossless_for_8_and_16_bit_grey_rgb_rgba(
     assert np.array_equal(back, arr)
 
 
-def test_png_filters_are_chosen_per_row_and_undo_exactly() -> None:
+def test_png_filters_are_chosen_per_row_and_undo_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     """Catches a wrong Sub/Up formula (or a wrong bytes-per-pixel for Sub): smooth images would decode
-    wrongly; and an encoder that never filters, which stores microscopy several times larger."""
+    wrongly; an Up filter that forgets the row above at a block boundary; and an encoder that never
+    filters, which stores microscopy several times larger."""
+    monkeypatch.setattr(images, "_BLOCK_BYTES", 256 * 260 * 6)  # blocks of 256 rows of this image
     columns = np.random.default_rng(0).integers(0, 60000, (1, 260, 3))
     arr = (columns + np.arange(300)[:, None, None] * 3).astype(np.uint16)  # 16-bit RGB, rows alike
     data = encode_png(arr)

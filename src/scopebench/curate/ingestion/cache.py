@@ -6,9 +6,9 @@
   the hash is recomputed. One SQLite file (``file_sha256.sqlite``).
 * :class:`ConversionStore` — the result of converting one file's bytes: its lossless PNG and a
   small JSON of hashes and facts (or the reason it could not be converted), named after the file's
-  SHA-256 (``v1/<2 hex>/<sha256>.png`` / ``.json``). A metadata row that changes, a file that
+  SHA-256 (``v2/<2 hex>/<sha256>.png`` / ``.json``). A metadata row that changes, a file that
   moves or a second source listing the same bytes reuse it; changing how images are converted
-  changes the ``v1`` folder.
+  changes the ``v2`` folder.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ __all__ = ["ConversionStore", "FileHashes", "sha256_file"]
 
 #: Bumped whenever conversion output changes (encoder, hashes, facts recorded), so old entries are
 #: never reused for new rules.
-_VERSION = "v1"
+_VERSION = "v2"
 
 
 def sha256_file(path: Path) -> str:
@@ -126,6 +127,22 @@ class ConversionStore:
         if "error" not in info and not self.png_path(sha).is_file():
             return None
         return info
+
+    def put_png(self, sha: str, write: Callable[[Path], int]) -> int:
+        """Store a PNG by ``write(path)`` (which returns its size) into a temporary file, renamed into place.
+
+        The PNG counts only once :meth:`put` has written the JSON beside it.
+        """
+        final = self.png_path(sha)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+        try:
+            size = write(tmp)
+            os.replace(tmp, final)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        return size
 
     def put(self, sha: str, info: dict[str, Any], png: bytes | None) -> None:
         """Store a conversion; the JSON is renamed into place last, so a reader sees all or nothing."""

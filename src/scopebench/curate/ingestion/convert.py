@@ -20,9 +20,9 @@ from scopebench.curate.ingestion.cache import ConversionStore, sha256_file
 from scopebench.curate.ingestion.images import (
     OversizedImageError,
     dhash,
-    encode_png,
     pixel_md5,
     read_image,
+    write_png,
 )
 from scopebench.errors import ImageLoadError
 
@@ -113,7 +113,6 @@ def convert_one(job: Job) -> Converted:
         store.put(sha, {"error": str(exc), "name": path.name}, None)  # same bytes, same failure next time
         return Converted(sha, None, "bad_image", str(exc), converted=True)
     px = std.pixels
-    png = encode_png(px)
     info = {
         "file_sha256": sha,
         "pixel_md5": pixel_md5(px),
@@ -124,9 +123,9 @@ def convert_one(job: Job) -> Converted:
         "height": int(px.shape[0]),
         "bit_depth": 16 if px.dtype.itemsize == 2 else 8,
         "channels": 1 if px.ndim == 2 else int(px.shape[-1]),
-        "png_bytes": len(png),
+        "png_bytes": store.put_png(sha, lambda path: write_png(px, path)),
     }
-    store.put(sha, info, png)
+    store.put(sha, info, None)
     return Converted(sha, info, converted=True)
 
 

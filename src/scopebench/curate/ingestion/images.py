@@ -53,10 +53,9 @@ __all__ = [
 ]
 
 _TIFF = {".tif", ".tiff"}
-#: Default pixel limit: 8192 × 8192. Decoding and encoding take up to ≈ 25 bytes per pixel at
-#: 16-bit RGBA, so one worker stays under ≈ 1.7 GB.
+#: Default pixel limit: 8192 × 8192 (a worker's peak is measured in docs/build.md).
 DEFAULT_MAX_PIXELS = 8192 * 8192
-_ROWS_PER_BLOCK = 256  # PNG rows filtered and compressed at a time (bounds encoder memory)
+_BLOCK_BYTES = 1 << 20  # raw PNG bytes filtered and compressed at a time (bounds encoder memory)
 
 
 class OversizedImageError(ImageLoadError):
@@ -196,8 +195,9 @@ def read_image(path: str | Path, max_pixels: int | None = DEFAULT_MAX_PIXELS) ->
 def pixel_md5(pixels: np.ndarray) -> str:
     """MD5 of ``pixels`` as defined in the module docstring."""
     arr = np.ascontiguousarray(pixels)
-    header = f"{arr.dtype.str}:{tuple(arr.shape)}|".encode("ascii")
-    return hashlib.md5(header + arr.tobytes(), usedforsecurity=False).hexdigest()
+    digest = hashlib.md5(f"{arr.dtype.str}:{tuple(arr.shape)}|".encode("ascii"), usedforsecurity=False)
+    digest.update(arr.data)  # the array's bytes without a copy (C-contiguous: same order as tobytes)
+    return digest.hexdigest()
 
 
 def image_id(source: str, relpath: str, md5: str) -> str:
@@ -212,9 +212,16 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
     )
 
 
-def write_png(pixels: np.ndarray, path: str | Path) -> None:
-    """Write ``pixels`` to ``path`` as :func:`encode_png` encodes them."""
-    Path(path).write_bytes(encode_png(pixels))
+def write_png(pixels: np.ndarray, path: str | Path) -> int:
+    """Write ``pixels`` to ``path`` as :func:`encode_png` encodes them, block by block.
+
+    Returns:
+        The file's size in bytes.
+    """
+    with Path(path).open("wb") as fh:
+        for piece in _png_pieces(pixels):
+            fh.write(piece)
+        return fh.tell()
 
 
 def encode_png(pixels: np.ndarray) -> bytes:
@@ -223,31 +230,32 @@ def encode_png(pixels: np.ndarray) -> bytes:
     Our own small encoder, because Pillow cannot write 16-bit RGB(A): big-endian samples as the PNG
     specification requires, each row filtered with None, Sub or Up — whichever has the smallest sum
     of absolute signed bytes (libpng's heuristic; microscopy compresses far better than unfiltered)
-    — and zlib level 6, fed :data:`_ROWS_PER_BLOCK` rows at a time so memory stays a few times one
-    block.
+    — and zlib level 6, fed about :data:`_BLOCK_BYTES` of rows at a time, each block's output its
+    own ``IDAT`` chunk, so :func:`write_png` holds a few times one block, never the whole file.
     """
+    return b"".join(_png_pieces(pixels))
+
+
+def _png_pieces(pixels: np.ndarray) -> Iterator[bytes]:
     arr = np.ascontiguousarray(pixels)
     depth = 16 if arr.dtype == np.uint16 else 8
     channels = 1 if arr.ndim == 2 else arr.shape[-1]
     colour = {1: 0, 3: 2, 4: 6}[channels]
     h, w = arr.shape[:2]
     bpp = channels * depth // 8  # bytes per pixel: Sub's distance
+    yield b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, colour, 0, 0, 0))
     packer = zlib.compressobj(6)
-    parts = []
     previous = np.zeros((1, w * bpp), np.uint8)
-    for start in range(0, h, _ROWS_PER_BLOCK):
-        block = arr[start : start + _ROWS_PER_BLOCK]
+    step = max(1, _BLOCK_BYTES // (w * bpp))
+    for start in range(0, h, step):
+        block = arr[start : start + step]
         data = block.astype(">u2") if depth == 16 else block.astype(np.uint8)
         rows = data.reshape(len(block), -1).view(np.uint8)
-        parts.append(packer.compress(_filter_rows(rows, previous, bpp).tobytes()))
+        packed = packer.compress(_filter_rows(rows, previous, bpp).tobytes())
+        if packed:  # zlib may hold a block back; an empty IDAT chunk is legal but says nothing
+            yield _png_chunk(b"IDAT", packed)
         previous = rows[-1:]
-    parts.append(packer.flush())
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, colour, 0, 0, 0))
-        + _png_chunk(b"IDAT", b"".join(parts))
-        + _png_chunk(b"IEND", b"")
-    )
+    yield _png_chunk(b"IDAT", packer.flush()) + _png_chunk(b"IEND", b"")
 
 
 def _filter_rows(rows: np.ndarray, previous: np.ndarray, bpp: int) -> np.ndarray:
@@ -256,7 +264,7 @@ def _filter_rows(rows: np.ndarray, previous: np.ndarray, bpp: int) -> np.ndarray
     left = np.zeros_like(rows)
     left[:, bpp:] = rows[:, :-bpp]
     candidates = np.stack([rows, rows - left, rows - above])  # uint8 arithmetic wraps, as PNG's does
-    cost = np.abs(candidates.view(np.int8).astype(np.int32)).sum(axis=2)
+    cost = np.abs(candidates.view(np.int8).astype(np.int16)).sum(axis=2, dtype=np.int64)
     choice = cost.argmin(axis=0)
     chosen = candidates[choice, np.arange(len(rows))]
     return np.concatenate([choice.astype(np.uint8)[:, None], chosen], axis=1)
@@ -264,9 +272,12 @@ def _filter_rows(rows: np.ndarray, previous: np.ndarray, bpp: int) -> np.ndarray
 
 def grey8(pixels: np.ndarray) -> np.ndarray:
     """``pixels`` as 8-bit grey: colour channels averaged (alpha ignored), 16-bit scaled by 1/257."""
-    arr = pixels[..., :3].mean(axis=-1) if pixels.ndim == 3 else pixels.astype(np.float64)
-    top = 65535.0 if pixels.dtype == np.uint16 else 255.0
-    return np.clip(np.rint(arr / top * 255.0), 0, 255).astype(np.uint8)
+    # float32 and in place: a few bytes per pixel, whatever the image's size
+    arr = pixels[..., :3].mean(axis=-1, dtype=np.float32) if pixels.ndim == 3 else pixels.astype(np.float32)
+    arr *= 255.0 / (65535.0 if pixels.dtype == np.uint16 else 255.0)
+    np.rint(arr, out=arr)
+    np.clip(arr, 0, 255, out=arr)
+    return arr.astype(np.uint8)
 
 
 def dhash(pixels: np.ndarray) -> str:
