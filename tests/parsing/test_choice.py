@@ -155,7 +155,7 @@ CASES: list[tuple[str, str | None, tuple[str, ...], str, int | None, str]] = [
     ("several-or", "A or B", FOUR, "letters", None, "bare_label"),
     ("several-phrase-or", "The answer is A or B.", FOUR, "letters", None, "answer_phrase"),
     (
-        "phrases-disagree",  # choice-6: "On reflection" is now a switch, so no marker here
+        "phrases-disagree",  # "On reflection" is now a switch, so no marker here
         "The answer is B.\nAll told, the final answer is D.",
         FOUR,
         "letters",
@@ -348,7 +348,7 @@ if HAVE_HYPOTHESIS:
         assert parse_choice(str(idx + 1), choices, labels="numbers").index == idx
 
 
-# --- conflicts between rules (issue 20) -------------------------------------------------------------
+# --- conflicts between rules -------------------------------------------------------------
 # Each case has two rules pointing different ways; the id says which must win, the last field why.
 # Reordering the rules (or dropping a guard) makes at least one of these fail.
 SARC_SWAPPED = ("I band", "A band", "H zone", "Z line")
@@ -500,7 +500,7 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
     ),
     (
         "trailing-other-label-voids-leading-label",
-        "A. All told, D.",  # choice-6: was "A. Thinking again, D.", which now has a marker
+        "A. All told, D.",  # was "A. Thinking again, D.", which now has a marker
         FOUR,
         None,
         "answer_phrase",
@@ -512,7 +512,7 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         FOUR,
         3,
         "answer_phrase",
-        "'thinking again' / 'on reflection' switch like 'on second thought' (choice-6): the later wins",
+        "'thinking again' / 'on reflection' switch like 'on second thought': the later wins",
     ),
     (
         "labels-asked-are-not-leading",
@@ -520,7 +520,7 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         FOUR,
         None,
         "none",
-        "a label followed by '?' asks; the leading-label rule does not read it",
+        "a label followed by '?' asks; a leading-label rule does not read it",
     ),
     (
         "sorry-after-answer-is-no-withdrawal",
@@ -544,7 +544,7 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         FOUR,
         1,
         "answer_phrase",
-        "choice-5 reads 'on closer inspection:' as a prefix, so the corrected answer B is read",
+        "'on closer inspection:' is a prefix, so the corrected answer B is read",
     ),
     (
         "prefix-before-walk-item-is-no-answer",
@@ -666,7 +666,6 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         "answer_tag",
         "the tag's nested phrase reads B; a different answer outside it conflicts, so none",
     ),
-    # choice-5
     (
         "opening-label-with-denied-alternative",
         "C rather than B.",
@@ -716,7 +715,6 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         "answer_phrase",
         "'suggests B' commits; a different answer phrase with no correction marker: none",
     ),
-    # choice-6
     (
         "alternative-after-reverse-verdict",
         "D is the best fit, or perhaps C.",
@@ -789,7 +787,6 @@ CONFLICTS: list[tuple[str, str, tuple[str, ...], int | None, str, str]] = [
         "leading_label",
         "'panel B' belongs to a noun; it neither ends the reply as a new answer nor voids C",
     ),
-    # choice-7 (exam 3)
     (
         "leading-label-against-rejected-option-text",
         "D. The other choices, such as rosette formation, do not match the observed pattern.",
@@ -893,7 +890,7 @@ PANELS = [
 @pytest.mark.parametrize(
     ("response", "choices", "index", "reason"),
     [
-        # choice-8 (exam 5): "Panel A" inside option B's quoted text is a name, so B's text wins.
+        # "Panel A" inside option B's quoted text is a name, so B's text wins.
         (
             "**Panel B shows a decrease in nuclear size relative to Panel A** is the answer.",
             PANELS,
@@ -918,7 +915,7 @@ def test_label_named_inside_an_option(
 @pytest.mark.parametrize(
     ("response", "index"),
     [
-        # choice-8 (exam 5): a commitment after "but" outweighs "an argument for <option text>".
+        # a commitment after "but" outweighs "an argument for <option text>".
         ("I can see an argument for rosette formation, but I'd still settle on A.", 0),
         ("There is a case for necrosis, but I'll stick with B.", 1),
         ("I'd come down on the side of B.", 1),
@@ -939,7 +936,7 @@ def test_parser_version() -> None:
 @pytest.mark.parametrize(
     ("response", "choices", "labels", "index", "reason"),
     [
-        # choice-9 (exam 7): a label opening the line right before another option's full text
+        # a label opening the line right before another option's full text
         ("Findings:\nA. Rosette formation", FOUR, "letters", None, "text of option C is labelled A"),
         ("The slide shows:\n(C) rosette formation", FOUR, "letters", 2, "text of option C found"),
         (

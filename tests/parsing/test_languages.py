@@ -52,7 +52,7 @@ def test_language_commits(reply: str, labels: list[tuple[str, ...]]) -> None:
 
 
 def test_refusal_keeps_option_text_from_committing() -> None:
-    # Catches: "I can't say whether it is X" in another language read as X (choice-9 did).
+    # Catches: "I can't say whether it is X" in another language read as X.
     reply = "Ich kann nicht sicher sagen, ob es sich um Necrosis handelt."
     assert refuses(reply) is not None
     got = parse_choice(reply, FOUR)

@@ -242,7 +242,7 @@ def out_of_range(label: str, ctx: Ctx) -> str:
     return f"{noun} {label} out of range for {ctx.n} options"
 
 
-# A word that makes the label after it a name ("Panel A", "Fig. 2", "grade 3"; choice-8).
+# A word that makes the label after it a name ("Panel A", "Fig. 2", "grade 3").
 _NAMING_WORD = re.compile(
     r"(?<![\w'])(?P<w>(?i:panels?|figures?|fig\.?|lanes?|groups?|types?|grades?|class|stages?|phases?))"
     r"[ \t]+\**[ \t]*\Z"
@@ -253,7 +253,7 @@ def names_a_thing(text: str, start: int, raw: str, ctx: Ctx) -> bool:
     """Whether a label at ``start`` is a name ("Panel A", "grade 2") that an option's text contains.
 
     "**Panel B shows a decrease ... relative to Panel A** is the answer." quotes option B as the
-    verdict; its closing "A" names a panel, not option A (choice-8). The label counts as a name
+    verdict; its closing "A" names a panel, not option A. The label counts as a name
     only when the word before it is a naming word and some option holds that same word pair, so
     "Panel A is the answer" with no panel in any option still reads as A.
     """

@@ -95,7 +95,7 @@ def option_text(text: str, ctx: Ctx) -> ParseResult | None:
 def _mislabelled(text: str, tokens: Sequence[Token], mentions: Sequence[TextMatch], ctx: Ctx) -> str | None:
     """Why option text is no answer when a mention carries another option's label ("fibrosis (C)").
 
-    Since choice-9 also a label opening the mention's line ("3. The protein localizes to the plasma
+    Also a label opening the mention's line ("3. The protein localizes to the plasma
     membrane" with that text option 4, "Option 4 - use a higher NA objective" with that option 1).
     """
     for m in mentions:

@@ -118,7 +118,7 @@ _LABEL_PAIR = {
         r"(?:(?i:options?|choices?)\s+)?\(?(?P<y>[A-Z])\)?(?![\w'])"
     ),
     "numbers": re.compile(
-        # "between 2 and 1", "options 2 and 1", "The two contenders are 2 and 1" (choice-6)
+        # "between 2 and 1", "options 2 and 1", "The two contenders are 2 and 1"
         r"(?:(?<![\w'])(?:(?i:options?|choices?|between|are|were)\s+)|^|(?<=[.!?;][ \t]))"
         r"\(?(?P<x>\d{1,2})\)?\s*(?:,|(?i:and|or|vs\.?|versus))\s*"
         r"(?:(?i:options?|choices?)\s+)?\(?(?P<y>\d{1,2})\)?(?![\w'])"

@@ -244,7 +244,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         commit = _read_answer(text[end : end + _WINDOW], ctx, loose=loose, strict_case=strict_case)
         # After a hedge or terse prefix, a list ("Thus A, B and C are excluded") is no answer.
         if commit is not None and not (single and len(commit.labels) > 1):
-            # choice-9: placed where its answer is read, at the phrase's end: a marker inside a
+            # placed where its answer is read, at the phrase's end: a marker inside a
             # phrase ("The answer after reflection is C", "I was going to say the final answer
             # is B, but …") then stands before the answer, as it does in the reply.
             found.append(_Commit(commit.labels, commit.conflict, end))
@@ -396,11 +396,11 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
 def _alternative_text(words: list[str], first: int, ctx: _Ctx) -> list[int]:
     """A second option's text joined to the first by "or"/"and" ("Golgi apparatus or mitochondria").
 
-    choice-5 read such an answer as the first option; both are named, so the answer is none. Since
-    choice-9 also a second option's text directly after the first ("necrosis/fibrosis").
+    Both are named, so the answer is none (reading the first would guess). So is a second option's
+    text directly after the first ("necrosis/fibrosis").
     """
     rest = words[len(ctx.options[first]) :]
-    # choice-9: a second option's text right after the first, with no joining word, is named too:
+    # a second option's text right after the first, with no joining word, is named too:
     # "necrosis/fibrosis", "necrosis & fibrosis" (the slash and ampersand are no tokens)
     if rest and rest[0] in _JOINED:
         rest = rest[1:]
@@ -436,7 +436,7 @@ def _text_then_label(body: str, pos: int, ctx: _Ctx) -> _Commit | None:
     # "the necrosis - option D"; but "A-band" starts with "a", which is its own text, not an article
     while words and words[0] in _LEAD_WORDS and not equals_option(words, own):
         words = words[1:]
-    # choice-9: after the article is dropped, so "the fibrosis (option C)" with fibrosis A is
+    # after the article is dropped, so "the fibrosis (option C)" with fibrosis A is
     # the same self-contradiction as "fibrosis (option C)"
     other = named_options(words, ctx.options, at_start=True)
     if equals_option(words, own):
@@ -465,7 +465,7 @@ def _option_starts_at(text: str, read: LabelRead, ctx: _Ctx) -> bool:
     """Whether a label followed by a word is really the start of an option's text ("B cells")."""
     if read.kind != "word":
         return False
-    # choice-9: not cut at the clause's end, so an option text with brackets or commas of its own
+    # not cut at the clause's end, so an option text with brackets or commas of its own
     # ("B cells (CD20+)") is still found; the tokens are bounded by the longest option.
     words = [t.value for t in tokenize(text[read.label_start :], ctx.span)]
     return bool(named_options(words, ctx.options, at_start=True))
@@ -475,13 +475,13 @@ def _contradiction(text: str, read: LabelRead, ctx: _Ctx) -> str | None:
     """A reason when a label is directly followed by the full text of a different option."""
     if not ctx.in_range(read.label):
         return None
-    rest = text[read.end :].lstrip(" \t.,:)]-")  # choice-9: also after a comma ("C, Fibrosis")
+    rest = text[read.end :].lstrip(" \t.,:)]-")  # also after a comma ("C, Fibrosis")
     if rest.startswith("("):
-        # choice-9: a bracketed gloss is compared too ("C (fibrosis) is the most likely answer."
+        # a bracketed gloss is compared too ("C (fibrosis) is the most likely answer."
         # with fibrosis B contradicts itself)
         rest = rest[1:].split(")", 1)[0]
     cut = _CLAUSE_END.search(rest)
-    # choice-9: the clause, and the sentence too, which keeps an option's own brackets and commas
+    # the clause, and the sentence too, which keeps an option's own brackets and commas
     # ("1) Colocalization is moderate (Pearson's r ≈ 0.5)")
     end = _SENTENCE_CUT.search(rest)
     said = [
