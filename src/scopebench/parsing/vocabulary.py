@@ -1,7 +1,10 @@
-"""The regular expressions of :mod:`scopebench.parsing.choice` (answer phrases, hedges, markers).
+"""The parser's English vocabulary: the named regular expressions its rules read with.
 
-Kept apart so the rules in ``choice.py`` read as code; each pattern's comment says what it
-matches and why. All are bounded or anchored so parsing stays linear in the reply's length.
+Public on purpose: a rule in any module of the package imports the patterns it needs from here by
+name (answer phrases, hedges, markers, labels), so no private name crosses modules. Each
+pattern's comment says what it matches and why. All are bounded or anchored so parsing stays
+linear in the reply's length; a helper pattern used only inside this module keeps a leading
+underscore.
 """
 
 from __future__ import annotations
@@ -9,15 +12,15 @@ from __future__ import annotations
 import re
 
 # also <final_answer> and <ans> tags; BBCode-style "[ANSWER] D [/ANSWER]"
-_TAG = re.compile(
+TAG = re.compile(
     r"(?:<\s*(?:final_)?ans(?:wer)?\s*>|\[\s*(?:final_)?answer\s*\])(?P<body>.*?)"
     r"(?:<\s*/\s*(?:final_)?ans(?:wer)?\s*>|\[\s*/\s*(?:final_)?answer\s*\]|(?=<)|\Z)",
     re.I | re.S,
 )
-_BOXED = re.compile(r"\\boxed\s*\{(?P<body>[^{}]*)\}")
+BOXED = re.compile(r"\\boxed\s*\{(?P<body>[^{}]*)\}")
 
 _QUALIFIER = r"(?:the|my|our|final|correct|best|right|true|most\s+likely|likely|only)"
-_PHRASE = re.compile(
+PHRASE = re.compile(
     rf"""
     (?<![\w<>/])                       # not inside a word or an <ANSWER> tag name
     (?:
@@ -80,12 +83,12 @@ _VERDICT = (
 # the label's option text in brackets between a label and its verdict ("C (4) is more
 # consistent"); the caller checks that it is the label's own text.
 _GLOSS = r"(?:[ \t]+\((?P<gl>[^()\n]{1,60})\))?"
-_REVERSE_LETTERS = re.compile(
+REVERSE_LETTERS = re.compile(
     r"(?<![\w'])(?:(?i:options?|choices?)\s*)?(?:\((?P<a>[A-Za-z])\)|\[(?P<b>[A-Za-z])\]|(?P<c>[A-Z]))"
     + _GLOSS
     + _VERDICT
 )
-_REVERSE_NUMBERS = re.compile(
+REVERSE_NUMBERS = re.compile(
     r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*\#?\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
     # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
     # or after an introductory comma ("Looking at the blot, 2 stands out.") or ", but", never in a
@@ -97,13 +100,13 @@ _REVERSE_NUMBERS = re.compile(
 # An option named by its place ("the second option", "the last choice"): as the subject
 # of a verdict ("The second option is correct") or as what an answer phrase names ("I'd go with
 # the third option"). Never "the final answer" (not a place) and never "one" (too vague).
-_ORDINAL_WORDS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5, "last": -1}
+ORDINAL_WORDS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5, "last": -1}
 _ORDINAL = (
     r"(?<![\w'])(?i:the\s+(?P<ord>first|second|third|fourth|fifth|sixth|last)\s+(?:listed\s+)?"
     r"(?:option|choice|alternative))"
 )
-_ORDINAL_SUBJECT = re.compile(_ORDINAL + r"(?:\s*\([^()\n]{1,80}\))?" + _VERDICT)
-_ORDINAL_OBJECT = re.compile(_ORDINAL + r"(?![\w'])(?!\s+(?i:is|was|would|seems|looks|and|or)\b)")
+ORDINAL_SUBJECT = re.compile(_ORDINAL + r"(?:\s*\([^()\n]{1,80}\))?" + _VERDICT)
+ORDINAL_OBJECT = re.compile(_ORDINAL + r"(?![\w'])(?!\s+(?i:is|was|would|seems|looks|and|or)\b)")
 # "It might be D; that's my pick.", "(3) - that is my final answer": a label, then a clause that
 # makes it the answer.
 _THATS_MINE = (
@@ -116,8 +119,8 @@ _THATS_MINE = (
     r"(?i:I'll|I\s+will|I'd|I\s+would)\s+"
     r"(?i:pick|choose|take|select|go\s+with)\s+(?i:it|that)(?:\s+one)?(?=[ \t]*[.!]|[ \t]*$)"
 )
-_THATS_MINE_LETTERS = re.compile(_THATS_MINE.format(lab="[A-Za-z]", bare="[A-Z]"))
-_THATS_MINE_NUMBERS = re.compile(_THATS_MINE.format(lab=r"\d{1,2}", bare=r"\d{1,2}"))
+THATS_MINE_LETTERS = re.compile(_THATS_MINE.format(lab="[A-Za-z]", bare="[A-Z]"))
+THATS_MINE_NUMBERS = re.compile(_THATS_MINE.format(lab=r"\d{1,2}", bare=r"\d{1,2}"))
 # "which makes C the most appropriate choice", "leaves 2 as the only answer": a verb that names
 # the label as its object and the verdict after it (upper-case or bracketed letters only).
 _OBJECT = (
@@ -127,12 +130,12 @@ _OBJECT = (
     r"(?i:(?:best|better|correct|right|likely|likeliest|appropriate|reasonable|plausible|probable|strongest|obvious"
     r"|remaining|final|logical|sensible)\s+)?(?i:answer|option|choice|candidate|one|pick)(?![\w'])"
 )
-_OBJECT_LETTERS = re.compile(_OBJECT.format(lab="[A-Za-z]", bare="[A-Z]"))
-_OBJECT_NUMBERS = re.compile(_OBJECT.format(lab=r"\d{1,2}", bare=r"\d{1,2}"))
+OBJECT_LETTERS = re.compile(_OBJECT.format(lab="[A-Za-z]", bare="[A-Z]"))
+OBJECT_NUMBERS = re.compile(_OBJECT.format(lab=r"\d{1,2}", bare=r"\d{1,2}"))
 
 # Hedged or first-person commitments ("I would say D", "I believe it's D", "It is probably B", "My
 # choice: C"): only an explicit label may follow, never option text or a bare lower-case letter.
-_HEDGE = re.compile(
+HEDGE = re.compile(
     r"""
     (?<![\w'])
     (?:
@@ -214,7 +217,7 @@ _HEDGE = re.compile(
 )
 # Verdicts that name an option by its text ("The most likely diagnosis is squamous cell carcinoma",
 # "most consistent with necrosis", "Diagnosis: necrosis").
-_VERDICT_TEXT = re.compile(
+VERDICT_TEXT = re.compile(
     r"""
     (?<![\w'])
     (?:
@@ -239,7 +242,7 @@ _VERDICT_TEXT = re.compile(
     re.I | re.X,
 )
 # Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
-_PREFIX = re.compile(
+PREFIX = re.compile(
     r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
     r"|letter|label|verdict|call|guess|bet|reply|solution|key|update|revision|edit|(?:updated|revised|new)\s+answer"
     r"|answering|rethinking|best\s+estimate|answer[ \t]*\((?:low|moderate|medium|high)\s+confidence\)"
@@ -270,7 +273,7 @@ _PREFIX = re.compile(
 # A short introductory clause, then a label ending the sentence ("After careful consideration,
 # E.", "If I had to pick one, 1."): the label is the answer. Not after a negated, conditional or
 # contrasting clause ("If it were A, B.", "Unless …, C."), nor after a label ("It is B, C.").
-_INTRO = re.compile(
+INTRO = re.compile(
     r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
     r"(?!(?i:if|unless|whether|when)\b(?!\s+(?i:I\s+(?:had|have)\s+to|forced\s+to)))"
     r"(?![^.;:!?\n,]*(?<!\w)(?i:not|no|never|unless|whether|were)(?!\w))"
@@ -282,7 +285,7 @@ _INTRO = re.compile(
 # verb or particle of choosing, not a noun ("I suppose D.", "I'd probably go with C.", "This
 # appears to be D."; never "The signal is in panel C." or "It is vitamin D."). No negation,
 # condition, alternative or mere possibility ("could", "might") in it, and no other label.
-_SHORT = re.compile(
+SHORT = re.compile(
     r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
     r"(?![^.!?\n]*(?<![\w'])(?i:not|no|never|if|unless|whether|without|cannot|either|neither|or|nor|could|might"
     r"|may|also)(?![\w']))"
@@ -301,7 +304,7 @@ _SHORT = re.compile(
 # Such a lead-in speaks of confidence or guessing and opens with a preposition, a verb or
 # a degree word, so a key such as "Confidence: 3" (a score, not an answer) is not one; no
 # condition ("unless", "whether", "were") and no label in it.
-_HEDGED_LEAD = re.compile(
+HEDGED_LEAD = re.compile(
     r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
     r"(?![^.;:!?\n]*(?<![\w'])(?i:unless|whether|were|or|either)(?![\w']))"
     r"(?P<intro>(?:(?i:with|without|at|in|on|under|going|taking|hard|difficult|tough|not|no|I|I'm|I'd|if|to|low"
@@ -322,29 +325,29 @@ _HEDGED_LEAD = re.compile(
 # A tentative adverb before a label that is asked: "Perhaps A?", "Maybe 2?" is a hedged answer,
 # where a bare "B?" asks.
 # A label asked and then confirmed ("C? Probably.", "B? Yes."): an answer.
-_CONFIRMED = re.compile(
+CONFIRMED = re.compile(
     r"[ \t]*\?[ \t]*(?i:probably|likely|most\s+likely|yes|I\s+think\s+so|I\s+believe\s+so"
     # "F? I'm reasonably sure."
     r"|I(?:'m|\s+am)\s+(?:reasonably|fairly|pretty|quite)\s+(?:sure|confident))[ \t]*[.!]*[ \t]*\Z"
 )
-_TENTATIVE = re.compile(r"(?i:perhaps|maybe|possibly|probably|plausibly|likely|presumably)[ \t]*,?[ \t]+")
+TENTATIVE = re.compile(r"(?i:perhaps|maybe|possibly|probably|plausibly|likely|presumably)[ \t]*,?[ \t]+")
 # A label-like token anywhere (for _changed_unread): never "A"/"I" before a word.
-_LABEL_LETTER = re.compile(r"(?<![\w'])(?:\([A-Za-z]\)|[B-HJ-Z]|A(?=[ \t]*(?:[.!)]|$)))(?![\w'])", re.M)
-_LABEL_NUMBER = re.compile(r"(?<![\w'.])\(?\d{1,2}\)?(?![\w']|[.,]\d)")
-_LABEL_WORD = re.compile(r"(?<![\w'])(?:[B-HJ-Z]|\d{1,2})(?![\w'%])")  # "70%" is no label
+LABEL_LETTER = re.compile(r"(?<![\w'])(?:\([A-Za-z]\)|[B-HJ-Z]|A(?=[ \t]*(?:[.!)]|$)))(?![\w'])", re.M)
+LABEL_NUMBER = re.compile(r"(?<![\w'.])\(?\d{1,2}\)?(?![\w']|[.,]\d)")
+LABEL_WORD = re.compile(r"(?<![\w'])(?:[B-HJ-Z]|\d{1,2})(?![\w'%])")  # "70%" is no label
 # Chinese answer phrases ("答案是（D）", "正确答案：C", "故选B"). Separate, since CJK characters are
 # word characters and the English word-boundary guards would reject them.
 # "选项C正确" (option C is correct): the label first.
 # "选择A项" (choose item A).
 # "选项B。" (option B.) as a whole line; never "选项A：不符合" (option A: does not fit), a walk item.
-_CHINESE_ITEM = re.compile(
+CHINESE_ITEM = re.compile(
     r"选(?:择)?(?:第)?(?P<c>[A-Za-z]|\d{1,2})项|^[ \t]*选项[ \t]*(?P<d>[A-Za-z]|\d{1,2})(?=[ \t]*\.?[ \t]*$)",
     re.M,
 )
-_CHINESE_REVERSE = re.compile(
+CHINESE_REVERSE = re.compile(
     r"(?:选项)?[(\[]?(?P<c>[A-Za-z]|\d{1,2})[)\]]?\s*(?:是|为)?(?:正确|对)(?:的)?(?!\w)"
 )
-_CHINESE = re.compile(
+CHINESE = re.compile(
     # "答案就是3" (the answer is just 3), "答案：选项1" (answer: option 1)
     r"(?:(?:正确|最终|最佳)?答案|(?:正确|最终|最佳)选项)(?:应该|应当|应|可能|就|即)?(?:是|为)?\s*[:=]?(?:\s*选项)?"
     r"|答\s*:"  # "答：A" (answer:)
@@ -363,7 +366,7 @@ _CHINESE = re.compile(
 )
 
 # Self-correction markers: after one, the model's later answer replaces its earlier one.
-_CORRECTION = re.compile(
+CORRECTION = re.compile(
     r"(?<!\w)(?:wait|actually|on\s+second\s+thought|correction|scratch\s+that|I\s+made\s+(?:a|an)\s+"
     r"(?:mistake|error)|I\s+was\s+wrong|let\s+me\s+(?:re-?consider|re-?check|re-?evaluate|re-?examine|correct)"
     r"|re-?considering|等等|更正"
@@ -381,7 +384,7 @@ _CORRECTION = re.compile(
 )
 # Markers that switch between two answers but never withdraw one: "sorry" or "no," after the
 # last answer is politeness or a remark ("Sorry for the confusion"), not a withdrawal.
-_SWITCH = re.compile(
+SWITCH = re.compile(
     r"(?<!\w)(?:sorry|I\s+mean(?:t)?|(?:looking|look)\s+(?:closer|again)"
     # "no," / "no -", and "no." before a lone label ("B. Hmm, no. A.")
     r"|no(?=\s*(?:,|-\s|\.[ \t]+\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$)))"
@@ -414,7 +417,7 @@ _GUT_SAYS = (
 _TEMPTED = r"(?:one|you|we|I)\s+(?:might|may|could|would)\s+be\s+tempted\s+to|it(?:'s|\s+is)\s+tempting\s+to"
 # A first thought named as such ("At first I thought B", "Initial pick: A"): a "but", "however"
 # or "final" after it switches to the later answer, as a correction marker does.
-_FIRST_THOUGHT = re.compile(
+FIRST_THOUGHT = re.compile(
     r"(?<!\w)(?:at\s+first|initially|originally|(?:my\s+)?(?:first|initial|original)\s+(?:thought|instinct|guess|impression|answer|pick|choice)"
     # "I was going to say A, however …", "I was tempted by B, but …"
     r"|(?:I|" + _GUT + r")\s+was\s+(?:going|about|planning|tempted|inclined|ready)(?=\s+(?:to|by)\s)"
@@ -424,12 +427,12 @@ _FIRST_THOUGHT = re.compile(
     re.I,
 )
 # An answer the reply was about to give ("I was going to say A, however …"): see _given_up.
-_ABOUT_TO = re.compile(
+ABOUT_TO = re.compile(
     r"(?<!\w)(?:(?:I|" + _GUT + r")\s+was\s+(?:going|about|planning|tempted|ready)\s+to"
     r"|" + _GUT_SAYS + r"|" + _TEMPTED + r")\s",
     re.I,
 )
-_CONTRAST = re.compile(r"(?<!\w)(?:but|however|yet|final|(?:al)?though)(?!\w)", re.I)
+CONTRAST = re.compile(r"(?<!\w)(?:but|however|yet|final|(?:al)?though)(?!\w)", re.I)
 # A label that is a whole sentence of its own, perhaps after an interjection ("D... no, A.",
 # "Perhaps 4? Yes, 4.", "No, not C. D."), ending its line, after another sentence on that line:
 # an answer. Never after a comma alone ("It is B, C." is a list), never a line of its own (a list
@@ -449,12 +452,12 @@ _LONE_COMMA = (
     r"(?<=[^\s],[ \t])[ \t]*"
     r"(?:(?i:no|sorry|actually|wait|rather|instead|correction)[ \t]*(?:[,.]|[ \t]-)?[ \t]+){1,3}"
 )
-_LONE_LETTERS = re.compile(
+LONE_LETTERS = re.compile(
     rf"(?:{_LONE_START}|{_LONE_DASH}|{_LONE_COMMA})"
     + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!]*[ \t]*$",
     re.M,
 )
-_LONE_NUMBERS = re.compile(
+LONE_NUMBERS = re.compile(
     rf"(?:{_LONE_START}|{_LONE_DASH}|{_LONE_COMMA})"
     + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!]*[ \t]*$",
     re.M,
@@ -465,29 +468,29 @@ _LONE_MID_START = (
     r"(?<=[^\s][.!?;][ \t])[ \t]*(?i:no|actually|wait|rather|instead|correction)"
     r"(?:[ \t]*[,.:]|[ \t]*-)?[ \t]+"
 )
-_LONE_MID_LETTERS = re.compile(
+LONE_MID_LETTERS = re.compile(
     _LONE_MID_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*[.!](?=[ \t]+[A-Z])"
 )
-_LONE_MID_NUMBERS = re.compile(
+LONE_MID_NUMBERS = re.compile(
     _LONE_MID_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*[.!](?=[ \t]+[A-Z])"
 )
 # An option's text followed by its label ("pilocytic astrocytoma - option E", "necrosis (D)"):
 # after an answer phrase, the pair commits when both name the same option.
-_TEXT_THEN_LABEL = re.compile(
+TEXT_THEN_LABEL = re.compile(
     r"(?P<text>[^\n;:!?()]{1,160}?)[ \t]*(?:[ \t]-[ \t]|,|\(|:)[ \t]*"
     r"(?:(?P<kw>(?i:option|choice))[ \t]+[(\[]?|[(\[])(?P<lab>[A-Za-z]|\d{1,2})[)\]]?"
     r"[ \t]*\)?[ \t]*(?=[.!;,)]|$)",
     re.M,
 )
 # A label right after an option's text ("fibrosis (option C)", "necrosis - C"): see _mislabelled.
-_GLOSS_AFTER = re.compile(
+GLOSS_AFTER = re.compile(
     r"[ \t]*(?:[ \t]-[ \t]*|,[ \t]*|:[ \t]*)?"
     r"(?:(?:\(?(?i:option|choice)[ \t]+[(\[]?(?P<x>[A-Za-z]|\d{1,2})(?![\w']))"
     r"|\((?P<y>[A-Z]|\d{1,2})\))"
 )
 # Nouns a trailing number or letter belongs to ("lane 3.", "panel B."): such a label does not
 # change the reply's answer (see _ends_with_other_label).
-_NOUN_BEFORE = re.compile(
+NOUN_BEFORE = re.compile(
     r"(?<![\w'])(?i:lanes?|panels?|grades?|stages?|types?|figures?|fig|images?|rows?|columns?|wells?|steps?|days?"
     r"|weeks?|hours?|levels?|class|groups?|vitamin|hepatitis|complex|zones?|bands?|regions?|areas?|boxes|box"
     r"|fields?|slides?|samples?|cells?|patients?|cases?|tables?|phases?|points?|channels?|layers?|sections?"
@@ -495,7 +498,7 @@ _NOUN_BEFORE = re.compile(
     r"[ \t]+\(?\Z"
 )
 # Words of indecision: with them, option text alone (the weakest rule) commits to nothing.
-_UNDECIDED = re.compile(
+UNDECIDED = re.compile(
     r"(?<!\w)(?:both|either|not\s+(?:entirely\s+)?sure|unsure|uncertain|can(?:'t|not)\s+(?:tell|decide|say)"
     r"|hard\s+to\s+(?:say|tell)|torn\s+between|can(?:'t|not)\s+(?:confirm|be\s+(?:sure|certain))"
     r"|not\s+(?:certain|confident)|(?:could|might|may)\s+(?:\w+\s+)?be"
@@ -506,36 +509,36 @@ _UNDECIDED = re.compile(
     r"(?:options|choices|answers))(?!\w)",
     re.I,
 )
-_SENTENCE_END = re.compile(r"[.!?\n]")
+SENTENCE_END = re.compile(r"[.!?\n]")
 # Where a withdrawal may begin after the last answer: a sentence end, or a spaced dash
 # ("I'd say 5 - hmm, scratch that. 2 …": the marker follows the answer in its own sentence).
-_WITHDRAW_BREAK = re.compile(r"[.!?\n]|[ \t]-[ \t]|</[^<>\n]{1,20}>")
-_NO_AFTER = re.compile(r",?\s*no\b", re.I)
+WITHDRAW_BREAK = re.compile(r"[.!?\n]|[ \t]-[ \t]|</[^<>\n]{1,20}>")
+NO_AFTER = re.compile(r",?\s*no\b", re.I)
 #: How far after an answer phrase its answer is looked for: bounded, so parsing stays linear.
-_WINDOW = 240
+WINDOW = 240
 
 # Hedges and quantifiers allowed between an answer phrase and its label.
-_FILLER = re.compile(
+FILLER = re.compile(
     r"(?:(?:most\s+likely|quite\s+likely|likely|most\s+probably|probably|presumably|leaning|tentatively|definitely|clearly|"
     r"therefore|thus|hence|indeed|then|"
     r"actually|either|both|simply|just|certainly|surely|still)\b[\s,]*)+",
     re.I,
 )
 # An interjection opening a whole-response label ("Hmm, 2 maybe.", "Well, C.").
-_INTERJECTION = re.compile(r"(?i:hmm+|ok(?:ay)?|well|so|right|alright|oops|ah|oh)[ \t]*[,.]?[ \t]+")
+INTERJECTION = re.compile(r"(?i:hmm+|ok(?:ay)?|well|so|right|alright|oops|ah|oh)[ \t]*[,.]?[ \t]+")
 # Words skipped before an option's text after an answer phrase or a joiner: articles and
 # hedge adverbs, so "fibrosis or possibly necrosis" names both options.
 _ARTICLES = frozenset({"a", "an", "the"})
-_LEAD_WORDS = _ARTICLES | {"possibly", "perhaps", "maybe", "probably", "likely"}
+LEAD_WORDS = _ARTICLES | {"possibly", "perhaps", "maybe", "probably", "likely"}
 # Words joining a second option's text to the first after an answer phrase ("X or Y"): both named.
-_JOINED = frozenset({"or", "and", "nor", "vs", "versus", "plus"})
+JOINED = frozenset({"or", "and", "nor", "vs", "versus", "plus"})
 # An answer after a phrase runs to the end of its clause.
-_CLAUSE_END = re.compile(r"\n|[.;!?](?=\s|$)|[,(]")
+CLAUSE_END = re.compile(r"\n|[.;!?](?=\s|$)|[,(]")
 # a sentence's end (an option's own brackets and commas stay inside it).
-_SENTENCE_CUT = re.compile(r"\n|[.;!?](?=\s|$)")
+SENTENCE_CUT = re.compile(r"\n|[.;!?](?=\s|$)")
 # a label opening a line right before an option's text ("3. <text>", "Option 4 - <text>",
 # "(B) <text>"): the text is then that label's, or the reply contradicts itself.
-_LABEL_BEFORE = re.compile(
+LABEL_BEFORE = re.compile(
     r"(?:^|(?<=\n))[ \t]*(?:[-*•+][ \t]+)?(?:"
     r"(?i:options?|choices?)[ \t]*\#?[ \t]*[(\[]?(?P<x>[A-Z]|\d{1,2})[)\]]?[ \t]*(?:[.,:;]|-(?=[ \t]))?"
     r"|[(\[](?P<y>[A-Z]|\d{1,2})[)\]][ \t]*(?:[.,:;]|-(?=[ \t]))?"
@@ -543,9 +546,9 @@ _LABEL_BEFORE = re.compile(
     r"|(?P<z>[A-Z]|\d{1,2})[ \t]*(?:[.,:;)]|-(?=[ \t]))"
     r")[ \t]*\Z"
 )
-_REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
+REST_OK = re.compile(r"[\s.!?:;)\]'\"]*\Z")
 # A hedge after a whole-response label ("3, probably.", "B, I'd say."): still that label.
-_BARE_TAIL = re.compile(
+BARE_TAIL = re.compile(
     r"[ \t]*,?[ \t]*(?:probably|likely|most\s+likely|I(?:'d|\s+would)\s+say"
     r"|I\s+(?:think|believe|guess|suppose)|I(?:'d|\s+would)\s+guess|no\s+doubt"  # "B I'd guess."
     r"|(?:not|rather\s+than|instead\s+of)\s+(?:option\s+)?[(\[]?(?:[A-Za-z]|\d{1,2})[)\]]?"  # "3, not 4."
@@ -563,49 +566,49 @@ _BARE_TAIL = re.compile(
     re.I,
 )
 # A label doubted at once ("Maybe D, maybe not.", "C, or perhaps not"): no commitment.
-_DOUBTED = re.compile(
+DOUBTED = re.compile(
     r"[ \t.)\]'\"]*,?[ \t]*(?:but[ \t]+)?(?i:maybe|perhaps|possibly|or|probably)[ \t]+not(?![\w'])"
 )
 # An alternative offered after the answer ("D is the best fit, or perhaps C.", "… D. Or maybe C."):
 # a second option named, so no single answer.
-_OR_LATER = re.compile(
+OR_LATER = re.compile(
     r"(?<![\w'])(?i:or)[ \t]+(?:(?i:maybe|perhaps|possibly|even|else)[ \t]+)?(?:(?i:option|choice)[ \t]+)?"
     r"(?:\((?P<a>[A-Za-z]|\d{1,2})\)|(?P<b>[A-Z]|\d{1,2}))(?=[ \t]*(?:[.!?]|$))",
     re.M,
 )
 # A label denied right after it ("D, definitely not.", "B - no."): no answer.
-_DENIED_AFTER = re.compile(
+DENIED_AFTER = re.compile(
     r"[ \t]*[,:\-]?[ \t]*(?:(?i:definitely|certainly|surely|probably|absolutely)[ \t]+)?"
     r"(?i:not|no)[ \t]*(?:[.!;]|$)",
     re.M,
 )
 # A label asked as a sentence of its own ("D? Maybe B.", "A? No - D."): see _asked_alone.
 _ASKED_START = r"(?:^|(?<=[.!?;][ \t])|(?<=\n))[ \t]*"
-_ASKED_LETTERS = re.compile(_ASKED_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*\?", re.M)
-_ASKED_NUMBERS = re.compile(_ASKED_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*\?", re.M)
+ASKED_LETTERS = re.compile(_ASKED_START + r"(?:\((?P<a>[A-Za-z])\)|(?P<b>[A-HJ-Z]))[ \t]*\?", re.M)
+ASKED_NUMBERS = re.compile(_ASKED_START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2}))[ \t]*\?", re.M)
 # A label called wrong right after it ("My initial answer 1 is wrong."): no answer.
-_WRONG_AFTER = re.compile(
+WRONG_AFTER = re.compile(
     r"[ \t]+(?i:is|was)[ \t]+(?i:wrong|incorrect|mistaken|a\s+mistake|not\s+(?:right|correct))(?![\w'])"
 )
 # A label followed by "?" asks ("C? A? I'm unsure."), it does not answer.
-_ASKS = re.compile(r"[ \t.!)\]'\"]*\?")
+ASKS = re.compile(r"[ \t.!)\]'\"]*\?")
 # A bare label ending the reply after a separator (", B." / " 2."): see _ends_with_other_label.
-_TRAILING_LABEL = re.compile(r"[\s,:;]\(?(?P<lab>[A-Z]|\d{1,2})\)?[ \t]*[.!]*\s*\Z")
-_DENIED_BEFORE = re.compile(r"(?<![\w'])(?i:not|no|than)[ \t]*\(?\Z")
-_BULLET = re.compile(r"[ \t]*(?:[-*•+][ \t]+)?")
-_INLINE_LETTERS = re.compile(
+TRAILING_LABEL = re.compile(r"[\s,:;]\(?(?P<lab>[A-Z]|\d{1,2})\)?[ \t]*[.!]*\s*\Z")
+DENIED_BEFORE = re.compile(r"(?<![\w'])(?i:not|no|than)[ \t]*\(?\Z")
+BULLET = re.compile(r"[ \t]*(?:[-*•+][ \t]+)?")
+INLINE_LETTERS = re.compile(
     r"(?<!\S)\(([A-Z])\)|(?<!\S)([A-Z])\)"
     # a space or bracket after "option": "choices, such as …" is no option S
     r"|\b(?i:options?|choices?)(?:\s+\(?|\()([A-Za-z])\b|(?<![\w'])([A-Z]):(?=[ \t])"
 )
-_INLINE_NUMBERS = re.compile(r"(?<!\S)\((\d{1,2})\)|(?<!\S)(\d{1,2})\)|\b(?i:option|choice)\s*\(?(\d{1,2})\b")
+INLINE_NUMBERS = re.compile(r"(?<!\S)\((\d{1,2})\)|(?<!\S)(\d{1,2})\)|\b(?i:option|choice)\s*\(?(\d{1,2})\b")
 # A label right after "or"/"and"/"nor" is the last of several, not a verdict of its own.
-_ALTERNATIVE_BEFORE = re.compile(r"(?<![\w'])(?i:or|and|nor|and/or)[ \t]+[(\[]?\Z")
+ALTERNATIVE_BEFORE = re.compile(r"(?<![\w'])(?i:or|and|nor|and/or)[ \t]+[(\[]?\Z")
 # Before an inline "option D" that is set against the answer, not walked ("A - because …, whereas
 # option D would …"): such a mention does not make the reply a walk through the options.
-_CONTRASTED = re.compile(r"(?<![\w'])(?i:whereas|unlike|than|not|versus|vs\.?|over|instead\s+of)[ \t]+\Z")
+CONTRASTED = re.compile(r"(?<![\w'])(?i:whereas|unlike|than|not|versus|vs\.?|over|instead\s+of)[ \t]+\Z")
 # A label that is an echoed format placeholder ("The answer is (X)"), ignored next to real ones.
-_PLACEHOLDER = "X"
+PLACEHOLDER = "X"
 # Words after a label on the first line that make it an answer with its reason ("B because …").
-_EXPLICIT = frozenset({"bracketed", "closed", "keyword"})
-_REASON_WORDS = frozenset({"because", "since", "as", "given", "due"})
+EXPLICIT = frozenset({"bracketed", "closed", "keyword"})
+REASON_WORDS = frozenset({"because", "since", "as", "given", "due"})
