@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import tomllib
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 
 from scopebench.parsing import parse_choice
 from scopebench.parsing.languages import language_commits, languages, languages_from, refuses
+from scopebench.parsing.vocabulary import english_phrases, english_words
 
 CORPUS = Path(__file__).parent / "corpus" / "languages.jsonl"
 TEN = {"en", "zh", "de", "fr", "es", "pt", "it", "ja", "ko", "ru"}
@@ -83,3 +86,19 @@ def test_adding_a_language_as_documented(tmp_path: Path) -> None:
         assert [parse_choice(r, FOUR).index for r in replies] == list(replies.values())
         assert parse_choice("Ik kan het niet zeggen, misschien Necrosis.", FOUR).index is None
     assert parse_choice("Het antwoord is C.", FOUR).index is None  # the package's files again
+
+
+def test_english_words_are_data_read_by_the_rules() -> None:
+    # Catches: a list in en.toml's [words] that no rule reads any more (edited to no effect), a
+    # rule reading a key en.toml lacks (KeyError at import), or a language file's [words] table
+    # read as phrases of the language rule.
+    src = Path(__file__).resolve().parents[2] / "src" / "scopebench" / "parsing"
+    code = "".join(p.read_text(encoding="utf-8") for p in src.rglob("*.py"))
+    read = set(re.findall(r'english_(?:words|phrases)\("([a-z_]+)"\)', code))
+    data = tomllib.loads((src / "languages" / "en.toml").read_text(encoding="utf-8"))
+    assert read == set(data["words"]) and len(read) >= 8
+    assert "not" in english_words("negation_before") and "because" in english_words("reason")
+    with pytest.raises(KeyError):
+        english_phrases("no_such_list")
+    english = next(lang for lang in languages() if lang.code == "en")
+    assert english.answer_before == () and english.refusal  # [words] is not a phrase list

@@ -13,6 +13,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scopebench.parsing.vocabulary import english_words
+
 # emoji and pictographs that chat models put after an answer ("The answer is B 😀",
 # "Answer: C 🔬", "B 👍") end a label as a space does. Left as they are, so that they still end
 # no label: marks that reject or warn ("B ❌", "B 👎" must never read as B; the walk-through
@@ -240,23 +242,10 @@ def named_options(
 
 # Words that, earlier in the same clause, make an option's mention a ruling-out ("not X", "no
 # evidence of X", "rather than X", "X is more likely than Y" for Y, "rules out X").
-_NEG_BEFORE = frozenset(
-    {
-        "not", "no", "never", "without", "unlikely", "exclude", "excludes", "excluded", "excluding",
-        "absent", "absence", "lack", "lacks", "lacking", "neither", "nor", "against", "than",
-        "incorrect", "wrong", "cannot", "less", "instead", "nothing", "none", "unlike", "thought",
-        "initially", "distinguished", "differentiated", "distinguishing",
-    }
-)  # fmt: skip
+_NEG_BEFORE = english_words("negation_before")
 # Words shortly after a mention, in the same clause, that rule it out ("X is unlikely", "X is not
 # seen", "X can be ruled out", "X isn't present").
-_NEG_AFTER = frozenset(
-    {
-        "not", "no", "never", "unlikely", "absent", "excluded", "incorrect", "wrong", "cannot",
-        "less", "ruled", "lacking", "missing", "inconsistent", "implausible", "false", "different",
-        "differs", "nope",
-    }
-)  # fmt: skip
+_NEG_AFTER = english_words("negation_after")
 _DETERMINERS = frozenset({"the", "a", "my", "our", "this"})
 # "The features of X include …": X is the topic of a description, not the verdict. The noun must
 # open its sentence (after at most two words: "The typical features of X").
@@ -267,9 +256,7 @@ _ATTRIBUTES = frozenset(
     }
 )  # fmt: skip
 #: Tokens before "t" that form a negative contraction once the apostrophe is split off.
-_NEG_CONTRACTIONS = frozenset(
-    {"isn", "aren", "doesn", "don", "didn", "wasn", "weren", "won", "can", "couldn", "wouldn", "shouldn"}
-)
+_NEG_CONTRACTIONS = english_words("negative_contractions")
 # Before an answer phrase, conditionals also keep it from committing ("If it is A, …").
 _NOT_ASSERTED = _NEG_BEFORE | {"if", "whether", "unless", "suppose", "assuming", "doubt"}
 #: "and"/"then" before one of these verbs opens a new clause (see :func:`clause_starts`).
@@ -278,7 +265,7 @@ _CHOICE_VERBS = frozenset(
     {"choose", "select", "pick", "favour", "favor", "prefer", "settle", "commit", "opt", "land", "go"}
 )
 #: Words that make what follows them a hypothesis, within the same sentence.
-_CONDITIONALS = frozenset({"if", "whether", "unless", "suppose", "assuming"})
+_CONDITIONALS = english_words("conditionals")
 #: After "if", words that make the clause a way of choosing, not a hypothesis ("If I had to
 #: choose, I'd say C", "If forced to pick, C", "If we look closely, the answer is C").
 _FORCED = frozenset({"forced", "pressed", "asked", "pushed", "required", "anything"})

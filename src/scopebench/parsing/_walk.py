@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from scopebench.parsing._labels import LabelStyle, label_for, label_index
 from scopebench.parsing._text import find_mentions, resolve, tokenize
+from scopebench.parsing.vocabulary import english_words
 
 # Check and cross marks carry the verdict of a walk-through line; ``clean`` drops check marks
 # elsewhere, so the walk is read from a copy where they are words.
@@ -46,19 +47,8 @@ _SEG_LETTERS = re.compile(
 _SEG_NUMBERS = re.compile(
     _START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2})[.):]|(?P<e>\d{1,2})" + _GLOSSED + r")(?=[ \t])", re.M
 )
-_POSITIVE = frozenset(
-    {
-        "yes", "correct", "consistent", "matches", "match", "fits", "fit", "supported", "true",
-        "right", "likely", "best", "typical", "characteristic", "compatible", "answer",
-    }
-)  # fmt: skip
-_NEGATIVE = frozenset(
-    {
-        "no", "not", "incorrect", "unlikely", "wrong", "false", "excluded", "inconsistent",
-        "absent", "doesn", "don", "isn", "less", "ruled", "unsupported", "implausible", "lacks",
-        "lacking", "cannot", "never", "without", "neither", "nor", "unlike",
-    }
-)  # fmt: skip
+_POSITIVE = english_words("walk_yes")
+_NEGATIVE = english_words("walk_no")
 #: Longest walk-through looked at: bounded, so the rule stays linear.
 _WALK_LIMIT = 20_000
 

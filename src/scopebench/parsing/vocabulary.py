@@ -10,6 +10,36 @@ underscore.
 from __future__ import annotations
 
 import re
+import tomllib
+from functools import cache
+from pathlib import Path
+
+
+@cache
+def _english() -> dict[str, tuple[str, ...]]:
+    # Read by path, not through the languages package, which imports the rules built from it.
+    data = tomllib.loads((Path(__file__).parent / "languages" / "en.toml").read_text(encoding="utf-8"))
+    return {key: tuple(str(w) for w in words) for key, words in data.get("words", {}).items()}
+
+
+def english_phrases(key: str) -> tuple[str, ...]:
+    """The English words or phrases under ``key`` of ``languages/en.toml``'s ``[words]``, in order.
+
+    Raises:
+        KeyError: When en.toml has no such list (a renamed key would otherwise read as empty).
+    """
+    return _english()[key]
+
+
+def english_words(key: str) -> frozenset[str]:
+    """The words under ``key`` of ``languages/en.toml``'s ``[words]``, as a set (:func:`english_phrases`)."""
+    return frozenset(english_phrases(key))
+
+
+def alternation(phrases: tuple[str, ...]) -> str:
+    """A non-capturing group matching any of ``phrases`` in order; a space matches any whitespace."""
+    return "(?:" + "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in phrases) + ")"
+
 
 # also <final_answer> and <ans> tags; BBCode-style "[ANSWER] D [/ANSWER]"
 TAG = re.compile(
@@ -19,7 +49,7 @@ TAG = re.compile(
 )
 BOXED = re.compile(r"\\boxed\s*\{(?P<body>[^{}]*)\}")
 
-_QUALIFIER = r"(?:the|my|our|final|correct|best|right|true|most\s+likely|likely|only)"
+_QUALIFIER = alternation(english_phrases("answer_qualifier"))
 PHRASE = re.compile(
     rf"""
     (?<![\w<>/])                       # not inside a word or an <ANSWER> tag name
@@ -254,8 +284,9 @@ PREFIX = re.compile(
     r"|after\s+(?:a\s+)?(?:closer|further|second|more\s+careful)\s+(?:inspection|review|examination|look)"
     r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait"
     # hedge adverbs before a lone label ("Plausibly C.", "Maybe 2.") and a change of mind
-    r"|plausibly|possibly|maybe|conceivably|arguably|in\s+all\s+likelihood|at\s+a\s+guess"
-    r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
+    r"|"
+    + alternation(english_phrases("hedge_adverb"))
+    + r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
     r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?(?:again|more)|on\s+a\s+second\s+look"
     r"|make\s+(?:that|it)|revising(?:\s+(?:to|my\s+answer(?:\s+to)?))?|looking\s+(?:again|closer)|let\s+me\s+correct\s+(?:myself|that)|hold\s+on|hang\s+on"
     r"|let\s+me\s+fix\s+(?:that|this)|re-?considering"
@@ -611,4 +642,4 @@ CONTRASTED = re.compile(r"(?<![\w'])(?i:whereas|unlike|than|not|versus|vs\.?|ove
 PLACEHOLDER = "X"
 # Words after a label on the first line that make it an answer with its reason ("B because …").
 EXPLICIT = frozenset({"bracketed", "closed", "keyword"})
-REASON_WORDS = frozenset({"because", "since", "as", "given", "due"})
+REASON_WORDS = english_words("reason")

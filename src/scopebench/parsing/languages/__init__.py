@@ -116,7 +116,8 @@ def load_languages(folder: Traversable) -> tuple[Language, ...]:
         ValueError: When a file has a key :class:`Language` does not know (a typo would otherwise
             silently drop its phrases).
     """
-    known = {f.name for f in fields(Language)} - {"code"}
+    # "words": the English rules' vocabulary (en.toml), read by scopebench.parsing.vocabulary
+    known = {f.name for f in fields(Language)} - {"code"} | {"words"}
     found: list[Language] = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".toml"):
@@ -125,7 +126,7 @@ def load_languages(folder: Traversable) -> tuple[Language, ...]:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"{entry.name}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
-        lists = {k: tuple(str(p) for p in v) for k, v in data.items() if k != "name"}
+        lists = {k: tuple(str(p) for p in v) for k, v in data.items() if k not in ("name", "words")}
         found.append(Language(code=entry.name.removesuffix(".toml"), name=str(data.get("name", "")), **lists))
     return tuple(found)
 
