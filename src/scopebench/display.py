@@ -40,8 +40,28 @@ def configure_logging(verbosity: int = 0, quiet: bool = False) -> None:
         # huggingface_hub are first imported, which in scopebench is always later, lazily.
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _ShownOnce) for f in handler.filters):
+            handler.addFilter(_ShownOnce())
     logging.getLogger("scopebench").setLevel(level)
     set_quiet(quiet)
+
+
+class _ShownOnce(logging.Filter):
+    """Drop records that a handler below the root already printed.
+
+    ``datasets``, ``huggingface_hub`` and ``transformers`` attach their own stderr handler to their
+    library logger and still propagate, so without this filter each of their warnings prints twice.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Whether no logger between the record's and the root has a handler of its own."""
+        logger: logging.Logger | None = logging.getLogger(record.name)
+        while logger is not None and logger is not logging.getLogger():
+            if logger.handlers:
+                return False
+            logger = logger.parent if logger.propagate else None
+        return True
 
 
 @contextmanager
