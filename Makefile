@@ -47,7 +47,7 @@ typecheck: venv
 check: lint typecheck test
 
 # Mutation testing of parsing/, scoring/ and the resume logic (slow: not part of test/check/CI).
-# Scores and the equivalent mutants are in bench/RESULTS.md; MODULES="scoring.compare ..." narrows it,
+# Scores are in bench/RESULTS.md, the equivalent mutants in bench/equivalent_mutants.yaml; MODULES="scoring.compare ..." narrows it,
 # PENDING=1 runs only the mutants without a verdict or still surviving.
 mutation: venv
 	$(PY) bench/mutation.py --mutmut $(VENV)/bin/mutmut $(foreach m,$(MODULES),--module $(m)) $(if $(PENDING),--pending)

@@ -1,6 +1,6 @@
 """The ``openai:`` response cache (``ResponseCache``, one JSON file per request) against diskcache.
 
-Issue 17 asks whether a maintained library (``diskcache.Cache``, SQLite plus files for large
+Should a maintained library (``diskcache.Cache``, SQLite plus files for large
 values) should replace ``models/openai_api.py``'s ``ResponseCache``. Both store the same entry (a
 ~0.9 kB Chat Completions reply with model, server and time) under the same SHA-256 keys. Measured:
 

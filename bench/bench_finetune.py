@@ -1,4 +1,4 @@
-"""Proof of `scopebench finetune` on a CPU (issue 18): the demo's tiny untrained models learn.
+"""Proof of `scopebench finetune` on a CPU: the demo's tiny untrained models learn.
 
 1. Contrastive: the demo's tiny random-weight CLIP (32 px) fine-tuned on the demo's training split
    (cell-shape tasks) and evaluated on its test split through the engine, before and after.

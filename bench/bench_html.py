@@ -1,4 +1,4 @@
-"""Size and build time of the HTML report at 114, 2,000 and 20,000 items (issue 17).
+"""Size and build time of the HTML report at 114, 2,000 and 20,000 items.
 
 Builds two runs (two models) of N SPUR-shaped items, each item with its own 240×180 JPEG
 (textured, so thumbnails are as large as a micrograph's), a generative reply per record, and
@@ -7,7 +7,7 @@ HTML page's size, the item folder's size and its largest file (what a browser lo
 the build time, and the ratios to the smallest N. With ``--browser`` it also opens the page in
 headless Chromium from ``file://`` and times load → first page of items drawn.
 
-Run it against another tree (e.g. the single-file report of main before issue 17) with
+Run it against another tree (e.g. an older report writer) with
 ``PYTHONPATH=/work/main/src``: there the page is the whole report and there is no item folder.
 
 Usage: ``python bench/bench_html.py [--items 114 2000 20000] [--resamples 1000] [--browser]``

@@ -1,4 +1,4 @@
-"""Peak memory of a 20k-item μ-Bench-shaped run (issue 4, "Memory").
+"""Peak memory of a 20k-item μ-Bench-shaped run ("Memory").
 
 Data: 4,000 unique 224×224 images, 5 coarse questions per image (20,000 items), 4 templated
 caption options per question (captions repeat across images, as in μ-Bench). Each measurement runs

@@ -1,6 +1,6 @@
 """A run's Markdown/LaTeX tables (``report/tables.py``) against pandas ``to_markdown`` / ``Styler.to_latex``.
 
-Issue 17 asks whether ``rows_to_markdown`` and ``rows_to_latex`` (hand-written) should become
+Should ``rows_to_markdown`` and ``rows_to_latex`` (hand-written) should become
 pandas ``DataFrame.to_markdown`` (tabulate) and ``Styler.to_latex(hrules=True)`` (booktabs), as the
 paper tables (``paper/tables.py``) already are. Both sides get the same cells (``_display``: the
 strings every writer of a run prints) from metrics with hostile group names (``_``, ``%``, ``&``,

@@ -105,7 +105,7 @@ def test_demo_command_end_to_end(tmp_path: Path) -> None:
     out = proc.stdout
     assert "demo benchmark:" in out and "demo: overall accuracy" in out
     assert "UNTRAINED" in out  # the tiny model is labelled for what it is
-    # One screen (issue 17: it was ~180 lines of per-task tables), saying where the tables went.
+    # One screen (it was ~180 lines of per-task tables), saying where the tables went.
     assert len(out.splitlines()) <= 40, out
     assert "per-task" not in out.split("demo: overall accuracy")[0]
     assert f"{tmp_path / 'runs'}/<model>/metrics.md" in out.replace("\n", "")
@@ -176,7 +176,7 @@ def test_quiet_and_verbose_work_after_the_subcommand(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # quiet: no bars, no log lines
-    assert proc.stdout == ""  # and no tables: silent except errors (issue 17)
+    assert proc.stdout == ""  # and no tables: silent except errors
 
 
 def test_fresh_removes_the_discarded_runs_report_files(tmp_path: Path) -> None:
@@ -184,7 +184,7 @@ def test_fresh_removes_the_discarded_runs_report_files(tmp_path: Path) -> None:
     base = ["-q", "run", "--bench", "unit", "--data", "12", "--out", str(out)]
     assert main([*base, "--model", "random"]) == 0
     plots = {p.name for p in out.glob("*.png")}
-    # The random baseline's option scores are uniform: no reliability diagram is drawn (issue 17).
+    # The random baseline's option scores are uniform: no reliability diagram is drawn.
     assert "accuracy_by_task.png" in plots and "reliability.png" not in plots
     (out / "stale.svg").write_text("<svg/>")
     assert main([*base, "--model", "frequent", "--fresh"]) == 0

@@ -79,7 +79,7 @@ def test_sigkill_at_several_points_then_resume(tmp_path: Path) -> None:
         proc.wait()
         seen.append(_count(out))
     assert seen == sorted(seen) and seen[-1] < 60  # killed mid-run each time, progress kept
-    # Without -q (silent except errors since issue 17), so the finished run's summary is printed.
+    # Without -q (silent except errors), so the finished run's summary is printed.
     loud = [c for c in _cmd(data, out) if c != "-q"]
     done = subprocess.run(loud, env=_env(), check=True, capture_output=True, text=True)
     assert "60 items" in done.stdout
@@ -114,7 +114,7 @@ def test_sigterm_exports_finished_records_exits_143_and_resumes(tmp_path: Path) 
     lines = (out / "records.jsonl").read_text().splitlines()
     assert len(lines) == kept  # every finished record exported, nothing else
     assert {json.loads(line)["item_id"] for line in lines} == {r.item_id for r in load_run(out).records}
-    loud = [c for c in _cmd(data, out) if c != "-q"]  # -q is silent except errors (issue 17)
+    loud = [c for c in _cmd(data, out) if c != "-q"]  # -q is silent except errors
     done = subprocess.run(loud, env=_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert f"40 items ({40 - kept} new this time" in done.stdout

@@ -1,7 +1,7 @@
 """Raising (or removing) ``--limit`` on an existing run does only the new items; lowering is refused.
 
-On the code before issue 17 every change of the limit was refused (``limit: stored 4, now 8``),
-so a trial run could only be thrown away (``--fresh``) to be extended.
+Catches a run that refuses every change of the limit (``limit: stored 4, now 8``), so that a trial
+run could only be thrown away (``--fresh``) to be extended.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A run parses its model spec string once (issue 13 §3) and hands the ModelSpec on."""
+"""A run parses its model spec string once and hands the ModelSpec on."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from scopebench.models.baselines import RandomBackend
 
 @pytest.fixture
 def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every spec string read. ``resolve_preset`` is the first step of reading one (and, before
-    issue 13 §3, also of ``scheme_origin``), so it counts every parse, old code and new alike."""
+    """Every spec string read. ``resolve_preset`` is the first step of reading one (and of
+    ``scheme_origin`` in code that re-reads the spec), so it counts every parse, old code and new alike."""
     calls: list[str] = []
     real = registry.resolve_preset
 

@@ -536,7 +536,7 @@ def test_items_of_a_kind_the_model_cannot_answer_are_counted_and_named(
     )
 
 
-# What a run counts, says and keeps (make mutation survivors, session 4) ------------------------
+# What a run counts, says and keeps (mutation testing) ------------------------
 
 
 class _Picky(_Scripted):
@@ -841,7 +841,7 @@ def test_the_run_directory_is_created_with_its_parents_or_refused_in_one_message
 
 
 def test_a_reply_with_a_lone_surrogate_is_stored_not_a_traceback(tmp_path: Path) -> None:
-    # Before: UnicodeEncodeError in RunStore.add, the run lost (found by make mutation, session 4).
+    # Before: UnicodeEncodeError in RunStore.add, the run lost (found by mutation testing).
     replay = tmp_path / "replies.jsonl"
     replay.write_text('{"item_id": "unit/000", "response": "A \\ud800"}\n', encoding="utf-8")
     res = run_benchmark(_cfg(f"replay:{replay}", n=2), tmp_path / "run")

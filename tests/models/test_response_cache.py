@@ -1,6 +1,6 @@
 """The ``openai:`` response cache under concurrent writers and a writer killed mid-write.
 
-These are the properties issue 17 weighed against diskcache (``bench/bench_cache.py``): several runs
+These are the properties weighed against diskcache (``bench/bench_cache.py``): several runs
 share ``~/.cache/scopebench/openai`` at once, and a run can be killed at any moment. Writers are
 separate Python processes (as separate runs are).
 """

@@ -225,7 +225,7 @@ def test_no_absolute_path_in_any_written_table_or_report(two_runs, tmp_path):
     cmp_out = tmp_path / "cmp"
     assert main(["compare", *map(str, two_runs), "--out", str(cmp_out)]) == 0
     files = [*out.iterdir(), html, cmp_out / "compare.md", cmp_out / "compare.csv", cmp_out / "compare.tex"]
-    files += list((tmp_path / "r_items").iterdir())  # the HTML report's item pages (issue 17)
+    files += list((tmp_path / "r_items").iterdir())  # the HTML report's item pages
     for f in files:
         text = f.read_text(encoding="utf-8", errors="replace")
         assert str(root) not in text, f
@@ -295,12 +295,12 @@ def test_reports_of_a_local_model_and_data_under_the_home_folder_show_no_home_pa
     written = [html, *rep.rglob("*.md"), *rep.rglob("*.tex"), *rep.rglob("*.csv"), *rep.rglob("*.svg")]
     written += list((tmp_path / "tables").iterdir())
     items = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "r_items").iterdir())
-    written += list((tmp_path / "r_items").iterdir())  # the HTML report's item pages (issue 17)
+    written += list((tmp_path / "r_items").iterdir())  # the HTML report's item pages
     assert len(written) > 8
     for f in written:
         assert str(home) not in f.read_text(encoding="utf-8", errors="replace"), f
     assert "local — mine" in (rep / "mine" / "metrics.md").read_text()
-    # Items are data for the page's script (issue 17): [thumbnail key, shown image name].
+    # Items are data for the page's script: [thumbnail key, shown image name].
     assert '"images/cell1.png"]' in items and "~/answers.jsonl" in items
 
 

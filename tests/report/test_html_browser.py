@@ -103,7 +103,7 @@ def test_page_loads_clean_from_disk(page):
     widths = page.eval_on_selector_all("img[data-thumb]", "els => els.map(e => e.complete && e.naturalWidth)")
     assert len(widths) == 11 and all(w and w > 0 for w in widths), widths
     plots = page.eval_on_selector_all("img.plot", "els => els.map(e => e.naturalWidth)")
-    # One accuracy panel of both models (issue 17: not one per model) and the heatmap.
+    # One accuracy panel of both models (not one per model) and the heatmap.
     assert len(plots) == 2 and all(w > 0 for w in plots)
     assert page.problems == []
 

@@ -192,7 +192,7 @@ def test_every_report_file_row_holds_its_estimate(runs, tmp_path, policy):
         text = (out / "metrics.md").read_text(encoding="utf-8") + (out / "metrics.tex").read_text()
         assert "±" not in text and r"\pm" not in text
     zero = json.loads((tmp_path / f"zero-{policy}" / "metrics.json").read_text(encoding="utf-8"))
-    # 0 of 12 says so: [0.0, 24.2], not [0.0, 0.0] (issue 12 §4).
+    # 0 of 12 says so: [0.0, 24.2], not [0.0, 0.0].
     assert (
         "| overall | overall | 12 | 0.0% | [0.0, 24.2] |"
         in (tmp_path / f"zero-{policy}" / "metrics.md").read_text()

@@ -3,7 +3,7 @@
 Names come from the data (a local benchmark's task ``a~b``, a metadata value ``PAS | silver``), so
 each writer must escape LaTeX's specials (``\\ & % $ # _ { } ~ ^``) and Markdown's ``|``; ``±``
 becomes ``$\\pm$`` (pdfLaTeX without a Unicode setup rejects the raw character). These are the
-properties issue 17 compared against pandas (``bench/bench_tables.py``): tabulate does not escape
+properties compared against pandas (``bench/bench_tables.py``): tabulate does not escape
 ``|``, and pandas' ``escape="latex"`` leaves headers and captions raw.
 """
 

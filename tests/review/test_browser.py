@@ -1,4 +1,4 @@
-"""The review app in a real headless Chromium (Playwright), the whole story of issue 15: two
+"""The review app in a real headless Chromium (Playwright), the whole review story: two
 reviewers answer and rate an item, they disagree, a senior arbitrates; then `scopebench review
 export` and `review baseline` run on the same database and their rows and run records are checked
 value by value against what was clicked.

@@ -140,7 +140,7 @@ def test_compare_warns_when_only_one_run_used_a_judge(tmp_path):
 
 
 def test_compare_warns_when_box_repair_differs(tmp_path):
-    # The same replies score up to 0.16 higher with --box-repair (issue 12 §3): a comparison of a
+    # The same replies score up to 0.16 higher with --box-repair: a comparison of a
     # repaired and an unrepaired run is not like for like, and must say so.
     runs = [make_run(tmp_path, n, [True, False] * 3) for n in ("plain", "repaired")]
     for run, repair in zip(runs, (False, True), strict=True):

@@ -64,7 +64,7 @@ def test_localization_table_macro_over_classes_and_splits() -> None:
     assert by["overall"].score == pytest.approx(0.5) and by["overall"].n == 3
 
 
-# --- Asymmetric hand-computed cases (issue 20): each tells the official rule from a variant ----
+# --- Asymmetric hand-computed cases: each tells the official rule from a variant ----
 #
 # Official (allenai/grit_official metrics/localization.py): Hungarian on 1 − IoU, pairs with
 # IoU > 0 are matched, score = Σ IoU(matched) / (P + G − matched).

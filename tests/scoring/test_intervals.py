@@ -36,7 +36,7 @@ def wilson_by_formula(k: int, n: int) -> tuple[float, float]:
 @pytest.mark.parametrize(
     ("k", "expected"),
     [
-        # 0 of 12: [0, z²/(n + z²)] — a bootstrap said [0, 0] (issue 12 §4).
+        # 0 of 12: [0, z²/(n + z²)] — a bootstrap said [0, 0].
         (0, (0.0, 0.24249400665524096)),
         (12, (0.7575059933447590, 1.0)),
         (1, (0.014865094404917095, 0.35387991114111705)),

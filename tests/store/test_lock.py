@@ -93,7 +93,7 @@ def test_second_writer_refused_at_once_fresh_too_and_a_killed_holder_leaves_no_l
     assert lock_holder(out) is None and (out / LOCK_FILE).is_file()
     kept = _count(out)
     assert 0 < kept < 40
-    # Without -q (silent except errors since issue 17): the resumed run's summary is printed.
+    # Without -q (silent except errors): the resumed run's summary is printed.
     loud = [c for c in _cmd(data, out, 0.0) if c != "-q"]
     done = subprocess.run(loud, env=_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -204,7 +204,7 @@ def test_salvage_hint_gives_the_commands_to_type() -> None:
     )
 
 
-# Messages and options of opening a store (make mutation survivors, session 4) ------------------
+# Messages and options of opening a store (mutation testing) ------------------
 
 
 def _ids_store(path: Path, ids: list[str]) -> None:

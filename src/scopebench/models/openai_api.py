@@ -260,8 +260,8 @@ class ResponseCache:
     full request body — prompt text, every image's bytes (inside the data URLs), temperature,
     token budget, seed. Files hold the server's JSON reply only, never the request headers.
     Writes go through a temporary file and an atomic rename, so a crash leaves no half entry (at
-    most a ``.tmp-*`` file, never read). Kept over diskcache after measuring both (issue 17,
-    ``bench/bench_cache.py``): diskcache pickles values and is unmaintained; see bench/RESULTS.md.
+    most a ``.tmp-*`` file, never read). Kept over diskcache after measuring both
+    (``bench/bench_cache.py``): diskcache pickles values and is unmaintained; see bench/RESULTS.md.
     """
 
     def __init__(self, root: Path) -> None:

@@ -1,4 +1,4 @@
-"""A probe parses its model spec once, for its checks and every condition's run (issue 13 §3)."""
+"""A probe parses its model spec once, for its checks and every condition's run."""
 
 from __future__ import annotations
 

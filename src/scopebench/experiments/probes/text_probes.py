@@ -397,7 +397,7 @@ def _plot_bias(rows: Sequence[Mapping[str, Any]], stem: Any) -> list[Any]:
     ax.set_xticks(x, [r["letter"] for r in rows])
     ax.set_ylabel("share of (item, rotation) pairs (%)")
     ax.set_title("Position bias: letter chosen vs letter correct", fontsize=10)
-    # Right of the axes: inside, it covered the bars of the first letters (issue 17).
+    # Right of the axes: inside, it covered the bars of the first letters.
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     return save_figure(fig, stem)
