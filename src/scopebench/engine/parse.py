@@ -153,5 +153,6 @@ def response_record(request: Request, response: Response, model: str) -> Record:
         response=response.text,
         scores=response.scores,
         extra=dict(response.extra),
+        sample=request.sample(),
         kind=item.kind,
     )

@@ -40,7 +40,7 @@ from scopebench.errors import (
     RunInterruptedError,
     ScopebenchError,
 )
-from scopebench.items import Item, Record, RecordStatus
+from scopebench.items import Item, Record, RecordStatus, Sample
 from scopebench.models import Backend, ModelOptions, ModelSpec, Response, load_model, parse_spec
 from scopebench.models.strategies import StrategyBackend
 from scopebench.protocols import Request, detection_class, resolve_protocol
@@ -688,6 +688,7 @@ def _item_record(item: Item, model: str, status: RecordStatus, error: str) -> Re
         # A detection item keeps its kind and class: localization scores it 0, never drops it.
         kind=item.kind,
         extra={"class_name": detection_class(item)} if item.kind == "detection" else {},
+        sample=Sample.of_item(item),
     )
 
 

@@ -301,13 +301,17 @@ class RunStore:
         return path
 
     def export_parquet(self, path: Path) -> Path:
-        """Write every record to Parquet (nested fields as JSON text columns)."""
+        """Write every record to Parquet, one row each.
+
+        The sample's fields are columns (:data:`~scopebench.items.SAMPLE_COLUMNS`); the nested
+        ``scores`` and ``extra`` are JSON text.
+        """
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         rows = []
         for rec in self.iter_records():
-            d = rec.to_dict()
+            d = rec.to_flat()
             d["scores"] = json.dumps(d["scores"]) if d["scores"] is not None else None
             d["extra"] = json.dumps(d["extra"], ensure_ascii=False)
             rows.append(d)
