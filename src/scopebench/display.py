@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from tqdm.auto import tqdm
 
-__all__ = ["configure_logging", "is_quiet", "progress", "set_quiet"]
+__all__ = ["configure_logging", "is_quiet", "progress", "set_quiet", "shown"]
 
 _QUIET = False
 
@@ -43,8 +45,30 @@ def configure_logging(verbosity: int = 0, quiet: bool = False) -> None:
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, _ShownOnce) for f in handler.filters):
             handler.addFilter(_ShownOnce())
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler.formatter, _Shown):
+            handler.setFormatter(_Shown("%(levelname)s %(name)s: %(message)s"))
     logging.getLogger("scopebench").setLevel(level)
     set_quiet(quiet)
+
+
+def shown(text: str) -> str:
+    """``text`` as the user may see it anywhere: the home folder written ``~`` (``/home/me/x`` → ``~/x``).
+
+    Console lines, progress bars and the files a run shares (``records.jsonl``, ``metrics.json``)
+    show paths as the user would type them; the full spec stays in ``run.json`` only.
+    """
+    home = str(Path.home()).rstrip("/\\")
+    if not home or home in ("/", "."):
+        return text
+    return re.sub(re.escape(home) + r"(?=[/\\\s\"'<>&:,;)\]]|$)", "~", text)
+
+
+class _Shown(logging.Formatter):
+    """The CLI's log line format, with paths as :func:`shown` writes them."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The formatted line, home folder written ``~``."""
+        return shown(super().format(record))
 
 
 class _ShownOnce(logging.Filter):

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from scopebench.cli.options import Args, argument, command, pass_args, resamples_option, seed_option
 from scopebench.cli.output import out_console, print_wide
+from scopebench.display import shown
 from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
@@ -206,7 +207,7 @@ def _metrics_only(run: str, args: Args) -> dict[str, Any]:
         data.records, benchmark=data.benchmark, policy=args.policy, items=data.items, seed=seed,
         resamples=args.resamples,
     )  # fmt: skip
-    metrics["model"] = data.model
+    metrics["model"] = shown(data.model)
     return metrics
 
 

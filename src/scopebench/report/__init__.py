@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from scopebench.display import shown
 from scopebench.report.breakdowns import write_spur_breakdowns
 from scopebench.report.labels import run_display_names
 from scopebench.report.tables import (
@@ -84,8 +85,9 @@ def write_run_outputs(
     ``reliability.png``/``.svg`` and, for SPUR runs, ``spur_breakdowns.json``/``.md``/``.png``/``.svg``
     (:mod:`scopebench.report.breakdowns`) into ``out_dir`` (default, or when ``out_dir`` is the run
     directory: :func:`report_dir`). The run
-    directory's own ``metrics.json`` is rewritten only when the settings are the run's own
-    (:func:`is_run_default`); any other policy, seed or resample count leaves it untouched.
+    directory's own ``metrics.json`` is rewritten only when the files go there (no other
+    ``out_dir``) and the settings are the run's own (:func:`is_run_default`); another folder, or
+    any other policy, seed or resample count, leaves the run directory untouched.
 
     Args:
         run_dir: A run directory.
@@ -118,7 +120,7 @@ def write_run_outputs(
         resamples=resamples,
         protocol=str(run.config.get("protocol") or "default"),
     )
-    metrics["model"] = run.model
+    metrics["model"] = shown(run.model)  # the whole spec is in run.json; a shared file shows ~
     default = is_run_default(run, seed=seed, resamples=resamples, policy=policy)
     out = Path(out_dir) if out_dir is not None else run.path
     if out.resolve() == run.path.resolve() and not default:
@@ -126,7 +128,9 @@ def write_run_outputs(
         out = report_dir(run.path, seed=seed, resamples=resamples, policy=policy)
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(json_safe(metrics), indent=2, ensure_ascii=False)
-    if default and rundir.is_writable(run.path):  # a read-only run is read, never written
+    if default and out_dir is None and rundir.is_writable(run.path):
+        # Only when no other folder was asked for (`report --out` leaves the run untouched), and
+        # never into a read-only run.
         (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
     (out / METRICS_FILE).write_text(text, encoding="utf-8")
     rows = report_rows(metrics)
