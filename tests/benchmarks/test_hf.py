@@ -241,7 +241,9 @@ def test_hugging_face_warnings_print_once(hub_cache: Path) -> None:
 
     Catches each Hugging Face warning printed twice (the library's own handler and ours).
     """
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(hub_cache)}
+    # Without the verbosity an earlier in-process `-q` leaves in os.environ (it silences datasets).
+    env = {k: v for k, v in os.environ.items() if k != "DATASETS_VERBOSITY"}
+    env |= {"HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(hub_cache)}
     argv = [sys.executable, "-m", "scopebench", "validate", "hf", "--data", "lab/organelles"]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr

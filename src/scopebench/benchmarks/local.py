@@ -216,7 +216,8 @@ def _is_hf_dataset(text: str, path: Path) -> bool:
     """Whether ``--data`` is a Hub id or a folder written by ``save_to_disk`` (read as a dataset)."""
     if path.is_dir():
         return (path / "state.json").is_file() or (path / "dataset_dict.json").is_file()
-    return is_hub_id(text)
+    # A missing `bench/items.jsonl` is a missing file (said so), not a Hub id to download.
+    return is_hub_id(text) and path.suffix.lower() not in SUFFIXES
 
 
 def _read_rows(file: Path, problems: list[Problem]) -> tuple[list[_Row], tuple[str, ...]]:
