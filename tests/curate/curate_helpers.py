@@ -49,7 +49,7 @@ def make_sources(root: Path, *, licence_b: str | None = "CC0-1.0") -> Path:
         "name: tiny\nsources:\n"
         "  - name: src_a\n    images: a\n    metadata: a.csv\n    license: CC-BY-4.0\n    citation: Doe 2024\n"
         f"  - name: src_b\n    images: b\n    metadata: b.json\n{licence}"
-        "    defaults: {modality: fluorescence microscopy, domain: cell biology, stain: DAPI, "
+        "    defaults: {modality: fluorescence microscopy, domain: biology, stain: DAPI, "
         "organism: Mus musculus, label_name: nucleus}\n"
     )
     return root / "manifest.yaml"

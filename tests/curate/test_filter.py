@@ -189,7 +189,7 @@ def _figure_sources(root: Path) -> Path:
     (root / "figs.csv").write_text("image,label_name\nmulti.png,cell\nsingle.png,nucleus\n")
     (root / "manifest.yaml").write_text(
         "name: figs\nsources:\n  - name: figs\n    images: figs\n    metadata: figs.csv\n    license: CC0-1.0\n"
-        "    defaults: {modality: fluorescence microscopy, domain: cell biology, stain: DAPI, organism: Mus musculus}\n"
+        "    defaults: {modality: fluorescence microscopy, domain: biology, stain: DAPI, organism: Mus musculus}\n"
     )
     return root / "manifest.yaml"
 

@@ -57,10 +57,12 @@ def test_cli_build_run_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert "build summary" in out
     assert "missing_image: 1" in out and "unknown_vocabulary: 1" in out
+    flat = " ".join(out.split())
     assert (
-        "src_a row 2 field modality: modality 'light microscpy' is unknown; did you mean 'light microscopy'?"
-        in out.replace("\n", " ")
+        "src_a row 2 field modality: modality 'light microscpy' is unknown; "
+        "the nearest known values are modality 'light microscopy'." in flat
     )
+    assert "(did you mean 'light microscopy'?)" in flat
 
 
 def test_cli_errors_are_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -118,16 +118,19 @@ def test_ubench_run_evaluates_the_questions(built: dict, tmp_path: Path) -> None
 
 
 def test_hard_runs_short_and_easy_fills_in(built: dict, tmp_path: Path) -> None:
-    # hematopathology has 4 sibling subdomains; 6 options need 5 distractors, so one comes from
-    # across the tree, and build.json counts those questions.
+    # brightfield microscopy has 6 sibling submodalities under light microscopy (μ-Bench's Figure 13);
+    # 8 options need 7 distractors, so one comes from across the tree, and build.json counts those
+    # questions. Catches a draw that repeats a sibling, or stops at 6 options, when hard runs short.
     r = make_questions(
-        built["root"] / "ingest", tmp_path / "q", QuestionConfig(options=6, tasks=("subdomain",))
+        built["root"] / "ingest", tmp_path / "q", QuestionConfig(options=8, tasks=("submodality",))
     )
-    assert r.stats["filled"] == {"subdomain": 3}
-    siblings = set(load_taxonomy().siblings("subdomain", "hematopathology"))
+    assert r.stats["filled"] == {"submodality": 3}
+    siblings = set(load_taxonomy().siblings("submodality", "brightfield microscopy"))
+    assert len(siblings) == 6
     for _, _, q in _questions(tmp_path / "q"):
-        assert len(q["options"]) == 6
-        assert set(q["options"]) - siblings - {"hematopathology"} and len(set(q["options"]) & siblings) == 4
+        assert len(q["options"]) == 8
+        assert set(q["options"]) - siblings - {"brightfield microscopy"}
+        assert len(set(q["options"]) & siblings) == 6
 
 
 def test_card_reports_positions_and_coverage(built: dict) -> None:
@@ -138,4 +141,4 @@ def test_card_reports_positions_and_coverage(built: dict) -> None:
         "| modality × domain | modality | submodality | domain | subdomain | stain | classification |" in card
     )
     assert "| light microscopy × pathology | 3 | 3 | 3 | 3 | 3 | 3 |" in card
-    assert "| fluorescence microscopy × cell biology | 3 | 0 | 3 | 0 | 3 | 0 |" in card
+    assert "| fluorescence microscopy × biology | 3 | 0 | 3 | 0 | 3 | 0 |" in card

@@ -6,28 +6,32 @@ row per image. Paths are relative to the manifest's folder. See docs/build.md.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from scopebench.curate.taxonomy import Taxonomy
-from scopebench.errors import DataFormatError, DataNotFoundError
+from scopebench.curate.taxonomy import Taxonomy, taxon_id
+from scopebench.errors import DataFormatError, DataNotFoundError, MissingDependencyError
 
-__all__ = ["Manifest", "Record", "Source", "load_manifest", "read_table"]
+__all__ = ["Manifest", "Record", "Source", "load_manifest", "normalise_licence", "read_table"]
 
-_TAXON = re.compile(r"^NCBITaxon_(\d+|synthetic)$")
 _SOURCE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+#: Operators and brackets of an SPDX expression; the text between them names one licence.
+_SPDX_SPLIT = re.compile(r"(\s+(?:AND|OR|WITH)\s+|[()])", re.IGNORECASE)
 
 
 class Source(BaseModel):
@@ -58,6 +62,13 @@ class Source(BaseModel):
     pmid: str | None = None
     defaults: dict[str, Any] = Field(default_factory=dict)
     columns: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("license")
+    @classmethod
+    def _spdx(cls, value: str | None) -> str | None:
+        # The source's default licence is written like a row's: as an SPDX id when it reads as one
+        # (a row that uses it carries the warning when it does not).
+        return (normalise_licence(value) or value) if value is not None else None
 
     @field_validator("name")
     @classmethod
@@ -125,6 +136,35 @@ def load_manifest(path: str | Path) -> Manifest:
     return manifest
 
 
+@functools.cache
+def _licensing() -> Any:
+    try:
+        from license_expression import get_spdx_licensing
+    except ModuleNotFoundError as exc:
+        raise MissingDependencyError("license-expression", "build", "licence normalisation") from exc
+    return get_spdx_licensing()
+
+
+def normalise_licence(text: str) -> str | None:
+    """``text`` as an SPDX licence id or expression (``CC BY 4.0`` → ``CC-BY-4.0``), else ``None``.
+
+    ``license-expression`` resolves case, SPDX's own aliases (``GPL-2.0+``) and expressions
+    (``MIT OR Apache-2.0``); labs often write the words of an id with spaces, so each licence of the
+    expression is also tried with its words joined by hyphens. ``LicenseRef-…`` ids (SPDX's form
+    for a licence not on its list) are kept as written.
+    """
+    licensing = _licensing()
+    pieces = _SPDX_SPLIT.split(text.strip())
+    hyphenated = "".join(p if _SPDX_SPLIT.fullmatch(p) else "-".join(p.split()) for p in pieces)
+    for candidate in dict.fromkeys((text.strip(), hyphenated)):
+        result = licensing.validate(candidate)
+        if not result.errors:
+            return str(result.normalized_expression)
+        if result.invalid_symbols and all(str(s).startswith("LicenseRef-") for s in result.invalid_symbols):
+            return candidate
+    return None
+
+
 def read_table(path: Path) -> list[dict[str, Any]]:
     """The rows of a CSV, JSON (list of objects), JSONL or Parquet metadata table.
 
@@ -166,8 +206,12 @@ def read_table(path: Path) -> list[dict[str, Any]]:
 class Record(BaseModel):
     """One image's metadata, normalised to μ-Bench's names; validated against the taxonomy.
 
-    Validation needs ``context={"taxonomy": Taxonomy}``. Unknown vocabulary fails with the closest
-    known concept in the message (``did you mean …``).
+    Validation needs ``context={"taxonomy": Taxonomy}``. Vocabulary is written in the taxonomy's
+    spelling; an unknown value fails with where else the word is known or the nearest known values
+    (:meth:`Taxonomy.unknown_message`). The taxon id is written ``NCBITaxon_<n>`` whatever form it
+    came in, the licence as an SPDX id when it can be read as one (else it is kept, and
+    :attr:`notes` holds a warning naming it). μ-Bench's one-element lists (``ncbitaxon_id:
+    [NCBITaxon_9606]``) are read as their element, and ``ncbitaxon_name`` as ``organism``.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -179,13 +223,37 @@ class Record(BaseModel):
     domain: str
     subdomain: str | None = None
     stain: str | None = None
-    organism: str | None = None
+    organism: str | None = Field(default=None, validation_alias=AliasChoices("organism", "ncbitaxon_name"))
     ncbitaxon_id: str | None = None
     microns_per_pixel: float | None = Field(default=None, gt=0)
     label_name: str | None = None
     institution: str | None = None
     pmid: str | None = None
     synthetic: bool = False
+    _notes: list[tuple[str, str, str]] = PrivateAttr(default_factory=list)
+
+    @property
+    def notes(self) -> list[tuple[str, str, str]]:
+        """Warnings about values kept as written: ``(field, kind, message)``."""
+        return self._notes
+
+    @field_validator("organism", "institution", mode="before")
+    @classmethod
+    def _one(cls, value: Any, info: ValidationInfo) -> Any:
+        return _single(value, info.field_name or "")
+
+    @field_validator("ncbitaxon_id", mode="before")
+    @classmethod
+    def _taxon(cls, value: Any) -> Any:
+        value = _single(value, "ncbitaxon_id")
+        if value is None:
+            return None
+        taxon = taxon_id(value)
+        if taxon is None:
+            raise ValueError(
+                f"ncbitaxon_id {value!r} is not an NCBI taxon id; write its number (9606) or NCBITaxon_9606"
+            )
+        return taxon
 
     @field_validator("modality", "submodality", "domain", "subdomain", "stain")
     @classmethod
@@ -196,12 +264,7 @@ class Record(BaseModel):
         attribute = info.field_name or ""
         concept = tax.get(attribute, value)
         if concept is None:
-            hint = tax.closest(attribute, value)
-            raise ValueError(
-                f"{attribute} {value!r} is unknown"
-                + (f"; did you mean {hint!r}?" if hint else "")
-                + " Add it to a taxonomy file if it is right."
-            )
+            raise ValueError(tax.unknown_message(attribute, value))
         return concept.name
 
     @field_validator("pmid", mode="before")
@@ -214,31 +277,59 @@ class Record(BaseModel):
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @model_validator(mode="after")
+    def _licence(self) -> Record:
+        spdx = normalise_licence(self.license)
+        if spdx is not None:
+            self.license = spdx
+        else:
+            self._notes.append(
+                (
+                    "license",
+                    "unrecognised_licence",
+                    f"licence {self.license!r} is not an SPDX licence id or expression; it is kept as "
+                    "written. Write its SPDX id (https://spdx.org/licenses/, e.g. CC-BY-4.0) or "
+                    "LicenseRef-<name> for a licence not on SPDX's list",
+                )
+            )
+        return self
+
+    @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> Record:
         tax: Taxonomy = (info.context or {})["taxonomy"]
         for child, parent in (("submodality", "modality"), ("subdomain", "domain")):
             value = getattr(self, child)
             concept = tax.get(child, value) if value else None
-            if concept is not None and concept.parent != getattr(self, parent):
+            if concept is not None and getattr(self, parent) not in concept.parents:
+                known = " or ".join(repr(p) for p in concept.parents)
                 raise ValueError(
-                    f"{child} {value!r} belongs to {parent} {concept.parent!r}, not {getattr(self, parent)!r}"
+                    f"{child} {value!r} belongs to {parent} {known}, not {getattr(self, parent)!r}"
                 )
         if self.organism is not None:
-            known = {k.casefold(): (k, v) for k, v in tax.organisms.items()}
-            hit = known.get(self.organism.strip().casefold())
-            if hit is not None:
-                self.organism, taxon = hit
-                if self.ncbitaxon_id is None:
-                    self.ncbitaxon_id = taxon
-                elif self.ncbitaxon_id != taxon:
-                    raise ValueError(f"organism {self.organism!r} is {taxon}, not {self.ncbitaxon_id}")
-            elif self.ncbitaxon_id is None:
-                hint = tax.closest("organism", self.organism)
-                raise ValueError(
-                    f"organism {self.organism!r} is unknown"
-                    + (f"; did you mean {hint!r}?" if hint else "")
-                    + " Give its ncbitaxon_id (NCBITaxon_<number>) or add it to a taxonomy file."
-                )
-        if self.ncbitaxon_id is not None and not _TAXON.match(self.ncbitaxon_id):
-            raise ValueError(f"ncbitaxon_id {self.ncbitaxon_id!r} is not of the form NCBITaxon_<number>")
+            self._organism(tax)
         return self
+
+    def _organism(self, tax: Taxonomy) -> None:
+        """Spell a known organism the taxonomy's way and fill or check its taxon id."""
+        organism = str(self.organism)
+        if self.ncbitaxon_id is None and taxon_id(organism) is not None:
+            self.organism, self.ncbitaxon_id = None, taxon_id(organism)  # an id in the name column
+            return
+        hit = tax.organism(organism)
+        if hit is not None:
+            self.organism, taxon = hit
+            if self.ncbitaxon_id is None:
+                self.ncbitaxon_id = taxon
+            elif self.ncbitaxon_id != taxon:
+                raise ValueError(f"organism {self.organism!r} is {taxon}, not {self.ncbitaxon_id}")
+        elif self.ncbitaxon_id is None:
+            fix = "Give its ncbitaxon_id (NCBI's number, e.g. 9606) or add it to a taxonomy file"
+            raise ValueError(tax.unknown_message("organism", organism, fix=fix))
+
+
+def _single(value: Any, name: str) -> Any:
+    """A one-element list (μ-Bench's form for ids and names) as its element; longer lists are errors."""
+    if isinstance(value, list | tuple):
+        if len(value) > 1:
+            raise ValueError(f"{name} holds {len(value)} values; μ-Bench's schema has one per image")
+        return value[0] if value else None
+    return value

@@ -28,7 +28,7 @@ OBO_ATTRIBUTES: dict[str, str] = {"modality": "submodality", "domain": "subdomai
 
 
 class OboConcept(NamedTuple):
-    """One term read as a concept, in :class:`~scopebench.curate.taxonomy.Concept`'s field order."""
+    """One term read as a concept (its parent becomes the concept's only parent)."""
 
     name: str
     attribute: str

@@ -14,7 +14,8 @@ For each image and task (μ-Bench's coarse ``modality``, ``submodality``, ``doma
   seed; the chi-square statistic of the letter counts against uniform (``scipy.stats.chisquare``) is
   reported per task;
 * "none of the above" is optionally appended last; it is never the answer (as in μ-Bench);
-* question text and caption sentences come from the taxonomy's ``templates``.
+* question text and caption sentences come from the templates (μ-Bench's Table 16 by default;
+  ``curate/question_templates.py``).
 
 Everything random derives from ``seed`` and the image id, so a question does not change when other
 images are added or removed (the position sequence of a task does).
@@ -243,10 +244,10 @@ def _place(
     qid = str(
         uuid.UUID(bytes=hashlib.sha256(f"{cfg.seed}\0{row['image_id']}\0{task}".encode()).digest()[:16])
     )
-    text = tax.templates.get("questions", {}).get(task, f"What is the {task} of this image?")
+    text = tax.templates.question(task, row.get("dataset"))
     row["questions"][task] = _entry(qid, task, text, options, pos)
-    cap = tax.templates.get("captions", {}).get(task, "A micrograph of {class}.")
-    sentences = [o if o == NONE_OF_THE_ABOVE else cap.replace("{class}", o) for o in options]
+    cap = tax.templates.caption(task, row.get("dataset"))
+    sentences = [o if o == NONE_OF_THE_ABOVE else tax.templates.render(cap, o) for o in options]
     row["captions"][f"{task}_0"] = _entry(qid, task, cap, sentences, pos)
 
 

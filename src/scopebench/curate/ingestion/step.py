@@ -165,7 +165,8 @@ def _one_row(
     data["submodality_id"] = sub.ontology_id if sub else None
     taxon_names = {v: k for k, v in tax.organisms.items()}
     data["ncbitaxon_name"] = record.organism or taxon_names.get(record.ncbitaxon_id or "")
-    return IngestedImage(source.name, i, data, png, info), []
+    notes = [BuildProblem(STEP, source.name, str(i), f, k, m, severity="warning") for f, k, m in record.notes]
+    return IngestedImage(source.name, i, data, png, info), notes
 
 
 def _report_ignored_columns(source: Source, rows: list[dict[str, Any]], result: StepResult) -> None:
