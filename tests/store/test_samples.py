@@ -96,3 +96,17 @@ def test_runs_written_without_samples_still_load(tmp_path: Path) -> None:
     flat = records[0].to_flat()
     assert all(flat[name] is None for name in SAMPLE_COLUMNS)
     assert Record.from_dict(records[0].to_dict()) == records[0]
+
+
+def test_log_samples_false_stores_none(tmp_path: Path) -> None:
+    """``run --log-samples false``: records without samples (very large runs), the run otherwise alike.
+
+    Catches the flag being ignored, or breaking exports of the records it leaves bare.
+    """
+    out = tmp_path / "bare"
+    argv = ["-q", "run", "--bench", "local", "--data", str(DATA), "--model", "random", "--out", str(out)]
+    assert main([*argv, "--log-samples", "false"]) == 0
+    records = load_run(out).records
+    assert len(records) == 4 and all(r.sample is None for r in records)
+    assert all('"sample": null' in line for line in (out / "records.jsonl").read_text().splitlines())
+    assert scopebench.load_run(out).to_pandas()["prompt"].isna().all()

@@ -322,6 +322,7 @@ def _run_config(args: Args, **overrides: Any) -> Any:
         judge=getattr(args, "judge", None),
         judge_args=parse_key_values(getattr(args, "judge_arg", None) or [], "--judge-arg"),
         label=getattr(args, "label", None),
+        log_samples=getattr(args, "log_samples", True),
     )
     return replace(config, **overrides) if overrides else config
 
