@@ -70,8 +70,9 @@ def safe_join(root: Path, relative: str) -> Path:
     base = Path(os.path.abspath(root))
     candidate = Path(os.path.normpath(base / relative))
     if not candidate.is_relative_to(base):
+        shown = relative if len(relative) <= 80 else relative[:79] + "…"  # never a whole encoded image
         raise UnsafePathError(
-            f"image reference {relative!r} points outside the data folder {base}; "
+            f"image reference {shown!r} points outside the data folder {base}; "
             "image paths must be relative to the data folder and stay inside it"
         )
     return candidate

@@ -285,3 +285,36 @@ def test_docs_examples_run_as_written(tmp_path: Path, monkeypatch: pytest.Monkey
         assert main(shlex.split(command)[1:]) in (0, 1), command
     run = json.loads((tmp_path / "runs" / "mmmu-art-owner" / "run.json").read_text(encoding="utf-8"))
     assert (run["protocol"], run["n_items"]) == ("owner", 2)
+
+
+def test_mmbench_layout_lettered_columns_and_base64_images(tmp_path: Path) -> None:
+    """VLMEvalKit's MMBench layout: index, question, hint, options in columns A–D, a letter answer,
+    images as base64 text.
+
+    Catches lettered option columns not found, base64 cells read as (missing) paths, long cells
+    printed whole in problems, and an empty trailing option kept.
+    """
+    import base64
+
+    import pandas as pd
+
+    rows = [
+        {"index": 10, "question": "Which stain?", "hint": "A liver section.", "A": "H&E", "B": "PAS",
+         "C": "Giemsa", "D": None, "answer": "B", "category": "stain",
+         "image": base64.b64encode(fx.png(7, 3)).decode()},
+        {"index": 11, "question": "Which organ?", "hint": None, "A": "liver", "B": "kidney", "C": "lung",
+         "D": "heart", "answer": "D", "category": "organ", "image": "Zm9v" * 40},
+    ]  # fmt: skip
+    pd.DataFrame(rows).to_parquet(tmp_path / "mmbench.parquet")
+    loaded = get_benchmark("hf").load(f"{tmp_path / 'mmbench.parquet'}?task=category")
+    first, second = loaded.items
+    assert (first.id, first.choices, first.answer_index, first.context) == (
+        "hf/10",
+        ("H&E", "PAS", "Giemsa"),
+        1,
+        "A liver section.",
+    )
+    assert first.task == "stain" and first.images[0].load().size == (7, 3)
+    # Text of no image is read as a path: missing, and the problem quotes only its beginning.
+    (missing,) = [p for p in loaded.problems if p.kind == "missing_image"]
+    assert second.problems == ("missing_image",) and "Zm9v" * 20 not in missing.message

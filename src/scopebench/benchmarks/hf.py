@@ -72,7 +72,7 @@ __all__ = ["GUESSES", "PROMPT_KEY", "DatasetSpec", "HFBenchmark", "load_dataset_
 
 #: Column names looked for, in order, when the mapping leaves a role out.
 GUESSES: dict[str, tuple[str, ...]] = {
-    "id": ("id", "question_id", "qid"),
+    "id": ("id", "question_id", "qid", "index"),
     "question": ("question", "query", "prompt"),
     "options": ("options", "choices"),
     "answer": ("answer", "correct_index", "answer_idx", "label"),
@@ -85,6 +85,9 @@ PROMPT_KEY = "template_prompt"
 
 _NUMBERED_IMAGE = re.compile(r"^image_(\d+)$")
 _URL = re.compile(r"^https?://", re.IGNORECASE)
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+# PNG, JPEG, GIF, BMP and TIFF (both byte orders); WebP is RIFF….WEBP.
+_IMAGE_SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"BM", b"II*\x00", b"MM\x00*")
 _LIST_KEYS = ("options", "images")
 
 
@@ -482,19 +485,25 @@ class _Builder:
                 continue
             value = row.get(column)
             refs = value if isinstance(value, list) else [] if value is None else [value]
-            for ref in refs:
-                got = self._text_image(ref, column, where)
+            for n, ref in enumerate(refs):
+                got = self._text_image(ref, column, where, f"{prefix}:{n}")
                 if got is None:
                     return None
                 out.append(got)
                 missing = missing or (got.path is not None and not got.path.is_file())
         return tuple(out), missing
 
-    def _text_image(self, ref: Any, column: str, where: str) -> ImageRef | None:
-        """The image a path or URL cell names, or ``None`` after recording why the row is skipped."""
+    def _text_image(self, ref: Any, column: str, where: str, key: str) -> ImageRef | None:
+        """The image a text cell holds or names, or ``None`` after recording why the row is skipped.
+
+        The cell is a URL, base64 (VLMEvalKit's TSV layout stores images so), or a path.
+        """
         text = ref.strip() if isinstance(ref, str) else ""
         if _URL.match(text):
             return ImageRef(text, loader=CachedURL(text))
+        encoded = _base64_image(text)
+        if encoded is not None:
+            return ImageRef(key, data=encoded)
         if not text or self.root is None:
             why = "is empty" if not text else "is a path, but a Hub dataset has no folder to read it from"
             self.problem(
@@ -511,7 +520,7 @@ class _Builder:
         if not path.is_file():
             self.problem(
                 where,
-                f"column {column!r}: image {text!r} not found in {self.root}; the item is "
+                f"column {column!r}: image {describe_cell(text)} not found in {self.root}; the item is "
                 "kept and counted as missing_image",
                 kind="missing_image",
                 severity="warning",
@@ -538,6 +547,24 @@ class _Builder:
                 f"{self.src.source} {where}: the template fails ({exc}); it may use the columns "
                 f"{', '.join(sorted(values))}"
             ) from exc
+
+
+def _base64_image(text: str) -> bytes | None:
+    """The bytes of a base64-encoded image cell, else ``None`` (a path or a name is no base64).
+
+    Only text of base64's alphabet that decodes to a known image signature counts, so a file
+    name such as ``cell1`` is never taken for an image.
+    """
+    import base64
+    import binascii
+
+    if len(text) < 16 or len(text) % 4 or _BASE64.fullmatch(text) is None:
+        return None
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return data if data.startswith(_IMAGE_SIGNATURES) or data[8:12] == b"WEBP" else None
 
 
 def _compile(template: str) -> Any:

@@ -646,7 +646,7 @@ class _RowBuilder:
                 missing = True
                 self.problem(
                     record,
-                    f"image {ref.strip()!r} not found in {self.root}; "
+                    f"image {describe_cell(ref.strip())} not found in {self.root}; "
                     "the item is kept and counted as missing_image",
                     kind="missing_image",
                     severity="warning",
