@@ -93,7 +93,7 @@ def progress(total: int, desc: str, unit: str = "item") -> Iterator[tqdm]:
     """A progress bar with rate and ETA on stderr; silent under ``--quiet`` or when not a TTY."""
     bar = tqdm(
         total=total,
-        desc=desc,
+        desc=shown(desc),  # a model spec may name a file under the home folder
         unit=unit,
         disable=_QUIET or None,  # None: tqdm disables itself when stderr is not a terminal
         dynamic_ncols=True,

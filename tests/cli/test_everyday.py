@@ -137,3 +137,23 @@ def test_paths_shown_as_typed_outside_run_json(tmp_path: Path) -> None:
         assert str(home) not in text and "replay:~/bench/replies.jsonl" in text, name
     assert str(home) not in proc.stdout + proc.stderr
     assert json.loads((out / "run.json").read_text(encoding="utf-8"))["model"] == f"replay:{replies}"
+
+
+def test_progress_bars_show_the_home_folder_as_tilde(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catches a bar titled with an absolute home path (a model spec naming a local folder)."""
+    import scopebench.display as display
+
+    seen: dict[str, object] = {}
+
+    class Bar:
+        def __init__(self, **kwargs: object) -> None:
+            seen.update(kwargs)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(display, "tqdm", Bar)  # the bar as tqdm is asked for it, shown or not
+    with display.progress(1, desc=f"local × clip:{tmp_path}/models/tiny-clip"):
+        pass
+    assert seen["desc"] == "local × clip:~/models/tiny-clip"

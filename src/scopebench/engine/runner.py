@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
-from scopebench.display import progress, shown
+from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
 from scopebench.engine.judging import (
     build_judge,
@@ -633,7 +633,7 @@ def _execute(
     batches = [requests[k : k + batch_size] for k in range(0, len(requests), batch_size)]
     executor = _make_executor(config, backend, supported, item_hook)
     written, failed, processed = len(blocked) + len(unrenderable), len(unrenderable), len(unrenderable)
-    with progress(len(todo), desc=shown(f"{config.benchmark} × {backend.spec}")) as bar:
+    with progress(len(todo), desc=f"{config.benchmark} × {backend.spec}") as bar:
         bar.update(len(unrenderable))
         try:
             for batch, responses in executor.run(batches):
