@@ -99,15 +99,6 @@ def write_run_outputs(
     Returns:
         The metrics dict (NaN where undefined).
     """
-    from scopebench.report.plots import (
-        chance_level,
-        has_accuracy,
-        plot_accuracy,
-        plot_localization,
-        plot_reliability,
-        reliability_drawn,
-    )
-
     run = load_run(run_dir)
     if seed is None:
         seed = run_seed(run)
@@ -133,8 +124,22 @@ def write_run_outputs(
         # never into a read-only run.
         (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
     (out / METRICS_FILE).write_text(text, encoding="utf-8")
-    rows = report_rows(metrics)
+    _write_tables_and_plots(run, metrics, out, policy)
+    return metrics
 
+
+def _write_tables_and_plots(run: RunData, metrics: dict[str, Any], out: Path, policy: Policy) -> None:
+    """``metrics.csv``/``.md``/``.tex`` and the plots of :func:`write_run_outputs` into ``out``."""
+    from scopebench.report.plots import (
+        chance_level,
+        has_accuracy,
+        plot_accuracy,
+        plot_localization,
+        plot_reliability,
+        reliability_drawn,
+    )
+
+    rows = report_rows(metrics)
     # The display name: a spec may name a local (home) folder, which a shared file must not show.
     title = f"{run.benchmark} — {run_display_names([run])[0]}"
     (out / "metrics.csv").write_text(rows_to_csv(rows, report_columns(metrics)), encoding="utf-8")
@@ -152,4 +157,3 @@ def write_run_outputs(
         plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
     if run.benchmark == "spur":  # the paper's MP-by-category and TA-by-relations breakdowns
         write_spur_breakdowns(run.records, run.items, out, policy=policy, title=title)
-    return metrics
