@@ -236,9 +236,10 @@ def _open_hub(
         raise DataNotFoundError(
             f"{text!r} is no local path, and loading it as a Hugging Face Hub dataset id failed "
             f"({type(exc).__name__}: {exc}). "
-            "If this machine is offline, download it elsewhere with "
-            f"`datasets.load_dataset({text!r}).save_to_disk(DIR)` and pass --data DIR, or pass the "
-            f"dataset's local parquet/arrow files. {hub_help}"
+            "If this machine is offline, set HF_HUB_OFFLINE=1 (a dataset loaded before is then "
+            "read from the datasets cache at once, with no network retries), or download it "
+            f"elsewhere with `datasets.load_dataset({text!r}).save_to_disk(DIR)` and pass --data DIR, "
+            f"or pass the dataset's local parquet/arrow files. {hub_help}"
         ) from exc
     if isinstance(dd, datasets.Dataset):  # a loading script may return one split directly
         return HFData(dd, split, "hub", text, fingerprint=dd._fingerprint, available=())

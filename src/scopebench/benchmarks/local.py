@@ -158,7 +158,16 @@ class LocalBenchmark(Benchmark):
         if _is_hf_dataset(str(data), path):
             # The local format's column names are the mapping; `--bench hf` takes any other.
             spec = DatasetSpec(dataset=str(data), question="question", options="choices", id=None)
-            return load_dataset_items(spec, self.name, split)
+            try:
+                return load_dataset_items(spec, self.name, split)
+            except DataNotFoundError as exc:
+                if path.exists():
+                    raise
+                # `my-bench/data` is also a mistyped folder: say that first.
+                raise DataNotFoundError(
+                    f"local benchmark data not found: {path} is no file or folder; read as a Hugging "
+                    f"Face dataset id instead: {exc}"
+                ) from exc
         return self.load_file(path, self.name, split)
 
     def load_file(self, path: Path, benchmark_name: str, split: str | None) -> LoadedBenchmark:
