@@ -235,7 +235,9 @@ def test_hub_id_offline_not_cached_says_so(offline: Path) -> None:
     with pytest.raises(DataNotFoundError, match="HF_HUB_OFFLINE is set and 'lab/not-cached' is not in the"):
         get_benchmark("hf").load("lab/not-cached")
     # For `local`, the same words are also a mistyped folder: the message says that first.
-    with pytest.raises(DataNotFoundError, match="^local benchmark data not found: lab/not-cached is no file"):
+    with pytest.raises(
+        DataNotFoundError, match=r"^local benchmark data not found: lab/not-cached is no file"
+    ):
         get_benchmark("local").load("lab/not-cached")
 
 
