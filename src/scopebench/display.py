@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-__all__ = ["configure_logging", "is_quiet", "progress", "set_quiet", "shown"]
+__all__ = ["adopt_library_logs", "configure_logging", "is_quiet", "progress", "set_quiet", "shown"]
 
 _QUIET = False
 
@@ -69,6 +69,23 @@ class _Shown(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         """The formatted line, home folder written ``~``."""
         return shown(super().format(record))
+
+
+def adopt_library_logs(*names: str) -> None:
+    """Print the log lines of libraries ``names`` through the CLI's handler only.
+
+    ``datasets`` and ``huggingface_hub`` give their logger a stderr handler of their own when
+    imported. Once the CLI has set up logging, that handler is removed (call this after importing
+    them), so each line prints once, in the CLI's format, with paths as :func:`shown` writes them.
+    Without the CLI's set-up (the Python API) the libraries keep their own handlers.
+    """
+    if not any(isinstance(h.formatter, _Shown) for h in logging.getLogger().handlers):
+        return
+    for name in names:
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            if type(handler) is logging.StreamHandler:
+                logger.removeHandler(handler)
 
 
 class _ShownOnce(logging.Filter):

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from scopebench.benchmarks.base import Problem
+from scopebench.display import adopt_library_logs
 from scopebench.errors import DataFormatError, DataNotFoundError, ImageLoadError
 
 if TYPE_CHECKING:
@@ -168,6 +169,9 @@ def open_hf_data(
             reached.
         DataFormatError: When the files cannot be read as a dataset, or the split is absent.
     """
+    import datasets  # noqa: F401 - imported here so its log handler is adopted below
+
+    adopt_library_logs("datasets", "huggingface_hub")
     text = str(data)
     path = Path(text).expanduser()
     if path.is_file() and path.name in _METADATA_FILES:

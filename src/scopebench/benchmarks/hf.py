@@ -29,7 +29,7 @@ row's columns and ``question``, ``options``, ``letters`` and ``options_block``; 
 column is withheld from it. ``--protocol owner`` sends it; ``--protocol default`` keeps the shared
 prompt, comparable with every other benchmark.
 
-The full description, with examples, is in ``docs/local-format.md``.
+The full description, with examples, is in ``docs/hf-datasets.md``.
 """
 
 from __future__ import annotations
@@ -634,7 +634,7 @@ def load_dataset_items(spec: DatasetSpec, benchmark: str, split: str | None) -> 
         spec.dataset,
         wanted,
         what="dataset",
-        hub_help="See docs/local-format.md for the forms --data takes.",
+        hub_help="See docs/hf-datasets.md for the forms --data takes.",
         subset=spec.subset,
     )
     problems: list[Problem] = source_problems(src, wanted) if wanted else []
@@ -672,7 +672,7 @@ class HFBenchmark(Benchmark):
         "A Hub id (owner/name), a save_to_disk folder or parquet/arrow files, optionally followed by "
         "a column mapping as ?key=value&… (question, options, answer, images, id, task, context, "
         "subset, split, template), or a .yaml file with a dataset: key and the same keys. Unmapped "
-        "roles use the usual column names. See docs/local-format.md."
+        "roles use the usual column names. See docs/hf-datasets.md."
     )
 
     def load(self, data: str | Path, split: str | None = None) -> LoadedBenchmark:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from scopebench.paper.tables import OURS, Cell, Column, PaperRow, PaperTable, item_set
+from scopebench.report.labels import run_display_names
 from scopebench.results import Results
 
 __all__ = ["SUMMARY", "benchmark_column", "build_summary", "model_labels"]
@@ -40,8 +41,6 @@ def model_labels(results: Sequence[Results]) -> list[str]:
     Runs in different benchmarks may share a name — that is how one model's runs of several
     benchmarks share a row of the summary (:func:`scopebench.report.labels.run_display_names`).
     """
-    from scopebench.report.labels import run_display_names
-
     names = [""] * len(results)
     for bench in dict.fromkeys(benchmark_column(r) for r in results):
         idx = [i for i, r in enumerate(results) if benchmark_column(r) == bench]
