@@ -355,6 +355,12 @@ class Record:
         kind: ``mcq`` or ``detection`` (detection records have no ``choice``/``correct``).
         sample: What the model was shown (:class:`Sample`); ``None`` with ``--log-samples false``
             and in runs written before samples were stored.
+        finish_reason: Why generation stopped (``stop``, ``length``, ``content_filter``,
+            ``error``), as the backend recorded it; ``None`` when it could not tell (and in runs
+            written before it was recorded).
+        truncated: The reply stopped at the length limit (``finish_reason == "length"``): it was
+            read only by an explicit verdict before the cut; raise the backend's
+            ``max_new_tokens`` / ``max_tokens`` to let it finish.
     """
 
     item_id: str
@@ -372,6 +378,8 @@ class Record:
     extra: dict[str, Any] = field(default_factory=dict)
     kind: ItemKind = "mcq"
     sample: Sample | None = None
+    finish_reason: str | None = None
+    truncated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict of every field."""

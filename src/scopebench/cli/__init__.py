@@ -323,6 +323,7 @@ def _run_config(args: Args, **overrides: Any) -> Any:
         judge_args=parse_key_values(getattr(args, "judge_arg", None) or [], "--judge-arg"),
         label=getattr(args, "label", None),
         log_samples=getattr(args, "log_samples", True),
+        answer_format=getattr(args, "answer_format", "free"),
     )
     return replace(config, **overrides) if overrides else config
 

@@ -42,6 +42,7 @@ from scopebench.errors import (
 )
 from scopebench.items import Item, Record, RecordStatus, Sample
 from scopebench.models import Backend, ModelOptions, ModelSpec, Response, load_model, parse_spec
+from scopebench.models.base import AnswerFormat
 from scopebench.models.strategies import StrategyBackend
 from scopebench.protocols import Request, detection_class, resolve_protocol
 from scopebench.scoring import compute_metrics
@@ -117,6 +118,9 @@ class RunConfig:
         log_samples: Store each record's :class:`~scopebench.items.Sample` (the prompt as sent,
             question, options, answer key); ``False`` (``--log-samples false``) for very large
             runs. Not part of the run's identity.
+        answer_format: ``free`` text read by the parser, or ``constrained`` to one option label by
+            the backend (``--answer-format``; refused for backends that cannot enforce it);
+            recorded in ``run.json`` and, when constrained, in the model's identity.
     """
 
     benchmark: str
@@ -144,6 +148,7 @@ class RunConfig:
     judge_args: dict[str, Any] = field(default_factory=dict)
     label: str | None = None
     log_samples: bool = True
+    answer_format: AnswerFormat = "free"
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -156,6 +161,7 @@ class RunConfig:
             mode=self.mode,
             base_url=self.base_url,
             extra=dict(self.model_args),
+            answer_format=self.answer_format,
         )
 
 

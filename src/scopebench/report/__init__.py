@@ -155,5 +155,9 @@ def _write_tables_and_plots(run: RunData, metrics: dict[str, Any], out: Path, po
         plot_localization(metrics["localization"], out / "localization", title)
     if metrics.get("calibration") and reliability_drawn(run.model):
         plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
-    if run.benchmark == "spur":  # the paper's MP-by-category and TA-by-relations breakdowns
+    # The paper's MP-by-category and TA-by-relations breakdowns; a built benchmark whose panels
+    # `build filter` categorised gets the by-category one.
+    if run.benchmark == "spur" or any(
+        "panel_category" in (it.get("metadata") or {}) for it in run.items.values()
+    ):
         write_spur_breakdowns(run.records, run.items, out, policy=policy, title=title)
