@@ -119,6 +119,8 @@ def _id_forms(item: Item | None) -> str:
     if item is None:
         return "'<benchmark>/<id>'"
     return " or ".join(repr(s) for s in [item.id, *_short_ids(item.id)])
+
+
 def _finish(raw: object, path: Path, lineno: int) -> FinishReason:
     reason = finish_reason(raw)
     if reason is None:
