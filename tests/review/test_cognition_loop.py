@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import secrets
 from collections import Counter
 from pathlib import Path
@@ -93,6 +94,18 @@ def test_cognition_loop_through_the_live_server(tmp_path: Path, monkeypatch: pyt
         assert "pathology" in vocab["domain"] and "H&E" in vocab["stain"]
         form = ann.get(f"/projects/{pid}/submit").text
         assert '<datalist id="stains">' in form and '<option value="H&amp;E">' in form
+        # The page's form is checked the same way: a misspelt stain gets the nearest known value.
+        token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+        assert token is not None
+        page_form = {"csrf_token": token[1], "question": "Q?", "answer": "A", "stain": "Masson Trichome"}
+        page_form |= {"modality": "light microscopy", "domain": "pathology", "license": "MIT"}
+        r = ann.post(
+            f"/projects/{pid}/submit", data=page_form, files={"image": ("a.png", _png(0), "image/png")}
+        )
+        assert r.status_code == 400 and "stain &#39;Masson Trichome&#39; is unknown" in r.text, r.text[
+            -800:
+        ]
+        assert "nearest known values are stain &#39;Masson Trichrome&#39;" in r.text
         # A subdomain given as the domain: refused with the taxonomy's own advice; nothing stored.
         r = _submit(ann, h, pid, 0, domain="cell biology")
         assert r.status_code == 400 and "subdomain of 'biology'" in r.text, r.text
