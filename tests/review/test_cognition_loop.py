@@ -102,9 +102,7 @@ def test_cognition_loop_through_the_live_server(tmp_path: Path, monkeypatch: pyt
         r = ann.post(
             f"/projects/{pid}/submit", data=page_form, files={"image": ("a.png", _png(0), "image/png")}
         )
-        assert r.status_code == 400 and "stain &#39;Masson Trichome&#39; is unknown" in r.text, r.text[
-            -800:
-        ]
+        assert r.status_code == 400 and "stain &#39;Masson Trichome&#39; is unknown" in r.text, r.text[-800:]
         assert "nearest known values are stain &#39;Masson Trichrome&#39;" in r.text
         # A subdomain given as the domain: refused with the taxonomy's own advice; nothing stored.
         r = _submit(ann, h, pid, 0, domain="cell biology")
