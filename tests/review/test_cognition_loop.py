@@ -193,3 +193,56 @@ def _check_items(url: str, carl_password: str, removed: str) -> None:
                 f"/api/assignments/{entry['assignment_id']}/rating", json={"scores": scores}, headers=h
             )
             assert r.status_code == 200, r.text
+
+
+def test_metadata_is_matched_and_normalised_like_ingest() -> None:
+    """Catches: values stored as typed instead of the taxonomy's spelling, a licence not in SPDX
+    form, and a missing required value accepted."""
+    from scopebench.review.cognition import check_metadata
+    from scopebench.review.errors import Invalid
+
+    got = check_metadata(" Light-Microscopy ", "PATHOLOGY", "IHC (DAB)", "Apache 2.0 OR MIT")
+    assert got == {
+        "modality": "light microscopy",
+        "domain": "pathology",
+        "stain": "IHC(DAB)",
+        "license": "Apache-2.0 OR MIT",
+    }
+    assert check_metadata("light microscopy", "biology", "", "LicenseRef-lab-terms")["stain"] is None
+    with pytest.raises(Invalid, match="needs the image's modality"):
+        check_metadata("", "biology", "", "MIT")
+    with pytest.raises(Invalid, match="needs the image's licence"):
+        check_metadata("light microscopy", "biology", "", " ")
+
+
+def test_balance_rows_spreads_answers_and_keeps_position_naming_items() -> None:
+    """Catches: answers left where the model put them, "None of the above" moved out of F, an item
+    whose options name positions reshuffled, and a question's "option A" not following its option."""
+    from scopebench.review.cognition import balance_rows
+
+    options = ["alpha", "beta", "gamma", "delta", "epsilon", NOTA]
+    rows: list[dict[str, object]] = [
+        {
+            "id": f"q{k}",
+            "task": "open_to_mcq",
+            "question": "Is option A right?",
+            "choices": list(options),
+            "answer": 0,
+        }
+        for k in range(10)
+    ]
+    rows.append({"id": "fixed", "task": "open_to_mcq", "question": "Q", "answer": 1,
+                 "choices": ["Both A and C", "beta", "gamma", "delta", "epsilon", NOTA]})  # fmt: skip
+    stats = balance_rows(rows, seed=5)  # type: ignore[arg-type]
+    letters = Counter(int(r["answer"]) for r in rows[:10])  # type: ignore[call-overload]
+    # Eleven answers over A–E (F is "None of the above"): 3, 2, 2, 2, 2 with the fixed item's B counted
+    # first, so the movable items give B one answer.
+    assert sorted(letters.values()) == [1, 2, 2, 2, 3] and letters[1] == 1
+    assert rows[10]["kept_order_because"] == "names_positions" and rows[10]["answer"] == 1
+    for row in rows[:10]:
+        choices = row["choices"]
+        assert isinstance(choices, list) and choices[-1] == NOTA and choices[row["answer"]] == "alpha"  # type: ignore[index]
+        assert row["question"] == f"Is option {'ABCDEF'[row['answer']]} right?"  # type: ignore[index]
+    task = stats["answer_positions"]["open_to_mcq"]
+    assert stats["seed"] == 5 and task["n"] == 11
+    assert task["counts"][:5] == [letters[k] + (k == 1) for k in range(5)] and task["counts"][5] == 0
