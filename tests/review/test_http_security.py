@@ -60,9 +60,7 @@ def test_every_route_refuses_anonymous_access(served: dict[str, Any]) -> None:
 
 
 def test_csrf_token_is_required_for_state_changes(served: dict[str, Any]) -> None:
-    client, csrf = login(
-        served["url"], "senior"
-    )  # the senior reviews too; ann and bob stay fresh for the blind test
+    client, csrf = login(served["url"], "bob")  # bob's first item; the blind test takes the last
     queue = client.get(f"/api/projects/{served['project_id']}/queue").json()
     aid = queue[0]["assignment_id"]
     client.get(f"/api/assignments/{aid}")
@@ -266,7 +264,13 @@ def _png(size: tuple[int, int] = (4, 4)) -> bytes:
 def test_uploads_are_checked(served: dict[str, Any]) -> None:
     client, csrf = login(served["url"], "ann")
     url = f"/api/projects/{served['project_id']}/submissions"
-    form = {"question": "What is shown?", "answer": "A mitotic cell."}
+    form = {
+        "question": "What is shown?",
+        "answer": "A mitotic cell.",
+        "modality": "light microscopy",
+        "domain": "biology",
+        "license": "CC0-1.0",
+    }
     h = {"X-CSRF-Token": csrf}
     r = client.post(
         url, data=form, files={"image": ("cell.txt", b"not an image at all", "text/plain")}, headers=h

@@ -16,6 +16,10 @@ from scopebench.cli.options import Args, Group, argument, command, model_arg_opt
 from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError
 
+#: The default of ``--max-pixels`` (8192 × 8192), as ``scopebench.curate.ingestion.images`` has it;
+#: repeated so that ``--help`` does not import the build package.
+DEFAULT_MAX_PIXELS = 8192 * 8192
+
 __all__ = ["register", "summary_table"]
 
 console = out_console(120)
@@ -36,19 +40,26 @@ def summary_table(results: list[Any]) -> Table:
 
 
 def ledger_table(results: list[Any]) -> Table | None:
-    """LLM cost per step and task (``build generate``): requests, cache hits, tokens, price."""
-    rows = [
-        (r.step, task, e) for r in results for task, e in r.stats.get("ledger", {}).get("steps", {}).items()
-    ]
+    """LLM calls of this run per step and task: sent, answered from the call cache, failed, cost.
+
+    A step reused whole from an earlier run (``cached``) made no call at all: its row says so
+    instead of repeating the requests its first run sent.
+    """
+    rows = [(r, task, e) for r in results for task, e in r.stats.get("ledger", {}).get("steps", {}).items()]
     if not rows:
         return None
-    table = Table(title="LLM calls and cost")
-    for col in ("step", "task", "requests", "cached", "failed", "input tokens", "output tokens", "price"):
+    table = Table(title="LLM calls of this run and their cost")
+    cols = ("step", "task", "sent this run", "from the call cache", "failed", "input tokens",
+            "output tokens", "price")  # fmt: skip
+    for col in cols:
         table.add_column(col, justify="left" if col in ("step", "task") else "right")
-    for step, task, e in rows:
+    for r, task, e in rows:
+        if r.cached:
+            table.add_row(f"{r.step} (reused)", task, "0", "0", "0", "0", "0", "-")
+            continue
         price = "-" if e["price"] is None else f"{e['price']:.4f}"
         cells = (e["requests"], e["cached"], e["failed"], e["input_tokens"], e["output_tokens"])
-        table.add_row(step, task, *map(str, cells), price)
+        table.add_row(r.step, task, *map(str, cells), price)
     return table
 
 
@@ -68,11 +79,10 @@ def _show(results: list[Any]) -> int:
             console.print(
                 f"  {r.step}: {len(errors)} errors, {warnings} warnings; all in {r.out}/problems.jsonl"
             )
-        for key in ("answer_positions",):
-            for task, per in r.stats.get(key, {}).items():
-                for k, s in per.items():
-                    stat = f"chi-square {s['chi2']:.3f} (p {s['p']:.3f})"
-                    console.print(f"  {task} ({k} options): correct letters {s['counts']}, {stat}")
+        for task, s in r.stats.get("answer_positions", {}).items():
+            if s.get("n"):
+                stat = f"chi-square {s['chi2']:.3f} (p {s['p']:.3f})"
+                console.print(f"  {r.step} {task}: correct letters {s['counts']}, {stat}", highlight=False)
     return 0
 
 
@@ -91,36 +101,52 @@ def _fractions(text: str) -> dict[str, float]:
 
 def cmd_ingest(args: Args) -> int:
     """Ingest a manifest's sources into a standardised dataset."""
-    from scopebench.curate.ingestion.step import ingest
+    from pathlib import Path
 
-    return _show(
-        [ingest(args.manifest, args.out, cache_dir=args.cache, progress=not getattr(args, "quiet", False))]
+    from scopebench.curate.ingestion.step import IngestResult
+    from scopebench.curate.pipeline import STEPS
+
+    step = STEPS["ingest"]
+    config = step.make_config(None, max_pixels=args.max_pixels)
+    cache = args.cache or Path(args.out).resolve().parent / ".cache" / "images"
+    progress = not getattr(args, "quiet", False)
+    result = step.run(
+        args.manifest, args.out, config, progress=progress, cache_dir=cache, workers=args.workers
     )
+    code = _show([result])
+    if isinstance(result, IngestResult):
+        console.print(
+            f"  ingest: {result.converted} image files converted, {result.reused} reused from {cache}",
+            highlight=False,
+        )
+    return code
 
 
 def cmd_questions(args: Args) -> int:
     """Make multiple-choice questions and captions."""
-    from scopebench.curate.questions import QuestionConfig, make_questions
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = QuestionConfig(
+    step = STEPS["questions"]
+    cfg = step.make_config(
+        {"tasks": tuple(args.tasks)} if args.tasks else {},
         seed=args.seed,
         options=args.options,
         difficulty=args.difficulty,
         none_of_the_above=args.none_of_the_above,
-        tasks=tuple(args.tasks) if args.tasks else QuestionConfig().tasks,
         taxonomy=args.taxonomy,
     )
-    return _show([make_questions(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
+    return _show([step.run(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
 
 
 def cmd_filter(args: Args) -> int:
     """Run the quality gates of a filter configuration on a questions output."""
-    from scopebench.curate.filtering.step import filter_questions, load_filter_section
+    from scopebench.curate.filtering.step import load_filter_section
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = load_filter_section(args.config).to_config(args.seed)
-    result = filter_questions(
-        args.data, args.out, cfg, progress=not getattr(args, "quiet", False), cache=args.cache
-    )
+    section = load_filter_section(args.config).model_copy(update={"seed": args.seed})
+    section.to_config()  # a bad gate configuration is refused before anything is read
+    progress = not getattr(args, "quiet", False)
+    result = STEPS["filter"].run(args.data, args.out, section, progress=progress, cache=args.cache)
     code = _show([result])
     _show_filter(result)
     return code
@@ -157,9 +183,11 @@ def _model_args(pairs: Sequence[str]) -> dict[str, Any]:
 
 def cmd_generate(args: Args) -> int:
     """Write items with an LLM (describe, mcq, open_to_mcq, SPUR templates)."""
-    from scopebench.curate.generation.step import GenerateConfig, generate
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = GenerateConfig(
+    step = STEPS["generate"]
+    cfg = step.make_config(
+        None,
         model=args.model,
         tasks=tuple(args.tasks),
         seed=args.seed,
@@ -169,32 +197,71 @@ def cmd_generate(args: Args) -> int:
         questions_per_image=args.questions_per_image,
         max_new_tokens=args.max_new_tokens,
         model_args=_model_args(args.model_arg),
+        max_fail_fraction=args.max_fail_fraction,
+        max_consecutive_failures=args.max_consecutive_failures,
     )
-    return _show(
-        [generate(args.data, args.out, cfg, cache=args.cache, progress=not getattr(args, "quiet", False))]
-    )
+    progress = not getattr(args, "quiet", False)
+    return _show([step.run(args.data, args.out, cfg, progress=progress, cache=args.cache)])
 
 
 def cmd_split(args: Args) -> int:
     """Split by image (near-duplicates together) with a test_tiny sample."""
-    from scopebench.curate.splits import SplitConfig, split
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = SplitConfig(seed=args.seed, fractions=_fractions(args.fractions), tiny=args.tiny)
-    return _show([split(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
+    step = STEPS["split"]
+    cfg = step.make_config(None, seed=args.seed, fractions=_fractions(args.fractions), tiny=args.tiny)
+    return _show([step.run(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
 
 
 def cmd_export(args: Args) -> int:
     """Export the local format and an HF dataset."""
-    from scopebench.curate.exporting import export
+    from scopebench.curate.pipeline import STEPS
 
-    return _show([export(args.data, args.out, progress=not getattr(args, "quiet", False))])
+    return _show([STEPS["export"].run(args.data, args.out, progress=not getattr(args, "quiet", False))])
+
+
+def cmd_localise(args: Args) -> int:
+    """Detection items from instance masks or boxes."""
+    from scopebench.curate.localisation import localise
+
+    result = localise(
+        args.images, args.out, masks=args.masks, coco=args.coco, boxes=args.boxes,
+        label=args.class_name, min_area=args.min_area, subset=args.subset,
+    )  # fmt: skip
+    code = _show([result])
+    console.print(
+        f"{result.stats['items']} detection items, boxes per class {result.stats['boxes']}; "
+        f"{result.stats['instances_below_min_area']} instances under {result.stats['min_area']} px left out; "
+        f"evaluate it: scopebench run --bench local --data {args.out} --model …",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return code
+
+
+def cmd_figures(args: Args) -> int:
+    """Sub-figures cropped from captioned compound figures."""
+    from scopebench.curate.figures import split_figures
+    from scopebench.curate.filtering.panels import PanelConfig
+
+    cfg = PanelConfig(method=args.method, min_area=args.min_area, min_side=args.min_side)
+    result = split_figures(args.folder, args.out, captions=args.captions, source=args.source, config=cfg)
+    code = _show([result])
+    st = result.stats
+    console.print(
+        f"{st['compound_figures']} compound figures cropped into {st['crops']} sub-figures, "
+        f"{st['single_figures']} kept whole; report: {args.out}/crops.csv",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return code
 
 
 def cmd_run(args: Args) -> int:
     """Run every step of build.yaml, reusing the unchanged ones."""
     from scopebench.curate.pipeline import run_build
 
-    outcome = run_build(args.config, progress=not getattr(args, "quiet", False))
+    outcome = run_build(args.config, progress=not getattr(args, "quiet", False), workers=args.workers)
     code = _show(outcome.steps)
     for r in outcome.steps:
         if r.step == "filter":
@@ -214,7 +281,7 @@ def register(group: click.Group) -> None:
         help="Build a benchmark: ingest, questions, generate, filter, split, export (or all: run).",
         subcommand_metavar="STEP [ARGS]...",
     )
-    for cmd in (_ingest, _questions, _generate, _filter, _split, _export, _run):
+    for cmd in (_ingest, _questions, _generate, _filter, _split, _export, _localise, _figures, _run):
         build.add_command(cmd)
     group.add_command(build)
 
@@ -225,6 +292,12 @@ _Deco = Callable[[Callable[..., int]], Callable[..., int]]
 _out: _Deco = click.option(
     "--out", required=True, help="output folder (an earlier build output there is replaced)"
 )
+#: ``--workers`` of the image steps: processes converting images (the output does not depend on it).
+_workers: _Deco = click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="processes converting images (default: every core); the output is the same for any number",
+)
 #: ``--cache`` of the LLM steps.
 _llm_cache: _Deco = click.option("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
 
@@ -232,7 +305,18 @@ _llm_cache: _Deco = click.option("--cache", help="LLM call cache file (default O
 @command("ingest", short_help="images + metadata tables → standardised μ-Bench-format dataset")
 @argument("manifest", help="manifest YAML (docs/build.md)")
 @_out
-@click.option("--cache", help="folder of converted images, reused by later runs")
+@click.option(
+    "--cache",
+    help="folder of converted images and file hashes, reused by later runs (default OUT/../.cache/images)",
+)
+@_workers
+@click.option(
+    "--max-pixels",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_PIXELS,
+    show_default=True,
+    help="images declaring more pixels (width × height × planes) are problem rows, not decoded; 0: no limit",
+)
 @pass_args
 def _ingest(args: Args) -> int:
     """Images + metadata tables → standardised μ-Bench-format dataset."""
@@ -285,6 +369,18 @@ def _questions(args: Args) -> int:
 @click.option("--retries", type=int, default=2, help="retries after an invalid reply (default 2)")
 @click.option("--questions-per-image", type=int, help="questions per image of the mcq task (default 3)")
 @click.option("--max-new-tokens", type=int, default=1024, help="reply length limit (default 1024)")
+@click.option(
+    "--max-fail-fraction",
+    type=float,
+    default=0.5,
+    help="exit non-zero when more of the calls end as failure rows (default 0.5)",
+)
+@click.option(
+    "--max-consecutive-failures",
+    type=int,
+    default=8,
+    help="stop at once after this many calls in a row fail with an error (default 8; 0: never)",
+)
 @_llm_cache
 @pass_args
 def _generate(args: Args) -> int:
@@ -325,8 +421,43 @@ def _export(args: Args) -> int:
     return cmd_export(args)
 
 
+@command("localise", short_help="detection items (μ-Bench localisation) from instance masks or boxes")
+@argument("images", help="folder of images")
+@_out
+@click.option("--masks", help="folder of label images (PNG/TIFF), one per image by file stem")
+@click.option("--coco", help="COCO instances JSON of boxes")
+@click.option("--boxes", help="CSV of boxes: image, x1, y1, x2, y2[, label]")
+@click.option("--class", "class_name", default="object", help="class of mask instances (default object)")
+@click.option("--min-area", type=int, default=16, help="smallest mask component kept, in pixels (default 16)")
+@click.option("--subset", help="the items' subset (default: the images folder's name)")
+@pass_args
+def _localise(args: Args) -> int:
+    """Detection items (μ-Bench localisation) from instance masks or boxes."""
+    return cmd_localise(args)
+
+
+@command(
+    "figures",
+    short_help="sub-figures cropped from captioned compound figures (PathMMU), each keeping its caption",
+)
+@argument("folder", help="folder of figures")
+@_out
+@click.option(
+    "--captions", help="table with figure (file name) and caption (default: <stem>.txt beside each)"
+)
+@click.option("--source", help="the manifest source name written to texts.csv (default: the folder's name)")
+@click.option("--method", type=click.Choice(["xycut", "components"]), default="xycut", help="panel splitter")
+@click.option("--min-area", type=float, default=0.01, help="smallest panel, as a share of the figure (0.01)")
+@click.option("--min-side", type=int, default=8, help="smallest panel side in pixels (default 8)")
+@pass_args
+def _figures(args: Args) -> int:
+    """Sub-figures cropped from captioned compound figures (PathMMU), each keeping its caption."""
+    return cmd_figures(args)
+
+
 @command("run", short_help="every step from build.yaml, redoing only what changed")
 @argument("config", help="build.yaml (docs/build.md)")
+@_workers
 @pass_args
 def _run(args: Args) -> int:
     """Every step from build.yaml, redoing only what changed."""

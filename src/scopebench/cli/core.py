@@ -68,10 +68,26 @@ def validate(args: Args) -> int:
 @model_options
 @engine_options
 @click.option(
+    "--log-samples",
+    type=click.BOOL,
+    default=True,
+    show_default=True,
+    help="store each record's sample (prompt, question, options, answer key); false for very large runs",
+)
+@click.option(
     "--box-repair",
     is_flag=True,
     help="detection: swap reversed box corners and clip boxes to the image before GRIT scoring "
     "(off: boxes are scored as written, as the official metric does; recorded in run.json)",
+)
+@click.option(
+    "--answer-format",
+    type=click.Choice(["free", "constrained"]),
+    default="free",
+    show_default=True,
+    help="constrained: the backend may only answer an option label (openai: structured outputs, "
+    "vllm: guided choice, hf: --mode generate a logits restriction; refused elsewhere); "
+    "recorded in run.json",
 )
 @click.option(
     "--strategy",

@@ -32,6 +32,7 @@ def _need_extra() -> None:
         ("alembic", "alembic"),
         ("argon2", "argon2-cffi"),
         ("krippendorff", "krippendorff"),
+        ("zxcvbn", "zxcvbn"),
     ):
         if importlib.util.find_spec(module) is None:
             raise MissingDependencyError(package, "review", "scopebench review")
@@ -98,14 +99,34 @@ def cmd_init(args: Args) -> int:
             n_reviewers=args.reviewers,
             seed=args.seed,
             alpha_threshold=args.alpha_threshold,
+            seniors_review=args.seniors_review,
         )
         n = len(db.scalars(_items_q(project.id)).all())
+        sample = _sample_record(db, project.id)
     console.print(
         f"project {args.name!r}: {n} items from {args.bench}, rubric {rubric.name}, "
         f"{args.reviewers} reviewers per item; images in {_store(args)}"
     )
+    if sample and "per_task" in sample:
+        tasks = ", ".join(f"{t} {k}" for t, k in sample["per_task"].items())
+        console.print(
+            f"sample of {sample['items']} from {sample['from_items']} items ({sample['method']}, "
+            f"seed {sample['seed']}): {tasks}; {sample['images']} distinct images",
+            highlight=False,
+            soft_wrap=True,
+        )
     _print_problems(problems, n)
     return 0
+
+
+def _sample_record(db: Any, project_id: int) -> dict[str, Any] | None:
+    """The ``--limit`` sample recorded in the project's ``project_created`` event."""
+    from sqlalchemy import select
+
+    from scopebench.review.db import Event
+
+    event = db.scalar(select(Event).where(Event.project_id == project_id, Event.kind == "project_created"))
+    return None if event is None else event.payload.get("sample")
 
 
 def _print_problems(problems: list[str], n_items: int, shown: int = 10) -> None:
@@ -209,10 +230,16 @@ def cmd_serve(args: Args) -> int:
         secure_cookies=args.secure_cookies,
         model=args.model,
         base_url=args.base_url,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        max_uploads_per_user=args.max_uploads_per_user,
+        max_upload_total_bytes=int(args.max_upload_total_mb * 2**20),
     )
     app = create_app(settings)
     console.print(f"scopebench review on http://{args.host}:{args.port}/ (database {args.db})")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    # uvicorn's own proxy-header handling trusts X-Forwarded-For from 127.0.0.1 by default, which
+    # let any local client pick the address the login limits count; the app applies
+    # --forwarded-allow-ips itself, and only when given.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", proxy_headers=False)
     return 0
 
 
@@ -231,6 +258,7 @@ def cmd_export(args: Args) -> int:
             force=args.force,
             resamples=args.resamples,
             hf=not args.no_hf,
+            balance_seed=args.seed if args.balance else None,
         )
         export_submissions(db, _store_obj(args), project, Path(args.out))
         if summary["gate"]["forced"]:
@@ -253,14 +281,22 @@ def cmd_baseline(args: Args) -> int:
     """Write the experts' first answers as run directories, one per reviewer group."""
     from sqlalchemy import select
 
-    from scopebench.review.db import Member
+    from scopebench.review.db import Member, User
     from scopebench.review.outputs import write_baseline
+    from scopebench.review.projects import reviewing_roles
     from scopebench.scoring import compute_metrics
 
     with _session(args) as db:
         project = _project(db, args.project)
         runs = write_baseline(db, project, Path(args.out), seed=args.seed)
-        groups = set(db.scalars(select(Member.group).where(Member.project_id == project.id)).all())
+        # Groups that review: a group of seniors who only arbitrate has no baseline to miss.
+        groups = set(
+            db.scalars(
+                select(Member.group)
+                .join(User, User.id == Member.user_id)
+                .where(Member.project_id == project.id, User.role.in_(reviewing_roles(project)))
+            ).all()
+        )
     from scopebench.store.rundir import METRICS_FILE, load_run
 
     for group, run_dir in runs.items():
@@ -278,12 +314,21 @@ def cmd_baseline(args: Args) -> int:
 
 
 def cmd_submissions(args: Args) -> int:
-    """Export the expert submissions as JSONL for `scopebench build`."""
+    """Export the expert submissions as JSONL and as the inputs of `scopebench build run`."""
+    from scopebench.review.cognition import write_build_inputs
     from scopebench.review.submissions import export_submissions
 
     with _session(args) as db:
-        path = export_submissions(db, _store_obj(args), _project(db, args.project), Path(args.out))
+        project = _project(db, args.project)
+        path = export_submissions(db, _store_obj(args), project, Path(args.out))
+        files = write_build_inputs(
+            db, _store_obj(args), project, Path(args.out), model=args.model, seed=args.seed
+        )
     console.print(f"submissions written to {path}")
+    console.print(
+        f"build inputs: {files['manifest']}, {files['metadata']}, {files['texts']}; "
+        f"run `scopebench build run {files['build']}`"
+    )
     return 0
 
 
@@ -345,11 +390,16 @@ def _common(project: bool = True) -> _Deco:
 @click.option("--bench", required=True, help="benchmark name (local for a build output)")
 @click.option("--data", help="data location, as for `scopebench run`")
 @click.option("--split", help="split to load (default: the benchmark's default)")
-@click.option("--limit", type=int, help="load only the first N items")
+@click.option("--limit", type=int, help="load a seeded sample of N items, stratified by task and image")
 @click.option("--rubric", default="pathmmu", help="pathmmu, spur, hle, spur-hle or a rubric JSON file")
 @click.option("--reviewers", type=int, default=2, help="independent reviewers per item (default 2)")
-@seed_option("seed of assignment ties, arbiter order and bootstraps")
+@seed_option("seed of the --limit sample, assignment ties, arbiter order and bootstraps")
 @click.option("--alpha-threshold", type=float, help="release gate: export refuses below this α")
+@click.option(
+    "--seniors-review",
+    is_flag=True,
+    help="seniors also take first-line reviews (default: seniors only arbitrate)",
+)
 def _init(**kwargs: object) -> int:
     """Load a benchmark (any loader, or a build output) into a review project."""
     return _guarded(cmd_init)(**kwargs)
@@ -394,6 +444,17 @@ def _assign(**kwargs: object) -> int:
 @click.option("--secure-cookies", is_flag=True, help="mark cookies Secure (behind HTTPS)")
 @click.option("--model", help="model spec that answers submissions in real time")
 @click.option("--base-url", help="server URL for openai: models")
+@click.option(
+    "--forwarded-allow-ips",
+    help="reverse proxies (comma-separated addresses) whose X-Forwarded-For names the client "
+    "(default: none; the header is ignored)",
+)
+@click.option(
+    "--max-uploads-per-user", type=int, default=200, help="uploads per user and project (default 200)"
+)
+@click.option(
+    "--max-upload-total-mb", type=float, default=500.0, help="upload MB per user and project (default 500)"
+)
 def _serve(**kwargs: object) -> int:
     """Run the web server (upgrading the database first)."""
     return _guarded(cmd_serve)(**kwargs)
@@ -405,6 +466,10 @@ def _serve(**kwargs: object) -> int:
 @click.option("--force", is_flag=True, help="export although the α release gate fails (recorded)")
 @click.option("--resamples", type=int, default=1000, help="bootstrap resamples of the agreement intervals")
 @click.option("--no-hf", is_flag=True, help="skip the Hugging Face dataset")
+@click.option(
+    "--balance", is_flag=True, help="place the accepted items' answers balanced over the letters, per task"
+)
+@seed_option("seed of --balance, recorded in summary.json")
 def _export(**kwargs: object) -> int:
     """Accepted items (local + HF), decision log, events, agreement."""
     return _guarded(cmd_export)(**kwargs)
@@ -419,9 +484,15 @@ def _baseline(**kwargs: object) -> int:
     return _guarded(cmd_baseline)(**kwargs)
 
 
-@command("submissions", short_help="export expert submissions as JSONL for `scopebench build`")
+@command("submissions", short_help="export expert submissions (JSONL) and the inputs of `scopebench build`")
 @_common()
 @click.option("--out", required=True, help="output folder")
+@click.option(
+    "--model",
+    default="openai:gpt-4o",
+    help="model that build.yaml's open_to_mcq step asks (default openai:gpt-4o)",
+)
+@seed_option("the seed build.yaml records")
 def _submissions(**kwargs: object) -> int:
     """Export expert submissions as JSONL for `scopebench build`."""
     return _guarded(cmd_submissions)(**kwargs)

@@ -4,11 +4,18 @@ The file is JSON Lines, one object per answered item::
 
     {"item_id": "pathmmu/SocialPath/test_tiny/3", "response": "The answer is (B)"}
 
+with, optionally, why generation stopped (``"finish_reason": "length"``; OpenAI's, vLLM's and
+similar names are read as :data:`~scopebench.models.base.FinishReason`), so a reply that the token
+limit cut is read as one (only an explicit verdict before the cut counts).
+
 or, for multi-step strategies (one reply per step, in order)::
 
     {"item_id": "spur/reason/2010027917_6_1", "responses": ["sub-questions…", "…", "The answer is B"]}
 
-Each response goes through the same parser as a live model's. Items with no line are reported as
+``item_id`` may also be the benchmark's own id (SPUR's ``QUESTION_INDEX`` ``2010027917_6_1``, or
+``reason/2010027917_6_1``): the item id without its ``<benchmark>/`` prefix, or its last part, when
+that names one item of the run. Each response goes through the same parser as a live model's.
+Items with no line are reported as
 ``missing_response`` (never scored, never guessed); lines naming items that are not in the run are
 counted and logged. Under a strategy, step *k* replays reply *k*: a transcript with fewer replies than
 the strategy has steps is ``missing_response``, one with more has replies that are never used — the
@@ -27,7 +34,7 @@ from typing import Any, Literal
 
 from scopebench.errors import DataFormatError, DataNotFoundError, ModelSpecError
 from scopebench.items import LETTERS, Item
-from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
+from scopebench.models.base import Backend, ChatMessage, FinishReason, ModelOptions, Response, finish_reason
 from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request
 
@@ -36,13 +43,18 @@ __all__ = ["ReplayBackend", "read_replay_file"]
 log = logging.getLogger(__name__)
 
 
-def read_replay_file(path: Path) -> dict[str, str | list[str]]:
+def read_replay_file(path: Path, finish: dict[str, FinishReason] | None = None) -> dict[str, str | list[str]]:
     """Read a replay JSONL file into ``{item_id: response}`` (a list for multi-step transcripts).
+
+    Args:
+        path: The file.
+        finish: Filled with each line's ``finish_reason``, where it has one.
 
     Raises:
         DataNotFoundError: When the file does not exist.
         DataFormatError: On a malformed line, a line without ``item_id``/``response``, an
-            ``item_id`` that is not text, or two lines giving different responses for the same item.
+            ``item_id`` that is not text, an unknown ``finish_reason``, or two lines giving
+            different responses for the same item.
     """
     if not path.is_file():
         raise DataNotFoundError(f"replay file not found: {path}")
@@ -90,7 +102,33 @@ def read_replay_file(path: Path) -> dict[str, str | list[str]]:
                 )
             out[item_id] = text
             first_line.setdefault(item_id, lineno)
+            if obj.get("finish_reason") is not None and finish is not None:
+                finish[item_id] = _finish(obj["finish_reason"], path, lineno)
     return out
+
+
+def _short_ids(item_id: str) -> list[str]:
+    """The forms a benchmark's own files give an id: without ``<benchmark>/``, and its last part."""
+    rest = item_id.split("/", 1)[1] if "/" in item_id else ""
+    last = item_id.rsplit("/", 1)[-1]
+    return [s for s in dict.fromkeys((rest, last)) if s and s != item_id]
+
+
+def _id_forms(item: Item | None) -> str:
+    """The ``item_id`` forms a replay file may use, shown with the run's first item."""
+    if item is None:
+        return "'<benchmark>/<id>'"
+    return " or ".join(repr(s) for s in [item.id, *_short_ids(item.id)])
+
+
+def _finish(raw: object, path: Path, lineno: int) -> FinishReason:
+    reason = finish_reason(raw)
+    if reason is None:
+        raise DataFormatError(
+            f"{path}, line {lineno}: unknown finish_reason {json.dumps(raw)}; "
+            "use stop, length, content_filter or error"
+        )
+    return reason
 
 
 class ReplayBackend(Backend):
@@ -110,7 +148,8 @@ class ReplayBackend(Backend):
         arg = parse_spec(spec).target
         super().__init__(spec, options)
         self.path = Path(arg).expanduser()
-        self.responses = read_replay_file(self.path)
+        self.finish_reasons: dict[str, FinishReason] = {}
+        self.responses = read_replay_file(self.path, self.finish_reasons)
         # Explicit labels=letters|numbers wins; otherwise the run's protocol decides, as it does for
         # live models (MicroVQA's owner protocol numbers options: "The answer is (2)").
         explicit = options.extra.get("labels")
@@ -135,21 +174,24 @@ class ReplayBackend(Backend):
         strategy, items whose transcript has fewer replies than the strategy has steps.
         """
         ids = {it.id for it in items}
+        self._adopt_own_ids(items, ids)
         unknown = [k for k in self.responses if k not in ids]
         no_line = sum(1 for it in items if self.n_replies(it.id) == 0)
         short = sum(1 for it in items if 0 < self.n_replies(it.id) < self.steps_needed)
         missing = no_line + short
+        expected = _id_forms(next(iter(items), None))
         if unknown:
             log.warning(
-                "%d line(s) of %s name items that are not in this run (e.g. %r); item ids look like %r",
+                "%d line(s) of %s name items that are not in this run (e.g. %r); item ids look like %s",
                 len(unknown),
                 self.path,
                 unknown[0],
-                next(iter(ids), "?"),
+                expected,
             )
         if missing:
             log.warning(
-                "%d of %d items have no response in %s%s; they are recorded as missing_response",
+                "%d of %d items have no response in %s%s; they are recorded as missing_response "
+                "(item_id as %s)",
                 missing,
                 len(items),
                 self.path,
@@ -157,6 +199,39 @@ class ReplayBackend(Backend):
                 f"{self.steps_needed} steps)"
                 if short
                 else "",
+                expected,
+            )
+
+    def _adopt_own_ids(self, items: Sequence[Item], ids: set[str]) -> None:
+        """Read lines that name items by the benchmark's own id (SPUR's ``QUESTION_INDEX``).
+
+        A line may give the item's id without the ``<benchmark>/`` prefix
+        (``reason/2010027917_6_1``) or its last part (``2010027917_6_1``), as the benchmark's own
+        files and tools write it, when that names one item of the run only. A line with the full
+        id for the same item wins.
+        """
+        aliases: dict[str, list[str]] = {}
+        for item in items:
+            for alias in _short_ids(item.id):
+                aliases.setdefault(alias, []).append(item.id)
+        adopted, shared = 0, []
+        for key in [k for k in self.responses if k not in ids]:
+            targets = aliases.get(key, [])
+            if len(targets) > 1:
+                shared.append(key)  # never guessed: SPUR's three files reuse QUESTION_INDEX values
+            elif targets and targets[0] not in self.responses:
+                self.responses[targets[0]] = self.responses.pop(key)
+                adopted += 1
+        if adopted:
+            log.info("%d line(s) of %s name their item by the benchmark's own id", adopted, self.path)
+        if shared:
+            log.warning(
+                "%d line(s) of %s name an id that several items of this run share (e.g. %r: %s); "
+                "give those lines the full item id",
+                len(shared),
+                self.path,
+                shared[0],
+                ", ".join(aliases[shared[0]]),
             )
 
     def render(self, item: Item) -> Request:
@@ -182,7 +257,10 @@ class ReplayBackend(Backend):
                 error = f"no line for this item in {self.path}"
                 out.append(Response(req.item_id, status="missing_response", error=error))
             else:
-                out.append(Response(req.item_id, text=got[-1] if isinstance(got, list) else got))
+                text = got[-1] if isinstance(got, list) else got
+                out.append(
+                    Response(req.item_id, text=text, finish_reason=self.finish_reasons.get(req.item_id))
+                )
         return out
 
     def unused_replies(self, item_id: str, n_steps: int) -> int:

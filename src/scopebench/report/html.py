@@ -52,6 +52,7 @@ from scopebench.report.tables import (
     localization_rows,
     metrics_rows,
     pairwise_rows,
+    truncated_note,
 )
 from scopebench.scoring.compare import compare_runs
 from scopebench.scoring.metrics import METADATA_FIELDS, compute_metrics
@@ -272,6 +273,9 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
     ]
     if judge:
         parts.append(f'<p class="note">{_e(judge_note(metrics))}</p>')
+    cut = truncated_note(metrics.get("overall") or {})
+    if cut:
+        parts.append(f'<p class="note">{_e(cut)}</p>')
     loc = localization_rows(metrics)
     if loc:
         parts.append("<h4>Localization (detection items): mean GRIT score per class, 0–1</h4>")
@@ -434,11 +438,17 @@ def _record_data(summary: Mapping[str, Any], rec: Record | None) -> dict[str, An
         )
     if rec.scores:
         notes.append("scores: " + ", ".join(f"{s:.3f}" for s in rec.scores))
+    sample = rec.sample
     return {
         "outcome": outcome(rec),
         "answer": _answer_text(summary, rec.choice),
         "response": rec.response or "",
         "notes": notes,
+        # What the model was shown: runs stored without samples (older runs, --log-samples
+        # false) have none, and the page then shows only the item.
+        "prompt": sample.prompt if sample is not None and sample.prompt is not None else "",
+        "system": sample.system or "" if sample is not None else "",
+        "sent_images": list(sample.images) if sample is not None else [],
     }
 
 

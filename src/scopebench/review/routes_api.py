@@ -15,7 +15,6 @@ from scopebench.review import projects as proj
 from scopebench.review import stats, submissions, workflow
 from scopebench.review.accounts import (
     authenticate,
-    check_senior,
     create_user,
     end_session,
     require_project,
@@ -23,9 +22,10 @@ from scopebench.review.accounts import (
     start_session,
 )
 from scopebench.review.app import COOKIE, DB, Auth, auth, state
-from scopebench.review.db import ImageRow, ItemRow, ItemVersion, Member, Project, Submission, User
+from scopebench.review.db import ImageRow, Member, Project, Submission, User
 from scopebench.review.errors import Invalid, NotFound, Unauthenticated
 from scopebench.review.rubrics import load_rubric
+from scopebench.review.throttle import DEVICE_COOKIE
 
 router = APIRouter(prefix="/api")
 
@@ -94,6 +94,7 @@ class ProjectBody(BaseModel):
     reviewers: int = 2
     seed: int = 0
     alpha_threshold: float | None = None
+    seniors_review: bool = False
 
 
 class FeedbackBody(BaseModel):
@@ -104,7 +105,11 @@ class FeedbackBody(BaseModel):
 
 
 def set_session_cookie(response: Response, request: Request, token: str) -> None:
-    """The session cookie: HttpOnly, SameSite=Lax, Secure when configured."""
+    """The session cookie: HttpOnly, SameSite=Lax, Secure when configured.
+
+    After a login it also sets the device cookie :func:`login_user` made, which spares this browser
+    the delays others' failed guesses put on the account (:mod:`.throttle`).
+    """
     st = state(request)
     response.set_cookie(
         COOKIE,
@@ -115,19 +120,38 @@ def set_session_cookie(response: Response, request: Request, token: str) -> None
         secure=st.settings.secure_cookies,
         path="/",
     )
+    device = getattr(request.state, "device_cookie", None)
+    if device:
+        response.set_cookie(
+            DEVICE_COOKIE,
+            device,
+            max_age=180 * 24 * 3600,
+            httponly=True,
+            samesite="strict",
+            secure=st.settings.secure_cookies,
+            path="/",
+        )
 
 
 def login_user(request: Request, db: Session, username: str, password: str) -> tuple[User, str, str]:
-    """Check credentials (rate-limited); returns the user, session token and CSRF token."""
+    """Check credentials (throttled); returns the user, session token and CSRF token.
+
+    Raises:
+        TooManyAttempts: While a delay applies to the address or the account (the password is not
+            checked then).
+        Unauthenticated: For wrong credentials (counted toward the delays).
+    """
     st = state(request)
     client = request.client.host if request.client else "?"
-    st.throttle(client, username)
+    device = request.cookies.get(DEVICE_COOKIE)
+    st.throttle.check(client, username, device)
     try:
         user = authenticate(db, username, password)
     except Unauthenticated:
-        st.failed(client, username)
+        st.throttle.failed(client, username, device)
         raise
     token, sess = start_session(db, user, st.ttl)
+    request.state.device_cookie = st.throttle.device_cookie(user.username)
     return user, token, sess.csrf_token
 
 
@@ -190,6 +214,7 @@ def project_dict(p: Project) -> dict[str, Any]:
         "n_reviewers": p.n_reviewers,
         "rubric": p.rubric,
         "alpha_threshold": p.alpha_threshold,
+        "seniors_review": p.seniors_review,
         "seed": p.seed,
     }
 
@@ -215,6 +240,7 @@ def api_create_project(
         n_reviewers=body.reviewers,
         seed=body.seed,
         alpha_threshold=body.alpha_threshold,
+        seniors_review=body.seniors_review,
     )
     return project_dict(project) | {"problems": problems}
 
@@ -312,24 +338,8 @@ def api_edit(item_id: int, body: EditBody, a: Auth = Depends(auth), db: Session 
 
 @router.get("/items/{item_id}/versions")
 def api_versions(item_id: int, a: Auth = Depends(auth), db: Session = DB) -> list[dict[str, Any]]:
-    """Every version of an item: who, when, why (seniors and admins)."""
-    check_senior(a.user)
-    item = db.get(ItemRow, item_id)
-    if item is None:
-        raise NotFound(f"no item {item_id} that you can see")
-    require_project(db, a.user, item.project_id)
-    who = dict(db.execute(select(User.id, User.pseudonym)).all())
-    rows = db.scalars(select(ItemVersion).where(ItemVersion.item_id == item_id).order_by(ItemVersion.version))
-    return [
-        {
-            "version": v.version,
-            "data": v.data,
-            "by": who.get(v.editor_id) if v.editor_id else None,
-            "reason": v.reason,
-            "at": v.created_at.isoformat(),
-        }
-        for v in rows
-    ]
+    """Every version of an item: who, when, why (seniors and admins with nothing left to answer)."""
+    return workflow.item_versions(db, a.user, item_id)
 
 
 @router.get("/projects/{project_id}/dashboard")
@@ -371,9 +381,17 @@ async def api_submit(
     answer: str = Form(...),
     context: str = Form(""),
     ask_model: bool = Form(False),
+    modality: str = Form(""),
+    domain: str = Form(""),
+    stain: str = Form(""),
+    license: str = Form(""),
     a: Auth = Depends(auth),
 ) -> dict[str, Any]:
-    """Upload an image with context, an open question and your answer; optionally ask the model."""
+    """Upload an image with context, an open question and your answer; optionally ask the model.
+
+    ``modality``, ``domain`` and ``stain`` are taxonomy values (``GET /api/vocabulary`` lists them),
+    ``license`` an SPDX id; modality, domain and licence are required.
+    """
     st = state(request)
     data = await image.read(st.settings.max_upload_bytes + 1)
     return await _run_sync(
@@ -387,6 +405,7 @@ async def api_submit(
         answer,
         context,
         ask_model,
+        {"modality": modality, "domain": domain, "stain": stain, "license": license},
     )
 
 
@@ -409,15 +428,26 @@ def submit_sync(
     answer: str,
     context: str,
     ask_model: bool,
+    meta: dict[str, str],
 ) -> dict[str, Any]:
-    """Store a submission, then (outside any transaction: it may take a while) ask the model."""
+    """Store a submission, then (outside any transaction: it may take a while) ask the model.
+
+    ``meta`` holds the form's modality, domain, stain and licence, checked against the taxonomy
+    and SPDX before anything is stored.
+    """
+    from scopebench.review.cognition import check_metadata
+
     st = state(request)
     if ask_model and st.answerer.spec is None:
         raise Invalid("this server has no model to ask; start it with `scopebench review serve --model SPEC`")
+    checked = check_metadata(meta["modality"], meta["domain"], meta["stain"], meta["license"])
     with st.sessions() as db, db.begin():
         user = db.get(User, user_id)
         assert user is not None
         project = require_project(db, user, project_id)
+        submissions.check_quota(
+            db, user, project, len(data), st.settings.max_uploads_per_user, st.settings.max_upload_total_bytes
+        )
         sub = submissions.create_submission(
             db,
             st.store,
@@ -428,6 +458,7 @@ def submit_sync(
             question=question,
             expert_answer=answer,
             context=context,
+            metadata=checked,
         )
         sub_id, sha = sub.id, sub.image_sha
     if ask_model and st.answerer.spec is not None:
@@ -439,6 +470,14 @@ def submit_sync(
         user = db.get(User, user_id)
         assert sub is not None and user is not None
         return submissions.submission_dict(sub, user.pseudonym)
+
+
+@router.get("/vocabulary")
+def api_vocabulary(a: Auth = Depends(auth)) -> dict[str, list[str]]:
+    """The modalities, domains and stains a submission may name (the build's taxonomy)."""
+    from scopebench.review.cognition import suggestions
+
+    return suggestions()
 
 
 @router.get("/projects/{project_id}/submissions")

@@ -8,11 +8,12 @@ submissions are exported as JSONL for ``scopebench build``'s MCQ conversion (doc
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from scopebench.errors import ScopebenchError
@@ -26,6 +27,7 @@ from scopebench.review.store import ImageStore
 
 __all__ = [
     "ModelAnswerer",
+    "check_quota",
     "create_submission",
     "export_submissions",
     "give_feedback",
@@ -76,6 +78,30 @@ class ModelAnswerer:
             self._backend.close()
 
 
+def check_quota(
+    db: Session, user: User, project: Project, new_bytes: int, max_count: int, max_bytes: int
+) -> None:
+    """Refuse an upload that takes the user's uploads in ``project`` past ``max_count`` or ``max_bytes``.
+
+    Raises:
+        Forbidden: Over either limit, with what is stored and the limit.
+    """
+    count, stored = db.execute(
+        select(func.count(Submission.id), func.coalesce(func.sum(ImageRow.nbytes), 0))
+        .join(
+            ImageRow,
+            (ImageRow.project_id == Submission.project_id) & (ImageRow.sha256 == Submission.image_sha),
+        )
+        .where(Submission.project_id == project.id, Submission.user_id == user.id)
+    ).one()
+    if count + 1 > max_count or stored + new_bytes > max_bytes:
+        raise Forbidden(
+            f"your uploads in this project are at their quota: {count} of {max_count} uploads, "
+            f"{stored:,} + {new_bytes:,} of {max_bytes:,} bytes; ask an admin to raise "
+            "--max-uploads-per-user / --max-upload-total-mb"
+        )
+
+
 def create_submission(
     db: Session,
     store: ImageStore,
@@ -87,9 +113,13 @@ def create_submission(
     question: str,
     expert_answer: str,
     context: str = "",
+    metadata: dict[str, str | None] | None = None,
     answerer: ModelAnswerer | None = None,
 ) -> Submission:
     """Store an expert's upload (checked: size, decodable, pixel limit) and the model's answer.
+
+    ``metadata`` is the image's modality, domain, stain and licence as
+    :func:`scopebench.review.cognition.check_metadata` returns them.
 
     Raises:
         Invalid: For an empty question/answer or a file that is not an image.
@@ -97,6 +127,7 @@ def create_submission(
     """
     if not question.strip() or not expert_answer.strip():
         raise Invalid("a submission needs a question and your own answer")
+    meta = metadata or {}
     info = store.put(image, f"upload {filename!r}")
     if (
         db.scalar(select(ImageRow).where(ImageRow.project_id == project.id, ImageRow.sha256 == info.sha256))
@@ -119,6 +150,10 @@ def create_submission(
         context=context,
         question=question,
         expert_answer=expert_answer,
+        modality=meta.get("modality"),
+        domain=meta.get("domain"),
+        stain=meta.get("stain"),
+        license=meta.get("license"),
     )
     db.add(sub)
     db.flush()
@@ -176,13 +211,17 @@ def give_feedback(db: Session, user: User, submission_id: int, verdict: str, fee
     return sub
 
 
-def submission_dict(sub: Submission, pseudonym: str) -> dict[str, Any]:
-    """The JSON form of one submission (one line of the export)."""
+def submission_dict(sub: Submission, pseudonym: str, image: str | None = None) -> dict[str, Any]:
+    """The JSON form of one submission (one line of the export; ``image``: its exported file)."""
     return {
         "format": SUBMISSION_FORMAT,
         "id": f"submission-{sub.id}",
-        "image": f"images/{sub.image_sha}",
+        "image": image,
         "image_sha256": sub.image_sha,
+        "modality": sub.modality,
+        "domain": sub.domain,
+        "stain": sub.stain,
+        "license": sub.license,
         "context": sub.context,
         "question": sub.question,
         "expert_answer": sub.expert_answer,
@@ -197,20 +236,30 @@ def submission_dict(sub: Submission, pseudonym: str) -> dict[str, Any]:
 
 
 def export_submissions(db: Session, store: ImageStore, project: Project, out_dir: Path) -> Path:
-    """Write ``submissions.jsonl`` and the images it names (``images/<sha256>``) into ``out_dir``."""
+    """Write ``submissions.jsonl`` and the images it names into ``out_dir``.
+
+    Each image is ``images/submission-<id>.<ext>``, the extension of its format (the store keeps
+    files by hash alone).
+    """
+    from scopebench.review.cognition import image_name
+
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "images").mkdir(exist_ok=True)
     path = out_dir / "submissions.jsonl"
     rows = db.execute(
-        select(Submission, User)
+        select(Submission, User, ImageRow.mime)
         .join(User, User.id == Submission.user_id)
+        .join(
+            ImageRow,
+            (ImageRow.project_id == Submission.project_id) & (ImageRow.sha256 == Submission.image_sha),
+        )
         .where(Submission.project_id == project.id)
         .order_by(Submission.id)
     ).all()
     with open(path, "w", encoding="utf-8") as fh:
-        for sub, u in rows:
-            target = out_dir / "images" / sub.image_sha
-            if not target.exists():
-                target.write_bytes(store.path(sub.image_sha).read_bytes())
-            fh.write(json.dumps(submission_dict(sub, u.pseudonym), ensure_ascii=False) + "\n")
+        for sub, u, mime in rows:
+            name = f"images/{image_name(sub, mime)}"
+            if not (out_dir / name).exists():
+                shutil.copyfile(store.path(sub.image_sha), out_dir / name)
+            fh.write(json.dumps(submission_dict(sub, u.pseudonym, name), ensure_ascii=False) + "\n")
     return path

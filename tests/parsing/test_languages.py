@@ -1,0 +1,104 @@
+"""The language files: what ships, what each key does, and that each language has corpus rows."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from scopebench.parsing import parse_choice
+from scopebench.parsing.languages import language_commits, languages, languages_from, refuses
+from scopebench.parsing.vocabulary import english_phrases, english_words
+
+CORPUS = Path(__file__).parent / "corpus" / "languages.jsonl"
+TEN = {"en", "zh", "de", "fr", "es", "pt", "it", "ja", "ko", "ru"}
+FOUR = ("Whorled pattern", "Spindle cells", "Rosette formation", "Necrosis")
+
+
+def test_ten_languages_ship_with_every_key() -> None:
+    # Catches: a language file missing from the package (package-data) or one with no refusals.
+    found = {lang.code: lang for lang in languages()}
+    assert set(found) >= TEN
+    for lang in found.values():
+        assert lang.name and lang.refusal, lang.code
+
+
+def test_every_language_has_corpus_rows_of_both_kinds() -> None:
+    # Catches: a language added as a file without rows, or rows that only ever commit (a refusal
+    # or negation read as an answer would then go unnoticed).
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+    committed = Counter(r["language"] for r in rows if r["expected"] is not None)
+    none = Counter(r["language"] for r in rows if r["expected"] is None)
+    for code in {lang.code for lang in languages()} - {"en"}:  # English rows live in every other file
+        assert committed[code] >= 2 and none[code] >= 1, code
+
+
+@pytest.mark.parametrize(
+    ("reply", "labels"),
+    [
+        ("Die Antwort ist C.", [("C",)]),
+        ("Nicht A, sondern C.", [("C",)]),  # the denied label commits to nothing
+        ("Es könnte A oder C sein, die Antwort ist A oder C.", [("A", "C")]),
+        ("La respuesta es a.", []),  # a lower-case letter is a word, not a label
+        ("A resposta é B.", [("B",)]),  # Portuguese article A is no label
+        ("Ответ: В", [("B",)]),  # Cyrillic В read as B
+        ("Antwort: Cholangiocarcinoma", []),  # a word starting with a label letter is no label
+    ],
+)
+def test_language_commits(reply: str, labels: list[tuple[str, ...]]) -> None:
+    # Catches: negation, alternatives, case and word boundaries read wrongly by the phrase rule.
+    assert [c.labels for c in language_commits(reply, "letters")] == labels
+
+
+def test_refusal_keeps_option_text_from_committing() -> None:
+    # Catches: "I can't say whether it is X" in another language read as X.
+    reply = "Ich kann nicht sicher sagen, ob es sich um Necrosis handelt."
+    assert refuses(reply) is not None
+    got = parse_choice(reply, FOUR)
+    assert got.index is None and "refusal" in got.reason
+
+
+def test_language_rule_is_linear() -> None:
+    # Catches: a phrase pattern that backtracks on a long reply (one pass per pattern).
+    # Not timed: the check is that 200k characters of phrases parse and commit to one label.
+    reply = "Die Antwort ist C. " * 10_000
+    assert parse_choice(reply, FOUR).index == 2
+
+
+def test_adding_a_language_as_documented(tmp_path: Path) -> None:
+    # Catches: docs/parser.md's "Adding a language" example going stale (a key renamed, a file
+    # the loader refuses) or a language file whose phrases do not reach the language rule.
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "parser.md").read_text(encoding="utf-8")
+    section = doc.split("## Adding a language\n", 1)[1].split("\n## ", 1)[0]
+    (tmp_path / "nl.toml").write_text(section.split("```toml\n", 1)[1].split("```", 1)[0], encoding="utf-8")
+    for lang in resources.files("scopebench.parsing.languages").iterdir():
+        if lang.name.endswith(".toml"):
+            (tmp_path / lang.name).write_text(lang.read_text(encoding="utf-8"), encoding="utf-8")
+    replies = {"Het antwoord is C.": 2, "Niet A, maar C.": 2, "Het is niet C.": None}
+    assert [parse_choice(r, FOUR).index for r in replies] == [None, None, None]  # not shipped
+    with languages_from(tmp_path):
+        assert "nl" in {lang.code for lang in languages()}
+        assert [parse_choice(r, FOUR).index for r in replies] == list(replies.values())
+        assert parse_choice("Ik kan het niet zeggen, misschien Necrosis.", FOUR).index is None
+    assert parse_choice("Het antwoord is C.", FOUR).index is None  # the package's files again
+
+
+def test_english_words_are_data_read_by_the_rules() -> None:
+    # Catches: a list in en.toml's [words] that no rule reads any more (edited to no effect), a
+    # rule reading a key en.toml lacks (KeyError at import), or a language file's [words] table
+    # read as phrases of the language rule.
+    src = Path(__file__).resolve().parents[2] / "src" / "scopebench" / "parsing"
+    code = "".join(p.read_text(encoding="utf-8") for p in src.rglob("*.py"))
+    read = set(re.findall(r'english_(?:words|phrases)\("([a-z_]+)"\)', code))
+    data = tomllib.loads((src / "languages" / "en.toml").read_text(encoding="utf-8"))
+    assert read == set(data["words"]) and len(read) >= 8
+    assert "not" in english_words("negation_before") and "because" in english_words("reason")
+    with pytest.raises(KeyError):
+        english_phrases("no_such_list")
+    english = next(lang for lang in languages() if lang.code == "en")
+    assert english.answer_before == () and english.refusal  # [words] is not a phrase list
