@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 EXTRAS ?= dev,hf,embed,ray,probe,browser,review,build,track-tensorboard,track-mlflow,track-wandb,finetune
 STAMP := $(VENV)/.scopebench-installed
 
-.PHONY: venv demo test lint typecheck check browser postgres clean mutation
+.PHONY: venv demo test test-quick lint typecheck check browser postgres clean mutation
 
 venv: $(STAMP)
 
@@ -22,8 +22,15 @@ $(STAMP): pyproject.toml Makefile
 demo: venv
 	$(VENV)/bin/scopebench demo
 
+# The whole suite on every core (pytest-xdist, -n auto; tests of one xdist_group, such as those
+# that start a local Ray, share a worker), the tests marked `slow` included: the
+# subprocess crash/lock tests, the review app's concurrent load test and the other long ones.
+# CI runs this (.ci/run). `make test-quick` leaves the `slow` ones out while you work.
 test: venv browser postgres
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadgroup
+
+test-quick: venv
+	$(PY) -m pytest -q -n auto --dist loadgroup -m "not slow"
 
 # Chromium for the HTML-report browser tests: installed from Debian when we can, else those tests
 # skip with a stated reason.
@@ -36,10 +43,12 @@ postgres:
 	@bash .ci/install-postgres.sh || true
 
 # lint-imports: the layer contracts of pyproject.toml ([tool.importlinter]; docs/architecture.md).
+# tests/test_code_limits.py: no function over 80 lines, no module over 800 (its allow-list says why).
 lint: venv
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/lint-imports --no-logo
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_code_limits.py
 
 typecheck: venv
 	$(VENV)/bin/mypy

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from scopebench.config import ReportConfig
 from scopebench.items import ImageRef, Item, Record
 from scopebench.report.html import write_html_report
 from scopebench.store import RunStore
@@ -131,7 +132,7 @@ def main() -> None:
             runs = _runs(n, root, args.seed)
             page = root / "report.html"
             t0 = time.perf_counter()
-            write_html_report(runs, page, resamples=args.resamples, seed=args.seed)
+            write_html_report(runs, page, ReportConfig(resamples=args.resamples, seed=args.seed))
             build = time.perf_counter() - t0
             folder = root / "report_items"
             files = list(folder.iterdir()) if folder.is_dir() else []

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
-from scopebench.engine import RunConfig, run_benchmark
+from scopebench.config import ModelConfig, ReportConfig, RunConfig
+from scopebench.engine import run_benchmark
 from scopebench.errors import UsageError
-from scopebench.models import Backend, ModelOptions, ModelSpec
+from scopebench.models import Backend, ModelSpec
 from scopebench.models import load_model as _load_backend
 from scopebench.report import write_run_outputs
 from scopebench.results import Results
@@ -38,11 +39,6 @@ __all__ = ["compare", "evaluate", "load_benchmark", "load_model", "load_run"]
 _RUN_FLAGS = ("fresh", "retry_errors", "rejudge")
 #: RunConfig fields that describe the model; taken from a Backend handed to :func:`evaluate`.
 _MODEL_FIELDS = ("batch_size", "mode", "no_image", "device", "base_url", "model_args")
-
-
-def _run_config_fields() -> set[str]:
-
-    return {f.name for f in dataclasses.fields(RunConfig)}
 
 
 def evaluate(
@@ -74,9 +70,10 @@ def evaluate(
         protocol: ``default`` or the benchmark's ``owner`` protocol.
         seed: Seed of every random choice and bootstrap (recorded in ``run.json``).
         **options: Any other run option, named like the fields of
-            :class:`scopebench.engine.RunConfig` (``batch_size``, ``device``, ``mode``,
-            ``no_image``, ``model_args``, ``exclude_ids``, ``judge``…), and ``fresh``,
-            ``retry_errors``, ``rejudge`` as in ``scopebench run``.
+            :class:`scopebench.config.RunConfig` and :class:`~scopebench.config.EngineConfig`
+            (``batch_size``, ``device``, ``mode``, ``executor``, ``no_image``, ``model_args``,
+            ``exclude_ids``, ``judge``…), and ``fresh``, ``retry_errors``, ``rejudge`` as in
+            ``scopebench run``.
 
     Returns:
         The run's :class:`~scopebench.results.Results`, read back from its run directory.
@@ -87,20 +84,18 @@ def evaluate(
             missing data, a run directory holding another configuration…).
     """
     flags = {k: bool(options.pop(k)) for k in _RUN_FLAGS if k in options}
-    unknown = sorted(set(options) - _run_config_fields())
+    unknown = sorted(set(options) - set(RunConfig.option_names()))
     if unknown:
-        known = sorted((_run_config_fields() - {"benchmark", "model", "data"}) | set(_RUN_FLAGS))
+        known = sorted(set(RunConfig.option_names()) | set(_RUN_FLAGS))
         raise UsageError(f"evaluate() has no option {', '.join(unknown)}; options: {', '.join(known)}")
     backend: Backend | None = None
     if isinstance(model, Backend):
         backend, model = model, model.spec
         options = {**_backend_options(backend, options, seed=seed, protocol=protocol), **options}
-    if "exclude_ids" in options:
-        options["exclude_ids"] = frozenset(options["exclude_ids"])
-    config = RunConfig(
-        benchmark=benchmark,
-        data=str(data) if data is not None else "",
-        model=model,
+    config = RunConfig.from_options(
+        benchmark,
+        str(data) if data is not None else "",
+        model,
         split=split,
         limit=limit,
         seed=seed,
@@ -113,7 +108,7 @@ def evaluate(
     result = run_benchmark(
         config,
         run_dir,
-        on_metrics=lambda d: write_run_outputs(d, seed=seed),
+        on_metrics=lambda d: write_run_outputs(d, ReportConfig(seed=seed)),
         metrics_key=f"report:seed={seed}",
         backend=backend,
         # A transform in the options is applied by the probe layer's hook, as the probes do.
@@ -176,17 +171,17 @@ def load_model(spec: str | ModelSpec, **options: Any) -> Backend:
             scheme…; ``scopebench models`` lists them), or a
             :class:`~scopebench.models.ModelSpec` already parsed by
             :func:`~scopebench.models.parse_spec` (it is not parsed again).
-        **options: Fields of :class:`~scopebench.models.ModelOptions` (``seed``, ``device``,
+        **options: Fields of :class:`~scopebench.config.ModelConfig` (``seed``, ``device``,
             ``batch_size``, ``no_image``, ``protocol``, ``mode``, ``base_url``); any other name is
             a backend option (``--model-arg name=value``), checked by the backend.
 
     Returns:
         The :class:`~scopebench.models.Backend`; ``predict(items)`` answers a list of items.
     """
-    known = {f.name for f in dataclasses.fields(ModelOptions)} - {"extra"}
+    known = {f.name for f in dataclasses.fields(ModelConfig)} - {"extra"}
     extra = {k: v for k, v in options.items() if k not in known}
     base = {k: v for k, v in options.items() if k in known}
-    return _load_backend(spec, ModelOptions(**base, extra=extra))
+    return _load_backend(spec, ModelConfig(**base, extra=extra))
 
 
 def load_run(path: str | Path) -> Results:
@@ -221,4 +216,4 @@ def compare(
     if policy not in ("wrong", "exclude"):
         raise UsageError(f"policy must be 'wrong' or 'exclude', not {policy!r}")
     dirs = [r.run_dir if isinstance(r, Results) else Path(r) for r in runs]
-    return compare_runs(dirs, seed=seed, resamples=resamples, policy=policy)
+    return compare_runs(dirs, ReportConfig(seed=seed, resamples=resamples, policy=policy))

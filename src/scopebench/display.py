@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -106,7 +107,7 @@ class _ShownOnce(logging.Filter):
 
 
 @contextmanager
-def progress(total: int, desc: str, unit: str = "item") -> Iterator[tqdm]:
+def progress(total: int, desc: str, unit: str = "item") -> Iterator[tqdm[Any]]:
     """A progress bar with rate and ETA on stderr; silent under ``--quiet`` or when not a TTY."""
     bar = tqdm(
         total=total,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ import pytest
 
 import scopebench.cli as cli
 from scopebench.cli import build_cli, main
-from scopebench.cli.options import EngineOptions, ModelOptions, RunOptions, expand_greedy
+from scopebench.cli.options import expand_greedy
+from scopebench.config import EngineConfig, ModelConfig, RunConfig
 from scopebench.models.registry import ModelSpec
 
 
@@ -88,9 +90,7 @@ def _capture(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[An
     return seen
 
 
-def test_run_options_become_one_options_object_per_concern(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_run_options_become_one_frozen_run_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     exclude = tmp_path / "ex.txt"
     exclude.write_text("a\n\nb\n")
     seen = _capture(monkeypatch, cli, "cmd_run")
@@ -99,21 +99,21 @@ def test_run_options_become_one_options_object_per_concern(
             "--executor", "ray", "--workers", "4", "--fresh", "--no-image", "--judge-arg", "device=cpu"]  # fmt: skip
     assert main(argv) == 0
     (args,) = seen
-    assert args.run == RunOptions(
-        limit=3, seed=7, no_image=True, exclude_ids=frozenset({"a", "b"}), fresh=True
-    )
-    assert args.model_opts == ModelOptions(device="cpu", model_args={"k": 3, "name": "x"})
-    assert args.engine == EngineOptions(executor="ray", workers=4)
+    assert args.fresh is True and args.retry_errors is False
     assert args.model == [ModelSpec("random", "random", "")]
+    # Every flag reaches the one RunConfig (a flag dropped on the way, as strategies once lost
+    # --device, would leave its default here); the engine settings are its EngineConfig.
     config = cli._run_config(args)
-    assert (config.model, config.seed, config.limit, config.device, config.workers) == (
-        "random",
-        7,
-        3,
-        "cpu",
-        4,
+    assert config == RunConfig(
+        benchmark="demo", data="", model="random", limit=3, seed=7, no_image=True,
+        exclude_ids=frozenset({"a", "b"}), device="cpu", model_args={"k": 3, "name": "x"},
+        engine=EngineConfig(executor="ray", workers=4), judge_args={"device": "cpu"},
+    )  # fmt: skip
+    assert config.model_options() == ModelConfig(
+        seed=7, device="cpu", no_image=True, extra={"k": 3, "name": "x"}
     )
-    assert config.exclude_ids == frozenset({"a", "b"}) and config.judge_args == {"device": "cpu"}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.seed = 8  # type: ignore[misc]
 
 
 def test_defaults_of_the_shared_options_are_the_argparse_ones(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,9 +124,8 @@ def test_defaults_of_the_shared_options_are_the_argparse_ones(monkeypatch: pytes
     common = ["--bench", "demo", "--model", "random", "--out", "o"]
     assert main(["strategies", *common]) == 0 and main(["probe", "noise", *common]) == 0
     for args in (strategies[0], noise[0]):
-        assert args.run == RunOptions()  # seed 0, protocol default, max-fail-fraction 0.5 …
-        assert args.model_opts == ModelOptions()  # device auto
-        assert args.engine == EngineOptions()  # executor local
+        # seed 0, protocol default, max-fail-fraction 0.5, device auto, executor local …
+        assert cli._run_config(args) == RunConfig(benchmark="demo", data="", model="random")
     assert noise[0].resamples == 1000 and strategies[0].strategies == "direct,step-by-step,vot,ddcot,cantor"
 
 

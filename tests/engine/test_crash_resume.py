@@ -10,11 +10,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from helpers import REPO
 from scopebench.store import load_run
+from slow_backend import GATE_CAP_S, allow
 
 _SCRIPT = """
 import sys
@@ -34,10 +36,11 @@ def _write_local(tmp: Path, n: int) -> Path:
     return path
 
 
-def _cmd(data: Path, out: Path) -> list[str]:
+def _cmd(data: Path, out: Path, gate: Path | None = None) -> list[str]:
+    pace = f"gate={gate}" if gate is not None else "delay=0"
     return [
         sys.executable, "-c", _SCRIPT, "-q", "run", "--bench", "local", "--data", str(data),
-        "--model", "slow", "--out", str(out), "--batch-size", "2", "--model-arg", "delay=0.05",
+        "--model", "slow", "--out", str(out), "--batch-size", "2", "--model-arg", pace,
     ]  # fmt: skip
 
 
@@ -48,13 +51,26 @@ def _env() -> dict[str, str]:
 
 
 def _count(out: Path) -> int:
-    db = out / "records.sqlite"
-    if not db.exists():
-        return 0
     try:
-        return int(sqlite3.connect(db).execute("SELECT COUNT(*) FROM records").fetchone()[0])
-    except sqlite3.OperationalError:
+        db = sqlite3.connect(f"file:{out / 'records.sqlite'}?mode=ro", uri=True)
+        return int(db.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+    except sqlite3.Error:
         return 0
+
+
+def _wait_for_records(out: Path, n: int, proc: subprocess.Popen[Any]) -> None:
+    """Wait until the gated run has stored ``n`` records (an event: it stores exactly what it may).
+
+    Ends early only when the run exits (a failure, with its message); the cap is a safety net
+    against a hang, far above any working run's time, and decides no verdict.
+    """
+    cap = time.monotonic() + GATE_CAP_S
+    while _count(out) < n:
+        if proc.poll() is not None:
+            err = proc.stderr.read() if proc.stderr else ""
+            pytest.fail(f"the run exited ({proc.returncode}) before storing {n} records: {err!r}")
+        assert time.monotonic() < cap, f"no {n} records after {GATE_CAP_S:.0f} s: the run hangs"
+        time.sleep(0.01)
 
 
 @pytest.mark.slow
@@ -66,19 +82,20 @@ def test_sigkill_at_several_points_then_resume(tmp_path: Path) -> None:
     expected = {(r.item_id, r.choice, r.correct) for r in load_run(straight).records}
     assert len(expected) == 60
 
-    out = tmp_path / "killed"
+    out, gate = tmp_path / "killed", tmp_path / "gate"
     seen = []
     for target in (6, 20, 40):
+        # Each process answers from zero: allow it what is missing up to the target, then kill it
+        # while it waits for more (mid-run, by construction).
+        allow(gate, target - _count(out))
         proc = subprocess.Popen(
-            _cmd(data, out), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            _cmd(data, out, gate), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
-        deadline = time.time() + 60
-        while _count(out) < target and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.01)
+        _wait_for_records(out, target, proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         seen.append(_count(out))
-    assert seen == sorted(seen) and seen[-1] < 60  # killed mid-run each time, progress kept
+    assert seen == [6, 20, 40]  # killed mid-run each time, progress kept
     # Without -q (silent except errors), so the finished run's summary is printed.
     loud = [c for c in _cmd(data, out) if c != "-q"]
     done = subprocess.run(loud, env=_env(), check=True, capture_output=True, text=True)
@@ -97,20 +114,18 @@ def test_sigterm_exports_finished_records_exits_143_and_resumes(tmp_path: Path) 
     # records.jsonl, no advice.
     pytest.importorskip("scopebench.benchmarks.local")
     data = _write_local(tmp_path, 40)
-    out = tmp_path / "run"
-    cmd = _cmd(data, out)
-    cmd[cmd.index("delay=0.05")] = "delay=0.2"
+    out, gate = tmp_path / "run", tmp_path / "gate"
+    allow(gate, 6)
+    cmd = _cmd(data, out, gate)
     proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while _count(out) < 6 and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=60)
+    _wait_for_records(out, 6, proc)
+    proc.send_signal(signal.SIGTERM)  # while it waits for the gate: mid-run by construction
+    _, stderr = proc.communicate(timeout=GATE_CAP_S)  # a safety cap against a hang only
     assert proc.returncode == 143, stderr
     assert "interrupted:" in stderr and "run the same command again to resume" in stderr
     assert "Traceback" not in stderr
     kept = _count(out)
-    assert 6 <= kept < 40
+    assert kept == 6
     lines = (out / "records.jsonl").read_text().splitlines()
     assert len(lines) == kept  # every finished record exported, nothing else
     assert {json.loads(line)["item_id"] for line in lines} == {r.item_id for r in load_run(out).records}

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from scopebench.cli import main
+from scopebench.config import ReportConfig
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ConfigMismatchError, ModelSpecError, RunInterruptedError
 from scopebench.models import ChatMessage, Response
@@ -481,7 +482,7 @@ def test_reports_show_judge_and_judge_free_side_by_side(tmp_path: Path, files: t
     console.print(render_metrics_table(m))
     text = console.export_text()
     assert "judge-free" in text and "22.2%" in text
-    report = build_html_report([tmp_path / "run"], resamples=20)
+    report = build_html_report([tmp_path / "run"], ReportConfig(resamples=20))
     page = report.page + "".join(report.files.values())  # the judge notes are in the item files
     assert '<th class="l">judge-free</th>' in page
     assert "answer used" in page and "answer not used" in page
@@ -500,9 +501,9 @@ def test_compare_warns_when_runs_differ_in_judge(tmp_path: Path, files: tuple[Pa
     answers, judge = files
     run_benchmark(_cfg(answers, judge), tmp_path / "judged")
     run_benchmark(_cfg(answers, None), tmp_path / "plain")
-    result = compare_runs([tmp_path / "judged", tmp_path / "plain"], resamples=20)
+    result = compare_runs([tmp_path / "judged", tmp_path / "plain"], ReportConfig(resamples=20))
     [warning] = [w for w in result["warnings"] if "judge" in w]
     assert f"judged='replay:{judge}'" in warning and "plain=None" in warning
     assert "judge_free_accuracy" in warning
-    same = compare_runs([tmp_path / "plain", tmp_path / "plain"], resamples=20)
+    same = compare_runs([tmp_path / "plain", tmp_path / "plain"], ReportConfig(resamples=20))
     assert not [w for w in same["warnings"] if "answer-extraction judge" in w]

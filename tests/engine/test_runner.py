@@ -27,7 +27,7 @@ def _accept_scripted_spec(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _cfg(model: str = "random", n: int = 10, **kw: object) -> RunConfig:
-    return RunConfig(benchmark="unit", data=str(n), model=model, **kw)  # type: ignore[arg-type]
+    return RunConfig.from_options("unit", str(n), model, **kw)
 
 
 def test_frequent_baseline_hand_computed(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from PIL import Image
 
 from scopebench.benchmarks import Benchmark, LoadedBenchmark, register_benchmark
 from scopebench.cli import main
+from scopebench.config import ReportConfig
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.items import ImageRef, Item, Record
 from scopebench.report import html
@@ -118,7 +119,7 @@ def item_pages(report: HtmlReport) -> list[dict]:
 
 
 def test_page_is_self_contained_and_escaped(html_runs):
-    report = build_html_report(html_runs, resamples=50)
+    report = build_html_report(html_runs, ReportConfig(resamples=50))
     text = report.page
     page = parse(text)
     # Nothing but data: URIs in the page; every script inline; a CSP that forbids other sources
@@ -147,7 +148,7 @@ def test_page_is_self_contained_and_escaped(html_runs):
 
 
 def test_items_outcomes_and_thumbnails(html_runs):
-    report = build_html_report(html_runs, resamples=50, page_size=5)
+    report = build_html_report(html_runs, ReportConfig(resamples=50), page_size=5)
     page = parse(report.page)
     assert page.counter == "12 of 12 items match"
     assert "1 image(s) could not be found or read" in report.page
@@ -201,7 +202,7 @@ def test_write_replaces_the_item_folder(html_runs, tmp_path):
     stale = tmp_path / "rep_items" / "items-00099.js"
     stale.parent.mkdir()
     stale.write_text("old")
-    write_html_report(html_runs, out, resamples=20, page_size=5)
+    write_html_report(html_runs, out, ReportConfig(resamples=20), page_size=5)
     assert sorted(p.name for p in (tmp_path / "rep_items").iterdir()) == [
         "items-00001.js",
         "items-00002.js",
@@ -262,7 +263,7 @@ def test_thumbnails_from_a_reloaded_dataset(tmp_path):
     run = run_benchmark(
         RunConfig(benchmark="htmlbytes", data="x", model="random", seed=0), tmp_path / "r"
     ).run_dir
-    (data,) = item_pages(build_html_report([run], resamples=20))
+    (data,) = item_pages(build_html_report([run], ReportConfig(resamples=20)))
     refs = [key for it in data["items"] for key, _ in it["images"]]
     assert refs and "missing" not in refs
     assert len(set(refs)) == 2  # two distinct images, each made once
@@ -272,7 +273,7 @@ def test_thumbnails_from_a_reloaded_dataset(tmp_path):
 
 
 def test_single_run_page_with_published_rows(html_runs):
-    text = build_html_report([html_runs[0]], resamples=20, published=True).page
+    text = build_html_report([html_runs[0]], ReportConfig(resamples=20, published=True)).page
     page = parse(text)
     assert "Published numbers (published, not reproduced here)" in text
     assert "Leaderboard" not in text  # one run: no leaderboard, no pairwise tests

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from html_fixtures import EVIL_RESPONSE
 
+from scopebench.config import ReportConfig
 from scopebench.report import write_run_outputs
 from scopebench.report.html import write_html_report
 
@@ -61,10 +62,10 @@ def browser() -> Iterator[Any]:
 def report(html_runs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
     """The HTML file of both runs and each run's metrics.json (written by `report`)."""
     out = tmp_path_factory.mktemp("html") / "report.html"
-    write_html_report(html_runs, out, resamples=RESAMPLES)
+    write_html_report(html_runs, out, ReportConfig(resamples=RESAMPLES))
     metrics = []
     for run in html_runs:
-        write_run_outputs(run, resamples=RESAMPLES, out_dir=run / "rep")
+        write_run_outputs(run, ReportConfig(resamples=RESAMPLES), out_dir=run / "rep")
         metrics.append(json.loads((run / "rep" / "metrics.json").read_text(encoding="utf-8")))
     return out, metrics
 
@@ -148,7 +149,7 @@ def test_filters_change_rows_by_hand_count(page):
 def test_pages_load_their_item_files_on_demand(browser, html_runs, tmp_path):
     # 12 items, 5 a page: page 2 shows items 5–9, read from report_items/items-00002.js only
     # when the user turns to it; the last page has the 2 items left.
-    out = write_html_report(html_runs, tmp_path / "report.html", resamples=20, page_size=5)
+    out = write_html_report(html_runs, tmp_path / "report.html", ReportConfig(resamples=20), page_size=5)
     pg = browser.new_page()
     problems: list[str] = []
     pg.on("pageerror", lambda e: problems.append(str(e)))
@@ -181,7 +182,7 @@ def test_pages_load_their_item_files_on_demand(browser, html_runs, tmp_path):
 def test_missing_item_folder_says_what_to_do(browser, html_runs, tmp_path):
     import shutil
 
-    out = write_html_report(html_runs, tmp_path / "r.html", resamples=20)
+    out = write_html_report(html_runs, tmp_path / "r.html", ReportConfig(resamples=20))
     shutil.rmtree(tmp_path / "r_items")
     pg = browser.new_page()
     pg.goto(out.as_uri())

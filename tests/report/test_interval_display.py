@@ -20,6 +20,7 @@ import pytest
 from html_fixtures import make_html_run
 
 from scopebench.cli import main
+from scopebench.config import ReportConfig
 from scopebench.report import write_run_outputs
 from scopebench.report.html import build_html_report
 
@@ -168,7 +169,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_every_report_file_row_holds_its_estimate(runs, tmp_path, policy):
     for name, run in runs.items():
         out = tmp_path / f"{name}-{policy}"
-        metrics = write_run_outputs(run, out_dir=out, resamples=200, policy=policy)
+        metrics = write_run_outputs(run, ReportConfig(resamples=200, policy=policy), out_dir=out)
         n_rows = len(metrics["localization"]) + (
             0 if name == "det" else 1 + len(metrics["by_task"]) + len(metrics["owner"]["rows"])
         )
@@ -220,14 +221,14 @@ def test_compare_tables_and_pairs_hold_their_estimates(runs, tmp_path):
 
 
 def test_every_html_interval_cell_holds_its_estimate(runs):
-    html = build_html_report([runs["mixed"], runs["perfect"], runs["zero"]], resamples=200).page
+    html = build_html_report([runs["mixed"], runs["perfect"], runs["zero"]], ReportConfig(resamples=200)).page
     rows = html_rows(html)
     # Per run: overall, tasks, subsets, splits, metadata, owner and baseline rows; the leaderboard;
     # the pairwise table (difference and its interval).
     assert check_table(rows) >= 3 * 10 + 5 + 3
     pair_rows = [r for r in rows if len(r) == 8 and r[3].startswith(("+", "-"))]
     assert len(pair_rows) == 3 and check_table(pair_rows) == 3
-    det = html_rows(build_html_report([runs["det"]], resamples=200).page)
+    det = html_rows(build_html_report([runs["det"]], ReportConfig(resamples=200)).page)
     loc = [r for r in det if r and r[0] == "localization"]
     assert len(loc) >= 4  # class=cell, class=nucleus, split rows, overall
     assert check_table(loc) == len(loc)
@@ -247,10 +248,10 @@ def test_reversed_display_is_caught_end_to_end(runs, tmp_path, monkeypatch):
     monkeypatch.setattr(tables, "format_interval", reversed_interval)
     monkeypatch.setattr(html_mod, "format_interval", reversed_interval)
     monkeypatch.setattr(html_mod, "format_score_interval", reversed_score)
-    write_run_outputs(runs["mixed"], out_dir=tmp_path / "rev", resamples=100)
+    write_run_outputs(runs["mixed"], ReportConfig(resamples=100), out_dir=tmp_path / "rev")
     with pytest.raises(AssertionError, match="reversed"):
         check_table(md_rows((tmp_path / "rev" / "metrics.md").read_text(encoding="utf-8")))
-    det = html_rows(build_html_report([runs["det"]], resamples=100).page)
+    det = html_rows(build_html_report([runs["det"]], ReportConfig(resamples=100)).page)
     with pytest.raises(AssertionError, match=r"reversed|does not contain"):
         check_table([r for r in det if r and r[0] == "localization"])
 

@@ -10,6 +10,7 @@ import pytest
 from html_fixtures import A_OUTCOMES, B_OUTCOMES, make_html_run
 
 from scopebench.cli import main
+from scopebench.config import ReportConfig
 
 
 def _policy(path: Path) -> str:
@@ -121,7 +122,7 @@ def test_detection_run_shows_localization_everywhere(tmp_path, capsys):
     # No multiple-choice item: no empty accuracy plot, a GRIT plot instead.
     assert not (run / "accuracy_by_task.png").exists()
     assert (run / "localization.png").is_file() and (run / "localization.svg").is_file()
-    html = build_html_report([run], resamples=50).page
+    html = build_html_report([run], ReportConfig(resamples=50)).page
     assert "GRIT localization per class" in html and "Localization (detection items)" in html
     assert '<td class="l">class=cell</td><td>2</td><td>' + f"{cell:.3f}" in html
 
@@ -183,7 +184,7 @@ def test_published_leaderboard_rows_name_their_table_and_skip_conditions(html_ru
     _head, body = leaderboard_table(result)
     assert {row[1] for row in body} == {f"{PUBLISHED_NOTE}: PathMMU Table 1 (zero-shot accuracy)"}
     assert not any(t in row[1] for row in body for t in CONDITION_TABLES)
-    html = build_html_report(list(html_runs), resamples=20, published=True).page
+    html = build_html_report(list(html_runs), ReportConfig(resamples=20, published=True)).page
     assert f"{PUBLISHED_NOTE}: SPUR main results (excerpt)" in html
 
 

@@ -4,6 +4,7 @@ from pathlib import Path
 from rich.console import Console
 
 from scopebench.cli import main
+from scopebench.config import ReportConfig
 from scopebench.items import Record
 from scopebench.report import render_metrics_table, write_run_outputs
 from scopebench.report.published import PUBLISHED_NOTE, load_published, published_leaderboard
@@ -47,7 +48,7 @@ def test_format_accuracy_and_interval():
 
 def test_write_run_outputs(tmp_path):
     run = make_run(tmp_path, "m", 6)
-    metrics = write_run_outputs(run, seed=4, resamples=200)
+    metrics = write_run_outputs(run, ReportConfig(seed=4, resamples=200))
     # Not the run's own settings (seed 0, 1000 resamples): the files go to a subfolder.
     assert not (run / "metrics.json").exists()
     run = run / "report-wrong-seed4-200"
@@ -68,7 +69,7 @@ def test_write_run_outputs(tmp_path):
     assert saved["owner"]["rows"][-1]["subset_or_task"] == "overall"
     assert metrics["calibration"]["n"] == 10
     assert r"\toprule" in (run / "metrics.tex").read_text()
-    again = write_run_outputs(run.parent, seed=4, resamples=200)
+    again = write_run_outputs(run.parent, ReportConfig(seed=4, resamples=200))
     assert again["overall"]["ci_low"] == metrics["overall"]["ci_low"]
     console = Console(width=200, record=True)
     console.print(render_metrics_table(metrics))

@@ -174,23 +174,28 @@ class Server:
     def __init__(self, app: Any) -> None:
         import uvicorn
 
-        self.port = free_port()
+        # The socket is bound here and handed to uvicorn, so no other process (a parallel test
+        # worker) can take the port between choosing it and serving on it.
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(
-            # As `review serve` runs it: no proxy headers but those the app itself trusts.
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", proxy_headers=False)
-        )
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        # As `review serve` runs it: no proxy headers but those the app itself trusts.
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", proxy_headers=False))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     def __enter__(self) -> Server:
         self.thread.start()
-        deadline = time.monotonic() + 20
+        # Wait for the event (uvicorn started, or its thread ended on an error); the cap only stops
+        # a hang and is far above any start on a loaded machine.
+        cap = time.monotonic() + 600
         while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
+            if not self.thread.is_alive() or time.monotonic() > cap:
+                raise RuntimeError("uvicorn did not start (see its log above)")
             time.sleep(0.02)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.thread.join()
+        self.sock.close()

@@ -328,6 +328,7 @@ def load_site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[s
         yield info | {"url": server.url}
 
 
+@pytest.mark.slow
 def test_concurrent_submissions_lose_nothing(load_site: dict[str, Any]) -> None:
     """4 threads × 50 requests on 127.0.0.1: 4 reviewers answer and rate the same 4 items together
     (plus reads); every request succeeds, every answer and rating is stored, and each item is

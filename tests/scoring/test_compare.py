@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from scopebench.config import ReportConfig
 from scopebench.errors import ConfigMismatchError
 from scopebench.items import Record
 from scopebench.scoring.bootstrap import paired_diff_ci
@@ -59,14 +60,14 @@ def test_paired_bootstrap_seeded_and_degenerate():
 def test_compare_runs_leaderboard_and_warnings(tmp_path):
     r1 = make_run(tmp_path, "weak", [True] * 2 + [False] * 8)
     r2 = make_run(tmp_path, "strong", [True] * 9 + [False], fingerprint="other")
-    res = compare_runs([r1, r2], seed=0, resamples=200)
+    res = compare_runs([r1, r2], ReportConfig(seed=0, resamples=200))
     assert [e["model"] for e in res["leaderboard"]] == ["strong", "weak"]
     pair = res["pairs"][0]
     assert (pair["model_a"], pair["b_a_right_b_wrong"], pair["c_a_wrong_b_right"]) == ("strong", 7, 0)
     assert pair["mcnemar_p"] == pytest.approx(2 / 128)
     assert any("data_fingerprint" in w for w in res["warnings"])
     r3 = make_run(tmp_path, "shifted", [True] * 10, offset=5)
-    res = compare_runs([r1, r3], seed=0, resamples=200)
+    res = compare_runs([r1, r3], ReportConfig(seed=0, resamples=200))
     assert any("item set" in w for w in res["warnings"])
     assert res["pairs"][0]["n_common"] == 5
 
@@ -85,7 +86,7 @@ def test_compare_pairs_record_and_use_the_callers_seed_and_resamples(tmp_path):
     # methods section), and its interval is reproducible from them.
     r1 = make_run(tmp_path, "a", [True, False, True, True, False, True])
     r2 = make_run(tmp_path, "b", [False, False, True, True, True, False])
-    res = compare_runs([r1, r2], seed=5, resamples=40)
+    res = compare_runs([r1, r2], ReportConfig(seed=5, resamples=40))
     (pair,) = res["pairs"]
     assert (pair["seed"], pair["resamples"], pair["ci_method"]) == (5, 40, "paired-bootstrap-percentile")
     a = dict(enumerate([True, False, True, True, False, True]))
@@ -102,7 +103,7 @@ def test_compare_without_shared_items_says_so(tmp_path):
 
     r1 = make_run(tmp_path, "a", [True] * 4)
     r2 = make_run(tmp_path, "b", [False] * 4, offset=10)
-    res = compare_runs([r1, r2], seed=0, resamples=50)
+    res = compare_runs([r1, r2], ReportConfig(seed=0, resamples=50))
     pair = res["pairs"][0]
     assert pair["n_common"] == 0 and pair["test"] == "no shared items"
     assert pair["mcnemar_p"] != pair["mcnemar_p"]  # NaN: no test
@@ -115,7 +116,7 @@ def test_compare_warnings_name_runs_by_distinguishing_path(tmp_path):
         (tmp_path / d).mkdir()
     r1 = make_run(tmp_path / "x", "run", [True] * 4)
     r2 = make_run(tmp_path / "y", "run", [True] * 5, fingerprint="other")
-    res = compare_runs([r1, r2], seed=0, resamples=50)
+    res = compare_runs([r1, r2], ReportConfig(seed=0, resamples=50))
     assert "runs differ in data_fingerprint: x/run='fp', y/run='other'" in res["warnings"]
     assert any(
         w.startswith("runs differ in item set (x/run: 4, y/run: 5 items; 4 shared)") for w in res["warnings"]
@@ -124,7 +125,7 @@ def test_compare_warnings_name_runs_by_distinguishing_path(tmp_path):
 
 def test_compare_run_with_itself_warns(tmp_path):
     r1 = make_run(tmp_path, "a", [True, False])
-    res = compare_runs([r1, r1], seed=0, resamples=50)
+    res = compare_runs([r1, r1], ReportConfig(seed=0, resamples=50))
     assert f"a-2 is the same run directory as a ({r1}): a run compared with itself" in res["warnings"]
 
 
@@ -132,7 +133,7 @@ def test_compare_warns_when_only_one_run_used_a_judge(tmp_path):
     r1, r2 = make_run(tmp_path, "a", [True, False]), make_run(tmp_path, "b", [True, True])
     cfg = json.loads((r2 / "run.json").read_text())
     (r2 / "run.json").write_text(json.dumps({**cfg, "judge": {"spec": "hf:judge"}}))
-    res = compare_runs([r1, r2], seed=0, resamples=50)
+    res = compare_runs([r1, r2], ReportConfig(seed=0, resamples=50))
     assert (
         "runs differ in answer-extraction judge: a=None, b='hf:judge'; each run's metrics.json gives "
         "judge_free_accuracy for a comparison without any judge"
@@ -146,7 +147,7 @@ def test_compare_warns_when_box_repair_differs(tmp_path):
     for run, repair in zip(runs, (False, True), strict=True):
         cfg = json.loads((run / "run.json").read_text())
         (run / "run.json").write_text(json.dumps({**cfg, "box_repair": repair, "box_parser_version": 2}))
-    res = compare_runs(runs, seed=0, resamples=50)
+    res = compare_runs(runs, ReportConfig(seed=0, resamples=50))
     assert res["warnings"] == ["runs differ in box_repair: plain=False, repaired=True"]
 
 
@@ -235,7 +236,7 @@ def test_compare_runs_rows_pairs_and_policy(tmp_path):
     )
     empty = _run_with(tmp_path, "empty", [Record("unit/050", "empty", "ok", kind="detection")])
     _add_items(good, 4)
-    res = compare_runs([empty, weird, good], seed=3, resamples=100)
+    res = compare_runs([empty, weird, good], ReportConfig(seed=3, resamples=100))
     assert (res["benchmark"], res["policy"], res["seed"], res["resamples"]) == ("spur", "wrong", 3, 100)
     board = res["leaderboard"]
     assert [r["model"] for r in board] == ["good", "weird", "empty"]  # NaN accuracy sorts last
@@ -259,7 +260,7 @@ def test_compare_runs_rows_pairs_and_policy(tmp_path):
     assert not any("data_fingerprint" in w for w in res["warnings"])
     assert "weird and empty share no items: no paired test" in res["warnings"]
 
-    ex = compare_runs([good, weird], seed=3, resamples=100, policy="exclude")
+    ex = compare_runs([good, weird], ReportConfig(seed=3, resamples=100, policy="exclude"))
     assert ex["policy"] == "exclude"
     gw = ex["pairs"][0]
     assert (gw["model_a"], gw["n_common"], gw["b_a_right_b_wrong"]) == ("good", 2, 1)
@@ -280,7 +281,7 @@ def test_compare_needs_a_run():
 
 def test_compare_runs_default_seed_is_zero(tmp_path):
     # The seed a compare without --seed records (and draws its bootstraps from) is 0, as documented.
-    res = compare_runs([make_run(tmp_path, "only", [True, False, True])], resamples=50)
+    res = compare_runs([make_run(tmp_path, "only", [True, False, True])], ReportConfig(resamples=50))
     assert (res["seed"], res["resamples"], res["policy"]) == (0, 50, "wrong")
 
 
@@ -297,7 +298,7 @@ def test_compare_scores_each_run_under_its_own_protocol_seed_and_resamples(tmp_p
         for i in range(n)
     ]
     owner = _run_with(tmp_path, "owner", recs, benchmark="ubench", protocol="owner")
-    res = compare_runs([owner], seed=5, resamples=200)
+    res = compare_runs([owner], ReportConfig(seed=5, resamples=200))
     recs.sort(key=lambda r: r.item_id)  # the order a run's store gives them back (the draws follow it)
     want = compute_metrics(recs, benchmark="ubench", seed=5, resamples=200, protocol="owner")
     rows = res["leaderboard"][0]["owner"]

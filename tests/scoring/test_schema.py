@@ -8,6 +8,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
+from scopebench.config import ReportConfig
 from scopebench.items import Record
 from scopebench.report import json_safe
 from scopebench.scoring.metrics import compute_metrics
@@ -98,7 +99,7 @@ def test_leaderboard_entries_read_a_comparison_of_spur_runs(tmp_path) -> None:
     for model in ("random", "frequent"):
         cfg = RunConfig(benchmark="spur", data=str(FIXTURES / "spur"), model=model, limit=30)
         dirs.append(run_benchmark(cfg, tmp_path / model).run_dir)
-    result = compare_runs(dirs, resamples=50)
+    result = compare_runs(dirs, ReportConfig(resamples=50))
     entries = [LeaderboardEntry.from_dict(e) for e in result["leaderboard"]]
     for entry, raw in zip(entries, result["leaderboard"], strict=True):
         assert entry.overall.to_dict() == raw["overall"]

@@ -18,6 +18,7 @@ from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import RunLockedError
 from scopebench.store import load_run
 from scopebench.store.lock import LOCK_FILE, RunLock, lock_holder
+from slow_backend import GATE_CAP_S, allow
 
 _SCRIPT = """
 import sys
@@ -37,10 +38,11 @@ def _data(tmp: Path, n: int) -> Path:
     return path
 
 
-def _cmd(data: Path, out: Path, delay: float, *extra: str) -> list[str]:
+def _cmd(data: Path, out: Path, *extra: str, gate: Path | None = None) -> list[str]:
+    pace = ["--model-arg", f"gate={gate}"] if gate is not None else ["--model-arg", "delay=0"]
     return [
         sys.executable, "-c", _SCRIPT, "-q", "run", "--bench", "local", "--data", str(data),
-        "--model", "slow", "--out", str(out), "--batch-size", "2", "--model-arg", f"delay={delay}", *extra,
+        "--model", "slow", "--out", str(out), "--batch-size", "2", *pace, *extra,
     ]  # fmt: skip
 
 
@@ -57,47 +59,57 @@ def _count(out: Path) -> int:
         return 0
 
 
-def _wait_for(cond: object, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while not cond() and proc.poll() is None and time.time() < deadline:  # type: ignore[operator]
+def _wait_for_records(out: Path, n: int, proc: subprocess.Popen[bytes]) -> None:
+    """Wait until ``out`` holds ``n`` records (the gated run writes exactly what it is allowed).
+
+    The wait is on that event; it ends early only when the run exits (a failure, with its
+    message), and the cap is a safety net against a hang, far above any working run's time.
+    """
+    cap = time.monotonic() + GATE_CAP_S
+    while _count(out) < n:
+        if proc.poll() is not None:
+            stderr = proc.stderr.read().decode() if proc.stderr else ""
+            pytest.fail(f"the first run exited ({proc.returncode}) before writing {n} records: {stderr}")
+        assert time.monotonic() < cap, f"no {n} records after {GATE_CAP_S:.0f} s: the run hangs"
         time.sleep(0.02)
-    assert cond(), "the first run did not get going"  # type: ignore[operator]
 
 
 @pytest.mark.slow
 def test_second_writer_refused_at_once_fresh_too_and_a_killed_holder_leaves_no_lock(tmp_path: Path) -> None:
-    data, out = _data(tmp_path, 40), tmp_path / "run"
-    first = subprocess.Popen(
-        _cmd(data, out, 0.25), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    """A second writer (plain or --fresh) is refused while the first holds the folder, deletes
+    nothing, and a SIGKILLed holder leaves a lock the next run takes over. The first run is paced
+    by a gate file (tests/slow_backend.py): it answers exactly the items allowed, then waits, so it
+    is provably mid-run while the second writer tries, however loaded the machine."""
+    data, out, gate = _data(tmp_path, 40), tmp_path / "run", tmp_path / "gate"
+    allow(gate, 4)
+    first = subprocess.Popen(_cmd(data, out, gate=gate), env=_env(), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)  # fmt: skip
     try:
-        _wait_for(lambda: _count(out) >= 4, first)
+        _wait_for_records(out, 4, first)
         holder = lock_holder(out)
         assert holder is not None and holder["pid"] == first.pid
         for extra in ((), ("--fresh",)):
-            t = time.perf_counter()
-            second = subprocess.run(_cmd(data, out, 0.0, *extra), env=_env(), capture_output=True, text=True)
-            took = time.perf_counter() - t
+            second = subprocess.run(_cmd(data, out, *extra), env=_env(), capture_output=True, text=True)
             assert second.returncode == 2, second.stderr
             assert f"in use by process {first.pid}" in second.stderr, second.stderr
             assert "Traceback" not in second.stderr
-            assert took < 20  # refused before the items were answered (each batch takes 0.25 s)
-        # --fresh deleted nothing: the first run's records are all still there and it keeps going.
-        before = _count(out)
-        assert before >= 4 and (out / "run.json").is_file()
-        _wait_for(lambda: _count(out) > before, first)
+            # Refused before answering anything (the gate holds the first run at 4 records, and
+            # the second run, ungated, would have answered all 40 at once), and --fresh deleted nothing.
+            assert _count(out) == 4 and (out / "run.json").is_file()
+        # The first run keeps going: allowed two more items, it writes them.
+        allow(gate, 6)
+        _wait_for_records(out, 6, first)
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait()
     # The kernel released the dead process's lock: the next run takes it and resumes.
     assert lock_holder(out) is None and (out / LOCK_FILE).is_file()
-    kept = _count(out)
-    assert 0 < kept < 40
+    assert _count(out) == 6
     # Without -q (silent except errors): the resumed run's summary is printed.
-    loud = [c for c in _cmd(data, out, 0.0) if c != "-q"]
+    loud = [c for c in _cmd(data, out) if c != "-q"]
     done = subprocess.run(loud, env=_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert f"40 items ({40 - kept} new this time" in done.stdout
+    assert "40 items (34 new this time" in done.stdout
     assert lock_holder(out) is None
 
 

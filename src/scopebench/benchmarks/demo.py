@@ -67,7 +67,8 @@ def default_cache_dir(seed: int = 0) -> Path:
 def _blur(img: np.ndarray, sigma: float) -> np.ndarray:
     from scipy.ndimage import gaussian_filter
 
-    return gaussian_filter(img, sigma)
+    blurred: np.ndarray = gaussian_filter(img, sigma)
+    return blurred
 
 
 def _cell(rng: np.random.Generator, *, irregular: bool, elongated: bool, coarse: bool) -> np.ndarray:
@@ -317,6 +318,10 @@ def generate_demo(
 ) -> Path:
     """Generate the demo benchmark (or reuse an identical earlier generation).
 
+    Safe when several processes generate the same folder at once (parallel test workers, two
+    demos): each writes a temporary folder, the first to finish puts it in place, and the others
+    keep that identical copy instead of deleting it under a reader.
+
     Args:
         out_dir: Target folder (default :func:`default_cache_dir`).
         seed: Seed of every random choice.
@@ -335,194 +340,244 @@ def generate_demo(
             f"{target} exists and is not a demo folder (no manifest.json); the demo replaces the "
             "folder it generates into, so give an empty or new folder (or leave --data out)"
         )
-    if manifest_path.is_file() and not force:
-        manifest = json.loads(manifest_path.read_text())
-        if (
-            manifest.get("version") == DEMO_VERSION
-            and manifest.get("seed") == seed
-            and manifest.get("n_per_class") == n_per_class
-        ):
-            return target
+    if not force and _is_current(target, seed, n_per_class):
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".demo-", dir=target.parent))
     try:
-        (tmp / "images").mkdir()
-        rng = np.random.default_rng(seed)
-
-        def save(img: np.ndarray, stem: str) -> str:
-            rel = f"images/{stem}.png"
-            Image.fromarray(img).save(tmp / rel, optimize=False)
-            return rel
-
-        rows = _shape_rows(rng, n_per_class, "test", save)
-        for k in range(3 * n_per_class):
-            level = ["no colocalization", "partial colocalization", "strong colocalization"][k % 3]
-            r_target = [0.0, 0.5, 0.9][k % 3]
-            name = save(_coloc(rng, r_target), f"test-coloc-{k:03d}")
-            choices, answer = _options(
-                rng,
-                level,
-                [
-                    c
-                    for c in ("no colocalization", "partial colocalization", "strong colocalization")
-                    if c != level
-                ],
-            )
-            rows.append(
-                {
-                    "id": f"test-coloc-{k:03d}",
-                    "question": "How strongly do the red and green channels colocalize?",
-                    "choices": choices,
-                    "answer": answer,
-                    "image": name,
-                    "task": "colocalization",
-                    "subset": "colocalization",
-                    "split": "test",
-                    "target_pearson_r": r_target,
-                    "modality": "fluorescence microscopy",
-                }
-            )
-        conditions = ["ctrl", "drugA", "drugB", "drugC"]
-        for k in range(2 * n_per_class):
-            values = [float(v) for v in rng.choice(np.arange(10, 100, 5), size=4, replace=False)]
-            name = save(_figure(rng, conditions, values), f"test-figure-{k:03d}")
-            best = conditions[int(np.argmax(values))]
-            choices, answer = _options(rng, best, [c for c in conditions if c != best][:3])
-            rows.append(
-                {
-                    "id": f"test-barmax-{k:03d}",
-                    "question": "In panel B, which condition has the highest value?",
-                    "choices": choices,
-                    "answer": answer,
-                    "image": name,
-                    "task": "bar_max",
-                    "subset": "figures",
-                    "split": "test",
-                    "bar_values": dict(zip(conditions, values, strict=True)),
-                }
-            )
-            j = int(rng.integers(4))
-            true = f"{values[j]:.0f}"
-            wrong = [
-                f"{v:.0f}" for v in sorted({values[j] + d for d in (-20, -10, 10, 20)} - {values[j]}) if v > 0
-            ][:3]
-            choices, answer = _options(rng, true, wrong)
-            rows.append(
-                {
-                    "id": f"test-barval-{k:03d}",
-                    "question": f"In panel B, what is the value of {conditions[j]}?",
-                    "choices": choices,
-                    "answer": answer,
-                    "image": name,
-                    "task": "bar_value",
-                    "subset": "figures",
-                    "split": "test",
-                    "bar_values": dict(zip(conditions, values, strict=True)),
-                }
-            )
-        modality_opts = ["light microscopy", "fluorescence microscopy", "electron microscopy"]
-        stain_opts = ["H&E", "DAB / immunohistochemistry", "Giemsa", "fluorescent dyes (DAPI + GFP)"]
-        # Half the coarse questions are about scikit-image's light micrographs, half about synthetic
-        # fluorescence cells, so neither answer is a frequency shortcut.
-        sources: list[tuple[str, str, str | None, list[np.ndarray]]] = [
-            ("cell", "light microscopy", None, _skimage_crops(rng, "cell", n_per_class)),
-            ("immunohistochemistry", "light microscopy", "DAB / immunohistochemistry",
-             _skimage_crops(rng, "immunohistochemistry", n_per_class)),
-            ("fluorescence", "fluorescence microscopy", "fluorescent dyes (DAPI + GFP)",
-             [_cell(rng, irregular=bool(rng.random() < 0.5), elongated=bool(rng.random() < 0.5),
-                    coarse=bool(rng.random() < 0.5)) for _ in range(2 * n_per_class)]),
-        ]  # fmt: skip
-        for src, modality, stain, images in sources:
-            for k, img in enumerate(images):
-                name = save(img, f"test-{src}-{k:03d}")
-                origin = f"skimage.data.{src}" if src != "fluorescence" else "synthetic"
-                choices, answer = _options(rng, modality, [m for m in modality_opts if m != modality])
-                rows.append(
-                    {
-                        "id": f"test-{src}-modality-{k:03d}",
-                        "question": "Which imaging modality was used to acquire this image?",
-                        "choices": choices,
-                        "answer": answer,
-                        "image": name,
-                        "task": "modality",
-                        "subset": "coarse",
-                        "split": "test",
-                        "captions": [
-                            f"A micrograph acquired through {c}." if c != NONE else NONE for c in choices
-                        ],
-                        "source_image": origin,
-                    }
-                )
-                if stain is not None and k < n_per_class:
-                    choices, answer = _options(rng, stain, [s for s in stain_opts if s != stain])
-                    rows.append(
-                        {
-                            "id": f"test-{src}-stain-{k:03d}",
-                            "question": "Which stain was used?",
-                            "choices": choices,
-                            "answer": answer,
-                            "image": name,
-                            "task": "stain",
-                            "subset": "coarse",
-                            "split": "test",
-                            "captions": [
-                                f"A micrograph of a sample stained with {c}." if c != NONE else NONE
-                                for c in choices
-                            ],
-                            "source_image": origin,
-                        }
-                    )
-        # Cognition draws from its own stream too, so the rows above are unchanged by it.
-        rows += _cognition_rows(np.random.default_rng([seed, 4]), save)
-        train = _shape_rows(rng, 5 * n_per_class, "train", save)
-        # Detection fields draw from their own stream, so the test and train data above are the
-        # same as before this split existed.
-        det_rng = np.random.default_rng([seed, 3])
-        detection: list[dict[str, Any]] = []
-        for k in range(2 * n_per_class):
-            img, cell_boxes, nuc_boxes = _cell_field(det_rng, int(det_rng.integers(2, 6)))
-            name = save(img, f"detection-{k:03d}")
-            for cls, bxs, split in (("cell", cell_boxes, "easy"), ("nucleus", nuc_boxes, "hard")):
-                detection.append(
-                    {
-                        "id": f"detection-{cls}-{k:03d}",
-                        "question": f"Locate every {cls} in the image.",
-                        "image": name,
-                        "boxes": [dict(zip(("x1", "y1", "x2", "y2"), b, strict=True)) for b in bxs],
-                        "class_name": cls,
-                        "task": "detection",
-                        "subset": f"detection-{cls}",
-                        "split": "detection",
-                        "grit_split": split,
-                        "modality": "fluorescence microscopy",
-                    }
-                )
-        for name, data in (("data.jsonl", rows), ("train.jsonl", train), ("detection.jsonl", detection)):
-            (tmp / name).write_text(
-                "".join(json.dumps(r, sort_keys=True) + "\n" for r in data), encoding="utf-8"
-            )
-        digest = hashlib.sha256((tmp / "data.jsonl").read_bytes()).hexdigest()
-        counts: dict[str, int] = {}
-        for r in rows:
-            counts[r["task"]] = counts.get(r["task"], 0) + 1
-        manifest = {
-            "version": DEMO_VERSION,
-            "seed": seed,
-            "n_per_class": n_per_class,
-            "items": len(rows),
-            "train_items": len(train),
-            "detection_items": len(detection),
-            "tasks": counts,
-            "data_sha256": digest,
-        }
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
+        _write_demo(tmp, seed, n_per_class)
+        _put_in_place(tmp, target, replace=force or not _is_current(target, seed, n_per_class))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     log.info("demo benchmark written to %s", target)
     return target
+
+
+def _is_current(target: Path, seed: int, n_per_class: int) -> bool:
+    """Whether ``target`` holds a complete demo of this version, seed and size."""
+    try:
+        manifest = json.loads((target / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    wanted = {"version": DEMO_VERSION, "seed": seed, "n_per_class": n_per_class}
+    return all(manifest.get(k) == v for k, v in wanted.items())
+
+
+def _put_in_place(tmp: Path, target: Path, *, replace: bool) -> None:
+    """Rename the finished ``tmp`` to ``target``; keep a complete copy another process put first."""
+    if target.exists():
+        if not replace:
+            return
+        shutil.rmtree(target, ignore_errors=True)
+    try:
+        tmp.rename(target)
+    except OSError:
+        # Another generator renamed its folder there between our check and our rename; the
+        # manifest (written last, before its rename) says it is complete.
+        if not (target / "manifest.json").is_file():
+            raise
+
+
+#: Saves one generated image under ``images/`` of the folder being written; returns its path there.
+SaveImage = Callable[[np.ndarray, str], str]
+
+
+def _write_demo(tmp: Path, seed: int, n_per_class: int) -> None:
+    """Write every image, the three JSONL files and ``manifest.json`` (last) into ``tmp``."""
+    (tmp / "images").mkdir()
+    rng = np.random.default_rng(seed)
+
+    def save(img: np.ndarray, stem: str) -> str:
+        rel = f"images/{stem}.png"
+        Image.fromarray(img).save(tmp / rel, optimize=False)
+        return rel
+
+    # The order of the draws from ``rng`` is the data: each helper continues the same stream.
+    rows = _shape_rows(rng, n_per_class, "test", save)
+    rows += _coloc_rows(rng, n_per_class, save)
+    rows += _figure_rows(rng, n_per_class, save)
+    rows += _coarse_rows(rng, n_per_class, save)
+    # Cognition draws from its own stream too, so the rows above are unchanged by it.
+    rows += _cognition_rows(np.random.default_rng([seed, 4]), save)
+    train = _shape_rows(rng, 5 * n_per_class, "train", save)
+    # Detection fields draw from their own stream, so the test and train data above are the
+    # same as before this split existed.
+    detection = _detection_rows(np.random.default_rng([seed, 3]), n_per_class, save)
+    for name, data in (("data.jsonl", rows), ("train.jsonl", train), ("detection.jsonl", detection)):
+        (tmp / name).write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in data), encoding="utf-8")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["task"]] = counts.get(r["task"], 0) + 1
+    manifest = {
+        "version": DEMO_VERSION,
+        "seed": seed,
+        "n_per_class": n_per_class,
+        "items": len(rows),
+        "train_items": len(train),
+        "detection_items": len(detection),
+        "tasks": counts,
+        "data_sha256": hashlib.sha256((tmp / "data.jsonl").read_bytes()).hexdigest(),
+    }
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def _coloc_rows(rng: np.random.Generator, n_per_class: int, save: SaveImage) -> list[dict[str, Any]]:
+    """The colocalization questions (two-channel images at three target correlations)."""
+    rows: list[dict[str, Any]] = []
+    for k in range(3 * n_per_class):
+        level = ["no colocalization", "partial colocalization", "strong colocalization"][k % 3]
+        r_target = [0.0, 0.5, 0.9][k % 3]
+        name = save(_coloc(rng, r_target), f"test-coloc-{k:03d}")
+        choices, answer = _options(
+            rng,
+            level,
+            [
+                c
+                for c in ("no colocalization", "partial colocalization", "strong colocalization")
+                if c != level
+            ],
+        )
+        rows.append(
+            {
+                "id": f"test-coloc-{k:03d}",
+                "question": "How strongly do the red and green channels colocalize?",
+                "choices": choices,
+                "answer": answer,
+                "image": name,
+                "task": "colocalization",
+                "subset": "colocalization",
+                "split": "test",
+                "target_pearson_r": r_target,
+                "modality": "fluorescence microscopy",
+            }
+        )
+    return rows
+
+
+def _figure_rows(rng: np.random.Generator, n_per_class: int, save: SaveImage) -> list[dict[str, Any]]:
+    """The bar-chart questions: the highest condition, and one bar's value."""
+    rows: list[dict[str, Any]] = []
+    conditions = ["ctrl", "drugA", "drugB", "drugC"]
+    for k in range(2 * n_per_class):
+        values = [float(v) for v in rng.choice(np.arange(10, 100, 5), size=4, replace=False)]
+        name = save(_figure(rng, conditions, values), f"test-figure-{k:03d}")
+        best = conditions[int(np.argmax(values))]
+        choices, answer = _options(rng, best, [c for c in conditions if c != best][:3])
+        rows.append(
+            {
+                "id": f"test-barmax-{k:03d}",
+                "question": "In panel B, which condition has the highest value?",
+                "choices": choices,
+                "answer": answer,
+                "image": name,
+                "task": "bar_max",
+                "subset": "figures",
+                "split": "test",
+                "bar_values": dict(zip(conditions, values, strict=True)),
+            }
+        )
+        j = int(rng.integers(4))
+        true = f"{values[j]:.0f}"
+        wrong = [
+            f"{v:.0f}" for v in sorted({values[j] + d for d in (-20, -10, 10, 20)} - {values[j]}) if v > 0
+        ][:3]
+        choices, answer = _options(rng, true, wrong)
+        rows.append(
+            {
+                "id": f"test-barval-{k:03d}",
+                "question": f"In panel B, what is the value of {conditions[j]}?",
+                "choices": choices,
+                "answer": answer,
+                "image": name,
+                "task": "bar_value",
+                "subset": "figures",
+                "split": "test",
+                "bar_values": dict(zip(conditions, values, strict=True)),
+            }
+        )
+    return rows
+
+
+def _coarse_rows(rng: np.random.Generator, n_per_class: int, save: SaveImage) -> list[dict[str, Any]]:
+    """The coarse questions: imaging modality and stain of real and synthetic micrographs."""
+    rows: list[dict[str, Any]] = []
+    modality_opts = ["light microscopy", "fluorescence microscopy", "electron microscopy"]
+    stain_opts = ["H&E", "DAB / immunohistochemistry", "Giemsa", "fluorescent dyes (DAPI + GFP)"]
+    # Half the coarse questions are about scikit-image's light micrographs, half about synthetic
+    # fluorescence cells, so neither answer is a frequency shortcut.
+    sources: list[tuple[str, str, str | None, list[np.ndarray]]] = [
+        ("cell", "light microscopy", None, _skimage_crops(rng, "cell", n_per_class)),
+        ("immunohistochemistry", "light microscopy", "DAB / immunohistochemistry",
+         _skimage_crops(rng, "immunohistochemistry", n_per_class)),
+        ("fluorescence", "fluorescence microscopy", "fluorescent dyes (DAPI + GFP)",
+         [_cell(rng, irregular=bool(rng.random() < 0.5), elongated=bool(rng.random() < 0.5),
+                coarse=bool(rng.random() < 0.5)) for _ in range(2 * n_per_class)]),
+    ]  # fmt: skip
+    for src, modality, stain, images in sources:
+        for k, img in enumerate(images):
+            name = save(img, f"test-{src}-{k:03d}")
+            origin = f"skimage.data.{src}" if src != "fluorescence" else "synthetic"
+            choices, answer = _options(rng, modality, [m for m in modality_opts if m != modality])
+            rows.append(
+                {
+                    "id": f"test-{src}-modality-{k:03d}",
+                    "question": "Which imaging modality was used to acquire this image?",
+                    "choices": choices,
+                    "answer": answer,
+                    "image": name,
+                    "task": "modality",
+                    "subset": "coarse",
+                    "split": "test",
+                    "captions": [
+                        f"A micrograph acquired through {c}." if c != NONE else NONE for c in choices
+                    ],
+                    "source_image": origin,
+                }
+            )
+            if stain is not None and k < n_per_class:
+                choices, answer = _options(rng, stain, [s for s in stain_opts if s != stain])
+                rows.append(
+                    {
+                        "id": f"test-{src}-stain-{k:03d}",
+                        "question": "Which stain was used?",
+                        "choices": choices,
+                        "answer": answer,
+                        "image": name,
+                        "task": "stain",
+                        "subset": "coarse",
+                        "split": "test",
+                        "captions": [
+                            f"A micrograph of a sample stained with {c}." if c != NONE else NONE
+                            for c in choices
+                        ],
+                        "source_image": origin,
+                    }
+                )
+    return rows
+
+
+def _detection_rows(rng: np.random.Generator, n_per_class: int, save: SaveImage) -> list[dict[str, Any]]:
+    """The detection items: every cell (easy) and every nucleus (hard) of synthetic fields."""
+    detection: list[dict[str, Any]] = []
+    for k in range(2 * n_per_class):
+        img, cell_boxes, nuc_boxes = _cell_field(rng, int(rng.integers(2, 6)))
+        name = save(img, f"detection-{k:03d}")
+        for cls, bxs, split in (("cell", cell_boxes, "easy"), ("nucleus", nuc_boxes, "hard")):
+            detection.append(
+                {
+                    "id": f"detection-{cls}-{k:03d}",
+                    "question": f"Locate every {cls} in the image.",
+                    "image": name,
+                    "boxes": [dict(zip(("x1", "y1", "x2", "y2"), b, strict=True)) for b in bxs],
+                    "class_name": cls,
+                    "task": "detection",
+                    "subset": f"detection-{cls}",
+                    "split": "detection",
+                    "grit_split": split,
+                    "modality": "fluorescence microscopy",
+                }
+            )
+    return detection
 
 
 @register_benchmark("demo")

@@ -322,32 +322,10 @@ def _build_item(
         )
         return None
 
-    choices = split_labelled_options(str(rec["OPTION"]))
-    if len(choices) < 2:
-        problems.append(
-            Problem(
-                str(file),
-                qid,
-                f"OPTION holds {len(choices)} labelled option(s) ({str(rec['OPTION'])[:80]!r}); "
-                "the record cannot be scored and was skipped",
-                kind="malformed",
-            )
-        )
+    scored = _choices_and_answer(rec, qid, file, problems)
+    if scored is None:
         return None
-    m = _ANSWER_RE.match(str(rec["ANSWER"]))
-    answer_index = LETTERS.index(m.group(1).upper()) if m else None
-    if answer_index is None or answer_index >= len(choices):
-        problems.append(
-            Problem(
-                str(file),
-                qid,
-                f"ANSWER {rec['ANSWER']!r} is not one of the letters A–{LETTERS[len(choices) - 1]} of its "
-                f"{len(choices)} options; the record cannot be scored and was skipped",
-                kind="answer_mismatch",
-            )
-        )
-        return None
-
+    choices, answer_index = scored
     figure_id = figure_id_of(qid)
     if figure_id is None:
         problems.append(
@@ -384,6 +362,38 @@ def _build_item(
         metadata=metadata,
         problems=("missing_image",) if missing else (),
     )
+
+
+def _choices_and_answer(
+    rec: Mapping[str, Any], qid: str, file: Path, problems: list[Problem]
+) -> tuple[list[str], int] | None:
+    """The record's options and answer index; ``None`` (with the problem) when it cannot be scored."""
+    choices = split_labelled_options(str(rec["OPTION"]))
+    if len(choices) < 2:
+        problems.append(
+            Problem(
+                str(file),
+                qid,
+                f"OPTION holds {len(choices)} labelled option(s) ({str(rec['OPTION'])[:80]!r}); "
+                "the record cannot be scored and was skipped",
+                kind="malformed",
+            )
+        )
+        return None
+    m = _ANSWER_RE.match(str(rec["ANSWER"]))
+    answer_index = LETTERS.index(m.group(1).upper()) if m else None
+    if answer_index is None or answer_index >= len(choices):
+        problems.append(
+            Problem(
+                str(file),
+                qid,
+                f"ANSWER {rec['ANSWER']!r} is not one of the letters A–{LETTERS[len(choices) - 1]} of its "
+                f"{len(choices)} options; the record cannot be scored and was skipped",
+                kind="answer_mismatch",
+            )
+        )
+        return None
+    return list(choices), answer_index
 
 
 def _image(

@@ -14,9 +14,10 @@ How to add a subcommand:
    options, then ``@pass_args`` over a function ``(args) -> int`` that returns the exit code;
    ``args`` holds the options by name.
 3. Reuse the shared option groups instead of re-declaring flags (:mod:`scopebench.cli.options`):
-   ``run_options()``, ``model_options``, ``engine_options`` give ``args.run``, ``args.model_opts``,
-   ``args.engine`` (typed options objects), ``cli.probe.probe_options``; build the RunConfig with
-   :func:`_run_config` (never copy fields by hand: that is how ``strategies`` lost ``--device``).
+   ``run_options()``, ``model_options``, ``engine_options`` fill ``args.settings`` (the run
+   settings by the names of :meth:`RunConfig.from_options <scopebench.config.RunConfig.from_options>`),
+   ``cli.probe.probe_options``; build the frozen RunConfig with :func:`_run_config`, once, and pass
+   it down (never copy fields by hand: that is how ``strategies`` lost ``--device``).
    A ``--model`` to evaluate takes ``type=MODEL_SPEC``: parsed once into a ModelSpec.
 4. Raise our errors (:mod:`scopebench.errors`) for user mistakes; print only through ``console``.
 5. Global flags (``-q``, ``-v``) work anywhere on the line (:func:`_hoist_global_flags`).
@@ -40,15 +41,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scopebench.cli.options import (
-    Args,
-    EngineOptions,
-    Group,
-    ModelOptions,
-    RunOptions,
-    parse_key_values,
-    read_exclude,
-)
+from scopebench.cli.options import Args, Group, parse_key_values, read_exclude
 from scopebench.cli.output import out_console, print_wide
 from scopebench.display import configure_logging, shown
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
@@ -58,6 +51,7 @@ from scopebench.report.tables import format_interval, format_percent
 
 if TYPE_CHECKING:
     from scopebench.benchmarks.base import LoadedBenchmark, Problem
+    from scopebench.config import RunConfig
 
 __all__ = ["build_cli", "main"]
 
@@ -274,7 +268,9 @@ def _print_metrics(metrics: dict[str, Any], title: str) -> None:
 
 def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
     """Metrics with bootstrap CIs, plus the per-run report files (CSV, Markdown, LaTeX, plots)."""
-    result: dict[str, Any] = write_run_outputs(run_dir, seed=seed)
+    from scopebench.config import ReportConfig
+
+    result: dict[str, Any] = write_run_outputs(run_dir, ReportConfig(seed=seed))
     return result
 
 
@@ -283,49 +279,32 @@ def _single(value: Any) -> Any:
     return value[0] if isinstance(value, list | tuple) and len(value) == 1 else value
 
 
-def _run_config(args: Args, **overrides: Any) -> Any:
-    """The RunConfig of ``run``, ``strategies`` and the probes: their options objects, in one place.
+def _run_config(args: Args, **overrides: Any) -> RunConfig:
+    """The RunConfig of ``run``, ``strategies`` and the probes, built once from their options.
 
-    ``args.run``, ``args.model_opts`` and ``args.engine`` are the shared option groups
-    (:mod:`scopebench.cli.options`); options a command does not offer (``--strategy``, ``--judge``)
-    keep their default; ``overrides`` replace fields (a probe running several models passes ``model``).
+    ``args.settings`` holds what the shared option groups parsed (:mod:`scopebench.cli.options`);
+    options a command does not offer (``--strategy``, ``--judge``) keep their default;
+    ``overrides`` replace settings (a probe running several models passes ``model``, a grid
+    ``benchmark``, ``data`` and ``label``).
     """
-    from dataclasses import replace
+    from scopebench.config import RunConfig
 
-    from scopebench.engine import RunConfig
-
-    run: RunOptions = args.run
-    model: ModelOptions = args.model_opts
-    engine: EngineOptions = args.engine
     spec = _single(args.model)
-    config = RunConfig(
-        benchmark=_single(args.bench),
-        data=_single(args.data) or "",
-        model=spec.raw if isinstance(spec, ModelSpec) else spec,
-        split=run.split,
-        limit=run.limit,
-        seed=run.seed,
-        batch_size=model.batch_size,
-        protocol=run.protocol,
-        mode=model.mode,
-        no_image=run.no_image,
-        device=model.device,
-        base_url=model.base_url,
-        model_args=model.model_args,
-        exclude_ids=run.exclude_ids,
-        max_fail_fraction=run.max_fail_fraction,
-        executor=engine.executor,
-        ray_address=engine.ray_address,
-        workers=engine.workers,
-        strategy=getattr(args, "strategy", None),
-        box_repair=getattr(args, "box_repair", False),
-        judge=getattr(args, "judge", None),
-        judge_args=parse_key_values(getattr(args, "judge_arg", None) or [], "--judge-arg"),
-        label=getattr(args, "label", None),
-        log_samples=getattr(args, "log_samples", True),
-        answer_format=getattr(args, "answer_format", "free"),
-    )
-    return replace(config, **overrides) if overrides else config
+    named: dict[str, Any] = {
+        "benchmark": _single(args.bench),
+        "data": _single(args.data) or "",
+        "model": spec.raw if isinstance(spec, ModelSpec) else spec,
+        **args.settings,
+        "strategy": getattr(args, "strategy", None),
+        "box_repair": getattr(args, "box_repair", False),
+        "judge": getattr(args, "judge", None),
+        "judge_args": parse_key_values(getattr(args, "judge_arg", None) or [], "--judge-arg"),
+        "label": getattr(args, "label", None),
+        "log_samples": getattr(args, "log_samples", True),
+        "answer_format": getattr(args, "answer_format", "free"),
+        **overrides,
+    }
+    return RunConfig.from_options(named.pop("benchmark"), named.pop("data"), named.pop("model"), **named)
 
 
 def cmd_run(args: Args) -> int:
@@ -340,12 +319,12 @@ def cmd_run(args: Args) -> int:
         raise DataFormatError("--data is given several times for one --bench: give it once")
     args.bench, args.model, args.data = args.bench[0], args.model[0], (args.data or [None])[0]
     config = _run_config(args)
-    seed = args.run.seed
+    seed = config.seed
     result = run_benchmark(
         config,
         args.out,
-        fresh=args.run.fresh,
-        retry_errors=args.run.retry_errors,
+        fresh=args.fresh,
+        retry_errors=args.retry_errors,
         on_metrics=lambda d: _write_outputs(d, seed),
         metrics_key=f"report:seed={seed}",
         rejudge=args.rejudge,
@@ -363,7 +342,8 @@ def cmd_run(args: Args) -> int:
 def cmd_demo(args: Args) -> int:
     """Generate the offline demo benchmark and evaluate the demo models on it."""
     from scopebench.benchmarks.demo import generate_demo
-    from scopebench.engine import RunConfig, run_benchmark
+    from scopebench.config import RunConfig
+    from scopebench.engine import run_benchmark
 
     data_dir = generate_demo(Path(args.data) if args.data else None, seed=args.seed)
     console.print(f"demo benchmark: {data_dir}")
@@ -558,8 +538,8 @@ def cmd_strategies(args: Args) -> int:
     from scopebench.experiments.strategies import run_strategy_sweep
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
-    run: RunOptions = args.run
-    sweep = run_strategy_sweep(_run_config(args), names, args.out, fresh=run.fresh, seed=run.seed)
+    config = _run_config(args)
+    sweep = run_strategy_sweep(config, names, args.out, fresh=args.fresh, seed=config.seed)
     per_task: dict[str, dict[str, str]] = {}
     tasks: set[str] = set()
     decoupling = {s.strategy: s.decoupling for s in sweep}

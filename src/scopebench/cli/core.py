@@ -11,6 +11,7 @@ import click
 from scopebench import cli as _cli
 from scopebench.cli.options import (
     MODEL_SPEC,
+    Args,
     argument,
     command,
     engine_options,
@@ -33,7 +34,7 @@ def register(group: click.Group) -> None:
 @command("benchmarks", short_help="list benchmarks, their splits/tasks and the data each needs")
 @json_flag("print the list as JSON (for scripts)")
 @pass_args
-def benchmarks(args: _cli.Args) -> int:
+def benchmarks(args: Args) -> int:
     """List benchmarks, their splits/tasks and the data each needs."""
     return _cli.cmd_benchmarks(args)
 
@@ -50,7 +51,7 @@ def benchmarks(args: _cli.Args) -> int:
 @click.option("--no-images", is_flag=True, help="do not decode the images (faster)")
 @click.option("--strict", is_flag=True, help="exit 1 on warnings too (errors always exit 1)")
 @pass_args
-def validate(args: _cli.Args) -> int:
+def validate(args: Args) -> int:
     """Load a benchmark and report counts and every data problem (exit 1 on errors)."""
     return _cli.cmd_validate(args)
 
@@ -110,7 +111,7 @@ def validate(args: _cli.Args) -> int:
     help="drop the judge verdicts stored in --out and judge again (with no --judge: remove them)",
 )
 @pass_args
-def run(args: _cli.Args) -> int:
+def run(args: Args) -> int:
     """Evaluate a model on a benchmark into a run directory (resumable).
 
     Several --bench/--model: a grid of runs under --out, then the paper tables.
@@ -133,7 +134,7 @@ def run(args: _cli.Args) -> int:
 @model_options
 @engine_options
 @pass_args
-def strategies(args: _cli.Args) -> int:
+def strategies(args: Args) -> int:
     """Compare chain-of-thought strategies (accuracy per task, decoupling)."""
     return _cli.cmd_strategies(args)
 
@@ -141,7 +142,7 @@ def strategies(args: _cli.Args) -> int:
 @command("models", short_help="list the model presets of the seed papers and the spec schemes")
 @json_flag("print presets and schemes as JSON (for scripts)")
 @pass_args
-def models(args: _cli.Args) -> int:
+def models(args: Args) -> int:
     """List the model presets of the seed papers and the spec schemes."""
     return _cli.cmd_models(args)
 
@@ -157,7 +158,7 @@ def models(args: _cli.Args) -> int:
     "NEWDIR, which `scopebench run … --out NEWDIR` then resumes",
 )
 @pass_args
-def export(args: _cli.Args) -> int:
+def export(args: Args) -> int:
     """Write a run's per-item records as Parquet or JSONL (or salvage a damaged run)."""
     return _cli.cmd_export(args)
 
@@ -170,6 +171,6 @@ def export(args: _cli.Args) -> int:
 @click.option("--models", multiple=True, metavar="SPEC…", help="model specs to run (default: the demo set)")
 @click.option("--tables", is_flag=True, help="also print each model's full metrics table")
 @pass_args
-def demo(args: _cli.Args) -> int:
+def demo(args: Args) -> int:
     """Generate the offline demo benchmark and evaluate the demo models."""
     return _cli.cmd_demo(args)

@@ -6,7 +6,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -23,6 +23,9 @@ from scopebench.cli.options import (
     seed_option,
     split_option,
 )
+
+if TYPE_CHECKING:
+    from scopebench.experiments.finetune import EvalSpec
 from scopebench.errors import UsageError
 
 __all__ = ["cmd_finetune", "register"]
@@ -44,7 +47,7 @@ def _model_args(pairs: Sequence[str]) -> tuple[tuple[str, Any], ...]:
 
 def cmd_finetune(args: Args) -> int:
     """Run one fine-tuning recipe and print the before/after table."""
-    from scopebench.experiments.finetune import DataSource, EvalSpec, LoopConfig
+    from scopebench.experiments.finetune import DataSource, LoopConfig
     from scopebench.experiments.finetune.generative import LoraSettings
     from scopebench.experiments.finetune.run import finetune_contrastive, finetune_generative
 
@@ -62,21 +65,7 @@ def cmd_finetune(args: Args) -> int:
         device=args.device,
     )
     source = DataSource(args.bench, args.split, args.data or "") if args.bench else None
-    evaluation = None
-    if args.eval_split:
-        eval_source = DataSource(
-            args.eval_bench or args.bench or "", args.eval_split, args.eval_data or args.data or ""
-        )
-        if not eval_source.benchmark:
-            raise UsageError("--eval-split needs a benchmark: --eval-bench NAME (or --bench)")
-        evaluation = EvalSpec(
-            eval_source,
-            args.protocol,
-            getattr(args, "mode", None),
-            args.eval_limit,
-            None,
-            _model_args(args.model_arg),
-        )
+    evaluation = _evaluation(args)
     out = Path(args.out)
     if args.recipe == "contrastive":
         result = finetune_contrastive(
@@ -113,7 +102,35 @@ def cmd_finetune(args: Args) -> int:
             evaluation=evaluation,
             fresh=args.fresh,
         )
-    record = result.record
+    _print_result(result.record)
+    console.print(f"model: {result.spec}   record: {out / 'finetune.json'}   report: {out / 'report.md'}")
+    return 0
+
+
+def _evaluation(args: Args) -> EvalSpec | None:
+    """The held-out evaluation of ``--eval-split`` (``None`` without it)."""
+    from scopebench.experiments.finetune import DataSource, EvalSpec
+
+    if not args.eval_split:
+        return None
+    eval_source = DataSource(
+        args.eval_bench or args.bench or "", args.eval_split, args.eval_data or args.data or ""
+    )
+    if not eval_source.benchmark:
+        raise UsageError("--eval-split needs a benchmark: --eval-bench NAME (or --bench)")
+    evaluation = EvalSpec(
+        eval_source,
+        args.protocol,
+        getattr(args, "mode", None),
+        args.eval_limit,
+        None,
+        _model_args(args.model_arg),
+    )
+    return evaluation
+
+
+def _print_result(record: dict[str, Any]) -> None:
+    """The training summary line and the held-out accuracy table (before/after) of a fine-tune."""
     training = record["training"]
     console.print(
         f"trained {training['steps']} steps on {record['data']['n_examples']} examples "
@@ -134,8 +151,6 @@ def cmd_finetune(args: Args) -> int:
             )
         table.add_row("parse rate", *(f"{100 * e['parse_rate']:.1f}%" for e in evals.values()))
         console.print(table)
-    console.print(f"model: {result.spec}   record: {out / 'finetune.json'}   report: {out / 'report.md'}")
-    return 0
 
 
 def _common(*, lr: float, steps: int, batch: int) -> Callable[[Callable[..., int]], Callable[..., int]]:

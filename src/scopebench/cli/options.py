@@ -2,9 +2,10 @@
 
 Each group of options that several commands share is one decorator here (:func:`model_options`,
 :func:`run_options`, :func:`engine_options`, :func:`seed_option`, …). A decorator adds the click
-options and, for the run settings, replaces their values by one frozen options object per concern
-(:class:`ModelOptions`, :class:`RunOptions`, :class:`EngineOptions`) that the command bodies pass
-down; :func:`scopebench.cli._run_config` turns them into the engine's RunConfig in one place.
+options and, for the run settings, moves their values into the command's ``args.settings`` under
+the names :meth:`RunConfig.from_options <scopebench.config.RunConfig.from_options>` takes;
+:func:`scopebench.cli._run_config` turns them into the run's frozen
+:class:`~scopebench.config.RunConfig` in one place.
 
 Model specs are parsed once, here at the boundary, into a
 :class:`~scopebench.models.registry.ModelSpec` (:data:`MODEL_SPEC`): a typo fails before anything
@@ -17,7 +18,6 @@ import functools
 import json
 import types
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,11 +31,8 @@ __all__ = [
     "MODEL_SPEC",
     "Args",
     "Command",
-    "EngineOptions",
     "Group",
-    "ModelOptions",
     "ModelSpecType",
-    "RunOptions",
     "argument",
     "command",
     "engine_options",
@@ -48,7 +45,7 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]
 
-#: The command bodies' arguments: the parsed options by name (``args.out``, ``args.run.seed``…),
+#: The command bodies' arguments: the parsed options by name (``args.out``, ``args.settings``…),
 #: plus the global ``quiet`` and ``verbose``.
 Args = types.SimpleNamespace
 
@@ -59,7 +56,7 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_
 # Parameter types -------------------------------------------------------------------------------
 
 
-class ModelSpecType(click.ParamType):
+class ModelSpecType(click.ParamType[ModelSpec]):
     """A ``--model`` value parsed into a :class:`~scopebench.models.registry.ModelSpec`.
 
     An unknown scheme raises our :class:`~scopebench.errors.ModelSpecError` (with the did-you-mean
@@ -231,14 +228,20 @@ def pass_args(func: Callable[[Args], int]) -> Callable[..., int]:
     return callback
 
 
-def _collect(name: str, fields: Sequence[str], build: Callable[[dict[str, Any]], Any]) -> Decorator[Any]:
-    """Replace the keyword arguments ``fields`` of a callback by ``name=build(those values)``."""
+def _collect(fields: Sequence[str], build: Callable[[dict[str, Any]], dict[str, Any]]) -> Decorator[Any]:
+    """Move the keyword arguments ``fields`` of a callback into its ``settings`` dict.
+
+    ``build`` turns the values as click parsed them into run settings named as
+    :meth:`RunConfig.from_options <scopebench.config.RunConfig.from_options>` takes them; the
+    groups of one command add to one dict, which :func:`scopebench.cli._run_config` turns into
+    the run's configuration once.
+    """
 
     def decorate(f: F) -> F:
         @functools.wraps(f)
         def wrapper(**kwargs: Any) -> Any:
             picked = {k: kwargs.pop(k) for k in fields if k in kwargs}
-            kwargs[name] = build(picked)
+            kwargs["settings"] = {**kwargs.get("settings", {}), **build(picked)}
             return f(**kwargs)
 
         return wrapper  # type: ignore[return-value]
@@ -251,70 +254,6 @@ def _stack(f: F, decorators: Sequence[Decorator[Any]]) -> F:
     for d in reversed(decorators):
         f = d(f)
     return f
-
-
-# Typed options objects ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ModelOptions:
-    """How the model runs: backend mode, device, server, options and batch size.
-
-    Attributes:
-        mode: Backend mode (``generate``, ``choice-logprob``…); None: the backend's default.
-        device: ``auto``, ``cpu``, ``cuda``, ``cuda:1``…
-        base_url: Server URL for ``openai:`` models.
-        model_args: ``--model-arg KEY=VALUE`` options, values JSON-decoded.
-        batch_size: Items per model call; None: the backend's default.
-    """
-
-    mode: str | None = None
-    device: str = "auto"
-    base_url: str | None = None
-    model_args: dict[str, Any] = field(default_factory=dict)
-    batch_size: int | None = None
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """What a run evaluates and how it resumes.
-
-    Attributes:
-        split: The split; None: the benchmark's default.
-        limit: Only the first N items.
-        seed: Seed of every random choice (recorded in run.json).
-        protocol: Prompt protocol (``default`` or ``owner``).
-        no_image: Prompts without images.
-        exclude_ids: Item ids left out (``--exclude FILE``).
-        fresh: Discard stored results and start again.
-        retry_errors: Redo items whose stored result is an error.
-        max_fail_fraction: Stop when more items fail.
-    """
-
-    split: str | None = None
-    limit: int | None = None
-    seed: int = 0
-    protocol: str = "default"
-    no_image: bool = False
-    exclude_ids: frozenset[str] = frozenset()
-    fresh: bool = False
-    retry_errors: bool = False
-    max_fail_fraction: float = 0.5
-
-
-@dataclass(frozen=True)
-class EngineOptions:
-    """Where model calls run: locally, or on Ray actors.
-
-    Attributes:
-        executor: ``local`` or ``ray``.
-        ray_address: Ray cluster address; None: a local Ray.
-        workers: Ray actors; None: one per GPU, else 2.
-    """
-
-    executor: str = "local"
-    ray_address: str | None = None
-    workers: int | None = None
 
 
 # Shared option groups ----------------------------------------------------------------------------
@@ -371,13 +310,13 @@ def resamples_option() -> Decorator[Any]:
 
 
 def model_options(f: F) -> F:
-    """``--mode``, ``--device``, ``--base-url``, ``--model-arg``, ``--batch-size`` → ``model_opts``."""
+    """``--mode``, ``--device``, ``--base-url``, ``--model-arg``, ``--batch-size``: model settings."""
 
-    def build(v: dict[str, Any]) -> ModelOptions:
-        return ModelOptions(v["mode"], v["device"], v["base_url"], parse_key_values(v["model_arg"]),
-                            v["batch_size"])  # fmt: skip
+    def build(v: dict[str, Any]) -> dict[str, Any]:
+        return {"mode": v["mode"], "device": v["device"], "base_url": v["base_url"],
+                "model_args": parse_key_values(v["model_arg"]), "batch_size": v["batch_size"]}  # fmt: skip
 
-    f = _collect("model_opts", ("mode", "device", "base_url", "model_arg", "batch_size"), build)(f)
+    f = _collect(("mode", "device", "base_url", "model_arg", "batch_size"), build)(f)
     return _stack(
         f,
         [
@@ -396,22 +335,23 @@ def run_options(
     fresh_help: str = "discard results stored in --out and start again",
     no_image: bool = True,
 ) -> Decorator[Any]:
-    """The run settings shared by ``run``, ``strategies`` and the probes → ``run`` (RunOptions).
+    """The run settings shared by ``run``, ``strategies`` and the probes.
 
-    Declared once: ``strategies`` once had its own ``--device`` without the ``auto`` default.
+    ``--fresh`` and ``--retry-errors`` stay flags of the invocation (``args.fresh``,
+    ``args.retry_errors``), not settings of the run. Declared once: ``strategies`` once had its
+    own ``--device`` without the ``auto`` default.
     """
-    names = ("split", "limit", "seed", "protocol", "no_image", "exclude", "fresh", "retry_errors",
-             "max_fail_fraction")  # fmt: skip
+    names = ("split", "limit", "seed", "protocol", "no_image", "exclude", "max_fail_fraction")
 
-    def build(v: dict[str, Any]) -> RunOptions:
-        return RunOptions(
-            split=v["split"], limit=v["limit"], seed=v["seed"], protocol=v["protocol"],
-            no_image=bool(v.get("no_image", False)), exclude_ids=read_exclude(v["exclude"]),
-            fresh=v["fresh"], retry_errors=v["retry_errors"], max_fail_fraction=v["max_fail_fraction"],
-        )  # fmt: skip
+    def build(v: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "split": v["split"], "limit": v["limit"], "seed": v["seed"], "protocol": v["protocol"],
+            "no_image": bool(v.get("no_image", False)), "exclude_ids": read_exclude(v["exclude"]),
+            "max_fail_fraction": v["max_fail_fraction"],
+        }  # fmt: skip
 
     def decorate(f: F) -> F:
-        f = _collect("run", names, build)(f)
+        f = _collect(names, build)(f)
         image = (
             [click.option("--no-image", is_flag=True, help="send prompts without images")] if no_image else []
         )
@@ -438,12 +378,12 @@ def run_options(
 
 
 def engine_options(f: F) -> F:
-    """``--executor``, ``--ray-address``, ``--workers`` → ``engine`` (EngineOptions)."""
+    """``--executor``, ``--ray-address``, ``--workers``: where the model calls run."""
 
-    def build(v: dict[str, Any]) -> EngineOptions:
-        return EngineOptions(v["executor"], v["ray_address"], v["workers"])
+    def build(v: dict[str, Any]) -> dict[str, Any]:
+        return {"executor": v["executor"], "ray_address": v["ray_address"], "workers": v["workers"]}
 
-    f = _collect("engine", ("executor", "ray_address", "workers"), build)(f)
+    f = _collect(("executor", "ray_address", "workers"), build)(f)
     return _stack(
         f,
         [

@@ -223,13 +223,13 @@ def cmd_run_grid(args: Args, run_config: Any) -> int:
     if len(set(map(slug, names))) < len(names):
         raise DataFormatError("the --model values share a run folder name: give each model once")
     plan = []
-    run = args.run
     for k, bench in enumerate(args.bench):
-        folder = slug(bench if run.split is None else f"{bench}-{run.split}")
         for model, name in zip(specs, names, strict=True):
             config = run_config(args, benchmark=bench, model=model, data=data[k] if data else "", label=name)
-            plan.append(GridRun(name, config, Path(args.out) / folder / slug(run.protocol) / slug(name)))
-    dirs = run_grid(plan, fresh=run.fresh, retry_errors=run.retry_errors, seed=run.seed)
+            folder = slug(bench if config.split is None else f"{bench}-{config.split}")
+            plan.append(GridRun(name, config, Path(args.out) / folder / slug(config.protocol) / slug(name)))
+    seed = int(args.settings["seed"])
+    dirs = run_grid(plan, fresh=args.fresh, retry_errors=args.retry_errors, seed=seed)
     tables = Path(args.out) / "tables"
     written = write_tables(dirs, tables, labels=[r.label for r in plan])
     console.print(f"paper tables: {len(written)} files in {tables}/")

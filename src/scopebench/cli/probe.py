@@ -27,7 +27,7 @@ from scopebench.cli.options import (
     run_options,
 )
 from scopebench.cli.output import out_console, print_wide
-from scopebench.engine import RunConfig
+from scopebench.config import RunConfig
 from scopebench.errors import ScopebenchError
 from scopebench.experiments.probes import image_probes, matching, shortcut, text_probes
 from scopebench.experiments.probes.base import ProbeRun, fmt_pct
@@ -129,8 +129,8 @@ def probe_from_args(args: Args, *, model: str | None = None) -> ProbeRun:
     return ProbeRun(
         config=config_from_args(args, model=model),
         out=Path(args.out),
-        fresh=args.run.fresh,
-        retry_errors=args.run.retry_errors,
+        fresh=args.fresh,
+        retry_errors=args.retry_errors,
         resamples=args.resamples,
     )
 
@@ -293,8 +293,8 @@ def cmd_shortcut(args: Args) -> int:
         rule,
         tries=args.tries,
         temperature=args.temperature,
-        fresh=args.run.fresh,
-        retry_errors=args.run.retry_errors,
+        fresh=args.fresh,
+        retry_errors=args.retry_errors,
     )
     c = result["counts"]
     table = Table(title=f"text-shortcut filter — {args.bench}: {c['flagged']} of {c['items']} flagged")
@@ -356,8 +356,8 @@ def cmd_matching(args: Args) -> int:
         args.out,
         items_file=args.items,
         resamples=args.resamples,
-        fresh=args.run.fresh,
-        retry_errors=args.run.retry_errors,
+        fresh=args.fresh,
+        retry_errors=args.retry_errors,
     )
     pct = matching.pct
     table = Table(title=f"question–option matching (text only) — {args.bench}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ from rich.table import Table
 
 from scopebench.cli.options import Args, argument, command, pass_args, resamples_option, seed_option
 from scopebench.cli.output import out_console, print_wide
+from scopebench.config import ReportConfig
 from scopebench.display import shown
 from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
@@ -64,13 +66,6 @@ def _print_table(title: str, head: Sequence[str], body: Sequence[Sequence[str]])
     for row in body:
         table.add_row(*row)
     print_wide(console, table)  # names never cut with "…"
-
-
-def _run_seed(run: str) -> int:
-    from scopebench.report import run_seed
-    from scopebench.store.rundir import load_run
-
-    return run_seed(load_run(run))
 
 
 def _check_runs(runs: Sequence[str], *, one_benchmark: bool) -> None:
@@ -143,13 +138,14 @@ def cmd_compare(args: Args) -> int:
     """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
     args.runs = expand_run_dirs(args.runs)  # a folder of runs (runs/demo) stands for its runs
     _check_runs(args.runs, one_benchmark=True)
-    result = compare_runs(args.runs, seed=args.seed, resamples=args.resamples, policy=args.policy)
+    report: ReportConfig = args.report
+    result = compare_runs(args.runs, report)
     _use_display_names(result)
-    if args.published:
+    if report.published:
         result["published"] = published_leaderboard(result["benchmark"], leaderboard_columns(result))
     head, body = leaderboard_table(result)
     _print_table(
-        f"{result['benchmark']} leaderboard (seed {args.seed}, {args.resamples} resamples)", head, body
+        f"{result['benchmark']} leaderboard (seed {result['seed']}, {report.resamples} resamples)", head, body
     )
     if result["pairs"]:
         _print_table(
@@ -206,10 +202,11 @@ def _metrics_only(run: str, args: Args) -> dict[str, Any]:
     from scopebench.store.rundir import load_run
 
     data = load_run(run)
-    seed = args.seed if args.seed is not None else run_seed(data)
+    report: ReportConfig = args.report
+    seed = report.seed if report.seed is not None else run_seed(data)
     metrics: dict[str, Any] = compute_metrics(
-        data.records, benchmark=data.benchmark, policy=args.policy, items=data.items, seed=seed,
-        resamples=args.resamples,
+        data.records, benchmark=data.benchmark, policy=report.policy, items=data.items, seed=seed,
+        resamples=report.resamples,
     )  # fmt: skip
     metrics["model"] = shown(data.model)
     return metrics
@@ -271,6 +268,7 @@ def cmd_report(args: Args) -> int:
     # Checked first: a wrong argument must not leave half of the report files written.
     args.runs = expand_run_dirs(args.runs)  # a folder of runs (runs/demo) stands for its runs
     _check_runs(args.runs, one_benchmark=bool(args.html))
+    report: ReportConfig = args.report
     # Runs with one folder name (sweep/alpha-*/run, */clean) get distinct output folders.
     folders = run_folder_names(args.runs)
     reported: list[dict[str, Any]] = []
@@ -287,20 +285,14 @@ def cmd_report(args: Args) -> int:
             if note := _incomplete_note(run):
                 console.print(note)
             continue
-        if args.out:
-            out = Path(args.out) / folder
-        else:
-            seed = args.seed if args.seed is not None else _run_seed(run)
-            out = report_dir(run, seed=seed, resamples=args.resamples, policy=args.policy)
-        metrics = write_run_outputs(
-            run, seed=args.seed, resamples=args.resamples, policy=args.policy, out_dir=out
-        )
+        out = Path(args.out) / folder if args.out else report_dir(run, report)
+        metrics = write_run_outputs(run, report, out_dir=out)
         reported.append(metrics)
         console.print(
             render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})"),
             crop=False,
         )
-        if args.published:
+        if report.published:
             head, body = published_rows(metrics)
             if body:
                 _print_table(f"{metrics['benchmark']}: {PUBLISHED_NOTE}", head, body)
@@ -324,10 +316,7 @@ def cmd_report(args: Args) -> int:
         path = write_html_report(
             args.runs,
             args.html,
-            seed=args.seed if args.seed is not None else 0,
-            resamples=args.resamples,
-            policy=args.policy,
-            published=args.published,
+            report,
         )
         console.print(
             f"HTML report written to {path}; its items are in {path.parent / items_dir_for(path)}/ "
@@ -337,10 +326,15 @@ def cmd_report(args: Args) -> int:
 
 
 def _runs_options(name: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
-    """The options ``compare`` and ``report`` share, declared once (their defaults differ in --seed)."""
+    """The options ``compare`` and ``report`` share, declared once (their defaults differ in --seed).
+
+    ``--seed``, ``--resamples``, ``--policy`` and ``--published`` become one
+    :class:`~scopebench.config.ReportConfig`, ``args.report``, which the commands pass down.
+    """
     report = name == "report"
 
     def decorate(f: Callable[..., int]) -> Callable[..., int]:
+        f = _collect_report(f)
         for option in reversed(
             [
                 argument("runs", nargs=-1, required=True, metavar="RUN...", help="run directories"),
@@ -364,6 +358,18 @@ def _runs_options(name: str) -> Callable[[Callable[..., int]], Callable[..., int
         return f
 
     return decorate
+
+
+def _collect_report(f: Callable[..., int]) -> Callable[..., int]:
+    """Replace a callback's ``seed``, ``resamples``, ``policy``, ``published`` by ``report``."""
+
+    @functools.wraps(f)
+    def wrapper(**kwargs: Any) -> int:
+        names = ("seed", "resamples", "policy", "published")
+        kwargs["report"] = ReportConfig(**{k: kwargs.pop(k) for k in names})
+        return f(**kwargs)
+
+    return wrapper
 
 
 @command("compare", short_help="leaderboard of runs on one benchmark with paired tests")

@@ -59,11 +59,14 @@ def cmd_merge(args: Args) -> int:
             "--sweep evaluates each α on a benchmark: add --bench NAME (and --data for its data)"
         )
     alphas = parse_alphas(args.sweep)
-    rows = sweep_alphas(
-        args.base, args.tuned, alphas, args.out, benchmark=args.bench, data=args.data or "",
-        split=args.split, limit=args.limit, seed=args.seed, device=args.device,
-        batch_size=args.batch_size, openclip_arch=args.openclip_arch,
+    from scopebench.config import RunConfig
+
+    # The evaluation of every α, built once; each merge's spec replaces the model.
+    evaluation = RunConfig.from_options(
+        args.bench, args.data or "", f"clip:{args.base}", split=args.split, limit=args.limit,
+        seed=args.seed, device=args.device, batch_size=args.batch_size,
     )  # fmt: skip
+    rows = sweep_alphas(args.base, args.tuned, alphas, args.out, evaluation, openclip_arch=args.openclip_arch)
     title = f"{args.bench}: merge of {Path(args.base).name} (α) and {Path(args.tuned).name} (1 − α)"
     files = write_sweep_outputs(rows, args.out, title=title)
     table = Table(title=title)

@@ -34,6 +34,7 @@ backend's options for the call (backends that sample read it) and is part of the
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sqlite3
@@ -351,8 +352,9 @@ class LLMClient:
 
     def _send(self, calls: Sequence[LLMCall], seed: int) -> list[Response]:
         budget = max((c.max_new_tokens or 0) for c in calls) or None
-        old = self.backend.options.seed
-        self.backend.options.seed = seed  # backends that sample read the seed per call
+        old = self.backend.options
+        # Backends that sample read the seed per call; their options are frozen, so swap a copy in.
+        self.backend.options = dataclasses.replace(old, seed=seed)
         try:
             return self.backend.chat(
                 [list(c.messages) for c in calls], [c.call_id for c in calls], max_new_tokens=budget
@@ -362,7 +364,7 @@ class LLMClient:
         except Exception as exc:  # one failed batch must not lose the others: each call fails alone
             return [Response(c.call_id, status="error", error=f"{type(exc).__name__}: {exc}") for c in calls]
         finally:
-            self.backend.options.seed = old
+            self.backend.options = old
 
     @staticmethod
     def _reply(call_id: str, key: str, resp: Response, seed: int) -> LLMReply:

@@ -25,7 +25,8 @@ from scopebench.models import Backend, Response
 from scopebench.protocols import Request
 
 if TYPE_CHECKING:
-    from scopebench.engine.runner import ItemHook, RunConfig
+    from scopebench.config import RunConfig
+    from scopebench.engine.runner import ItemHook
 
 __all__ = ["Executor", "LocalExecutor", "RayExecutor", "WorkerSetup", "answer_batch"]
 

@@ -39,7 +39,7 @@ from scopebench.store.rundir import CONFIG_FILE
 from scopebench.store.runstore import RunStore
 
 if TYPE_CHECKING:
-    from scopebench.engine.runner import RunConfig
+    from scopebench.config import RunConfig
 
 __all__ = [
     "JudgeStats",

@@ -24,7 +24,7 @@ from scopebench.parsing.boxes import BOX_PARSER_VERSION
 from scopebench.protocols import PROTOCOL_VERSION
 
 if TYPE_CHECKING:
-    from scopebench.engine.runner import RunConfig
+    from scopebench.config import RunConfig
 
 __all__ = ["box_provenance", "package_versions", "plugin_provenance", "run_provenance"]
 

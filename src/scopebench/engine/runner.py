@@ -14,11 +14,12 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
+from scopebench.config import RunConfig
 from scopebench.display import progress
 from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
 from scopebench.engine.judging import (
@@ -41,8 +42,7 @@ from scopebench.errors import (
     ScopebenchError,
 )
 from scopebench.items import Item, Record, RecordStatus, Sample
-from scopebench.models import Backend, ModelOptions, ModelSpec, Response, load_model, parse_spec
-from scopebench.models.base import AnswerFormat
+from scopebench.models import Backend, ModelSpec, Response, load_model, parse_spec
 from scopebench.models.strategies import StrategyBackend
 from scopebench.protocols import Request, detection_class, resolve_protocol
 from scopebench.scoring import compute_metrics
@@ -78,91 +78,6 @@ _IDENTITY_KEYS = (
     "box_parser_version",
     "owner_protocol_version",
 )
-
-
-@dataclass(slots=True)
-class RunConfig:
-    """Everything that defines a run.
-
-    Attributes:
-        benchmark: Registered benchmark name.
-        data: Data location (folder, file or dataset id), as the loader takes it.
-        model: Model spec string.
-        split: Split to evaluate (``None``: the benchmark's default).
-        limit: Evaluate only the first ``limit`` items (in the loader's order).
-        seed: Seed for every random choice (recorded).
-        batch_size: Items per backend call (``None``: backend default).
-        protocol: Prompt protocol (``default`` or a benchmark's ``owner`` protocol).
-        mode: Backend mode (``generate``/``choice-logprob``…), if the backend has several.
-        no_image: Send prompts without images.
-        device: Device for local models.
-        base_url: Server for API backends.
-        model_args: Extra backend options (``--model-arg k=v``).
-        exclude_ids: Item ids to leave out (``--exclude FILE``).
-        max_fail_fraction: Stop when more than this fraction of processed items failed.
-        executor: ``local`` or ``ray``.
-        ray_address: Ray cluster address for ``ray`` (default: a local instance).
-        workers: Ray actors (default: one per GPU, else 2).
-        transform: An item transform ``NAME[:ARG]`` applied after loading (probes: corruptions,
-            noise images, question swap, option rotation…), seeded with ``seed``.
-        strategy: A chain-of-thought strategy (``direct``, ``step-by-step``, ``vot``, ``ddcot``,
-            ``cantor``) run over the generative backend; ``None`` asks the backend directly.
-        box_repair: Swap reversed box corners and clip boxes to the image before GRIT scoring
-            (``--box-repair``). Off by default: the official metric scores boxes as written.
-        judge: An answer-extraction judge (any generative model spec) asked about the responses
-            the parser leaves unparsed (:mod:`scopebench.engine.judging`); ``None``: no judge.
-        judge_args: The judge's options (``--judge-arg k=v``): ``device``, ``base_url``,
-            ``batch_size`` and backend options.
-        label: The run's display name in tables and reports (``run --label``, an eval config's
-            model ``name``); recorded in ``run.json``, not part of the run's identity.
-        log_samples: Store each record's :class:`~scopebench.items.Sample` (the prompt as sent,
-            question, options, answer key); ``False`` (``--log-samples false``) for very large
-            runs. Not part of the run's identity.
-        answer_format: ``free`` text read by the parser, or ``constrained`` to one option label by
-            the backend (``--answer-format``; refused for backends that cannot enforce it);
-            recorded in ``run.json`` and, when constrained, in the model's identity.
-    """
-
-    benchmark: str
-    data: str
-    model: str
-    split: str | None = None
-    limit: int | None = None
-    seed: int = 0
-    batch_size: int | None = None
-    protocol: str = "default"
-    mode: str | None = None
-    no_image: bool = False
-    device: str = "auto"
-    base_url: str | None = None
-    model_args: dict[str, Any] = field(default_factory=dict)
-    exclude_ids: frozenset[str] = frozenset()
-    max_fail_fraction: float = 0.5
-    executor: str = "local"
-    ray_address: str | None = None
-    workers: int | None = None
-    transform: str | None = None
-    strategy: str | None = None
-    box_repair: bool = False
-    judge: str | None = None
-    judge_args: dict[str, Any] = field(default_factory=dict)
-    label: str | None = None
-    log_samples: bool = True
-    answer_format: AnswerFormat = "free"
-
-    def model_options(self) -> ModelOptions:
-        """The backend options this config implies."""
-        return ModelOptions(
-            seed=self.seed,
-            device=self.device,
-            batch_size=self.batch_size,
-            no_image=self.no_image,
-            protocol=self.protocol,
-            mode=self.mode,
-            base_url=self.base_url,
-            extra=dict(self.model_args),
-            answer_format=self.answer_format,
-        )
 
 
 @dataclass(slots=True)
@@ -454,6 +369,46 @@ def run_benchmark(
     check_config(config, spec)
     run_dir = Path(out_dir)
     check_unlocked(run_dir)  # a second writer is refused before data and weights are loaded
+    loaded, items = _load_run_items(config, run_dir, item_hook)
+    owned = backend is None
+    backend = build_backend(config, spec) if backend is None else _adopt_backend(config, backend, spec)
+    _refuse_unanswerable(backend, items, owned)
+    judge = _build_judge_or_close(config, backend, owned, judge_spec)
+    # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
+    # One writer per folder, taken before anything is read or deleted (--fresh included), held
+    # until the metrics are written.
+    with _take_lock(run_dir, backend if owned else None, judge):
+        try:
+            provenance = run_provenance(config, loaded, items, backend, spec)
+            _write_provenance(
+                run_dir, provenance, judge_provenance(judge), backend, fresh=fresh, rejudge=rejudge
+            )
+            key = metrics_key if on_metrics is not None else "basic"
+            n_new, n_skipped, stamp, cached = _answer_and_store(
+                config, backend, judge, items, run_dir, retry_errors, item_hook, key
+            )
+        finally:
+            for owned_backend in ([backend] if owned else []) + ([judge] if judge is not None else []):
+                owned_backend.close()
+        metrics = cached if cached is not None else _write_metrics(run_dir, on_metrics, stamp)
+    return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
+
+
+def _write_provenance(
+    run_dir: Path, provenance: dict[str, Any], judge: Any, backend: Backend, *, fresh: bool, rejudge: bool
+) -> None:  # fmt: skip
+    """Check ``run_dir`` holds this configuration and judge (or discard it), then write ``run.json``."""
+    provenance["judge"] = judge
+    _check_config(run_dir, provenance, fresh, backend)
+    with RunStore(run_dir / STORE_FILE, check=True) as store:
+        check_judge_config(run_dir, judge, store, rejudge=rejudge)
+    (run_dir / CONFIG_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
+
+
+def _load_run_items(
+    config: RunConfig, run_dir: Path, item_hook: ItemHook | None
+) -> tuple[LoadedBenchmark, list[Item]]:
+    """The run's items; records the loader could not use are named, and no item at all is refused."""
     loaded, items = load_items(config, item_hook)
     unusable = [p for p in loaded.problems if p.severity == "error"]
     if unusable:
@@ -467,21 +422,25 @@ def run_benchmark(
             unusable[0],
         )
     _refuse_no_items(config, loaded, items)
-    owned = backend is None
-    backend = build_backend(config, spec) if backend is None else _adopt_backend(config, backend, spec)
-    if not any(it.kind in backend.kinds for it in items):
-        if owned:
-            backend.close()
-        kinds = "/".join(sorted({it.kind for it in items}))
-        raise NoItemsError(
-            f"{backend.spec} answers {'/'.join(backend.kinds)} items, and all {len(items)} items of "
-            f"this run are {kinds} items: nothing to evaluate, no run directory written. "
-            "Choose a model for this kind of item (`scopebench models`)."
-        )
-    judge = _build_judge_or_close(config, backend, owned, judge_spec)
-    # Only now: a typo'd model, a missing key or device fails without leaving an empty run folder.
-    # One writer per folder, taken before anything is read or deleted (--fresh included), held
-    # until the metrics are written.
+    return loaded, items
+
+
+def _refuse_unanswerable(backend: Backend, items: Sequence[Item], owned: bool) -> None:
+    """Stop a run whose model answers none of its items' kinds (closing the run's own backend)."""
+    if any(it.kind in backend.kinds for it in items):
+        return
+    if owned:
+        backend.close()
+    kinds = "/".join(sorted({it.kind for it in items}))
+    raise NoItemsError(
+        f"{backend.spec} answers {'/'.join(backend.kinds)} items, and all {len(items)} items of "
+        f"this run are {kinds} items: nothing to evaluate, no run directory written. "
+        "Choose a model for this kind of item (`scopebench models`)."
+    )
+
+
+def _take_lock(run_dir: Path, owned: Backend | None, judge: Backend | None) -> RunLock:
+    """Create ``run_dir`` and take its lock; on failure close the run's own backend and judge."""
     lock = RunLock(run_dir)
     try:
         try:
@@ -492,48 +451,50 @@ def run_benchmark(
             ) from exc
         lock.acquire()
     except BaseException:
-        if owned:
-            backend.close()
+        if owned is not None:
+            owned.close()
         if judge is not None:
             judge.close()
         raise
-    with lock:
+    return lock
+
+
+def _answer_and_store(
+    config: RunConfig,
+    backend: Backend,
+    judge: Backend | None,
+    items: Sequence[Item],
+    run_dir: Path,
+    retry_errors: bool,
+    item_hook: ItemHook | None,
+    key: str | None,
+) -> tuple[int, int, dict[str, Any] | None, dict[str, Any] | None]:
+    """Answer (and judge) what the store lacks; returns (new, skipped, metrics stamp, cached metrics)."""
+    with RunStore(run_dir / STORE_FILE) as store:
         try:
-            provenance = run_provenance(config, loaded, items, backend, spec)
-            provenance["judge"] = judge_provenance(judge)
-            _check_config(run_dir, provenance, fresh, backend)
-            with RunStore(run_dir / STORE_FILE, check=True) as store:
-                check_judge_config(run_dir, provenance["judge"], store, rejudge=rejudge)
-            (run_dir / CONFIG_FILE).write_text(
-                json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8"
-            )
-            with RunStore(run_dir / STORE_FILE) as store:
-                try:
-                    n_new, n_skipped = _execute(config, backend, items, store, retry_errors, item_hook)
-                    if judge is not None:
-                        judge_unparsed(config, judge, backend, items, store)
-                except RunAbortedError:
-                    # Stopped (Ctrl-C, SIGTERM, too many failures): the export still shows what was kept.
-                    store.export_jsonl(run_dir / RECORDS_JSONL)
-                    raise
-                key = metrics_key if on_metrics is not None else "basic"
-                stamp = None if key is None else _metrics_stamp(key, store.generation())
-                cached = _cached_metrics(run_dir, store, stamp)
-                if cached is None:
-                    store.export_jsonl(run_dir / RECORDS_JSONL)
-        finally:
-            if owned:
-                backend.close()
+            n_new, n_skipped = _execute(config, backend, items, store, retry_errors, item_hook)
             if judge is not None:
-                judge.close()
+                judge_unparsed(config, judge, backend, items, store)
+        except RunAbortedError:
+            # Stopped (Ctrl-C, SIGTERM, too many failures): the export still shows what was kept.
+            store.export_jsonl(run_dir / RECORDS_JSONL)
+            raise
+        stamp = None if key is None else _metrics_stamp(key, store.generation())
+        cached = _cached_metrics(run_dir, store, stamp)
         if cached is None:
-            metrics = (on_metrics or _basic_metrics)(run_dir)
-            if stamp is not None:
-                with RunStore(run_dir / STORE_FILE) as store:
-                    store.set_meta("metrics_stamp", stamp)
-        else:
-            metrics = cached
-    return RunResult(run_dir, metrics, len(items), n_new, n_skipped, time.perf_counter() - start)
+            store.export_jsonl(run_dir / RECORDS_JSONL)
+    return n_new, n_skipped, stamp, cached
+
+
+def _write_metrics(
+    run_dir: Path, on_metrics: Callable[[Path], dict[str, Any]] | None, stamp: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Compute the metrics (the caller's reporting stage, or the basic tables) and stamp the store."""
+    metrics = (on_metrics or _basic_metrics)(run_dir)
+    if stamp is not None:
+        with RunStore(run_dir / STORE_FILE) as store:
+            store.set_meta("metrics_stamp", stamp)
+    return metrics
 
 
 def _build_judge_or_close(
@@ -728,15 +689,15 @@ def make_record(item: Item, response: Response, backend: Backend, *, box_repair:
 def _make_executor(
     config: RunConfig, backend: Backend, items: Sequence[Item], item_hook: ItemHook | None = None
 ) -> Executor:
-    if config.executor == "local":
+    if config.engine.executor == "local":
         return LocalExecutor(backend)
-    if config.executor == "ray":
+    if config.engine.executor == "ray":
         return RayExecutor(
             config,
             [it.id for it in items],
             setup=(load_items, build_backend),
-            num_workers=config.workers,
-            address=config.ray_address,
+            num_workers=config.engine.workers,
+            address=config.engine.ray_address,
             item_hook=item_hook,
         )
-    raise ScopebenchError(f"unknown executor {config.executor!r}; use local or ray")
+    raise ScopebenchError(f"unknown executor {config.engine.executor!r}; use local or ray")

@@ -409,7 +409,7 @@ class ProbeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (NaN → ``None``)."""
-        return _json_safe(
+        safe: dict[str, Any] = _json_safe(
             {
                 "config": self.config,
                 "overall": self.overall,
@@ -417,6 +417,7 @@ class ProbeResult:
                 "skipped": self.skipped,
             }
         )
+        return safe
 
 
 def _json_safe(x: Any) -> Any:
@@ -481,8 +482,6 @@ def run_linear_probe(
         DataFormatError: When there is no training item with a label at all.
         MissingDependencyError: When ``optuna_trials > 0`` and Optuna is not installed.
     """
-    from sklearn.metrics import balanced_accuracy_score, f1_score
-
     check_features(features)
     train = _classification(train_items)
     if not train:
@@ -497,28 +496,8 @@ def run_linear_probe(
             reason = "detection" if it.kind == "detection" else "no_answer"
             skipped[reason] += 1
             predictions.append({"item_id": it.id, "task": it.task, "status": reason})
-    test = _classification(test_items)
-    train_by_task: dict[str, list[Item]] = {}
-    for it in train:
-        train_by_task.setdefault(it.task, []).append(it)
-    test_by_task: dict[str, list[Item]] = {}
-    for it in test:
-        test_by_task.setdefault(it.task, []).append(it)
-    backend = None if features == "handcrafted" else _load_backend(features, device, batch_size)
-    try:
-        trained = [t for t in test_by_task if t in train_by_task]
-        tr_all = [it for t in trained for it in train_by_task[t]]
-        te_all = [it for t in trained for it in test_by_task[t]]
-        f_train = extract_features(features, [it.images[0] if it.images else None for it in tr_all],
-                                   device=device, batch_size=batch_size, backend=backend)  # fmt: skip
-        f_test = extract_features(features, [it.images[0] if it.images else None for it in te_all],
-                                  device=device, batch_size=batch_size, backend=backend)  # fmt: skip
-        identity = f_train.identity
-    finally:
-        if backend is not None:
-            backend.close()
-    row_train = {it.id: i for i, it in enumerate(tr_all)}
-    row_test = {it.id: i for i, it in enumerate(te_all)}
+    train_by_task, test_by_task = _by_task(train), _by_task(_classification(test_items))
+    feats = _task_features(features, train_by_task, test_by_task, device=device, batch_size=batch_size)
     results: list[TaskResult] = []
     all_outcomes: list[float] = []
     for task in sorted(test_by_task):
@@ -529,75 +508,164 @@ def run_linear_probe(
             predictions += [{"item_id": it.id, "task": task, "label": it.answer_text,
                              "status": "no_training_data"} for it in items]  # fmt: skip
             continue
-        idx = [row_train[it.id] for it in train_by_task[task]]
-        usable = [i for i in idx if f_train.ok[i]]
-        X = f_train.matrix[usable]
-        y = [tr_all[i].answer_text or "" for i in usable]
-        classes = sorted(set(y))
-        res = TaskResult(
-            task=task, status="evaluated", n_train=len(usable), n_train_failed=len(idx) - len(usable),
-            n_test=len(items), classes=classes,
-        )  # fmt: skip
-        if len(classes) < 2:
-            res.status = "single_class_training"
-            results.append(res)
-            skipped["single_class_training"] += len(items)
-            predictions += [{"item_id": it.id, "task": task, "label": it.answer_text,
-                             "status": "single_class_training"} for it in items]  # fmt: skip
-            continue
-        c_used = C
-        if optuna_trials > 0 and min(Counter(y).values()) < 2:
-            # Stratified cross-validation needs two examples of every class.
-            log.warning("task %s: a class has a single training example; no search, C=%g", task, C)
-        elif optuna_trials > 0:
-            c_used, res.cv_balanced_accuracy = _tune_C(X, y, seed, optuna_trials)
-        pipe = make_pipeline(seed, c_used).fit(X, y)
-        res.C, res.pca_components = c_used, int(pipe.named_steps["pca"].n_components_)
-        rows = [row_test[it.id] for it in items]
-        ok_rows = [r for r in rows if f_test.ok[r]]
-        pred_ok = dict(zip(ok_rows, pipe.predict(f_test.matrix[ok_rows]), strict=True)) if ok_rows else {}
-        proba_ok = (
-            dict(zip(ok_rows, pipe.predict_proba(f_test.matrix[ok_rows]), strict=True)) if ok_rows else {}
+        res, outcomes = _probe_task(
+            task, items, train_by_task[task], feats, seed, C, optuna_trials, predictions
         )
-        y_true, y_pred, outcomes = [], [], []
-        for it, r in zip(items, rows, strict=True):
-            label = it.answer_text or ""
-            pred = str(pred_ok[r]) if r in pred_ok else None
-            outcome = 1.0 if pred == label else 0.0
-            y_true.append(label)
-            # An unreadable image has no prediction: a label no class has, so it counts as wrong.
-            y_pred.append(pred if pred is not None else "<no prediction>")
-            outcomes.append(outcome)
-            entry: dict[str, Any] = {"item_id": it.id, "task": task, "label": label, "predicted": pred,
-                                     "correct": bool(outcome)}  # fmt: skip
-            if pred is None:
-                entry.update(status="error", error=f_test.errors.get(r, "no features"))
-            else:
-                probs = zip(pipe.classes_, proba_ok[r], strict=True)
-                entry.update(status="ok", probabilities={str(c): round(float(p), 6) for c, p in probs})
-            predictions.append(entry)
-        test_classes = sorted(set(y_true))
-        res.n_unseen_label = sum(label not in classes for label in y_true)
-        res.n_errors = sum(p is None for p in (pred_ok.get(r) for r in rows))
-        res.correct = int(sum(outcomes))
-        res.accuracy = res.correct / len(outcomes)
-        ci = proportion_ci(outcomes)
-        res.ci_low, res.ci_high = ci.low, ci.high
-        with warnings.catch_warnings():
-            # "<no prediction>" is a predicted class absent from y_true: sklearn warns, then ignores
-            # it for recall (the item still counts as a miss of its true class).
-            warnings.simplefilter("ignore")
-            res.balanced_accuracy = float(balanced_accuracy_score(y_true, y_pred))
-        res.macro_f1 = float(f1_score(y_true, y_pred, labels=test_classes, average="macro", zero_division=0))
-        res.chance = 1.0 / len(test_classes)
+        if res.status == "single_class_training":
+            skipped["single_class_training"] += len(items)
         results.append(res)
         all_outcomes += outcomes
-    ci = proportion_ci(all_outcomes)
+    if skipped:
+        log.warning("linear probe: items not evaluated: %s", dict(skipped))
+    config = {
+        "seed": seed,
+        "features": feats.train.identity,
+        "C": C,
+        "optuna_trials": optuna_trials,
+        "pipeline": "StandardScaler → PCA(n_components=0.95, whiten=True, svd_solver=full) → "
+        "LogisticRegression(lbfgs, max_iter=5000)",
+        "n_train_items": len(train),
+        "n_test_items": len(test_items),
+        "benchmarks": sorted({it.benchmark for it in test_items}),
+    }
+    return ProbeResult(results, _overall(results, all_outcomes), dict(skipped), predictions, config)
+
+
+def _by_task(items: Sequence[Item]) -> dict[str, list[Item]]:
+    out: dict[str, list[Item]] = {}
+    for it in items:
+        out.setdefault(it.task, []).append(it)
+    return out
+
+
+@dataclass
+class _TaskFeatures:
+    """The features of every training and test item of the tasks that have both, by item id."""
+
+    train: Any
+    test: Any
+    train_row: dict[str, int]
+    test_row: dict[str, int]
+    train_items: list[Item]
+
+
+def _task_features(
+    features: str,
+    train_by_task: dict[str, list[Item]],
+    test_by_task: dict[str, list[Item]],
+    *,
+    device: str,
+    batch_size: int | None,
+) -> _TaskFeatures:
+    """Extract the features of the tasks with training data (one model load for all of them)."""
+    backend = None if features == "handcrafted" else _load_backend(features, device, batch_size)
+    try:
+        trained = [t for t in test_by_task if t in train_by_task]
+        tr_all = [it for t in trained for it in train_by_task[t]]
+        te_all = [it for t in trained for it in test_by_task[t]]
+        f_train = extract_features(features, [it.images[0] if it.images else None for it in tr_all],
+                                   device=device, batch_size=batch_size, backend=backend)  # fmt: skip
+        f_test = extract_features(features, [it.images[0] if it.images else None for it in te_all],
+                                  device=device, batch_size=batch_size, backend=backend)  # fmt: skip
+    finally:
+        if backend is not None:
+            backend.close()
+    return _TaskFeatures(
+        f_train,
+        f_test,
+        {it.id: i for i, it in enumerate(tr_all)},
+        {it.id: i for i, it in enumerate(te_all)},
+        tr_all,
+    )
+
+
+def _probe_task(
+    task: str,
+    items: list[Item],
+    train_items: list[Item],
+    feats: _TaskFeatures,
+    seed: int,
+    C: float,
+    optuna_trials: int,
+    predictions: list[dict[str, Any]],
+) -> tuple[TaskResult, list[float]]:
+    """Fit one task's probe and predict its test items; the result and each item's outcome."""
+    idx = [feats.train_row[it.id] for it in train_items]
+    usable = [i for i in idx if feats.train.ok[i]]
+    X = feats.train.matrix[usable]
+    y = [feats.train_items[i].answer_text or "" for i in usable]
+    classes = sorted(set(y))
+    res = TaskResult(
+        task=task, status="evaluated", n_train=len(usable), n_train_failed=len(idx) - len(usable),
+        n_test=len(items), classes=classes,
+    )  # fmt: skip
+    if len(classes) < 2:
+        res.status = "single_class_training"
+        predictions += [{"item_id": it.id, "task": task, "label": it.answer_text,
+                         "status": "single_class_training"} for it in items]  # fmt: skip
+        return res, []
+    c_used = C
+    if optuna_trials > 0 and min(Counter(y).values()) < 2:
+        # Stratified cross-validation needs two examples of every class.
+        log.warning("task %s: a class has a single training example; no search, C=%g", task, C)
+    elif optuna_trials > 0:
+        c_used, res.cv_balanced_accuracy = _tune_C(X, y, seed, optuna_trials)
+    pipe = make_pipeline(seed, c_used).fit(X, y)
+    res.C, res.pca_components = c_used, int(pipe.named_steps["pca"].n_components_)
+    rows = [feats.test_row[it.id] for it in items]
+    ok_rows = [r for r in rows if feats.test.ok[r]]
+    matrix = feats.test.matrix[ok_rows] if ok_rows else None
+    pred_ok = dict(zip(ok_rows, pipe.predict(matrix), strict=True)) if ok_rows else {}
+    proba_ok = dict(zip(ok_rows, pipe.predict_proba(matrix), strict=True)) if ok_rows else {}
+    y_true, y_pred, outcomes = [], [], []
+    for it, r in zip(items, rows, strict=True):
+        label = it.answer_text or ""
+        pred = str(pred_ok[r]) if r in pred_ok else None
+        outcome = 1.0 if pred == label else 0.0
+        y_true.append(label)
+        # An unreadable image has no prediction: a label no class has, so it counts as wrong.
+        y_pred.append(pred if pred is not None else "<no prediction>")
+        outcomes.append(outcome)
+        entry: dict[str, Any] = {"item_id": it.id, "task": task, "label": label, "predicted": pred,
+                                 "correct": bool(outcome)}  # fmt: skip
+        if pred is None:
+            entry.update(status="error", error=feats.test.errors.get(r, "no features"))
+        else:
+            probs = zip(pipe.classes_, proba_ok[r], strict=True)
+            entry.update(status="ok", probabilities={str(c): round(float(p), 6) for c, p in probs})
+        predictions.append(entry)
+    res.n_errors = sum(p is None for p in (pred_ok.get(r) for r in rows))
+    _score_task(res, y_true, y_pred, outcomes)
+    return res, outcomes
+
+
+def _score_task(res: TaskResult, y_true: list[str], y_pred: list[str], outcomes: list[float]) -> None:
+    """Fill ``res``'s accuracy (Wilson interval), balanced accuracy, macro-F1 and chance level."""
+    from sklearn.metrics import balanced_accuracy_score, f1_score
+
+    test_classes = sorted(set(y_true))
+    res.n_unseen_label = sum(label not in res.classes for label in y_true)
+    res.correct = int(sum(outcomes))
+    res.accuracy = res.correct / len(outcomes)
+    ci = proportion_ci(outcomes)
+    res.ci_low, res.ci_high = ci.low, ci.high
+    with warnings.catch_warnings():
+        # "<no prediction>" is a predicted class absent from y_true: sklearn warns, then ignores
+        # it for recall (the item still counts as a miss of its true class).
+        warnings.simplefilter("ignore")
+        res.balanced_accuracy = float(balanced_accuracy_score(y_true, y_pred))
+    res.macro_f1 = float(f1_score(y_true, y_pred, labels=test_classes, average="macro", zero_division=0))
+    res.chance = 1.0 / len(test_classes)
+
+
+def _overall(results: Sequence[TaskResult], outcomes: list[float]) -> dict[str, Any]:
+    """The probe's overall row: accuracy over every evaluated item, macro means over the tasks."""
+    ci = proportion_ci(outcomes)
     evaluated = [r for r in results if r.status == "evaluated"]
-    overall = {
-        "n": len(all_outcomes),
-        "correct": int(sum(all_outcomes)),
-        "accuracy": float(np.mean(all_outcomes)) if all_outcomes else float("nan"),
+    return {
+        "n": len(outcomes),
+        "correct": int(sum(outcomes)),
+        "accuracy": float(np.mean(outcomes)) if outcomes else float("nan"),
         "ci_low": ci.low,
         "ci_high": ci.high,
         "ci_method": ci.method,
@@ -607,20 +675,6 @@ def run_linear_probe(
         "macro_f1": float(np.mean([r.macro_f1 for r in evaluated])) if evaluated else float("nan"),
         "tasks_evaluated": len(evaluated),
     }
-    if skipped:
-        log.warning("linear probe: items not evaluated: %s", dict(skipped))
-    config = {
-        "seed": seed,
-        "features": identity,
-        "C": C,
-        "optuna_trials": optuna_trials,
-        "pipeline": "StandardScaler → PCA(n_components=0.95, whiten=True, svd_solver=full) → "
-        "LogisticRegression(lbfgs, max_iter=5000)",
-        "n_train_items": len(train),
-        "n_test_items": len(test_items),
-        "benchmarks": sorted({it.benchmark for it in test_items}),
-    }
-    return ProbeResult(results, overall, dict(skipped), predictions, config)
 
 
 def _published_lines(result: ProbeResult) -> list[str]:

@@ -26,6 +26,7 @@ interpolated: they are copied from the tuned model, and the keys are listed in t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -312,16 +313,8 @@ def merge_models(base: str | Path, tuned: str | Path, alpha: float, out_dir: str
     copied_set = set(copied)
     n_params = sum(int(v.numel()) for k, v in merged.items() if k not in copied_set)
     out.mkdir(parents=True, exist_ok=True)
-    files_copied: list[str] = []
+    files_copied = _copy_model_files(tuned_p, out) if layout == "transformers" else []
     if layout == "transformers":
-        for stale in out.iterdir():  # weights from an earlier merge into the same folder
-            if stale.is_file() and (stale.suffix in _WEIGHT_SUFFIXES or stale.name.endswith(".index.json")):
-                stale.unlink()
-        for f in sorted(tuned_p.iterdir()):
-            skip = f.suffix in _WEIGHT_SUFFIXES or f.name.endswith(".index.json") or f.name == MERGE_FILE
-            if f.is_file() and not skip:
-                shutil.copy2(f, out / f.name)
-                files_copied.append(f.name)
         weights = out / "model.safetensors"
     else:
         weights = out / ("open_clip_merged" + (".safetensors" if tuned_p.suffix == ".safetensors" else ".pt"))
@@ -358,6 +351,23 @@ def merge_models(base: str | Path, tuned: str | Path, alpha: float, out_dir: str
     }
     (out / MERGE_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
     return result
+
+
+def _copy_model_files(tuned: Path, out: Path) -> list[str]:
+    """Copy the tuned folder's non-weight files (config, processor…) into ``out``; their names.
+
+    Weights an earlier merge left in ``out`` are removed first, so none outlives this merge.
+    """
+    for stale in out.iterdir():
+        if stale.is_file() and (stale.suffix in _WEIGHT_SUFFIXES or stale.name.endswith(".index.json")):
+            stale.unlink()
+    copied = []
+    for f in sorted(tuned.iterdir()):
+        skip = f.suffix in _WEIGHT_SUFFIXES or f.name.endswith(".index.json") or f.name == MERGE_FILE
+        if f.is_file() and not skip:
+            shutil.copy2(f, out / f.name)
+            copied.append(f.name)
+    return copied
 
 
 def _check_configs(base: Path, tuned: Path) -> None:
@@ -475,14 +485,8 @@ def sweep_alphas(
     tuned: str | Path,
     alphas: list[float],
     out_dir: str | Path,
+    evaluation: RunConfig,
     *,
-    benchmark: str,
-    data: str = "",
-    split: str | None = None,
-    limit: int | None = None,
-    seed: int = 0,
-    device: str = "auto",
-    batch_size: int | None = None,
     openclip_arch: str | None = None,
 ) -> list[SweepRow]:
     """Merge at every α and evaluate each merge on a benchmark (each α a resumable run).
@@ -495,13 +499,8 @@ def sweep_alphas(
         tuned: Fine-tuned model.
         alphas: Weights of the base model to evaluate.
         out_dir: Root folder of the sweep.
-        benchmark: Registered benchmark name.
-        data: Data location for the benchmark.
-        split: Split to evaluate.
-        limit: Evaluate only the first N items.
-        seed: Seed of the runs (the Wilson intervals draw nothing).
-        device: Device for the model.
-        batch_size: Items per model call.
+        evaluation: The run each merge is evaluated with (benchmark, data, split, limit, seed,
+            device, batch size…); its ``model`` is replaced by each merged model's spec.
         openclip_arch: open_clip architecture name, needed to load open_clip checkpoints.
 
     Returns:
@@ -528,11 +527,7 @@ def sweep_alphas(
             if _layout(base_p) == "transformers"
             else f"openclip:{openclip_arch}@{weights}"
         )
-        config = RunConfig(
-            benchmark=benchmark, data=data, model=spec, split=split, limit=limit, seed=seed,
-            device=device, batch_size=batch_size,
-        )  # fmt: skip
-        result = run_benchmark(config, folder / "run")
+        result = run_benchmark(dataclasses.replace(evaluation, model=spec), folder / "run")
         records = [r for r in load_run(result.run_dir).records if r.kind == "mcq"]
         values = outcomes(records, "wrong")
         ci = proportion_ci(values)

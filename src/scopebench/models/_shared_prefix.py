@@ -90,11 +90,28 @@ def shared_prefix_logprobs(
         value = value.to(device)
         prefix[key] = value.to(dtype) if value.is_floating_point() else value
     tails = [r[common:] for r in rows]
-    width = max(len(t) for t in tails)
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    rows_logits = _suffix_logits(model, prefix, tails, n_prefix, pad, family=family, device=device)
+    return torch.log_softmax(rows_logits.float(), dim=-1).cpu(), n_prefix
+
+
+def _suffix_logits(
+    model: Any,
+    prefix: dict[str, Any],
+    tails: list[list[int]],
+    n_prefix: int,
+    pad: int,
+    *,
+    family: str,
+    device: str,
+) -> Any:
+    """One pass over the shared prefix, its cache repeated, then every tail: each row's last logits."""
+    import torch
+
+    width = max(len(t) for t in tails)
     suffix = torch.tensor([t + [pad] * (width - len(t)) for t in tails], device=device)
     suffix_mask = torch.tensor([[1] * len(t) + [0] * (width - len(t)) for t in tails], device=device)
-    k = len(texts)
+    k = len(tails)
     with torch.inference_mode():
         out = model(**prefix, use_cache=True, logits_to_keep=1)
         # transformers 5.24 renamed past_key_values to cache (argument and output; the old argument
@@ -121,5 +138,4 @@ def shared_prefix_logprobs(
             logits_to_keep=torch.tensor(ends, device=device),
         ).logits
     column = torch.tensor([ends.index(len(t) - 1) for t in tails], device=device)
-    rows_logits = logits[torch.arange(k, device=device), column]
-    return torch.log_softmax(rows_logits.float(), dim=-1).cpu(), n_prefix
+    return logits[torch.arange(k, device=device), column]

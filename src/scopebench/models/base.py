@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from scopebench.config import ModelConfig
 from scopebench.errors import ModelSpecError
 from scopebench.items import ImageRef, Item
 from scopebench.protocols import DetectionStyle, Request, render
@@ -37,10 +38,6 @@ __all__ = [
 ]
 
 ResponseStatus = Literal["ok", "error", "missing_response"]
-#: How a generative backend is asked to answer: ``free`` text (read by the parser), or
-#: ``constrained`` to one option label by the backend itself (structured outputs, guided choice,
-#: a logits restriction; refused where the backend cannot enforce it).
-AnswerFormat = Literal["free", "constrained"]
 #: Why generation stopped: ``stop`` (the model ended its reply), ``length`` (the token limit cut
 #: it), ``content_filter`` (the provider withheld or cut it), ``error`` (the call failed).
 FinishReason = Literal["stop", "length", "content_filter", "error"]
@@ -113,31 +110,9 @@ class ChatMessage:
     images: tuple[ImageRef, ...] = ()
 
 
-@dataclass(slots=True)
-class ModelOptions:
-    """Options common to every backend; a backend ignores the ones it has no use for.
-
-    Attributes:
-        seed: Seed for any random choice (recorded in the run).
-        device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"``…
-        batch_size: Items per backend call; ``None`` lets the backend choose a safe default.
-        no_image: Send prompts without images (text-only baselines).
-        protocol: Prompt protocol name (``"default"`` or a benchmark's owner protocol).
-        mode: Backend mode (``"generate"``, ``"choice-logprob"``…), when the backend has several.
-        base_url: Server address for API backends.
-        extra: Backend-specific options from ``--model-arg key=value``.
-        answer_format: ``free`` or ``constrained`` (``--answer-format``, :data:`AnswerFormat`).
-    """
-
-    seed: int = 0
-    device: str = "auto"
-    batch_size: int | None = None
-    no_image: bool = False
-    protocol: str = "default"
-    mode: str | None = None
-    base_url: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    answer_format: AnswerFormat = "free"
+#: The options every backend is built with: :class:`scopebench.config.ModelConfig`, under the name
+#: backends (and third-party ones) have always imported from :mod:`scopebench.models`.
+ModelOptions = ModelConfig
 
 
 class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() must be overridden

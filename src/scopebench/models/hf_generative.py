@@ -152,7 +152,9 @@ def load_processor(model_id: str) -> Any:
     cfg = json.loads(cfg_file.read_text(encoding="utf-8")) if cfg_file.is_file() else {}
     name = cfg.get("processor_class")
     if name is None:
-        from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+        from transformers.models.auto.processing_auto import (  # type: ignore[attr-defined]
+            PROCESSOR_MAPPING_NAMES,
+        )
 
         model_type = transformers.AutoConfig.from_pretrained(model_id).model_type
         name = PROCESSOR_MAPPING_NAMES.get(model_type)

@@ -401,7 +401,7 @@ class SeededBackoff(tenacity.wait.wait_base):
             hint = parse_retry_after(outcome.result().headers)
             if hint is not None:
                 delay = max(delay, min(hint, self.retry_after_max))
-        return delay
+        return float(delay)
 
 
 def label_schema(labels: Sequence[str]) -> dict[str, Any]:

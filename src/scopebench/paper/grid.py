@@ -23,12 +23,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from scopebench.engine.runner import RunConfig, load_items
+from scopebench.config import RunConfig
+from scopebench.engine.runner import load_items
 from scopebench.errors import DataFormatError, DataNotFoundError
 
 __all__ = [
     "BenchmarkEntry",
-    "EngineOptions",
+    "EngineEntry",
     "EvalConfig",
     "GridRun",
     "ModelEntry",
@@ -100,8 +101,12 @@ class BenchmarkEntry(_Strict):
         return slug(self.name if self.split is None else f"{self.name}-{self.split}")
 
 
-class EngineOptions(_Strict):
-    """Engine options shared by every run of the grid (as ``scopebench run``'s flags)."""
+class EngineEntry(_Strict):
+    """The config file's ``engine`` section: settings shared by every run of the grid.
+
+    Named as ``scopebench run``'s flags; :func:`plan_grid` turns them, with each model's and
+    benchmark's own, into each run's :class:`~scopebench.config.RunConfig`.
+    """
 
     device: str = "auto"
     batch_size: int | None = Field(default=None, ge=1)
@@ -112,7 +117,7 @@ class EngineOptions(_Strict):
     max_fail_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
-class TableOptions(_Strict):
+class TablesEntry(_Strict):
     """Where and how the grid's paper tables are written."""
 
     out: str | None = None
@@ -139,8 +144,8 @@ class EvalConfig(_Strict):
     seed: int = 0
     limit: int | None = Field(default=None, ge=1)
     out: str = "runs/eval"
-    engine: EngineOptions = Field(default_factory=EngineOptions)
-    tables: TableOptions = Field(default_factory=TableOptions)
+    engine: EngineEntry = Field(default_factory=EngineEntry)
+    tables: TablesEntry = Field(default_factory=TablesEntry)
 
     @field_validator("models", mode="before")
     @classmethod
@@ -228,10 +233,10 @@ def plan_grid(cfg: EvalConfig, root: str | Path) -> list[GridRun]:
         for protocol in cfg.protocols:
             for model, folder in zip(cfg.models, names, strict=True):
                 label = model.display_name() + (f" ({protocol})" if len(cfg.protocols) > 1 else "")
-                config = RunConfig(
-                    benchmark=bench.name,
-                    data=bench.data,
-                    model=model.spec,
+                config = RunConfig.from_options(
+                    bench.name,
+                    bench.data,
+                    model.spec,
                     split=bench.split,
                     limit=bench.limit if bench.limit is not None else cfg.limit,
                     seed=cfg.seed,

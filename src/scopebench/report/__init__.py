@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
 from typing import Any
 
+from scopebench.config import DEFAULT_RESAMPLES, Policy, ReportConfig
 from scopebench.display import shown
 from scopebench.report.breakdowns import write_spur_breakdowns
 from scopebench.report.labels import run_display_names
@@ -20,8 +22,6 @@ from scopebench.report.tables import (
     rows_to_markdown,
     table_note,
 )
-from scopebench.scoring.accuracy import Policy
-from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES
 from scopebench.scoring.metrics import compute_metrics
 from scopebench.store import rundir
 from scopebench.store.rundir import METRICS_FILE, RunData, load_run
@@ -55,25 +55,24 @@ def run_seed(run: RunData) -> int:
     return int(run.config.get("seed") or 0)
 
 
-def report_dir(run_dir: str | Path, *, seed: int, resamples: int, policy: Policy) -> Path:
+def report_dir(run_dir: str | Path, report: ReportConfig) -> Path:
     """Where ``scopebench report`` writes a run's files when no ``--out`` is given.
 
     The run directory itself for the run's own settings (:func:`is_run_default`), else its
     subfolder ``report-<policy>-seed<seed>-<resamples>``, so other settings never overwrite the
-    run's ``metrics.json`` nor its tables.
+    run's ``metrics.json`` nor its tables. A ``report.seed`` of ``None`` is the run's own seed.
     """
     run = load_run(run_dir)
-    if is_run_default(run, seed=seed, resamples=resamples, policy=policy):
+    seed = run_seed(run) if report.seed is None else report.seed
+    if is_run_default(run, seed=seed, resamples=report.resamples, policy=report.policy):
         return run.path
-    return run.path / f"report-{policy}-seed{seed}-{resamples}"
+    return run.path / f"report-{report.policy}-seed{seed}-{report.resamples}"
 
 
 def write_run_outputs(
     run_dir: str | Path,
+    report: ReportConfig | None = None,
     *,
-    seed: int | None = None,
-    resamples: int = DEFAULT_RESAMPLES,
-    policy: Policy = "wrong",
     out_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Compute a run's metrics and write them with tables and plots.
@@ -91,17 +90,17 @@ def write_run_outputs(
 
     Args:
         run_dir: A run directory.
-        seed: Seed of every bootstrap interval (default: the run's seed).
-        resamples: Bootstrap resamples per interval.
-        policy: What unscorable records count as.
+        report: The bootstrap seed (default: the run's seed), resamples and the policy for
+            unscorable records; default :class:`~scopebench.config.ReportConfig`'s.
         out_dir: Where the files go (default :func:`report_dir`).
 
     Returns:
         The metrics dict (NaN where undefined).
     """
     run = load_run(run_dir)
-    if seed is None:
-        seed = run_seed(run)
+    report = report or ReportConfig()
+    seed = run_seed(run) if report.seed is None else report.seed
+    resamples, policy = report.resamples, report.policy
     metrics = compute_metrics(
         run.records,
         benchmark=run.benchmark,
@@ -116,7 +115,7 @@ def write_run_outputs(
     out = Path(out_dir) if out_dir is not None else run.path
     if out.resolve() == run.path.resolve() and not default:
         # The run directory holds the run's own metrics only (a re-run reuses them).
-        out = report_dir(run.path, seed=seed, resamples=resamples, policy=policy)
+        out = report_dir(run.path, dataclasses.replace(report, seed=seed))
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(json_safe(metrics), indent=2, ensure_ascii=False)
     if default and out_dir is None and rundir.is_writable(run.path):

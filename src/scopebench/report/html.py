@@ -19,6 +19,7 @@ a task equals that task's ``correct`` in the metrics JSON.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import io
 import json
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from scopebench.benchmarks import get_benchmark
+from scopebench.config import ReportConfig
 from scopebench.display import progress
 from scopebench.errors import ConfigMismatchError, DataNotFoundError, ScopebenchError
 from scopebench.items import LETTERS, Item, Record, open_image
@@ -52,7 +54,6 @@ from scopebench.report.tables import (
     pairwise_rows,
     truncated_note,
 )
-from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.compare import compare_runs
 from scopebench.scoring.metrics import METADATA_FIELDS, compute_metrics
 from scopebench.store.rundir import RunData, load_run
@@ -589,11 +590,8 @@ def _labels(runs: Sequence[RunData]) -> list[str]:
 
 def build_html_report(
     run_dirs: Sequence[str | Path],
+    report: ReportConfig | None = None,
     *,
-    seed: int = 0,
-    resamples: int = 1000,
-    policy: Policy = "wrong",
-    published: bool = False,
     thumb_px: int = THUMB_PX,
     items_dir: str = "report_items",
     page_size: int = PAGE_SIZE,
@@ -602,10 +600,9 @@ def build_html_report(
 
     Args:
         run_dirs: Run directories.
-        seed: Seed of every bootstrap interval.
-        resamples: Bootstrap resamples per interval.
-        policy: What unscorable answers count as (``wrong`` or ``exclude``).
-        published: Add the published numbers of the benchmark, marked as not reproduced here.
+        report: The bootstrap seed (``None``: 0) and resamples, what unscorable answers count as
+            (``wrong`` or ``exclude``), and whether to add the benchmark's published numbers
+            (marked as not reproduced here).
         thumb_px: Longest side of the item thumbnails.
         items_dir: Folder (relative to the page) the item pages are loaded from.
         page_size: Items per page of the item browser (and per item file).
@@ -616,6 +613,9 @@ def build_html_report(
     """
     if not run_dirs:
         raise DataNotFoundError("the HTML report needs at least one run directory")
+    report = report or ReportConfig()
+    seed = 0 if report.seed is None else report.seed
+    resamples, policy = report.resamples, report.policy
     runs = [load_run(p) for p in run_dirs]
     benches = sorted({r.benchmark for r in runs})
     if len(benches) > 1:
@@ -627,37 +627,14 @@ def build_html_report(
     metrics = []
     for run, label in zip(runs, labels, strict=True):
         m = compute_metrics(
-            run.records,
-            benchmark=bench,
-            policy=policy,
-            items=run.items,
-            seed=seed,
-            resamples=resamples,
+            run.records, benchmark=bench, policy=policy, items=run.items, seed=seed, resamples=resamples,
             protocol=str(run.config.get("protocol") or "default"),
-        )
+        )  # fmt: skip
         m["model"] = label  # the display name: a spec may hold a local (home) path
         metrics.append(m)
-    sections = []
-    if len(runs) > 1:
-        result = compare_runs(run_dirs, seed=seed, resamples=resamples, policy=policy)
-        relabel_comparison(result, {str(run.path): lab for run, lab in zip(runs, labels, strict=True)})
-        if published:
-            cols = []
-            for entry in result["leaderboard"]:
-                cols += [f"{r['split_or_group']}/{r['subset_or_task']}" for r in entry["owner"]]
-            result["published"] = published_leaderboard(bench, list(dict.fromkeys(cols)))
-        sections.append(_leaderboard_section(result))
-    elif published:
-        sections.append(_published_section(metrics[0]))
-    sections.append("<h2>Metrics per run</h2>")
-    sections += [
-        _metrics_section(i, lab, run, m)
-        for i, (lab, run, m) in enumerate(zip(labels, runs, metrics, strict=True))
-    ]
-    sections.append(_plots_section(labels, metrics, [run.model for run in runs]))
+    sections = _sections(run_dirs, runs, labels, metrics, dataclasses.replace(report, seed=seed))
     thumbs = _Thumbnails(runs, thumb_px)
     index, files = _browser(runs, labels, thumbs, items_dir, page_size)
-    n_items = len(index["rows"])
     page = (
         _environment()
         .get_template("report.html.j2")
@@ -676,13 +653,42 @@ def build_html_report(
             groups=[(g, g.replace("=", ": ", 1)) for g in index["groups"]],
             outcomes=[(o, o) for o in OUTCOMES],
             models=[(str(i), lab) for i, lab in enumerate(labels)],
-            n_items=n_items,
+            n_items=len(index["rows"]),
             index_json=_script_json(index),
             placeholder_json=_script_json(_PLACEHOLDER),
             metrics_json=_script_json(_json_safe(metrics)),
         )
     )
     return HtmlReport(page=page, files=files, items_dir=items_dir)
+
+
+def _sections(
+    run_dirs: Sequence[str | Path],
+    runs: Sequence[RunData],
+    labels: Sequence[str],
+    metrics: Sequence[dict[str, Any]],
+    report: ReportConfig,
+) -> list[str]:
+    """The page's sections: the leaderboard (several runs) or published numbers, metrics, plots."""
+    sections = []
+    if len(runs) > 1:
+        result = compare_runs(run_dirs, report)
+        relabel_comparison(result, {str(run.path): lab for run, lab in zip(runs, labels, strict=True)})
+        if report.published:
+            cols = []
+            for entry in result["leaderboard"]:
+                cols += [f"{r['split_or_group']}/{r['subset_or_task']}" for r in entry["owner"]]
+            result["published"] = published_leaderboard(runs[0].benchmark, list(dict.fromkeys(cols)))
+        sections.append(_leaderboard_section(result))
+    elif report.published:
+        sections.append(_published_section(metrics[0]))
+    sections.append("<h2>Metrics per run</h2>")
+    sections += [
+        _metrics_section(i, lab, run, m)
+        for i, (lab, run, m) in enumerate(zip(labels, runs, metrics, strict=True))
+    ]
+    sections.append(_plots_section(list(labels), list(metrics), [run.model for run in runs]))
+    return sections
 
 
 def _environment() -> Any:
@@ -707,7 +713,9 @@ def items_dir_for(path: str | Path) -> str:
     return f"{Path(path).stem}_items"
 
 
-def write_html_report(run_dirs: Sequence[str | Path], path: str | Path, **kwargs: Any) -> Path:
+def write_html_report(
+    run_dirs: Sequence[str | Path], path: str | Path, report: ReportConfig | None = None, **kwargs: Any
+) -> Path:
     """Write :func:`build_html_report` to ``path`` and its item files beside it; return ``path``.
 
     Parent folders are created. The item folder (``<stem>_items``) is replaced whole, so no page
@@ -717,13 +725,13 @@ def write_html_report(run_dirs: Sequence[str | Path], path: str | Path, **kwargs
 
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    report = build_html_report(run_dirs, items_dir=items_dir_for(out), **kwargs)
-    folder = out.parent / report.items_dir
+    html = build_html_report(run_dirs, report, items_dir=items_dir_for(out), **kwargs)
+    folder = out.parent / html.items_dir
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir()
     # Error texts of records may quote a file under the home folder (a replay file, a cache).
-    for name, text in report.files.items():
+    for name, text in html.files.items():
         (folder / name).write_text(scrub_home(text), encoding="utf-8")
-    out.write_text(scrub_home(report.page), encoding="utf-8")
+    out.write_text(scrub_home(html.page), encoding="utf-8")
     return out

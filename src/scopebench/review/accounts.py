@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import secrets
+from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -46,7 +47,7 @@ def log_event(
     db: Session,
     project_id: int,
     kind: str,
-    payload: dict,
+    payload: dict[str, Any],
     *,
     user: User | None = None,
     item_id: int | None = None,

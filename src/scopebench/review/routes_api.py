@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -408,7 +409,10 @@ async def api_submit(
     )
 
 
-async def _run_sync(fn: Any, *args: Any) -> Any:
+_T = TypeVar("_T")
+
+
+async def _run_sync(fn: Callable[..., _T], *args: Any) -> _T:
     from starlette.concurrency import run_in_threadpool
 
     return await run_in_threadpool(fn, *args)

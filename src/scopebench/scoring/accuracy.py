@@ -17,16 +17,15 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
+from scopebench.config import Policy
 from scopebench.items import Record
 from scopebench.parsing.judge import answered_by_judge
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES
 from scopebench.scoring.intervals import wilson_interval
 
 __all__ = ["AccuracyRow", "Policy", "accuracy_row", "group_rows", "outcomes"]
-
-Policy = Literal["wrong", "exclude"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from scopebench.config import DEFAULT_RESAMPLES
+
 __all__ = [
     "CI_METHOD",
     "DEFAULT_RESAMPLES",
@@ -40,8 +42,6 @@ __all__ = [
 
 #: The method of :func:`bootstrap_ci` (the others prefix ``stratified-`` / ``paired-``).
 CI_METHOD = "bootstrap-percentile"
-#: Default number of bootstrap resamples.
-DEFAULT_RESAMPLES = 1000
 #: Method recorded when the sample is constant (all 0, all 1) or has ≤ 1 value: ``[p, p]``.
 DEGENERATE = "degenerate"
 _CONFIDENCE = 0.95

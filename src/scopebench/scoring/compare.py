@@ -21,6 +21,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from scopebench.config import ReportConfig
 from scopebench.errors import ConfigMismatchError, DataFormatError
 from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.bootstrap import DEFAULT_RESAMPLES, paired_diff_ci
@@ -128,20 +129,13 @@ def paired_comparison(
     }
 
 
-def compare_runs(
-    run_dirs: Sequence[str | Path],
-    *,
-    seed: int = 0,
-    resamples: int = DEFAULT_RESAMPLES,
-    policy: Policy = "wrong",
-) -> dict[str, Any]:
+def compare_runs(run_dirs: Sequence[str | Path], report: ReportConfig | None = None) -> dict[str, Any]:
     """Leaderboard and pairwise tests of runs of one benchmark.
 
     Args:
         run_dirs: Run directories (at least one).
-        seed: Seed of every bootstrap.
-        resamples: Bootstrap resamples.
-        policy: What unscorable records count as.
+        report: The seed of every bootstrap (``None``: 0), the resamples and what unscorable
+            records count as (``published`` plays no part here).
 
     Returns:
         ``{"benchmark", "policy", "seed", "resamples", "leaderboard", "baselines", "pairs",
@@ -154,6 +148,9 @@ def compare_runs(
     """
     if not run_dirs:
         raise DataFormatError("compare needs at least one run directory")
+    report = report or ReportConfig()
+    seed = 0 if report.seed is None else report.seed
+    resamples, policy = report.resamples, report.policy
     runs = [load_run(p) for p in run_dirs]
     benches = sorted({r.benchmark for r in runs})
     if len(benches) > 1:
@@ -162,6 +159,56 @@ def compare_runs(
             "compare runs of one benchmark at a time"
         )
     labels = run_labels(run_dirs)
+    warnings = _setting_warnings(runs, labels, run_dirs)
+    outcomes = [_outcomes(r, policy) for r in runs]
+    id_sets = [frozenset(r.item_id for r in run.records if r.kind == "mcq") for run in runs]
+    if len(set(id_sets)) > 1:
+        common = frozenset.intersection(*id_sets)
+        warnings.append(
+            "runs differ in item set ("
+            + ", ".join(f"{lab}: {len(s)}" for lab, s in zip(labels, id_sets, strict=True))
+            + f" items; {len(common)} shared); pairwise tests use shared items only"
+        )
+    board: list[dict[str, Any]] = []
+    overall: list[float] = []  # each run's headline accuracy, for the leaderboard's order
+    baselines: list[dict[str, Any]] = []
+    for k, run in enumerate(runs):
+        # Chance levels once, on the first run's items (the item-set warning covers the rest).
+        typed = Metrics.from_dict(
+            compute_metrics(
+                run.records, benchmark=run.benchmark, policy=policy, items=run.items, seed=seed,
+                resamples=resamples, baselines=k == 0, protocol=str(run.config.get("protocol") or "default"),
+            )
+        )  # fmt: skip
+        baselines += _baseline_entries(typed, labels[k])
+        board.append(_board_entry(run, typed))
+        overall.append(typed.overall.accuracy)
+    order = sorted(range(len(runs)), key=lambda i: -_acc(overall[i]))
+    pairs = []
+    for i, j in combinations(order, 2):
+        res = paired_comparison(outcomes[i], outcomes[j], seed=seed, resamples=resamples)
+        res.update(
+            model_a=runs[i].model, model_b=runs[j].model, run_a=str(runs[i].path), run_b=str(runs[j].path)
+        )
+        if not res["n_common"]:
+            warnings.append(f"{labels[i]} and {labels[j]} share no items: no paired test")
+        pairs.append(res)
+    return {
+        "benchmark": benches[0],
+        "policy": policy,
+        "seed": seed,
+        "resamples": resamples,
+        "leaderboard": [board[i] for i in order],
+        "baselines": baselines,
+        "pairs": pairs,
+        "warnings": warnings,
+    }
+
+
+def _setting_warnings(
+    runs: Sequence[RunData], labels: Sequence[str], run_dirs: Sequence[str | Path]
+) -> list[str]:
+    """Warnings about what makes the runs' numbers not comparable: a run twice, settings, judges."""
     warnings: list[str] = []
     resolved = [r.path.resolve() for r in runs]
     for k, path in enumerate(resolved):
@@ -184,74 +231,33 @@ def compare_runs(
             f"runs differ in answer-extraction judge: {detail}; each run's metrics.json gives "
             "judge_free_accuracy for a comparison without any judge"
         )
-    outcomes = [_outcomes(r, policy) for r in runs]
-    id_sets = [frozenset(r.item_id for r in run.records if r.kind == "mcq") for run in runs]
-    if len(set(id_sets)) > 1:
-        common = frozenset.intersection(*id_sets)
-        warnings.append(
-            "runs differ in item set ("
-            + ", ".join(f"{lab}: {len(s)}" for lab, s in zip(labels, id_sets, strict=True))
-            + f" items; {len(common)} shared); pairwise tests use shared items only"
-        )
-    board = []
-    overall: list[float] = []  # each run's headline accuracy, for the leaderboard's order
-    baselines: list[dict[str, Any]] = []
-    for k, run in enumerate(runs):
-        m = compute_metrics(
-            run.records,
-            benchmark=run.benchmark,
-            policy=policy,
-            items=run.items,
-            seed=seed,
-            resamples=resamples,
-            # Chance levels once, on the first run's items (the item-set warning covers the rest).
-            baselines=k == 0,
-            protocol=str(run.config.get("protocol") or "default"),
-        )
-        typed = Metrics.from_dict(m)
-        for name, base in typed.baselines.items():
-            baselines.append(
-                {
-                    "model": f"{name} baseline",
-                    "source": f"baseline on {labels[k]}'s items",
-                    "overall": base.overall.to_dict(),
-                    "owner": [r.to_dict() for r in base.owner],
-                }
-            )
-        overall.append(typed.overall.accuracy)
-        board.append(
-            {
-                "run": str(run.path),
-                "model": run.model,
-                "source": "this run",
-                "overall": typed.overall.to_dict(),
-                "by_task": [r.to_dict() for r in typed.by_task],
-                "by_subset": [r.to_dict() for r in typed.by_subset],
-                "owner": [r.to_dict() for r in typed.owner_rows],
-                "config": {
-                    k: run.config.get(k) for k in ("data_fingerprint", "protocol", "parser_version", "seed")
-                },
-            }
-        )
-    order = sorted(range(len(runs)), key=lambda i: -_acc(overall[i]))
-    pairs = []
-    for i, j in combinations(order, 2):
-        res = paired_comparison(outcomes[i], outcomes[j], seed=seed, resamples=resamples)
-        res.update(
-            model_a=runs[i].model, model_b=runs[j].model, run_a=str(runs[i].path), run_b=str(runs[j].path)
-        )
-        if not res["n_common"]:
-            warnings.append(f"{labels[i]} and {labels[j]} share no items: no paired test")
-        pairs.append(res)
+    return warnings
+
+
+def _baseline_entries(typed: Metrics, label: str) -> list[dict[str, Any]]:
+    """The chance baselines computed on one run's items, as leaderboard-like entries."""
+    return [
+        {
+            "model": f"{name} baseline",
+            "source": f"baseline on {label}'s items",
+            "overall": base.overall.to_dict(),
+            "owner": [r.to_dict() for r in base.owner],
+        }
+        for name, base in typed.baselines.items()
+    ]
+
+
+def _board_entry(run: RunData, typed: Metrics) -> dict[str, Any]:
+    """One run's leaderboard entry."""
     return {
-        "benchmark": benches[0],
-        "policy": policy,
-        "seed": seed,
-        "resamples": resamples,
-        "leaderboard": [board[i] for i in order],
-        "baselines": baselines,
-        "pairs": pairs,
-        "warnings": warnings,
+        "run": str(run.path),
+        "model": run.model,
+        "source": "this run",
+        "overall": typed.overall.to_dict(),
+        "by_task": [r.to_dict() for r in typed.by_task],
+        "by_subset": [r.to_dict() for r in typed.by_subset],
+        "owner": [r.to_dict() for r in typed.owner_rows],
+        "config": {k: run.config.get(k) for k in ("data_fingerprint", "protocol", "parser_version", "seed")},
     }
 
 

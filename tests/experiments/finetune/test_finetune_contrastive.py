@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("accelerate")
 
+from scopebench.config import RunConfig  # noqa: E402
 from scopebench.errors import ConfigMismatchError, DataFormatError, DataNotFoundError, UsageError  # noqa: E402
 from scopebench.experiments.finetune import (  # noqa: E402
     DataSource,
@@ -76,11 +77,7 @@ def test_finetune_records_evaluates_and_feeds_the_merge_sweep(
         res.model_dir,
         [0.0, 1.0],
         tmp_path / "sweep",
-        benchmark="demo",
-        data=str(small_demo),
-        split="test",
-        limit=12,
-        device="cpu",
+        RunConfig.from_options("demo", str(small_demo), "clip:base", split="test", limit=12, device="cpu"),
     )
     by_alpha = {r.alpha: r for r in rows}
     assert by_alpha[1.0].correct == before["correct"] and by_alpha[0.0].correct == after["correct"]

@@ -236,11 +236,7 @@ def train_loop(
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    start = 0
-    latest = _latest_checkpoint(out)
-    if latest is not None:
-        start = _load_checkpoint(latest, model, optimizer)
-        log.info("resuming from %s (step %d of %d)", latest, start, config.steps)
+    start = _resume(out, model, optimizer, config.steps)
     warmup = config.warmup_steps
 
     def rate(step: int) -> float:
@@ -257,25 +253,14 @@ def train_loop(
         )
     rank, world = accelerator.process_index, accelerator.num_processes
     for step in range(start, config.steps):
-        for group in optimizer.param_groups:
-            group["lr"] = config.lr * rate(step)
         idx = batch_indices(n_examples, config.batch_size, config.seed, step, groups)[rank::world]
-        loss = loss_fn(model, idx)
-        accelerator.backward(loss)
-        if config.max_grad_norm:
-            accelerator.clip_grad_norm_(params, config.max_grad_norm)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        value = float(accelerator.gather(loss.detach().reshape(1)).mean().item())
+        value = _step(accelerator, model, optimizer, params, loss_fn, idx, config.lr * rate(step), config)
         if not math.isfinite(value):
             raise FloatingPointError(f"the loss is {value} at step {step + 1}; lower --lr")
         done = step + 1
         losses.append((done, value))
         if main:
-            with open(out / LOG_FILE, "a", encoding="utf-8") as fh:
-                fh.write(
-                    json.dumps({"step": done, "loss": round(value, 6), "lr": config.lr * rate(step)}) + "\n"
-                )
+            _log_step(out, done, value, config.lr * rate(step))
             if (config.checkpoint_every and done % config.checkpoint_every == 0) or done == config.steps:
                 unwrapped = accelerator.unwrap_model(model)
                 _save_checkpoint(out, done, unwrapped, optimizer, trainable, config.keep_checkpoints)
@@ -294,6 +279,44 @@ def train_loop(
     model = accelerator.unwrap_model(model)
     model.eval()
     return LoopResult(steps=config.steps, resumed_from=start or None, losses=losses, world_size=world)
+
+
+def _step(
+    accelerator: Any,
+    model: Any,
+    optimizer: Any,
+    params: list[Any],
+    loss_fn: Callable[[Any, list[int]], Any],
+    idx: list[int],
+    lr: float,
+    config: LoopConfig,
+) -> float:
+    """One optimisation step at learning rate ``lr``; the loss averaged over the processes."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss = loss_fn(model, idx)
+    accelerator.backward(loss)
+    if config.max_grad_norm:
+        accelerator.clip_grad_norm_(params, config.max_grad_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return float(accelerator.gather(loss.detach().reshape(1)).mean().item())
+
+
+def _resume(out: Path, model: Any, optimizer: Any, steps: int) -> int:
+    """Load ``out``'s newest checkpoint into ``model`` and ``optimizer``; its step (0: none)."""
+    latest = _latest_checkpoint(out)
+    if latest is None:
+        return 0
+    start = _load_checkpoint(latest, model, optimizer)
+    log.info("resuming from %s (step %d of %d)", latest, start, steps)
+    return start
+
+
+def _log_step(out: Path, step: int, loss: float, lr: float) -> None:
+    """Append one step's loss and learning rate to ``train_log.jsonl``."""
+    with open(out / LOG_FILE, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"step": step, "loss": round(loss, 6), "lr": lr}) + "\n")
 
 
 def is_main_process() -> bool:

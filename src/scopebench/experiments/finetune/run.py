@@ -18,10 +18,11 @@ data) is refused rather than mixed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -212,16 +213,10 @@ def finetune_contrastive(
         "group_batches": group_batches,
         "freeze_temperature": freeze_temperature,
     }
-    record = _base_record("contrastive", model_id, loop, hp)
-    record["data"] = {
-        **data,
-        "n_examples": len(pairs),
-        "skipped": skipped.as_dict(),
-        "fingerprint_sha256": fingerprint([(p.id, p.image.key, p.caption) for p in pairs]),
-    }
-    record["evaluation_plan"] = _plan(evaluation)
-    record["versions"] = _versions()
-    record = _start(out, record, fresh)
+    keys = [(p.id, p.image.key, p.caption) for p in pairs]
+    record = _open_record(
+        out, _base_record("contrastive", model_id, loop, hp), data, keys, skipped, evaluation, fresh
+    )
     model_dir = out / "model"
     device = loop.device
     _evaluations(out, record, evaluation, f"clip:{model_id}", name="before", seed=loop.seed, device=device)
@@ -281,30 +276,15 @@ def finetune_generative(
     lora = lora or sft.LoraSettings()
     model_id = parse_spec(base).target if base.startswith("hf:") else base
     if evaluation is not None and evaluation.protocol != protocol:
-        evaluation = EvalSpec(
-            evaluation.source,
-            protocol,
-            evaluation.mode,
-            evaluation.limit,
-            evaluation.batch_size,
-            evaluation.model_args,
-        )
+        evaluation = dataclasses.replace(evaluation, protocol=protocol)
     backend = sft.load_backend(model_id, protocol, loop.device)
     skipped = Skipped()
     examples = sft.sft_examples(backend, load_split(source), target, skipped)
     refuse_empty(len(examples), str(source), skipped)
     hp = {**asdict(lora), "target": target, "protocol": protocol}
-    record = _base_record("generative", model_id, loop, hp)
     keys = [(e.id, "|".join(r.key for r in e.images), e.prompt + "\u241e" + e.target) for e in examples]
-    record["data"] = {
-        **source.describe(),
-        "n_examples": len(examples),
-        "skipped": skipped.as_dict(),
-        "fingerprint_sha256": fingerprint(keys),
-    }
-    record["evaluation_plan"] = _plan(evaluation)
-    record["versions"] = _versions()
-    record = _start(out, record, fresh)
+    record = _base_record("generative", model_id, loop, hp)
+    record = _open_record(out, record, source.describe(), keys, skipped, evaluation, fresh)
     device = loop.device
     _evaluations(out, record, evaluation, f"hf:{model_id}", name="before", seed=loop.seed, device=device)
     model = sft.apply_lora(backend, lora, loop.seed)
@@ -314,15 +294,8 @@ def finetune_generative(
         snap = out / "snapshots" / f"step-{step}"
         current.save_pretrained(snap / "adapter")
         sft.save_merged(snap / "adapter", backend, snap / "model")
-        _evaluations(
-            out,
-            record,
-            evaluation,
-            f"hf:{snap / 'model'}",
-            name=f"step-{step}",
-            seed=loop.seed,
-            device=device,
-        )
+        snap_spec = f"hf:{snap / 'model'}"
+        _evaluations(out, record, evaluation, snap_spec, name=f"step-{step}", seed=loop.seed, device=device)
 
     result = train_loop(model, len(examples), loss_fn, out, loop, on_step=on_step, on_eval=on_eval)
     model.save_pretrained(out / "adapter")
@@ -337,6 +310,30 @@ def finetune_generative(
     _evaluations(out, record, evaluation, spec, name="after", seed=loop.seed, device=device)
     _finish(out, record, result)
     return FinetuneResult(out, model_dir, spec, record)
+
+
+def _open_record(
+    out: Path,
+    record: dict[str, Any],
+    data: Mapping[str, Any],
+    keys: Sequence[tuple[str, str, str]],
+    skipped: Skipped,
+    evaluation: EvalSpec | None,
+    fresh: bool,
+) -> dict[str, Any]:
+    """Complete a fine-tune's record (data, its fingerprint, evaluation plan, versions); start ``out``.
+
+    :func:`_start` resumes ``out`` when it holds this fine-tune and refuses another one.
+    """
+    record["data"] = {
+        **data,
+        "n_examples": len(keys),
+        "skipped": skipped.as_dict(),
+        "fingerprint_sha256": fingerprint(keys),
+    }
+    record["evaluation_plan"] = _plan(evaluation)
+    record["versions"] = _versions()
+    return _start(out, record, fresh)
 
 
 def _plan(evaluation: EvalSpec | None) -> dict[str, Any] | None:

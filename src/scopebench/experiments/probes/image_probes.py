@@ -95,25 +95,13 @@ def corruptions_probe(
     conditions = [CLEAN] + [Condition(f"{n}-{lv}", f"corrupt:{n}:{lv}") for n in names for lv in levels]
     shown = _gallery_items(probe, gallery_item)  # before any model work: a typo fails fast
     clean = _mcq(run_condition(probe, CLEAN).records)
-    kw = {"seed": probe.seed, "resamples": probe.resamples}
-    clean_summary = accuracy_summary(clean, **kw)
+    clean_summary = accuracy_summary(clean, seed=probe.seed, resamples=probe.resamples)
     rows: list[dict[str, Any]] = []
     per_corruption: list[dict[str, Any]] = []
     for name in names:
-        rows.append(
-            {"corruption": name, "level": 0, "condition": "clean", **clean_summary}
-            | {"drop": 0.0, "drop_ci_low": 0.0, "drop_ci_high": 0.0, "n_common": len(clean)}
-        )
-        accs = []
-        for lv in levels:
-            cond = Condition(f"{name}-{lv}", f"corrupt:{name}:{lv}")
-            recs = _mcq(run_condition(probe, cond).records)
-            summary = accuracy_summary(recs, **kw)
-            accs.append(summary["accuracy"])
-            rows.append(
-                {"corruption": name, "level": lv, "condition": cond.name, **summary}
-                | drop_summary(clean, recs, **kw)
-            )
+        corruption_rows = _corruption_rows(probe, name, levels, clean, clean_summary)
+        rows += corruption_rows
+        accs = [r["accuracy"] for r in corruption_rows[1:]]
         mean = sum(accs) / len(accs) if accs else float("nan")
         per_corruption.append(
             {
@@ -136,22 +124,45 @@ def corruptions_probe(
         mean_over_corruptions=overall_mean,
         published=published_rows(probe.config.benchmark, "Table 2", splits=_splits(clean)),
     )
-    out = probe.out
-    cols = [
-        "corruption",
-        "level",
-        "condition",
-        "n",
-        "correct",
-        "accuracy",
-        "ci_low",
-        "ci_high",
-        "drop",
-        "drop_ci_low",
-        "drop_ci_high",
-        "unparsed",
-        "errors",
+    _write_corruption_report(probe, report, levels, names)
+    if shown:
+        try:
+            path = gallery(shown[0], names, [0, *levels], probe.out / "corruptions_gallery.png", probe.seed)
+            report["files"].append(str(path))
+        except ImageLoadError as exc:  # the numbers stand; only the illustration is missing
+            log.warning("no corruption gallery: %s", exc)
+    else:
+        log.warning("no corruption gallery: no item has a readable image")
+    return report
+
+
+def _corruption_rows(
+    probe: ProbeRun, name: str, levels: Sequence[int], clean: list[Record], clean_summary: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One corruption's rows: the clean run (level 0), then each level's run with its paired drop."""
+    kw = {"seed": probe.seed, "resamples": probe.resamples}
+    rows = [
+        {"corruption": name, "level": 0, "condition": "clean", **clean_summary}
+        | {"drop": 0.0, "drop_ci_low": 0.0, "drop_ci_high": 0.0, "n_common": len(clean)}
     ]
+    for lv in levels:
+        cond = Condition(f"{name}-{lv}", f"corrupt:{name}:{lv}")
+        recs = _mcq(run_condition(probe, cond).records)
+        rows.append(
+            {"corruption": name, "level": lv, "condition": cond.name, **accuracy_summary(recs, **kw)}
+            | drop_summary(clean, recs, **kw)
+        )
+    return rows
+
+
+def _write_corruption_report(
+    probe: ProbeRun, report: dict[str, Any], levels: Sequence[int], names: Sequence[str]
+) -> None:
+    """The display table (accuracy per level, mean, drop), notes, report files and curves."""
+    rows, per_corruption, clean_summary = report["rows"], report["per_corruption"], report["clean"]
+    overall_mean = report["mean_over_corruptions"]
+    cols = ["corruption", "level", "condition", "n", "correct", "accuracy", "ci_low", "ci_high", "drop",
+            "drop_ci_low", "drop_ci_high", "unparsed", "errors"]  # fmt: skip
     mean_head = f"mean {levels_label(levels)}"
     on_paper_benchmark = probe.config.benchmark.lower() == PAPER_BENCHMARK
     head = ["corruption", *[f"L{lv}" for lv in [0, *levels]], mean_head, "drop of mean"]
@@ -183,29 +194,11 @@ def corruptions_probe(
         "bubble_blur uses a procedurally generated bubble texture (the original is not public): not "
         "comparable with the paper's bubble column.",
     ]
-    report["files"] = [
-        str(p)
-        for p in write_report(
-            out,
-            "corruptions",
-            report,
-            columns=cols,
-            rows=rows,
-            display=(head, body),
-            title="Image corruptions" + paper_source(probe.config.benchmark, "§4.2"),
-            notes=notes,
-        )
-    ]
-    report["files"] += [str(p) for p in plot_curves(rows, names, out / "corruptions")]
-    if shown:
-        try:
-            path = gallery(shown[0], names, [0, *levels], out / "corruptions_gallery.png", probe.seed)
-            report["files"].append(str(path))
-        except ImageLoadError as exc:  # the numbers stand; only the illustration is missing
-            log.warning("no corruption gallery: %s", exc)
-    else:
-        log.warning("no corruption gallery: no item has a readable image")
-    return report
+    title = "Image corruptions" + paper_source(probe.config.benchmark, "§4.2")
+    files = write_report(probe.out, "corruptions", report, columns=cols, rows=rows, display=(head, body),
+                         title=title, notes=notes)  # fmt: skip
+    report["files"] = [str(p) for p in files]
+    report["files"] += [str(p) for p in plot_curves(rows, names, probe.out / "corruptions")]
 
 
 #: Marker and dash pattern of each corruption's curve (by position), so equal curves stay apart.

@@ -52,6 +52,7 @@ from scopebench.store import load_run
 
 if TYPE_CHECKING:
     from scopebench.engine import RunConfig
+    from scopebench.models import ModelSpec
 
 __all__ = [
     "ERROR_STATUSES",
@@ -392,41 +393,11 @@ def run_shortcut(
     runs: dict[str, list[dict[str, Record]]] = {}
     model_info = []
     for spec in models:
-        slug = model_slug(spec, taken)
         sampling = temperature is not None and parsed[spec].scheme in SAMPLING_SCHEMES
-        args = {**base.model_args, **({"temperature": temperature} if sampling else {})}
-        info: dict[str, Any] = {
-            "model": spec,
-            "slug": slug,
-            "temperature": temperature if sampling else None,
-            "samples": sampling,
-            "tries": [],
-        }
-        runs[spec] = []
-        for r in range(tries):
-            cfg = replace(base, model=spec, seed=base.seed + r, no_image=True, model_args=args)
-            run_dir = out / "runs" / slug / f"try-{r}"
-            log.info("shortcut: %s try %d of %d (seed %d)", spec, r + 1, tries, cfg.seed)
-            res = run_benchmark(cfg, run_dir, fresh=fresh, retry_errors=retry_errors, model_spec=parsed[spec])
-            by_id = {rec.item_id: rec for rec in load_run(run_dir).records}
-            runs[spec].append(by_id)
-            overall = res.metrics["overall"]
-            info["tries"].append(
-                {
-                    "try": r,
-                    "seed": cfg.seed,
-                    "run_dir": str(run_dir),
-                    "n": overall["n"],
-                    "correct": overall["correct"],
-                    "accuracy": overall["accuracy"],
-                    "n_new": res.n_new,
-                }
-            )
-        info["tries_identical"] = tries > 1 and all(
-            {k: (v.status, v.choice) for k, v in t.items()}
-            == {k: (v.status, v.choice) for k, v in runs[spec][0].items()}
-            for t in runs[spec][1:]
-        )
+        info, runs[spec] = _model_tries(
+            base, parsed[spec], model_slug(spec, taken), out, tries,
+            temperature if sampling else None, fresh=fresh, retry_errors=retry_errors,
+        )  # fmt: skip
         model_info.append(info)
     mcq = [it for it in items if it.kind == "mcq"]
     verdicts = flag_items(mcq, runs, rule)
@@ -450,6 +421,49 @@ def run_shortcut(
     }
     _write_outputs(out, result, flagged, kept, verdicts, list(models), rule, tries)
     return result
+
+
+def _model_tries(
+    base: RunConfig,
+    spec: ModelSpec,
+    slug: str,
+    out: Path,
+    tries: int,
+    temperature: float | None,
+    *,
+    fresh: bool,
+    retry_errors: bool,
+) -> tuple[dict[str, Any], list[dict[str, Record]]]:
+    """Run one model text only ``tries`` times (seeds ``base.seed + r``); its summary and records.
+
+    ``temperature`` is set only for a backend that samples (the caller decides).
+    """
+    args = {**base.model_args, **({"temperature": temperature} if temperature is not None else {})}
+    info: dict[str, Any] = {
+        "model": spec.raw,
+        "slug": slug,
+        "temperature": temperature,
+        "samples": temperature is not None,
+        "tries": [],
+    }
+    runs: list[dict[str, Record]] = []
+    for r in range(tries):
+        cfg = replace(base, model=spec.raw, seed=base.seed + r, no_image=True, model_args=args)
+        run_dir = out / "runs" / slug / f"try-{r}"
+        log.info("shortcut: %s try %d of %d (seed %d)", spec.raw, r + 1, tries, cfg.seed)
+        res = run_benchmark(cfg, run_dir, fresh=fresh, retry_errors=retry_errors, model_spec=spec)
+        runs.append({rec.item_id: rec for rec in load_run(run_dir).records})
+        overall = res.metrics["overall"]
+        info["tries"].append(
+            {"try": r, "seed": cfg.seed, "run_dir": str(run_dir), "n": overall["n"],
+             "correct": overall["correct"], "accuracy": overall["accuracy"], "n_new": res.n_new}
+        )  # fmt: skip
+    info["tries_identical"] = tries > 1 and all(
+        {k: (v.status, v.choice) for k, v in t.items()}
+        == {k: (v.status, v.choice) for k, v in runs[0].items()}
+        for t in runs[1:]
+    )
+    return info, runs
 
 
 # Outputs -------------------------------------------------------------------------------------------

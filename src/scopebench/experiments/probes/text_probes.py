@@ -86,6 +86,15 @@ def swap_probe(probe: ProbeRun, scope: str = "task") -> dict[str, Any]:
         rows=rows,
         published=published_rows(probe.config.benchmark, "Fig. 5"),
     )
+    _write_swap_report(probe, report, scope, changed, len(swap_run.items))
+    return report
+
+
+def _write_swap_report(
+    probe: ProbeRun, report: dict[str, Any], scope: str, changed: int, n_items: int
+) -> None:
+    """The swap probe's display table, notes, report files and grouped bars."""
+    rows = report["rows"]
     head = ["split", "group", "n", "clean", "swapped", "chance", "drop (clean − swapped)"]
     body = [
         [
@@ -100,28 +109,12 @@ def swap_probe(probe: ProbeRun, scope: str = "task") -> dict[str, Any]:
         for r in rows
     ]
     report["table"] = {"head": head, "body": body}
-    cols = [
-        "split",
-        "group",
-        "clean_n",
-        "clean_correct",
-        "clean_accuracy",
-        "clean_ci_low",
-        "clean_ci_high",
-        "swapped_n",
-        "swapped_correct",
-        "swapped_accuracy",
-        "swapped_ci_low",
-        "swapped_ci_high",
-        "chance",
-        "n_common",
-        "drop",
-        "drop_ci_low",
-        "drop_ci_high",
-    ]
+    cols = ["split", "group", "clean_n", "clean_correct", "clean_accuracy", "clean_ci_low", "clean_ci_high",
+            "swapped_n", "swapped_correct", "swapped_accuracy", "swapped_ci_low", "swapped_ci_high", "chance",
+            "n_common", "drop", "drop_ci_low", "drop_ci_high"]  # fmt: skip
     notes = [
         f"questions deranged within each {'benchmark/task' if scope == 'task' else 'benchmark'} "
-        f"(seed {probe.seed}); {changed} of {len(swap_run.items)} items got a different question text "
+        f"(seed {probe.seed}); {changed} of {n_items} items got a different question text "
         "(items of a task that all ask the same question cannot change: use --scope all).",
         "chance = mean of 1/n_options over the group's items.",
         *(
@@ -165,7 +158,6 @@ def swap_probe(probe: ProbeRun, scope: str = "task") -> dict[str, Any]:
             group_reference={"chance (1/#options)": [r["chance"] for r in rows]},
         )
     ]
-    return report
 
 
 # Permutation -----------------------------------------------------------------------------------
@@ -297,6 +289,13 @@ def permutation_probe(probe: ProbeRun, rotations: int | None = None) -> dict[str
     per_rotation = [{"rotation": k, **accuracy_summary(recs, **kw)} for k, recs in enumerate(runs)]
     report = report_header(probe, "permutation", conditions)
     report.update(rotations=k_max, rows=rows, position_bias=bias, per_rotation=per_rotation, published=[])
+    _write_permutation_report(probe, report)
+    return report
+
+
+def _write_permutation_report(probe: ProbeRun, report: dict[str, Any]) -> None:
+    """The permutation probe's display table, notes, report files, bars and position-bias plot."""
+    rows, bias, k_max = report["rows"], report["position_bias"], report["rotations"]
     head = ["group", "items", "rotation 0", "mean over rotations", "correct in every rotation", "consistency"]
     body = [
         [
@@ -312,24 +311,9 @@ def permutation_probe(probe: ProbeRun, rotations: int | None = None) -> dict[str
         for r in rows
     ]
     report["table"] = {"head": head, "body": body}
-    cols = [
-        "group",
-        "n_items",
-        "pairs",
-        "clean_accuracy",
-        "clean_ci_low",
-        "clean_ci_high",
-        "mean_accuracy",
-        "mean_ci_low",
-        "mean_ci_high",
-        "circular_correct",
-        "circular_accuracy",
-        "circular_ci_low",
-        "circular_ci_high",
-        "consistency",
-        "consistency_ci_low",
-        "consistency_ci_high",
-    ]
+    cols = ["group", "n_items", "pairs", "clean_accuracy", "clean_ci_low", "clean_ci_high", "mean_accuracy",
+            "mean_ci_low", "mean_ci_high", "circular_correct", "circular_accuracy", "circular_ci_low",
+            "circular_ci_high", "consistency", "consistency_ci_low", "consistency_ci_high"]  # fmt: skip
     bias_lines = [
         "position bias (overall): "
         + ", ".join(
@@ -378,7 +362,6 @@ def permutation_probe(probe: ProbeRun, rotations: int | None = None) -> dict[str
         )
     ]
     report["files"] += [str(p) for p in _plot_bias(bias["overall"], probe.out / "position_bias")]
-    return report
 
 
 def _plot_bias(rows: Sequence[Mapping[str, Any]], stem: Any) -> list[Any]:
