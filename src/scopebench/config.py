@@ -104,7 +104,8 @@ class RunConfig:
         split: Split to evaluate (``None``: the benchmark's default).
         limit: Evaluate only the first ``limit`` items (in the loader's order).
         seed: Seed for every random choice (recorded).
-        batch_size: Items per backend call (``None``: backend default).
+        batch_size: Items per backend call (``None``: backend default; ``"auto"``: the largest that
+            fits, halved after each out-of-memory failure, the size used recorded in ``run.json``).
         protocol: Prompt protocol (``default`` or a benchmark's ``owner`` protocol).
         mode: Backend mode (``generate``/``choice-logprob``…), if the backend has several.
         no_image: Send prompts without images.
@@ -134,7 +135,7 @@ class RunConfig:
     split: str | None = None
     limit: int | None = None
     seed: int = 0
-    batch_size: int | None = None
+    batch_size: int | Literal["auto"] | None = None
     protocol: str = "default"
     mode: str | None = None
     no_image: bool = False
@@ -156,7 +157,8 @@ class RunConfig:
         return ModelConfig(
             seed=self.seed,
             device=self.device,
-            batch_size=self.batch_size,
+            # Under "auto" the engine sizes each call; a backend's own chunking then follows it.
+            batch_size=None if self.batch_size == "auto" else self.batch_size,
             no_image=self.no_image,
             protocol=self.protocol,
             mode=self.mode,

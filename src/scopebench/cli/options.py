@@ -262,9 +262,29 @@ def seed_option(
     return click.option("--seed", type=int, default=default, help=help)
 
 
-def batch_size_option(help: str = "items per model call", default: int | None = None) -> Decorator[Any]:
-    """``--batch-size N``."""
-    return click.option("--batch-size", type=int, default=default, help=help)
+class BatchSizeType(click.ParamType[int | str]):
+    """A ``--batch-size`` value: a whole number of at least 1, or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        """``auto`` as is; anything else a whole number ≥ 1 (else click's usage error)."""
+        if isinstance(value, int) or value == "auto":
+            return value  # type: ignore[no-any-return]
+        try:
+            size = int(value)
+        except ValueError:
+            size = 0
+        if size < 1:
+            self.fail(f"{value!r} is neither a whole number of at least 1 nor auto", param, ctx)
+        return size
+
+
+def batch_size_option(
+    help: str = "items per model call", default: int | None = None, *, auto: bool = False
+) -> Decorator[Any]:
+    """``--batch-size N`` (``auto`` too where the engine sizes the calls)."""
+    return click.option("--batch-size", type=BatchSizeType() if auto else int, default=default, help=help)
 
 
 def device_option(help: str = "auto, cpu, cuda, cuda:1 …") -> Decorator[Any]:
@@ -306,7 +326,11 @@ def model_options(f: F) -> F:
     return _stack(
         f,
         [
-            batch_size_option(),
+            batch_size_option(
+                "items per model call; auto: the largest that fits, halved after each out-of-memory "
+                "failure (the size used is recorded in run.json)",
+                auto=True,
+            ),
             click.option("--mode", help="backend mode, e.g. generate or choice-logprob"),
             device_option(),
             base_url_option(),

@@ -19,7 +19,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -58,7 +58,7 @@ class ModelEntry(_Strict):
         name: Display name in the tables and the run folder's name (default: from the spec).
         args: Backend options (``--model-arg``).
         mode: Backend mode (``generate``/``choice-logprob``).
-        batch_size: Items per model call (default: the engine's ``batch_size``).
+        batch_size: Items per model call, or ``auto`` (default: the engine's ``batch_size``).
         no_image: Text-only prompts.
     """
 
@@ -66,7 +66,7 @@ class ModelEntry(_Strict):
     name: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)
     mode: str | None = None
-    batch_size: int | None = Field(default=None, ge=1)
+    batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] | None = None
     no_image: bool = False
 
     def display_name(self) -> str:
@@ -109,7 +109,7 @@ class EngineEntry(_Strict):
     """
 
     device: str = "auto"
-    batch_size: int | None = Field(default=None, ge=1)
+    batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] | None = None
     executor: Literal["local", "ray"] = "local"
     workers: int | None = Field(default=None, ge=1)
     ray_address: str | None = None
