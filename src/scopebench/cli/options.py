@@ -40,6 +40,8 @@ __all__ = [
     "model_options",
     "pass_args",
     "run_options",
+    "tracking_options",
+    "with_tracking",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -407,6 +409,29 @@ def engine_options(f: F) -> F:
             click.option("--workers", type=int, help="Ray actors (default: one per GPU, else 2)"),
         ],
     )
+
+
+def tracking_options(what: str = "each run's metrics, tables and plots") -> list[Decorator[Any]]:
+    """``--log-to tensorboard|mlflow|wandb`` and ``--log-dir DIR`` (``report``, ``run``, ``eval``)."""
+    return [
+        click.option(
+            "--log-to",
+            type=click.Choice(["tensorboard", "mlflow", "wandb"]),
+            help=f"also log {what} there (extras track-tensorboard, …; wandb: a samples table too)",
+        ),
+        click.option(
+            "--log-dir", default="scopebench-logs", help="tracking folder (default scopebench-logs)"
+        ),
+    ]
+
+
+def with_tracking(what: str = "each finished run's metrics, tables and plots") -> Decorator[Any]:
+    """:func:`tracking_options` as one decorator."""
+
+    def decorate(f: F) -> F:
+        return _stack(f, tracking_options(what))
+
+    return decorate
 
 
 def json_flag(help: str) -> Decorator[Any]:
