@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 __all__ = [
     "DEFAULT_RESAMPLES",
+    "AnswerFormat",
     "EngineConfig",
     "ModelConfig",
     "Policy",
@@ -32,6 +33,11 @@ __all__ = [
     "RunConfig",
     "UnknownOptionError",
 ]
+
+#: How a generative backend is asked to answer: ``free`` text (read by the parser), or
+#: ``constrained`` to one option label by the backend itself (structured outputs, guided choice,
+#: a logits restriction; refused where the backend cannot enforce it).
+AnswerFormat = Literal["free", "constrained"]
 
 #: What unscorable records (unparsed, errors, missing images or responses) count as.
 Policy = Literal["wrong", "exclude"]
@@ -66,6 +72,7 @@ class ModelConfig:
         mode: Backend mode (``"generate"``, ``"choice-logprob"``…), when the backend has several.
         base_url: Server address for API backends.
         extra: Backend-specific options from ``--model-arg key=value``.
+        answer_format: ``free`` or ``constrained`` (``--answer-format``, :data:`AnswerFormat`).
     """
 
     seed: int = 0
@@ -76,6 +83,7 @@ class ModelConfig:
     mode: str | None = None
     base_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    answer_format: AnswerFormat = "free"
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,9 @@ class RunConfig:
             ``batch_size`` and backend options.
         label: The run's display name in tables and reports (``run --label``, an eval config's
             model ``name``); recorded in ``run.json``, not part of the run's identity.
+        answer_format: ``free`` text read by the parser, or ``constrained`` to one option label by
+            the backend (``--answer-format``; refused for backends that cannot enforce it);
+            recorded in ``run.json`` and, when constrained, in the model's identity.
     """
 
     benchmark: str
@@ -151,6 +162,7 @@ class RunConfig:
     judge: str | None = None
     judge_args: dict[str, Any] = field(default_factory=dict)
     label: str | None = None
+    answer_format: AnswerFormat = "free"
 
     def model_options(self) -> ModelConfig:
         """The :class:`ModelConfig` the run's backend is built with (the one place it is derived)."""
@@ -164,6 +176,7 @@ class RunConfig:
             mode=self.mode,
             base_url=self.base_url,
             extra=dict(self.model_args),
+            answer_format=self.answer_format,
         )
 
     @classmethod

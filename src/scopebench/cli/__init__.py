@@ -299,6 +299,7 @@ def _run_config(args: Args, **overrides: Any) -> RunConfig:
         "judge": getattr(args, "judge", None),
         "judge_args": parse_key_values(getattr(args, "judge_arg", None) or [], "--judge-arg"),
         "label": getattr(args, "label", None),
+        "answer_format": getattr(args, "answer_format", "free"),
         **overrides,
     }
     return RunConfig.from_options(named.pop("benchmark"), named.pop("data"), named.pop("model"), **named)

@@ -201,6 +201,43 @@ def cmd_export(args: Args) -> int:
     return _show([STEPS["export"].run(args.data, args.out, progress=not getattr(args, "quiet", False))])
 
 
+def cmd_localise(args: Args) -> int:
+    """Detection items from instance masks or boxes."""
+    from scopebench.curate.localisation import localise
+
+    result = localise(
+        args.images, args.out, masks=args.masks, coco=args.coco, boxes=args.boxes,
+        label=args.class_name, min_area=args.min_area, subset=args.subset,
+    )  # fmt: skip
+    code = _show([result])
+    console.print(
+        f"{result.stats['items']} detection items, boxes per class {result.stats['boxes']}; "
+        f"{result.stats['instances_below_min_area']} instances under {result.stats['min_area']} px left out; "
+        f"evaluate it: scopebench run --bench local --data {args.out} --model …",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return code
+
+
+def cmd_figures(args: Args) -> int:
+    """Sub-figures cropped from captioned compound figures."""
+    from scopebench.curate.figures import split_figures
+    from scopebench.curate.filtering.panels import PanelConfig
+
+    cfg = PanelConfig(method=args.method, min_area=args.min_area, min_side=args.min_side)
+    result = split_figures(args.folder, args.out, captions=args.captions, source=args.source, config=cfg)
+    code = _show([result])
+    st = result.stats
+    console.print(
+        f"{st['compound_figures']} compound figures cropped into {st['crops']} sub-figures, "
+        f"{st['single_figures']} kept whole; report: {args.out}/crops.csv",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return code
+
+
 def cmd_run(args: Args) -> int:
     """Run every step of build.yaml, reusing the unchanged ones."""
     from scopebench.curate.pipeline import run_build
@@ -225,7 +262,7 @@ def register(group: click.Group) -> None:
         help="Build a benchmark: ingest, questions, generate, filter, split, export (or all: run).",
         subcommand_metavar="STEP [ARGS]...",
     )
-    for cmd in (_ingest, _questions, _generate, _filter, _split, _export, _run):
+    for cmd in (_ingest, _questions, _generate, _filter, _split, _export, _localise, _figures, _run):
         build.add_command(cmd)
     group.add_command(build)
 
@@ -346,6 +383,40 @@ def _split(args: Args) -> int:
 def _export(args: Args) -> int:
     """Local format (OUT/local) and HF dataset (OUT/hf)."""
     return cmd_export(args)
+
+
+@command("localise", short_help="detection items (μ-Bench localisation) from instance masks or boxes")
+@argument("images", help="folder of images")
+@_out
+@click.option("--masks", help="folder of label images (PNG/TIFF), one per image by file stem")
+@click.option("--coco", help="COCO instances JSON of boxes")
+@click.option("--boxes", help="CSV of boxes: image, x1, y1, x2, y2[, label]")
+@click.option("--class", "class_name", default="object", help="class of mask instances (default object)")
+@click.option("--min-area", type=int, default=16, help="smallest mask component kept, in pixels (default 16)")
+@click.option("--subset", help="the items' subset (default: the images folder's name)")
+@pass_args
+def _localise(args: Args) -> int:
+    """Detection items (μ-Bench localisation) from instance masks or boxes."""
+    return cmd_localise(args)
+
+
+@command(
+    "figures",
+    short_help="sub-figures cropped from captioned compound figures (PathMMU), each keeping its caption",
+)
+@argument("folder", help="folder of figures")
+@_out
+@click.option(
+    "--captions", help="table with figure (file name) and caption (default: <stem>.txt beside each)"
+)
+@click.option("--source", help="the manifest source name written to texts.csv (default: the folder's name)")
+@click.option("--method", type=click.Choice(["xycut", "components"]), default="xycut", help="panel splitter")
+@click.option("--min-area", type=float, default=0.01, help="smallest panel, as a share of the figure (0.01)")
+@click.option("--min-side", type=int, default=8, help="smallest panel side in pixels (default 8)")
+@pass_args
+def _figures(args: Args) -> int:
+    """Sub-figures cropped from captioned compound figures (PathMMU), each keeping its caption."""
+    return cmd_figures(args)
 
 
 @command("run", short_help="every step from build.yaml, redoing only what changed")

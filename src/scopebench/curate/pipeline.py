@@ -269,7 +269,12 @@ def _filter_plan(cfg: BuildConfig) -> list[_Planned]:
     replays = {
         s: _file_hash(s.partition(":")[2]) for s in sorted(section.models()) if s.startswith("replay:")
     }
-    return [_Planned(STEPS["filter"], section, (replays,))]
+    # The captions' and categories' tables, and a replayed categoriser, are inputs too.
+    cats = section.categories
+    files = [section.caption.texts if section.caption else None, cats.table if cats else None]
+    if cats and cats.model and cats.model.startswith("replay:"):
+        files.append(cats.model[7:])
+    return [_Planned(STEPS["filter"], section, (replays, {f: _file_hash(f) for f in files if f}))]
 
 
 def _file_hash(path: str) -> str:
