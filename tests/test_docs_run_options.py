@@ -11,6 +11,7 @@ import pytest
 
 from helpers import REPO
 from scopebench.cli import main
+from scopebench.store import load_run
 
 DOCS = ("README.md", "docs/engine.md", "docs/report.md", "docs/models.md")
 BLOCK = re.compile(r"<!-- test: run-options -->\n```console\n(.*?)```", re.S)
@@ -53,4 +54,8 @@ def test_the_documented_run_options_run(
     auto = json.loads((tmp_path / "runs/demo-auto/run.json").read_text())
     assert (auto["batch_size"], auto["batch_size_used"]) == ("auto", 64)
     assert any((tmp_path / "tb").rglob("events.out.tfevents.*"))
+    sample = json.loads((tmp_path / "runs/demo-sample/run.json").read_text())
+    assert (sample["tasks"], sample["limit"], sample["seed"]) == (["contour", "texture"], 0.1, 1)
+    records = load_run(tmp_path / "runs/demo-sample").records
+    assert len(records) == sample["n_items"] > 0 and {r.task for r in records} <= {"contour", "texture"}
     assert (tmp_path / "ml" / "mlflow.db").is_file()

@@ -110,7 +110,9 @@ class RunConfig:
         data: Data location (folder, file or dataset id), as the loader takes it.
         model: Model spec string.
         split: Split to evaluate (``None``: the benchmark's default).
-        limit: Evaluate only the first ``limit`` items (in the loader's order).
+        limit: Evaluate only the first ``limit`` items (in the loader's order), or, as a fraction
+            between 0 and 1, a sample of that share drawn with ``seed`` (``--limit 0.1``).
+        tasks: Evaluate only the items of these tasks (or subsets); ``None``: all.
         seed: Seed for every random choice (recorded).
         batch_size: Items per backend call (``None``: backend default; ``"auto"``: the largest that
             fits, halved after each out-of-memory failure, the size used recorded in ``run.json``).
@@ -144,7 +146,8 @@ class RunConfig:
     data: str
     model: str
     split: str | None = None
-    limit: int | None = None
+    limit: int | float | None = None
+    tasks: tuple[str, ...] | None = None
     seed: int = 0
     batch_size: int | Literal["auto"] | None = None
     protocol: str = "default"
@@ -207,6 +210,8 @@ class RunConfig:
             raise UnknownOptionError(unknown, cls.option_names())
         engine_names = {f.name for f in dataclasses.fields(EngineConfig)}
         engine = EngineConfig(**{k: options.pop(k) for k in list(options) if k in engine_names})
+        if options.get("tasks") is not None:
+            options["tasks"] = tuple(options["tasks"]) or None
         if "exclude_ids" in options:
             options["exclude_ids"] = frozenset(options["exclude_ids"])
         for name in ("model_args", "judge_args"):

@@ -252,9 +252,31 @@ def split_option(help: str = "split to evaluate (default: the benchmark's defaul
     return click.option("--split", help=help)
 
 
-def limit_option(help: str = "evaluate only the first N items") -> Decorator[Any]:
-    """``--limit N``."""
-    return click.option("--limit", type=int, help=help)
+class LimitType(click.ParamType[int | float]):
+    """A ``--limit`` value: a number of items (≥ 1), or a fraction between 0 and 1 (a seeded sample)."""
+
+    name = "N|FRACTION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | float:
+        """``10`` → 10 items; ``0.1`` → a tenth of the items; anything else a usage error."""
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value
+        try:
+            number = float(value)
+        except ValueError:
+            number = 0.0
+        if number.is_integer() and number >= 1 and "." not in str(value):
+            return int(number)
+        if 0 < number < 1:
+            return number
+        self.fail(f"{value!r} is neither a number of items (≥ 1) nor a fraction between 0 and 1", param, ctx)
+
+
+def limit_option(
+    help: str = "evaluate only the first N items, or a seeded sample of a fraction (0.1)",
+) -> Decorator[Any]:
+    """``--limit N`` or ``--limit 0.1``."""
+    return click.option("--limit", type=LimitType(), help=help)
 
 
 def seed_option(
@@ -353,11 +375,12 @@ def run_options(
     ``args.retry_errors``), not settings of the run. Declared once: ``strategies`` once had its
     own ``--device`` without the ``auto`` default.
     """
-    names = ("split", "limit", "seed", "protocol", "no_image", "exclude", "max_fail_fraction")
+    names = ("split", "tasks", "limit", "seed", "protocol", "no_image", "exclude", "max_fail_fraction")
 
     def build(v: dict[str, Any]) -> dict[str, Any]:
         return {
-            "split": v["split"], "limit": v["limit"], "seed": v["seed"], "protocol": v["protocol"],
+            "split": v["split"], "tasks": _task_list(v["tasks"]), "limit": v["limit"], "seed": v["seed"],
+            "protocol": v["protocol"],
             "no_image": bool(v.get("no_image", False)), "exclude_ids": read_exclude(v["exclude"]),
             "max_fail_fraction": v["max_fail_fraction"],
         }  # fmt: skip
@@ -371,6 +394,9 @@ def run_options(
             f,
             [
                 split_option(),
+                click.option(
+                    "--tasks", metavar="T1,T2", help="evaluate only the items of these tasks (or subsets)"
+                ),
                 limit_option(),
                 seed_option(seed_help),
                 click.option("--protocol", default="default", help="prompt protocol: default or owner"),
@@ -387,6 +413,13 @@ def run_options(
         )
 
     return decorate
+
+
+def _task_list(value: str | None) -> tuple[str, ...] | None:
+    """``--tasks a,b`` as ``("a", "b")``; ``None`` when not given."""
+    if value is None:
+        return None
+    return tuple(t.strip() for t in value.split(",") if t.strip()) or None
 
 
 def engine_options(f: F) -> F:

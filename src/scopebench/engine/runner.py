@@ -29,7 +29,7 @@ from scopebench.engine.judging import (
     judge_provenance,
     judge_unparsed,
 )
-from scopebench.engine.limits import check_limit
+from scopebench.engine.limits import apply_limit, check_limit, select_tasks
 from scopebench.engine.parse import guarded_parse, parse
 from scopebench.engine.provenance import package_versions, run_provenance
 from scopebench.errors import (
@@ -64,6 +64,7 @@ _IDENTITY_KEYS = (
     "benchmark",
     "data_fingerprint",
     "split",
+    "tasks",
     "exclude_fingerprint",
     "transform",
     "strategy",
@@ -131,8 +132,10 @@ def load_items(config: RunConfig, item_hook: ItemHook | None = None) -> tuple[Lo
                 f" … and {len(names) - 10} more" if len(names) > 10 else "",
                 "; nothing was excluded" if len(unknown) == len(config.exclude_ids) else "",
             )
+    if config.tasks:
+        items = select_tasks(items, config.tasks, config.benchmark)
     if config.limit is not None:
-        items = items[: config.limit]
+        items = apply_limit(items, config.limit, config.seed)
     if config.transform and item_hook is None:
         raise ScopebenchError(
             f"the run names the item transform {config.transform!r}, which the engine does not apply "
@@ -199,8 +202,7 @@ def check_config(config: RunConfig, spec: ModelSpec | None = None) -> None:
             ``no_image`` with a contrastive model (which has no text-only mode), or judge options
             without a judge.
     """
-    if config.limit is not None and config.limit < 1:
-        raise ModelSpecError(f"--limit must be at least 1 (got {config.limit})")
+    _check_limit_value(config.limit)
     _check_batch_size(config)
     if not 0.0 <= config.max_fail_fraction <= 1.0:
         raise ModelSpecError(f"--max-fail-fraction must be between 0 and 1 (got {config.max_fail_fraction})")
@@ -211,6 +213,16 @@ def check_config(config: RunConfig, spec: ModelSpec | None = None) -> None:
         raise ModelSpecError(
             "--judge-arg sets options of the judge; add --judge SPEC, or leave --judge-arg out"
         )
+
+
+def _check_limit_value(limit: float | None) -> None:
+    if limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
+        return
+    if isinstance(limit, float) and 0 < limit < 1:
+        return
+    raise ModelSpecError(
+        f"--limit must be at least 1 (a number of items) or a fraction between 0 and 1 (got {limit!r})"
+    )
 
 
 def _check_batch_size(config: RunConfig) -> None:

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from scopebench.config import RunConfig
+from scopebench.engine.limits import select_tasks
 from scopebench.engine.runner import load_items
 from scopebench.errors import DataFormatError, DataNotFoundError
 
@@ -94,7 +95,7 @@ class BenchmarkEntry(_Strict):
     data: str = ""
     split: str | None = None
     tasks: list[str] | None = None
-    limit: int | None = Field(default=None, ge=1)
+    limit: Annotated[int, Field(ge=1)] | Annotated[float, Field(gt=0, lt=1)] | None = None
 
     def folder(self) -> str:
         """The benchmark level of the run folders: ``pathmmu`` or ``pathmmu-test_tiny``."""
@@ -142,7 +143,7 @@ class EvalConfig(_Strict):
     benchmarks: list[BenchmarkEntry] = Field(min_length=1)
     protocols: list[str] = Field(default_factory=lambda: ["default"], min_length=1)
     seed: int = 0
-    limit: int | None = Field(default=None, ge=1)
+    limit: Annotated[int, Field(ge=1)] | Annotated[float, Field(gt=0, lt=1)] | None = None
     out: str = "runs/eval"
     engine: EngineEntry = Field(default_factory=EngineEntry)
     tables: TablesEntry = Field(default_factory=TablesEntry)
@@ -279,13 +280,9 @@ def resolve_tasks(run: GridRun) -> GridRun:
     from dataclasses import replace
 
     _, items = load_items(replace(run.config, limit=None))
-    present = {it.task for it in items} | {it.subset for it in items if it.subset}
-    unknown = sorted(set(run.tasks) - present)
-    if unknown:
-        raise DataFormatError(
-            f"eval config: benchmark {run.config.benchmark} has no task {', '.join(unknown)}; "
-            f"it has: {', '.join(sorted(present))}"
-        )
-    wanted = set(run.tasks)
-    excluded = frozenset(it.id for it in items if it.task not in wanted and it.subset not in wanted)
+    try:
+        kept = {it.id for it in select_tasks(items, run.tasks, run.config.benchmark)}
+    except DataFormatError as exc:
+        raise DataFormatError(f"eval config: {exc}") from None
+    excluded = frozenset(it.id for it in items if it.id not in kept)
     return GridRun(run.label, replace(run.config, exclude_ids=excluded), run.out_dir, run.tasks)
