@@ -62,3 +62,12 @@ def test_run_tasks_and_a_fraction_from_the_cli(tmp_path: Path, capsys: pytest.Ca
     assert "has no task t9; it has: s, t1, t2" in " ".join(capsys.readouterr().err.split())
     with pytest.raises(DataFormatError):
         run_benchmark(RunConfig.from_options("unit", "4", "random", tasks=["nope"]), tmp_path / "x")
+
+
+def test_an_eval_config_takes_a_fraction(tmp_path: Path) -> None:
+    # Catches: the eval config's limit still typed as a count (a fraction refused by validation).
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text("out: g\nlimit: 0.5\nmodels: [random]\nbenchmarks: [{name: unit, data: '10'}]\n")
+    assert main(["-q", "eval", str(cfg)]) == 0
+    run_json = json.loads((tmp_path / "g/unit/default/random/run.json").read_text())
+    assert (run_json["limit"], run_json["n_items"]) == (0.5, 5)

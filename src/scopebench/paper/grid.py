@@ -88,7 +88,7 @@ class BenchmarkEntry(_Strict):
         data: Data location (not needed for ``demo``).
         split: Split to evaluate (default: the benchmark's default).
         tasks: Evaluate only the items of these tasks (or PathMMU subsets); default: all.
-        limit: The first N items only (overrides the config's ``limit``).
+        limit: The first N items, or a seeded sample of a fraction (overrides the config's ``limit``).
     """
 
     name: str = Field(min_length=1)
@@ -133,7 +133,8 @@ class EvalConfig(_Strict):
         benchmarks: Benchmarks (at least one).
         protocols: Prompt protocols (``default``, ``owner``).
         seed: Seed of every random choice (recorded in each run).
-        limit: The first N items of each benchmark (a trial); raise it later to extend the runs.
+        limit: The first N items of each benchmark (a trial), or a fraction (a seeded sample); raise it
+            later to extend the runs.
         out: Root folder of the run folders (relative paths: to the config file's folder).
         engine: Engine options.
         tables: Paper-table options (default folder: ``OUT/tables``).
