@@ -34,7 +34,9 @@ __all__ = [
     "UnknownOptionError",
 ]
 
-#: How a backend answers: ``free`` text read by the parser, or ``constrained`` to one option label.
+#: How a generative backend is asked to answer: ``free`` text (read by the parser), or
+#: ``constrained`` to one option label by the backend itself (structured outputs, guided choice,
+#: a logits restriction; refused where the backend cannot enforce it).
 AnswerFormat = Literal["free", "constrained"]
 
 #: What unscorable records (unparsed, errors, missing images or responses) count as.
@@ -108,9 +110,12 @@ class RunConfig:
         data: Data location (folder, file or dataset id), as the loader takes it.
         model: Model spec string.
         split: Split to evaluate (``None``: the benchmark's default).
-        limit: Evaluate only the first ``limit`` items (in the loader's order).
+        limit: Evaluate only the first ``limit`` items (in the loader's order), or, as a fraction
+            between 0 and 1, a sample of that share drawn with ``seed`` (``--limit 0.1``).
+        tasks: Evaluate only the items of these tasks (or subsets); ``None``: all.
         seed: Seed for every random choice (recorded).
-        batch_size: Items per backend call (``None``: backend default).
+        batch_size: Items per backend call (``None``: backend default; ``"auto"``: the largest that
+            fits, halved after each out-of-memory failure, the size used recorded in ``run.json``).
         protocol: Prompt protocol (``default`` or a benchmark's ``owner`` protocol).
         mode: Backend mode (``generate``/``choice-logprob``…), if the backend has several.
         no_image: Send prompts without images.
@@ -144,9 +149,10 @@ class RunConfig:
     data: str
     model: str
     split: str | None = None
-    limit: int | None = None
+    limit: int | float | None = None
+    tasks: tuple[str, ...] | None = None
     seed: int = 0
-    batch_size: int | None = None
+    batch_size: int | Literal["auto"] | None = None
     protocol: str = "default"
     mode: str | None = None
     no_image: bool = False
@@ -170,7 +176,8 @@ class RunConfig:
         return ModelConfig(
             seed=self.seed,
             device=self.device,
-            batch_size=self.batch_size,
+            # Under "auto" the engine sizes each call; a backend's own chunking then follows it.
+            batch_size=None if self.batch_size == "auto" else self.batch_size,
             no_image=self.no_image,
             protocol=self.protocol,
             mode=self.mode,
@@ -207,6 +214,8 @@ class RunConfig:
             raise UnknownOptionError(unknown, cls.option_names())
         engine_names = {f.name for f in dataclasses.fields(EngineConfig)}
         engine = EngineConfig(**{k: options.pop(k) for k in list(options) if k in engine_names})
+        if options.get("tasks") is not None:
+            options["tasks"] = tuple(options["tasks"]) or None
         if "exclude_ids" in options:
             options["exclude_ids"] = frozenset(options["exclude_ids"])
         for name in ("model_args", "judge_args"):

@@ -67,7 +67,7 @@ def test_usage_errors_exit_2_with_the_message_on_stderr(capsys: pytest.CaptureFi
     assert main(["report", "r", "--policy", "nope"]) == 2
     assert "'nope' is not one of 'wrong', 'exclude'" in capsys.readouterr().err
     assert main(["run", "--bench", "demo", "--model", "random", "--out", "o", "--limit", "x"]) == 2
-    assert "'x' is not a valid integer" in capsys.readouterr().err
+    assert "'x' is neither a number of items (≥ 1) nor a fraction between 0 and 1" in capsys.readouterr().err
     assert main(["runn"]) == 2
     assert "No such command 'runn'" in capsys.readouterr().err
     assert main([]) == 2  # a command is required, as with argparse

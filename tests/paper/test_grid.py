@@ -74,7 +74,7 @@ benchmarks = [{name = "unit", data = "10"}]
         ("models: [{name: x}]\nbenchmarks: [unit]\n", "models.0.spec: Field required"),
         (
             "models: [random]\nbenchmarks: [unit]\nlimit: 0\n",
-            "limit: Input should be greater than or equal to 1",
+            "limit.constrained-int: Input should be greater than or equal to 1",
         ),
         ("models: []\nbenchmarks: [unit]\n", "models: List should have at least 1 item"),
         (

@@ -330,6 +330,7 @@ def cmd_run(args: Args) -> int:
         rejudge=args.rejudge,
     )
     _print_metrics(result.metrics, f"{config.benchmark} — {config.model}")
+    log_to_tracker(args, result.run_dir, result.metrics)
     console.print(
         f"{result.n_items} items ({result.n_new} new this time"
         + (f", {result.n_skipped_kind} of a kind this model cannot answer" if result.n_skipped_kind else "")
@@ -337,6 +338,18 @@ def cmd_run(args: Args) -> int:
         f"results in {result.run_dir}/ (records.jsonl, metrics.json)"
     )
     return 0
+
+
+def log_to_tracker(args: Args, run_dir: Path, metrics: dict[str, Any] | None = None) -> None:
+    """``--log-to``: log a finished run (its metrics, report files, settings, W&B samples)."""
+    if not getattr(args, "log_to", None):
+        return
+    from scopebench.report.tracking import log_finished_run
+
+    if metrics is None:
+        metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    where = log_finished_run(args.log_to, run_dir, metrics, Path(args.log_dir))
+    console.print(f"logged {run_dir} to {args.log_to} in {where}")
 
 
 def cmd_demo(args: Args) -> int:

@@ -20,6 +20,7 @@ from scopebench.cli.options import (
     pass_args,
     run_options,
     split_option,
+    with_tracking,
 )
 
 __all__ = ["register"]
@@ -110,6 +111,7 @@ def validate(args: Args) -> int:
     is_flag=True,
     help="drop the judge verdicts stored in --out and judge again (with no --judge: remove them)",
 )
+@with_tracking()
 @pass_args
 def run(args: Args) -> int:
     """Evaluate a model on a benchmark into a run directory (resumable).

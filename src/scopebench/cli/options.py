@@ -40,6 +40,8 @@ __all__ = [
     "model_options",
     "pass_args",
     "run_options",
+    "tracking_options",
+    "with_tracking",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -264,9 +266,31 @@ def split_option(help: str = "split to evaluate (default: the benchmark's defaul
     return click.option("--split", help=help)
 
 
-def limit_option(help: str = "evaluate only the first N items") -> Decorator[Any]:
-    """``--limit N``."""
-    return click.option("--limit", type=int, help=help)
+class LimitType(click.ParamType[int | float]):
+    """A ``--limit`` value: a number of items (≥ 1), or a fraction between 0 and 1 (a seeded sample)."""
+
+    name = "N|FRACTION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | float:
+        """``10`` → 10 items; ``0.1`` → a tenth of the items; anything else a usage error."""
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value
+        try:
+            number = float(value)
+        except ValueError:
+            number = 0.0
+        if number.is_integer() and number >= 1 and "." not in str(value):
+            return int(number)
+        if 0 < number < 1:
+            return number
+        self.fail(f"{value!r} is neither a number of items (≥ 1) nor a fraction between 0 and 1", param, ctx)
+
+
+def limit_option(
+    help: str = "evaluate only the first N items, or a seeded sample of a fraction (0.1)",
+) -> Decorator[Any]:
+    """``--limit N`` or ``--limit 0.1``."""
+    return click.option("--limit", type=LimitType(), help=help)
 
 
 def seed_option(
@@ -276,9 +300,29 @@ def seed_option(
     return click.option("--seed", type=int, default=default, help=help)
 
 
-def batch_size_option(help: str = "items per model call", default: int | None = None) -> Decorator[Any]:
-    """``--batch-size N``."""
-    return click.option("--batch-size", type=int, default=default, help=help)
+class BatchSizeType(click.ParamType[int | str]):
+    """A ``--batch-size`` value: a whole number of at least 1, or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        """``auto`` as is; anything else a whole number ≥ 1 (else click's usage error)."""
+        if isinstance(value, int) or value == "auto":
+            return value  # type: ignore[no-any-return]
+        try:
+            size = int(value)
+        except ValueError:
+            size = 0
+        if size < 1:
+            self.fail(f"{value!r} is neither a whole number of at least 1 nor auto", param, ctx)
+        return size
+
+
+def batch_size_option(
+    help: str = "items per model call", default: int | None = None, *, auto: bool = False
+) -> Decorator[Any]:
+    """``--batch-size N`` (``auto`` too where the engine sizes the calls)."""
+    return click.option("--batch-size", type=BatchSizeType() if auto else int, default=default, help=help)
 
 
 def device_option(help: str = "auto, cpu, cuda, cuda:1 …") -> Decorator[Any]:
@@ -320,7 +364,11 @@ def model_options(f: F) -> F:
     return _stack(
         f,
         [
-            batch_size_option(),
+            batch_size_option(
+                "items per model call; auto: the largest that fits, halved after each out-of-memory "
+                "failure (the size used is recorded in run.json)",
+                auto=True,
+            ),
             click.option("--mode", help="backend mode, e.g. generate or choice-logprob"),
             device_option(),
             base_url_option(),
@@ -341,11 +389,12 @@ def run_options(
     ``args.retry_errors``), not settings of the run. Declared once: ``strategies`` once had its
     own ``--device`` without the ``auto`` default.
     """
-    names = ("split", "limit", "seed", "protocol", "no_image", "exclude", "max_fail_fraction")
+    names = ("split", "tasks", "limit", "seed", "protocol", "no_image", "exclude", "max_fail_fraction")
 
     def build(v: dict[str, Any]) -> dict[str, Any]:
         return {
-            "split": v["split"], "limit": v["limit"], "seed": v["seed"], "protocol": v["protocol"],
+            "split": v["split"], "tasks": _task_list(v["tasks"]), "limit": v["limit"], "seed": v["seed"],
+            "protocol": v["protocol"],
             "no_image": bool(v.get("no_image", False)), "exclude_ids": read_exclude(v["exclude"]),
             "max_fail_fraction": v["max_fail_fraction"],
         }  # fmt: skip
@@ -359,6 +408,9 @@ def run_options(
             f,
             [
                 split_option(),
+                click.option(
+                    "--tasks", metavar="T1,T2", help="evaluate only the items of these tasks (or subsets)"
+                ),
                 limit_option(),
                 seed_option(seed_help),
                 click.option("--protocol", default="default", help="prompt protocol: default or owner"),
@@ -375,6 +427,13 @@ def run_options(
         )
 
     return decorate
+
+
+def _task_list(value: str | None) -> tuple[str, ...] | None:
+    """``--tasks a,b`` as ``("a", "b")``; ``None`` when not given."""
+    if value is None:
+        return None
+    return tuple(t.strip() for t in value.split(",") if t.strip()) or None
 
 
 def engine_options(f: F) -> F:
@@ -397,6 +456,29 @@ def engine_options(f: F) -> F:
             click.option("--workers", type=int, help="Ray actors (default: one per GPU, else 2)"),
         ],
     )
+
+
+def tracking_options(what: str = "each run's metrics, tables and plots") -> list[Decorator[Any]]:
+    """``--log-to tensorboard|mlflow|wandb`` and ``--log-dir DIR`` (``report``, ``run``, ``eval``)."""
+    return [
+        click.option(
+            "--log-to",
+            type=click.Choice(["tensorboard", "mlflow", "wandb"]),
+            help=f"also log {what} there (extras track-tensorboard, …; wandb: a samples table too)",
+        ),
+        click.option(
+            "--log-dir", default="scopebench-logs", help="tracking folder (default scopebench-logs)"
+        ),
+    ]
+
+
+def with_tracking(what: str = "each finished run's metrics, tables and plots") -> Decorator[Any]:
+    """:func:`tracking_options` as one decorator."""
+
+    def decorate(f: F) -> F:
+        return _stack(f, tracking_options(what))
+
+    return decorate
 
 
 def json_flag(help: str) -> Decorator[Any]:

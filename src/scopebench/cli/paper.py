@@ -10,7 +10,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from scopebench.cli.options import Args, argument, command, pass_args
+from scopebench.cli.options import Args, argument, command, pass_args, with_tracking
 
 __all__ = ["cmd_eval", "cmd_run_grid", "cmd_table", "register", "run_grid", "write_tables"]
 
@@ -142,6 +142,7 @@ def cmd_eval(args: Args) -> int:
     console.print(f"{len(plan)} run(s): {len(cfg.models)} model(s) × {len(cfg.benchmarks)} benchmark(s) "
                   f"× {len(cfg.protocols)} protocol(s) under {root}/")  # fmt: skip
     dirs = run_grid(plan, fresh=args.fresh, retry_errors=args.retry_errors, seed=cfg.seed)
+    _log_runs(args, dirs)
     tables = Path(args.tables) if args.tables else (
         _relative_to(cfg_path, cfg.tables.out) if cfg.tables.out else root / "tables"
     )  # fmt: skip
@@ -150,6 +151,14 @@ def cmd_eval(args: Args) -> int:
     )
     console.print(f"paper tables: {len(written)} files in {tables}/")
     return 0
+
+
+def _log_runs(args: Args, dirs: list[Path]) -> None:
+    """``--log-to``: log each finished run of the grid (under its label)."""
+    from scopebench.cli import log_to_tracker
+
+    for run_dir in dirs:
+        log_to_tracker(args, Path(run_dir))
 
 
 def _quiet(args: Args) -> None:
@@ -189,6 +198,7 @@ def _table_command(args: Args) -> int:
 @click.option("--published", is_flag=True, help="add the published numbers to the tables")
 @click.option("--fresh", is_flag=True, help="discard every run's stored results and start again")
 @click.option("--retry-errors", is_flag=True, help="redo items whose stored result is an error")
+@with_tracking()
 @pass_args
 def _eval_command(args: Args) -> int:
     """Run a grid of models × benchmarks × protocols from a config file, then its paper tables."""
@@ -230,6 +240,7 @@ def cmd_run_grid(args: Args, run_config: Any) -> int:
             plan.append(GridRun(name, config, Path(args.out) / folder / slug(config.protocol) / slug(name)))
     seed = int(args.settings["seed"])
     dirs = run_grid(plan, fresh=args.fresh, retry_errors=args.retry_errors, seed=seed)
+    _log_runs(args, dirs)
     tables = Path(args.out) / "tables"
     written = write_tables(dirs, tables, labels=[r.label for r in plan])
     console.print(f"paper tables: {len(written)} files in {tables}/")

@@ -11,7 +11,15 @@ from typing import Any
 import click
 from rich.table import Table
 
-from scopebench.cli.options import Args, argument, command, pass_args, resamples_option, seed_option
+from scopebench.cli.options import (
+    Args,
+    argument,
+    command,
+    pass_args,
+    resamples_option,
+    seed_option,
+    with_tracking,
+)
 from scopebench.cli.output import out_console, print_wide
 from scopebench.config import ReportConfig
 from scopebench.display import shown
@@ -301,11 +309,14 @@ def cmd_report(args: Args) -> int:
                 (out / "published.csv").write_text(_csv(head, body), encoding="utf-8")
         console.print(f"report files of {run} written to {out}/")
         if args.log_to:
-            from scopebench.report.tracking import log_run, run_params
+            from scopebench.report.tracking import log_run, run_params, sample_rows
 
             run_json = json.loads((Path(run) / rundir.CONFIG_FILE).read_text(encoding="utf-8"))
             params = run_params(run_json, metrics)
-            where = log_run(args.log_to, folder, metrics, out, Path(args.log_dir), params=params)
+            samples = sample_rows(rundir.load_run(run).records) if args.log_to == "wandb" else []
+            where = log_run(
+                args.log_to, folder, metrics, out, Path(args.log_dir), params=params, samples=samples
+            )
             console.print(f"logged {run} to {args.log_to} in {where}")
         if note := _incomplete_note(run):
             console.print(note)
@@ -382,12 +393,7 @@ def _compare_command(args: Args) -> int:
 
 @command("report", short_help="write metrics tables and plots for each run (and an HTML report)")
 @_runs_options("report")
-@click.option(
-    "--log-to",
-    type=click.Choice(["tensorboard", "mlflow", "wandb"]),
-    help="also log each run's metrics, tables and plots there (extras track-tensorboard, …)",
-)
-@click.option("--log-dir", default="scopebench-logs", help="tracking folder (default scopebench-logs)")
+@with_tracking("each run's metrics, tables and plots")
 @click.option(
     "--html", metavar="FILE", help="also write an HTML report of all RUNs (FILE + FILE-stem_items/)"
 )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -28,7 +29,15 @@ if TYPE_CHECKING:
     from scopebench.config import RunConfig
     from scopebench.engine.runner import ItemHook
 
-__all__ = ["Executor", "LocalExecutor", "RayExecutor", "WorkerSetup", "answer_batch"]
+__all__ = [
+    "AutoBatchExecutor",
+    "Executor",
+    "LocalExecutor",
+    "RayExecutor",
+    "WorkerSetup",
+    "answer_batch",
+    "is_oom",
+]
 
 #: How an actor rebuilds the run's items and backend from its configuration: the runner's
 #: ``load_items`` and ``build_backend``, handed in so that this module does not import the runner
@@ -41,8 +50,17 @@ WorkerSetup = tuple[
 log = logging.getLogger(__name__)
 
 
-def answer_batch(backend: Backend, batch: Sequence[Request]) -> list[Response]:
-    """Call the backend on one batch of requests; a failing call becomes one error response per item."""
+def answer_batch(
+    backend: Backend, batch: Sequence[Request], *, reraise: Callable[[BaseException], bool] | None = None
+) -> list[Response]:
+    """Call the backend on one batch of requests; a failing call becomes one error response per item.
+
+    Args:
+        backend: The model.
+        batch: The requests.
+        reraise: Failures to raise rather than record (the out-of-memory errors that
+            :class:`AutoBatchExecutor` answers with a smaller batch).
+    """
     try:
         responses = backend.answer(batch)
         if len(responses) != len(batch):
@@ -51,6 +69,8 @@ def answer_batch(backend: Backend, batch: Sequence[Request]) -> list[Response]:
     except ScopebenchError as exc:
         return [Response(r.item_id, status="error", error=str(exc)) for r in batch]
     except (RuntimeError, ValueError, OSError, MemoryError) as exc:
+        if reraise is not None and reraise(exc):
+            raise
         # A model failure must not take down the run: record it per item and carry on.
         log.debug("batch failed", exc_info=True)
         return [Response(r.item_id, status="error", error=f"{type(exc).__name__}: {exc}") for r in batch]
@@ -78,6 +98,71 @@ class LocalExecutor:
         """Answer batches in order."""
         for batch in batches:
             yield batch, answer_batch(self.backend, batch)
+
+    def close(self) -> None:
+        """Nothing to release (the runner closes the backend)."""
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Whether ``exc`` says the accelerator ran out of memory.
+
+    ``torch.cuda.OutOfMemoryError`` (and torch's device-generic ``OutOfMemoryError``) by name, so
+    this module needs no torch; older torch and other libraries raise a ``RuntimeError`` whose
+    message says "out of memory".
+    """
+    if type(exc).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def _free_accelerator_memory() -> None:
+    """Return the failed batch's cached blocks to the device before a smaller try (when torch is in use)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+class AutoBatchExecutor:
+    """Answer in this process with the largest batch that fits (``--batch-size auto``).
+
+    It starts at ``start`` items per call; a call that runs out of accelerator memory
+    (:func:`is_oom`) is retried with half as many items as it had, and the smaller size is kept
+    for the rest of the run. Only at one item per call does an out-of-memory failure become that item's error
+    record, as every other failure does at once (:func:`answer_batch`).
+
+    Attributes:
+        size: The batch size in use (after the run: the size the run ended with).
+        backoffs: The sizes of the calls that ran out of memory, in order.
+    """
+
+    def __init__(self, backend: Backend, start: int) -> None:
+        self.backend = backend
+        self.size = max(1, start)
+        self.backoffs: list[int] = []
+
+    def run(self, batches: Sequence[Sequence[Request]]) -> Iterator[tuple[Sequence[Request], list[Response]]]:
+        """Answer every request of ``batches`` in order, in batches of the current size."""
+        todo = [r for batch in batches for r in batch]
+        k = 0
+        while k < len(todo):
+            batch = todo[k : k + self.size]
+            responses = self._try(batch)
+            if responses is None:
+                continue  # ran out of memory: the same requests again, in a smaller batch
+            k += len(batch)
+            yield batch, responses
+
+    def _try(self, batch: Sequence[Request]) -> list[Response] | None:
+        """The batch's responses; ``None`` after an out-of-memory failure that halved the size."""
+        try:
+            return answer_batch(self.backend, batch, reraise=is_oom if len(batch) > 1 else None)
+        except (RuntimeError, MemoryError):
+            self.backoffs.append(len(batch))
+            # Half of what failed: a short last batch says more than the nominal size.
+            self.size = max(1, len(batch) // 2)
+            log.info("out of memory at %d items per call; retrying with %d", self.backoffs[-1], self.size)
+            _free_accelerator_memory()
+            return None
 
     def close(self) -> None:
         """Nothing to release (the runner closes the backend)."""

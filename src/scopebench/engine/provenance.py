@@ -74,6 +74,7 @@ def run_provenance(
         "data_fingerprint": loaded.fingerprint,
         "split": config.split,
         "limit": config.limit,
+        "tasks": list(config.tasks) if config.tasks else None,
         "exclude_fingerprint": exclude_fp,
         "transform": config.transform,
         "strategy": config.strategy,

@@ -21,7 +21,7 @@ from typing import Any
 from scopebench.benchmarks import LoadedBenchmark, get_benchmark
 from scopebench.config import RunConfig
 from scopebench.display import progress
-from scopebench.engine.executors import Executor, LocalExecutor, RayExecutor
+from scopebench.engine.executors import AutoBatchExecutor, Executor, LocalExecutor, RayExecutor
 from scopebench.engine.judging import (
     build_judge,
     check_judge_config,
@@ -29,7 +29,7 @@ from scopebench.engine.judging import (
     judge_provenance,
     judge_unparsed,
 )
-from scopebench.engine.limits import check_limit
+from scopebench.engine.limits import apply_limit, check_limit, select_tasks
 from scopebench.engine.parse import guarded_parse, parse
 from scopebench.engine.provenance import package_versions, run_provenance
 from scopebench.errors import (
@@ -64,6 +64,7 @@ _IDENTITY_KEYS = (
     "benchmark",
     "data_fingerprint",
     "split",
+    "tasks",
     "exclude_fingerprint",
     "transform",
     "strategy",
@@ -131,8 +132,10 @@ def load_items(config: RunConfig, item_hook: ItemHook | None = None) -> tuple[Lo
                 f" … and {len(names) - 10} more" if len(names) > 10 else "",
                 "; nothing was excluded" if len(unknown) == len(config.exclude_ids) else "",
             )
+    if config.tasks:
+        items = select_tasks(items, config.tasks, config.benchmark)
     if config.limit is not None:
-        items = items[: config.limit]
+        items = apply_limit(items, config.limit, config.seed)
     if config.transform and item_hook is None:
         raise ScopebenchError(
             f"the run names the item transform {config.transform!r}, which the engine does not apply "
@@ -199,10 +202,8 @@ def check_config(config: RunConfig, spec: ModelSpec | None = None) -> None:
             ``no_image`` with a contrastive model (which has no text-only mode), or judge options
             without a judge.
     """
-    if config.limit is not None and config.limit < 1:
-        raise ModelSpecError(f"--limit must be at least 1 (got {config.limit})")
-    if config.batch_size is not None and config.batch_size < 1:
-        raise ModelSpecError(f"--batch-size must be at least 1 (got {config.batch_size})")
+    _check_limit_value(config.limit)
+    _check_batch_size(config)
     if not 0.0 <= config.max_fail_fraction <= 1.0:
         raise ModelSpecError(f"--max-fail-fraction must be between 0 and 1 (got {config.max_fail_fraction})")
     resolve_protocol(config.protocol, config.benchmark)
@@ -212,6 +213,29 @@ def check_config(config: RunConfig, spec: ModelSpec | None = None) -> None:
         raise ModelSpecError(
             "--judge-arg sets options of the judge; add --judge SPEC, or leave --judge-arg out"
         )
+
+
+def _check_limit_value(limit: float | None) -> None:
+    if limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
+        return
+    if isinstance(limit, float) and 0 < limit < 1:
+        return
+    raise ModelSpecError(
+        f"--limit must be at least 1 (a number of items) or a fraction between 0 and 1 (got {limit!r})"
+    )
+
+
+def _check_batch_size(config: RunConfig) -> None:
+    size = config.batch_size
+    if size == "auto":
+        if config.engine.executor != "local":
+            raise ModelSpecError(
+                "--batch-size auto sizes the calls of this process's model; with --executor "
+                f"{config.engine.executor} give a number (each worker's batch), or run locally"
+            )
+        return
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        raise ModelSpecError(f"--batch-size must be at least 1 (a whole number) or auto (got {size!r})")
 
 
 def build_backend(config: RunConfig, spec: ModelSpec | None = None) -> Backend:
@@ -596,9 +620,9 @@ def _execute(
     todo = backend.plan([it for it in todo if it.id not in blocked_ids])
     requests, unrenderable = _render_all(backend, todo)
     store.add(_logged(config, unrenderable))
-    batch_size = max(1, config.batch_size or backend.default_batch_size)
+    batch_size = _first_batch_size(config, backend)
     batches = [requests[k : k + batch_size] for k in range(0, len(requests), batch_size)]
-    executor = _make_executor(config, backend, supported, item_hook)
+    executor = _make_executor(config, backend, supported, item_hook, batch_size)
     written, failed, processed = len(blocked) + len(unrenderable), len(unrenderable), len(unrenderable)
     with progress(len(todo), desc=f"{config.benchmark} × {backend.spec}") as bar:
         bar.update(len(unrenderable))
@@ -630,6 +654,7 @@ def _execute(
             ) from None
         finally:
             executor.close()
+            _record_batch_size(store.path.parent, executor, batch_size)
     return written, n_skipped
 
 
@@ -639,6 +664,32 @@ def _logged(config: RunConfig, records: list[Record]) -> list[Record]:
         for rec in records:
             rec.sample = None
     return records
+
+
+#: Items per call that ``--batch-size auto`` tries first (less for a backend whose default is more).
+AUTO_BATCH_START = 64
+
+
+def _first_batch_size(config: RunConfig, backend: Backend) -> int:
+    if config.batch_size == "auto":
+        return max(AUTO_BATCH_START, backend.default_batch_size)
+    return max(1, config.batch_size or backend.default_batch_size)
+
+
+def _record_batch_size(run_dir: Path, executor: Executor, first: int) -> None:
+    """Add the items per call this invocation ended with to ``run.json`` (``batch_size_used``).
+
+    Not part of the run's identity: a resume on another card may fit another size. Under
+    ``--batch-size auto`` the sizes that ran out of memory are kept too (``batch_size_backoffs``).
+    """
+    path = run_dir / CONFIG_FILE
+    if not path.is_file():
+        return
+    provenance = json.loads(path.read_text(encoding="utf-8"))
+    provenance["batch_size_used"] = getattr(executor, "size", first)
+    if isinstance(executor, AutoBatchExecutor):
+        provenance["batch_size_backoffs"] = executor.backoffs
+    path.write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
 
 
 def _render_all(backend: Backend, items: Sequence[Item]) -> tuple[list[Request], list[Record]]:
@@ -687,8 +738,14 @@ def make_record(item: Item, response: Response, backend: Backend, *, box_repair:
 
 
 def _make_executor(
-    config: RunConfig, backend: Backend, items: Sequence[Item], item_hook: ItemHook | None = None
+    config: RunConfig,
+    backend: Backend,
+    items: Sequence[Item],
+    item_hook: ItemHook | None = None,
+    batch_size: int = 1,
 ) -> Executor:
+    if config.engine.executor == "local" and config.batch_size == "auto":
+        return AutoBatchExecutor(backend, batch_size)
     if config.engine.executor == "local":
         return LocalExecutor(backend)
     if config.engine.executor == "ray":

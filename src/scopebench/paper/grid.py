@@ -19,11 +19,12 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from scopebench.config import RunConfig
+from scopebench.engine.limits import select_tasks
 from scopebench.engine.runner import load_items
 from scopebench.errors import DataFormatError, DataNotFoundError
 
@@ -58,7 +59,7 @@ class ModelEntry(_Strict):
         name: Display name in the tables and the run folder's name (default: from the spec).
         args: Backend options (``--model-arg``).
         mode: Backend mode (``generate``/``choice-logprob``).
-        batch_size: Items per model call (default: the engine's ``batch_size``).
+        batch_size: Items per model call, or ``auto`` (default: the engine's ``batch_size``).
         no_image: Text-only prompts.
     """
 
@@ -66,7 +67,7 @@ class ModelEntry(_Strict):
     name: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)
     mode: str | None = None
-    batch_size: int | None = Field(default=None, ge=1)
+    batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] | None = None
     no_image: bool = False
 
     def display_name(self) -> str:
@@ -87,14 +88,14 @@ class BenchmarkEntry(_Strict):
         data: Data location (not needed for ``demo``).
         split: Split to evaluate (default: the benchmark's default).
         tasks: Evaluate only the items of these tasks (or PathMMU subsets); default: all.
-        limit: The first N items only (overrides the config's ``limit``).
+        limit: The first N items, or a seeded sample of a fraction (overrides the config's ``limit``).
     """
 
     name: str = Field(min_length=1)
     data: str = ""
     split: str | None = None
     tasks: list[str] | None = None
-    limit: int | None = Field(default=None, ge=1)
+    limit: Annotated[int, Field(ge=1)] | Annotated[float, Field(gt=0, lt=1)] | None = None
 
     def folder(self) -> str:
         """The benchmark level of the run folders: ``pathmmu`` or ``pathmmu-test_tiny``."""
@@ -109,7 +110,7 @@ class EngineEntry(_Strict):
     """
 
     device: str = "auto"
-    batch_size: int | None = Field(default=None, ge=1)
+    batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] | None = None
     executor: Literal["local", "ray"] = "local"
     workers: int | None = Field(default=None, ge=1)
     ray_address: str | None = None
@@ -132,7 +133,8 @@ class EvalConfig(_Strict):
         benchmarks: Benchmarks (at least one).
         protocols: Prompt protocols (``default``, ``owner``).
         seed: Seed of every random choice (recorded in each run).
-        limit: The first N items of each benchmark (a trial); raise it later to extend the runs.
+        limit: The first N items of each benchmark (a trial), or a fraction (a seeded sample); raise it
+            later to extend the runs.
         out: Root folder of the run folders (relative paths: to the config file's folder).
         engine: Engine options.
         tables: Paper-table options (default folder: ``OUT/tables``).
@@ -142,7 +144,7 @@ class EvalConfig(_Strict):
     benchmarks: list[BenchmarkEntry] = Field(min_length=1)
     protocols: list[str] = Field(default_factory=lambda: ["default"], min_length=1)
     seed: int = 0
-    limit: int | None = Field(default=None, ge=1)
+    limit: Annotated[int, Field(ge=1)] | Annotated[float, Field(gt=0, lt=1)] | None = None
     out: str = "runs/eval"
     engine: EngineEntry = Field(default_factory=EngineEntry)
     tables: TablesEntry = Field(default_factory=TablesEntry)
@@ -279,13 +281,9 @@ def resolve_tasks(run: GridRun) -> GridRun:
     from dataclasses import replace
 
     _, items = load_items(replace(run.config, limit=None))
-    present = {it.task for it in items} | {it.subset for it in items if it.subset}
-    unknown = sorted(set(run.tasks) - present)
-    if unknown:
-        raise DataFormatError(
-            f"eval config: benchmark {run.config.benchmark} has no task {', '.join(unknown)}; "
-            f"it has: {', '.join(sorted(present))}"
-        )
-    wanted = set(run.tasks)
-    excluded = frozenset(it.id for it in items if it.task not in wanted and it.subset not in wanted)
+    try:
+        kept = {it.id for it in select_tasks(items, run.tasks, run.config.benchmark)}
+    except DataFormatError as exc:
+        raise DataFormatError(f"eval config: {exc}") from None
+    excluded = frozenset(it.id for it in items if it.id not in kept)
     return GridRun(run.label, replace(run.config, exclude_ids=excluded), run.out_dir, run.tasks)

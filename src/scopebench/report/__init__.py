@@ -77,16 +77,14 @@ def write_run_outputs(
 ) -> dict[str, Any]:
     """Compute a run's metrics and write them with tables and plots.
 
-    Writes ``metrics.json``, ``metrics.csv``, ``metrics.md``, ``metrics.tex`` (accuracy rows,
-    then the GRIT ``localization`` rows), ``accuracy_by_task.png``/``.svg`` (when any item has an
-    accuracy), ``localization.png``/``.svg`` (GRIT score per class, with detection items) and, when
-    records carry scores,
-    ``reliability.png``/``.svg`` and, for SPUR runs, ``spur_breakdowns.json``/``.md``/``.png``/``.svg``
-    (:mod:`scopebench.report.breakdowns`) into ``out_dir`` (default, or when ``out_dir`` is the run
-    directory: :func:`report_dir`). The run
-    directory's own ``metrics.json`` is rewritten only when the files go there (no other
-    ``out_dir``) and the settings are the run's own (:func:`is_run_default`); another folder, or
-    any other policy, seed or resample count, leaves the run directory untouched.
+    Writes ``metrics.json``/``.csv``/``.md``/``.tex`` (accuracy rows, then the GRIT
+    ``localization`` rows), ``accuracy_by_task.png``/``.svg`` (when any item has an accuracy),
+    ``localization.png``/``.svg`` (GRIT score per class), ``reliability.png``/``.svg`` (when
+    records carry scores) and, for SPUR runs, ``spur_breakdowns.json``/``.md``/``.png``/``.svg``
+    (:mod:`scopebench.report.breakdowns`) into ``out_dir`` (default, or when it is the run
+    directory: :func:`report_dir`). The run directory's own ``metrics.json`` is rewritten only
+    for the run's own settings (:func:`is_run_default`); another folder, or any other policy,
+    seed or resample count, leaves the run directory untouched.
 
     Args:
         run_dir: A run directory.
@@ -101,15 +99,9 @@ def write_run_outputs(
     report = report or ReportConfig()
     seed = run_seed(run) if report.seed is None else report.seed
     resamples, policy = report.resamples, report.policy
-    metrics = compute_metrics(
-        run.records,
-        benchmark=run.benchmark,
-        policy=policy,
-        items=run.items,
-        seed=seed,
-        resamples=resamples,
-        protocol=str(run.config.get("protocol") or "default"),
-    )
+    protocol = str(run.config.get("protocol") or "default")
+    metrics = compute_metrics(run.records, benchmark=run.benchmark, policy=policy, items=run.items,
+                              seed=seed, resamples=resamples, protocol=protocol)  # fmt: skip
     metrics["model"] = shown(run.model)  # the whole spec is in run.json; a shared file shows ~
     default = is_run_default(run, seed=seed, resamples=resamples, policy=policy)
     out = Path(out_dir) if out_dir is not None else run.path

@@ -1,13 +1,16 @@
 """Optional experiment tracking: log a run's metrics, tables and plots to TensorBoard, MLflow or W&B.
 
 Off by default. ``scopebench report RUN… --log-to tensorboard|mlflow|wandb [--log-dir DIR]``
+(and ``run``/``eval`` with the same options, once each run is finished: :func:`log_finished_run``)
 logs, per run, the scalars of every accuracy row (``accuracy``, ``ci_low``, ``ci_high``, ``n``
 under ``<section>/<group>``, e.g. ``by_task/task-NP/accuracy``), the report's tables
 (``metrics.csv``/``.md``), its plots (PNG files of the report folder) and the run's settings as
 parameters (:func:`run_params`: benchmark, split, model, mode, protocol, seed, parser version…; MLflow
 params, the W&B run config, a ``params`` text in TensorBoard). Each backend's library is
 imported only when chosen; a missing one is a user error naming the extra to install
-(``pip install 'scopebench[track-tensorboard]'`` etc.).
+(``pip install 'scopebench[track-tensorboard]'`` etc.). W&B also gets a ``samples`` table, one row
+per record (:func:`sample_rows`: item, prompt, reply, parsed answer, correct, status), to read the
+model's answers beside the numbers.
 
 Numbers are logged exactly as in ``metrics.json`` (fractions in ``[0, 1]``, not percent), so a
 dashboard and the paper tables agree.
@@ -15,15 +18,29 @@ dashboard and the paper tables agree.
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from scopebench.errors import MissingDependencyError, UsageError
+from scopebench.items import Record
+from scopebench.store.rundir import CONFIG_FILE, load_run
 
-__all__ = ["BACKENDS", "log_run", "metric_scalars", "run_params"]
+__all__ = [
+    "BACKENDS",
+    "SAMPLE_COLUMNS",
+    "log_finished_run",
+    "log_run",
+    "metric_scalars",
+    "run_params",
+    "sample_rows",
+]
+
+#: The columns of the W&B samples table, in order.
+SAMPLE_COLUMNS = ("item_id", "prompt", "reply", "parsed", "correct", "status")
 
 #: Backend names accepted by ``--log-to``, and the extra that installs each.
 BACKENDS: dict[str, str] = {
@@ -108,6 +125,20 @@ def run_params(run_json: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[
     return out
 
 
+def sample_rows(records: Iterable[Record]) -> list[list[Any]]:
+    """One row of :data:`SAMPLE_COLUMNS` per record: what the model was asked and what it said.
+
+    ``prompt`` is the rendered prompt where the record keeps it (``extra["prompt"]``), else empty;
+    ``parsed`` the chosen option's letter (empty when the reply committed to none).
+    """
+    rows: list[list[Any]] = []
+    for r in records:
+        parsed = "" if r.choice is None else chr(ord("A") + r.choice)
+        prompt = r.extra.get("prompt") if isinstance(r.extra.get("prompt"), str) else ""
+        rows.append([r.item_id, prompt, r.response or "", parsed, r.correct, r.status])
+    return rows
+
+
 def _files(folder: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
     return (p for p in sorted(folder.iterdir()) if p.suffix in suffixes and p.is_file())
 
@@ -117,7 +148,12 @@ def _missing(backend: str, exc: ImportError) -> MissingDependencyError:
 
 
 def _tensorboard(
-    name: str, scalars: Mapping[str, float], params: Mapping[str, str], folder: Path, log_dir: Path
+    name: str,
+    scalars: Mapping[str, float],
+    params: Mapping[str, str],
+    folder: Path,
+    log_dir: Path,
+    samples: Sequence[Sequence[Any]] = (),
 ) -> Path:
     try:
         from tensorboardX import SummaryWriter
@@ -142,7 +178,12 @@ def _tensorboard(
 
 
 def _mlflow(
-    name: str, scalars: Mapping[str, float], params: Mapping[str, str], folder: Path, log_dir: Path
+    name: str,
+    scalars: Mapping[str, float],
+    params: Mapping[str, str],
+    folder: Path,
+    log_dir: Path,
+    samples: Sequence[Sequence[Any]] = (),
 ) -> Path:
     try:
         import mlflow
@@ -170,7 +211,12 @@ def _mlflow(
 
 
 def _wandb(
-    name: str, scalars: Mapping[str, float], params: Mapping[str, str], folder: Path, log_dir: Path
+    name: str,
+    scalars: Mapping[str, float],
+    params: Mapping[str, str],
+    folder: Path,
+    log_dir: Path,
+    samples: Sequence[Sequence[Any]] = (),
 ) -> Path:
     try:
         import wandb
@@ -185,6 +231,8 @@ def _wandb(
             import pandas as pd
 
             run.log({p.stem: wandb.Table(dataframe=pd.read_csv(p))})
+        if samples:
+            run.log({"samples": wandb.Table(columns=list(SAMPLE_COLUMNS), data=[list(r) for r in samples])})
     finally:
         run.finish()
     return log_dir
@@ -198,6 +246,7 @@ def log_run(
     log_dir: Path,
     *,
     params: Mapping[str, str] | None = None,
+    samples: Sequence[Sequence[Any]] = (),
 ) -> Path:
     """Log one run's metrics, tables, plots and parameters to ``backend``; return where they went.
 
@@ -208,6 +257,8 @@ def log_run(
         report_folder: The folder with the run's ``metrics.*`` tables and PNG plots.
         log_dir: Where TensorBoard event files / the MLflow file store / W&B's files go.
         params: The run's settings (:func:`run_params`); none are logged when omitted.
+        samples: Rows of :data:`SAMPLE_COLUMNS` (:func:`sample_rows`): W&B logs them as its
+            ``samples`` table; the other backends keep the records' files instead.
 
     Raises:
         UsageError: Unknown backend.
@@ -217,4 +268,25 @@ def log_run(
     if backend not in writers:
         raise UsageError(f"--log-to must be one of {', '.join(BACKENDS)}, not {backend!r}")
     log_dir.mkdir(parents=True, exist_ok=True)
-    return writers[backend](name, metric_scalars(metrics), dict(params or {}), report_folder, log_dir)
+    return writers[backend](
+        name, metric_scalars(metrics), dict(params or {}), report_folder, log_dir, samples
+    )
+
+
+def log_finished_run(
+    backend: str, run_dir: Path, metrics: Mapping[str, Any], log_dir: Path, name: str | None = None
+) -> Path:
+    """Log a run that ``run`` or ``eval`` just finished: its report files, settings and samples.
+
+    Args:
+        backend: ``tensorboard``, ``mlflow`` or ``wandb``.
+        run_dir: The run directory (its report files are there, as ``run`` writes them).
+        metrics: Its metrics (as written to ``metrics.json``).
+        log_dir: The tracking folder.
+        name: The run's display name; default its ``label`` in ``run.json``, else the folder name.
+    """
+    run_json = json.loads((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
+    params = run_params(run_json, metrics)
+    samples = sample_rows(load_run(run_dir).records) if backend == "wandb" else []
+    label = name or run_json.get("label") or run_dir.name
+    return log_run(backend, str(label), metrics, run_dir, log_dir, params=params, samples=samples)
