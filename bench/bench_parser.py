@@ -55,6 +55,10 @@ SHAPES: dict[str, str] = {
     "alternative loop": "D is the best fit, or perhaps C. Or maybe ",
     "about to loop": "I was going to say A, however ",
     "chinese verdict loop": "这张图最符合B。不太可能是A。",
+    # choice-10 rules: language phrases, role markers, options listed on one line
+    "language loop": "Die Antwort ist C. Nicht A, sondern B. 答えはCではなく ",
+    "role marker loop": "USER: Which? ASSISTANT: ",
+    "listed options loop": "A. Whorled pattern B. Spindle cells ",
 }
 
 

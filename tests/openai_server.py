@@ -7,6 +7,11 @@ It listens on 127.0.0.1 (a free port) in a background thread and implements
   tokenizer generates a few tokens greedily from the request's text: deterministic, and honest
   about being a model rather than a canned string;
 * ``say:TEXT`` — replies ``TEXT`` (for exact accuracy checks through the parser);
+* ``cut:TEXT`` — replies ``TEXT`` with ``finish_reason: "length"``, as a reply the token limit cut;
+
+A request with ``response_format`` of type ``json_schema`` whose ``answer`` property is an ``enum``
+(structured outputs) is answered by ``tiny`` as ``{"answer": LABEL}``, the label the model's
+next-token scores rank highest among the enum: the schema is enforced, as a real server does.
 * ``fail429:K`` — the first ``K`` requests get 429 with ``Retry-After: <retry_after>`` (and
   ``retry-after-ms: <retry_after_ms>`` when that is set), then ``tiny``;
 * ``status:CODE`` — always HTTP ``CODE`` with an OpenAI-style error body and no ``Retry-After``;
@@ -70,6 +75,14 @@ class TinyChatModel:
         self.new_tokens = new_tokens
         self.lock = threading.Lock()  # one forward pass at a time; requests still overlap in I/O
 
+    def choose(self, text: str, labels: list[str]) -> str:
+        """The label whose first token the model scores highest after ``text`` (greedy, enforced)."""
+        ids = self.tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"][-200:]
+        with self.lock, self.torch.no_grad():
+            logits = self.model(self.torch.tensor([ids])).logits[0, -1]
+        first = [self.tokenizer(" " + lb, add_special_tokens=False)["input_ids"][0] for lb in labels]
+        return max(zip(labels, first, strict=True), key=lambda p: float(logits[p[1]]))[0]
+
     def reply(self, text: str, max_tokens: int) -> tuple[str, int, int]:
         """Greedy continuation of ``text``: (reply, prompt tokens, completion tokens)."""
         ids = self.tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"][-200:]
@@ -84,6 +97,16 @@ class TinyChatModel:
             )
         new = out[0, len(ids) :].tolist()
         return self.tokenizer.decode(new, skip_special_tokens=True), len(ids), len(new)
+
+
+def _enum_labels(body: dict[str, Any]) -> list[str] | None:
+    """The labels a structured-outputs ``response_format`` restricts ``answer`` to, if it does."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") != "json_schema":
+        return None
+    prop = fmt.get("json_schema", {}).get("schema", {}).get("properties", {}).get("answer", {})
+    enum = prop.get("enum")
+    return [str(x) for x in enum] if isinstance(enum, list) and enum else None
 
 
 def request_text(body: dict[str, Any]) -> tuple[str, int]:
@@ -203,17 +226,27 @@ class _Handler(BaseHTTPRequestHandler):
             return
         text, n_images = request_text(body)
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
-        if model.startswith("say:"):
+        finish = "stop"
+        if model.startswith(("say:", "cut:")):
             reply, p_tok, c_tok = model[4:], len(text.split()), 1
+            finish = "length" if model.startswith("cut:") else "stop"
+        elif _enum_labels(body) is not None:
+            labels = _enum_labels(body) or []
+            reply, p_tok, c_tok = (
+                json.dumps({"answer": state.tiny().choose(text, labels)}),
+                len(text.split()),
+                4,
+            )
         else:
             reply, p_tok, c_tok = state.tiny().reply(text, max_tokens)
+            finish = "length" if c_tok >= max_tokens else "stop"
         payload = {
             "id": f"chatcmpl-{len(state.log)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
             "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
+                {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": finish}
             ],
             "usage": {"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok},
             "n_images_seen": n_images,

@@ -40,10 +40,6 @@ ALLOWED_LOCAL_PAIRS: dict[tuple[str, str], str] = {
     ("scopebench.review.app", "scopebench.review"): (
         "the route modules import the app's dependencies (DB, auth, state); create_app registers them"
     ),
-    ("scopebench.curate.filtering.step", "scopebench.curate.exporting"): (
-        "the export card reads the filter step's statistics (exporting imports filtering), and the "
-        "filter step writes its review queue in the export's local format"
-    ),
 }
 
 

@@ -291,6 +291,12 @@ class Record:
             detection items the parsed ``boxes`` (scored with GRIT at metrics time, never here;
             runs written before that carry a stored ``grit`` score).
         kind: ``mcq`` or ``detection`` (detection records have no ``choice``/``correct``).
+        finish_reason: Why generation stopped (``stop``, ``length``, ``content_filter``,
+            ``error``), as the backend recorded it; ``None`` when it could not tell (and in runs
+            written before it was recorded).
+        truncated: The reply stopped at the length limit (``finish_reason == "length"``): it was
+            read only by an explicit verdict before the cut; raise the backend's
+            ``max_new_tokens`` / ``max_tokens`` to let it finish.
     """
 
     item_id: str
@@ -307,6 +313,8 @@ class Record:
     answer_index: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     kind: ItemKind = "mcq"
+    finish_reason: str | None = None
+    truncated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict of every field."""

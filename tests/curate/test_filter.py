@@ -112,14 +112,14 @@ def test_card_lists_checksums_of_the_manifest_and_every_exported_file(built: dic
         f"| ingest input manifest: manifest.yaml | {hashlib.sha256(manifest.read_bytes()).hexdigest()} |"
         in card
     )
-    exported = [
-        p
-        for p in (tmp_path / "e").rglob("*")
-        if p.is_file() and p.parent.name != "e" and p.name != "README.md"
-    ]
+    # Paths as the card names them: from its own folder (hf/), the local export beside it.
+    card_path = tmp_path / "e/hf/README.md"
+    exported = [p for p in (tmp_path / "e").rglob("*") if p.is_file() and p != card_path]
+    exported = [p for p in exported if p.relative_to(tmp_path / "e").parts[0] in ("hf", "local")]
     assert len(exported) > 6
     for p in exported:
-        name = p.relative_to(tmp_path / "e").as_posix().removeprefix("hf/")
+        rel = p.relative_to(tmp_path / "e").as_posix()
+        name = rel.removeprefix("hf/") if rel.startswith("hf/") else f"../{rel}"
         assert f"| {name} | {hashlib.sha256(p.read_bytes()).hexdigest()} |" in card, name
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from gate_helpers import Scripted
 
-from scopebench.curate.filtering import shortcut as gates
+from scopebench.curate import llm
 from scopebench.curate.filtering.shortcut import (
     CHOICES_ONLY_QUESTION,
     BackendAnswerer,
@@ -146,7 +146,7 @@ def test_backends_see_no_image_and_no_question_in_the_choices_only_test(
         def identity(self) -> dict:
             return {"spec": "fake"}
 
-    monkeypatch.setattr(gates, "load_model", lambda spec, opts: Fake(opts))
+    monkeypatch.setattr(llm, "load_model", lambda spec, opts: Fake(opts))  # gate backends load through llm
     who = BackendAnswerer()
     got = who.answer("x", ITEMS[:1], 3, key_suffix="#choices-only")
     assert seen == [(True, 3, CHOICES_ONLY_QUESTION, ("A", "B", "C", "D"), 0)]
@@ -188,7 +188,7 @@ def test_blind_answers_are_cached_by_content_and_failures_are_not(
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(gates, "load_model", lambda spec, opts: Fake(opts))
+    monkeypatch.setattr(llm, "load_model", lambda spec, opts: Fake(opts))  # gate backends load through llm
     cache = tmp_path / "llm.sqlite"
     first = BackendAnswerer(cache)
     got = first.answer("x", ITEMS[:2], 0)

@@ -77,7 +77,7 @@ def test_ubench_loader_reads_the_output_and_card_lists_counts_and_checksums(buil
     card = (root / "ingest" / "README.md").read_text()
     assert "6 images kept of 11 read" in card
     assert "| src_a | 3 |" in card and "| fluorescence microscopy | 3 |" in card
-    assert "| src_a | CC-BY-4.0 | Doe 2024 |" in card
+    assert "| src_a | CC-BY-4.0 (3) | Doe 2024 |" in card  # licence as the rows give it (images)
     manifest_sha = hashlib.sha256((root / "manifest.yaml").read_bytes()).hexdigest()
     assert f"| input manifest: manifest.yaml | {manifest_sha} |" in card
     shard = next((root / "ingest" / "data").glob("test-*.parquet"))

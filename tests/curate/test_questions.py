@@ -7,7 +7,8 @@ import pytest
 
 from scopebench.cli import main
 from scopebench.curate import make_questions
-from scopebench.curate.questions import NONE_OF_THE_ABOVE, QuestionConfig, position_balance
+from scopebench.curate.balance import position_stats
+from scopebench.curate.questions import NONE_OF_THE_ABOVE, QuestionConfig
 from scopebench.curate.taxonomy import load_taxonomy
 from scopebench.errors import DataFormatError
 
@@ -25,10 +26,14 @@ def _questions(folder: Path) -> list[tuple[dict, str, dict]]:
 
 def test_chi_square_matches_hand_computation() -> None:
     # counts [2, 2, 1, 1]: expected 1.5 each; (0.25 * 4) / 1.5
-    assert position_balance([2, 2, 1, 1])["chi2"] == pytest.approx(2 / 3)
-    assert position_balance([3, 3, 3])["chi2"] == 0.0 and position_balance([3, 3, 3])["p"] == pytest.approx(
-        1.0
-    )
+    s = position_stats([0, 0, 1, 1, 2, 3], [4] * 6)
+    assert s["counts"] == [2, 2, 1, 1] and s["chi2"] == pytest.approx(2 / 3)
+    assert (s["chance"], s["max_share"], s["margin"]) == (0.25, pytest.approx(1 / 3), pytest.approx(1 / 6))
+    even = position_stats([0, 1, 2] * 3, [3] * 9)
+    assert even["chi2"] == 0.0 and even["p"] == pytest.approx(1.0)
+    # Mixed option counts: a 2-option item expects half a count on A and on B, none on C or D.
+    mixed = position_stats([0, 1, 2, 3, 0, 1], [4, 4, 4, 4, 2, 2])
+    assert mixed["chi2"] == pytest.approx(0.0) and mixed["chance"] == pytest.approx((4 / 4 + 2 / 2) / 6)
 
 
 def test_every_question_is_well_formed_and_hard(built: dict) -> None:
@@ -59,10 +64,11 @@ def test_every_question_is_well_formed_and_hard(built: dict) -> None:
 
 
 def test_positions_are_balanced_per_task(built: dict) -> None:
-    for task, per_k in built["questions"].stats["answer_positions"].items():
-        for k, s in per_k.items():
-            counts = s["counts"]
-            assert len(counts) == int(k) and max(counts) - min(counts) <= 1, task
+    # Catches a task whose letters are not spread evenly (every letter floor or ceil of n/k).
+    for task, s in built["questions"].stats["answer_positions"].items():
+        counts = s["counts"]
+        assert sum(counts) == s["n"] and max(counts) - min(counts) <= 1, task
+        assert s["within_margin"] and s["p"] > 0.5, task
 
 
 def test_seeded_easy_and_none_of_the_above(built: dict, tmp_path: Path) -> None:
@@ -135,8 +141,8 @@ def test_hard_runs_short_and_easy_fills_in(built: dict, tmp_path: Path) -> None:
 
 def test_card_reports_positions_and_coverage(built: dict) -> None:
     card = (built["root"] / "questions" / "README.md").read_text()
-    s = built["questions"].stats["answer_positions"]["domain"]["4"]
-    assert f"| domain (4 options) | 6 | {s['counts']} | {s['chi2']:.3f} |" in card
+    s = built["questions"].stats["answer_positions"]["domain"]
+    assert f"| domain | 6 | {s['counts']} | {s['chi2']:.3f} | {s['p']:.3f} |" in card
     assert (
         "| modality × domain | modality | submodality | domain | subdomain | stain | classification |" in card
     )

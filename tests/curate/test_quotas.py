@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scopebench.curate.filtering.quotas import QuotaConfig, apply_quotas, cell_of, quota_table_markdown
+from scopebench.curate.card import quota_table_markdown
+from scopebench.curate.filtering.quotas import QuotaConfig, apply_quotas, cell_of
 from scopebench.errors import DataFormatError
 
 

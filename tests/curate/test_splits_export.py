@@ -67,10 +67,10 @@ def test_split_and_export_then_local_run(built: dict, tmp_path: Path) -> None:
     assert not groups["train"] & groups["test"]
 
     e = export(tmp_path / "split", tmp_path / "export")
-    assert e.stats == {
-        "local_items": 27,
-        "test_tiny_items": sum(1 for _ in (tmp_path / "export/local/test_tiny.jsonl").open()),
-    }
+    tiny = sum(1 for _ in (tmp_path / "export/local/test_tiny.jsonl").open())
+    assert (e.stats["local_items"], e.stats["test_tiny_items"]) == (27, tiny)
+    assert e.stats["items_per_split"] == {"train": st["questions"]["train"], "test": st["questions"]["test"],
+                                          "test_tiny": tiny}  # fmt: skip
     items = [json.loads(x) for x in (tmp_path / "export/local/data.jsonl").read_text().splitlines()]
     assert len({i["id"] for i in items}) == 27
     assert all((tmp_path / "export/local" / i["image"]).is_file() for i in items)

@@ -105,6 +105,10 @@ def test_run_end_to_end(family: str, mode: str, tiny: dict[str, Path], bench: Pa
         if mode == "generate":
             assert isinstance(rec.response, str) and rec.scores is None
             assert rec.status in ("ok", "unparsed")  # random weights write random text
+            # Why it stopped is recorded; a reply that the 3-token budget cut says so.
+            assert rec.finish_reason in ("stop", "length") and rec.truncated == (
+                rec.finish_reason == "length"
+            )
         else:
             assert rec.status == "ok" and rec.response is None and rec.scores is not None
             n = 3 if rec.item_id == "local/multi" else (2 + int(rec.item_id[-1]) % 2)

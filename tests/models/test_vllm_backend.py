@@ -151,4 +151,17 @@ def test_real_vllm_engine_on_a_tiny_text_model(tmp_path: Path) -> None:  # pragm
     assert all(r.extra["usage"]["completion_tokens"] <= 4 for r in responses)
     # Greedy decoding is deterministic: the same batch gives the same texts.
     assert [r.text for r in backend.predict(items)] == [r.text for r in responses]
+    assert all(r.finish_reason in ("stop", "length") for r in responses)
     backend.close()
+    # --answer-format constrained: guided choice makes every reply exactly one option label.
+    constrained = load_model(
+        f"vllm:{tmp_path / 'tiny'}",
+        ModelOptions(
+            no_image=True,
+            answer_format="constrained",
+            extra={"max_tokens": 4, "max_model_len": 512, "gpu_memory_utilization": 0.2},
+        ),
+    )
+    assert {r.text for r in constrained.predict(items)} <= {"A", "B", "C", "D"}
+    assert constrained.identity()["answer_format"] == "constrained"
+    constrained.close()

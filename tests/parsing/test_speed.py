@@ -53,7 +53,20 @@ SHAPES = {
     "alternative-loop": "D is the best fit, or perhaps C. Or maybe ",
     "about-to-loop": "I was going to say A, however ",
     "chinese-verdict-loop": "这张图最符合B。不太可能是A。",
+    # choice-10: language phrases, role markers, options listed on one line
+    "language-loop": "Die Antwort ist C. Nicht A, sondern B. 答えはCではなく ",
+    "role-marker-loop": "USER: Which? ASSISTANT: ",
+    "listed-options-loop": "A. Whorled pattern B. Spindle cells ",
 }
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("shape", ["long-walk", "language-loop", "role-marker-loop", "answer-loop"])
+def test_40k_characters_cut_and_echoing_a_40k_prompt(shape: str) -> None:
+    # The reply's facts add passes over the reply and the prompt, never a product of the two.
+    text = _make(SHAPES[shape], 40_000)
+    got = parse_choice(text, OPTIONS, finish_reason="length", prompt=text[:-7])
+    assert got.index is None or 0 <= got.index < len(OPTIONS)
 
 
 def _make(unit: str, size: int) -> str:

@@ -16,7 +16,7 @@ from review_helpers import Server, free_port
 
 MISSING = [
     m
-    for m in ("fastapi", "sqlalchemy", "alembic", "argon2", "krippendorff", "uvicorn")
+    for m in ("fastapi", "sqlalchemy", "alembic", "argon2", "krippendorff", "uvicorn", "zxcvbn")
     if importlib.util.find_spec(m) is None
 ]
 if MISSING:

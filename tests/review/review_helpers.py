@@ -64,9 +64,16 @@ def write_bench(folder: Path) -> Path:
 
 
 def build_project(
-    db_url: str, store: Path, data: Path, *, rubric: str = "spur-hle", threshold: float | None = None
+    db_url: str,
+    store: Path,
+    data: Path,
+    *,
+    rubric: str = "spur-hle",
+    threshold: float | None = None,
+    seniors_review: bool = False,
 ) -> dict[str, Any]:
-    """Users admin/senior/ann/bob (ann in group a, bob in group b), the project, assignments."""
+    """Users admin/senior/ann/bob/eve (ann in group a, bob in b, the senior in seniors; eve in no
+    project), the project, assignments (to ann and bob; the senior too with ``seniors_review``)."""
     from scopebench.review.accounts import create_user
     from scopebench.review.db import open_database
     from scopebench.review.projects import add_member, assign, create_project
@@ -95,6 +102,7 @@ def build_project(
             n_reviewers=2,
             seed=7,
             alpha_threshold=threshold,
+            seniors_review=seniors_review,
         )
         add_member(db, project, users["ann"], "a")
         add_member(db, project, users["bob"], "b")
@@ -169,7 +177,8 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+            # As `review serve` runs it: no proxy headers but those the app itself trusts.
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", proxy_headers=False)
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

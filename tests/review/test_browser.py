@@ -85,7 +85,8 @@ def _review(
     for v in ("problem", "answer", "rationale"):
         page.check(f'input[name=verdict_{v}][value="{problem if v == "problem" else "valid"}"]')
     page.click("#submit-rating")
-    page.wait_for_url(f"{url}/projects/{pid}")
+    # The next unfinished item opens (the project page once none is left).
+    page.wait_for_url(lambda u: u.endswith("?saved=1") or u == f"{url}/projects/{pid}")
 
 
 def test_two_reviewers_disagree_and_a_senior_arbitrates(site: dict[str, Any], browser: Any) -> None:
@@ -107,6 +108,7 @@ def test_two_reviewers_disagree_and_a_senior_arbitrates(site: dict[str, Any], br
     _review(ann, url, pid, key, 0, good, "valid")
     bob = _login(browser, url, "bob")
     _review(bob, url, pid, key, 1, good | {"scientific_validity": 2}, "invalid")
+    bob.goto(f"{url}/projects/{pid}")
     assert bob.locator(f'a.open-item[data-key="{key}"]').count() == 1
     senior = _login(browser, url, "senior")
     senior.goto(f"{url}/projects/{pid}/arbitration")

@@ -60,9 +60,7 @@ def test_every_route_refuses_anonymous_access(served: dict[str, Any]) -> None:
 
 
 def test_csrf_token_is_required_for_state_changes(served: dict[str, Any]) -> None:
-    client, csrf = login(
-        served["url"], "senior"
-    )  # the senior reviews too; ann and bob stay fresh for the blind test
+    client, csrf = login(served["url"], "bob")  # bob's first item; the blind test takes the last
     queue = client.get(f"/api/projects/{served['project_id']}/queue").json()
     aid = queue[0]["assignment_id"]
     client.get(f"/api/assignments/{aid}")

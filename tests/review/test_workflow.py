@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from review_helpers import KEYS, SCRIPT, build_project, write_bench
+from review_helpers import KEYS, PASSWORD, SCRIPT, build_project, write_bench
 from sqlalchemy import select
 
 from scopebench.review import workflow
@@ -56,28 +56,13 @@ def test_assignment_is_balanced_and_spans_groups(project: dict[str, Any]) -> Non
     per_user: dict[int, int] = {}
     for uid, _ in rows:
         per_user[uid] = per_user.get(uid, 0) + 1
-    # 4 items × 2 reviewers over ann (a), bob (b) and senior (seniors): every item gets two groups.
-    assert sum(per_user.values()) == 8
-    assert max(per_user.values()) - min(per_user.values()) <= 1
+    # 4 items × 2 reviewers over ann (a) and bob (b); the senior (group seniors) arbitrates and is
+    # never assigned (the bug: he took slots like a reviewer, then could not arbitrate them).
+    assert per_user == {project["users"]["ann"]: 4, project["users"]["bob"]: 4}
 
 
 def test_full_protocol(project: dict[str, Any]) -> None:
     sessions = project["sessions"]
-    # Reassign so that only ann and bob review (the senior arbitrates).
-    with sessions() as db, db.begin():
-        senior = db.get(User, project["users"]["senior"])
-        for a in db.scalars(select(Assignment).where(Assignment.user_id == senior.id)).all():
-            db.delete(a)
-        ann, bob = db.get(User, project["users"]["ann"]), db.get(User, project["users"]["bob"])
-        for item in db.scalars(select(ItemRow)).all():
-            for u in (ann, bob):
-                if (
-                    db.scalar(
-                        select(Assignment).where(Assignment.item_id == item.id, Assignment.user_id == u.id)
-                    )
-                    is None
-                ):
-                    db.add(Assignment(item_id=item.id, user_id=u.id, status="assigned"))
     run_script(sessions)
     with sessions() as db:
         status = {it.key: it.status for it in db.scalars(select(ItemRow)).all()}
@@ -210,6 +195,17 @@ def _check_dashboard(sessions: Any, project: dict[str, Any]) -> None:
     # The verdict: ann valid ×3 + uncertain, bob valid ×4: n_valid = 7, n_uncertain = 1,
     # D_o = 2/8, D_e = 2·7·1/56 = 0.25, α = 0.
     assert alpha["rubric:answer"]["value"] == pytest.approx(0.0) and "rubric:decision" not in alpha
+    # The release gate names it as the dashboard does (the bug: its message said `answer`, the
+    # dashboard's name for the first answers, whose α is -0.05, not the 0.0 it quoted).
+    from scopebench.review.db import Project
+    from scopebench.review.stats import gate
+
+    with sessions() as db:
+        gated = db.get(Project, project["project_id"])
+        gated.alpha_threshold = 0.5  # not committed
+        ok, failing = gate(gated, d["agreement"])
+    assert not ok and "rubric:answer: α = 0.000 < 0.5" in failing
+    assert not [f for f in failing if f.startswith("answer:")]
 
 
 def _project(db: Any, item: ItemRow) -> Any:
@@ -295,7 +291,7 @@ def test_one_group_two_answers_per_item_counts_the_earliest(tmp_path: Path) -> N
     sessions = open_database(str(tmp_path / "one.db"))
     with sessions() as db, db.begin():
         users = [
-            create_user(db, n, "long enough", r)
+            create_user(db, n, PASSWORD, r)
             for n, r in (("x", "reviewer"), ("y", "reviewer"), ("s", "senior"))
         ]
         project, _ = create_project(

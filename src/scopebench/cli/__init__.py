@@ -321,6 +321,7 @@ def _run_config(args: Args, **overrides: Any) -> Any:
         judge=getattr(args, "judge", None),
         judge_args=parse_key_values(getattr(args, "judge_arg", None) or [], "--judge-arg"),
         label=getattr(args, "label", None),
+        answer_format=getattr(args, "answer_format", "free"),
     )
     return replace(config, **overrides) if overrides else config
 

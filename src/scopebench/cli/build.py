@@ -36,19 +36,26 @@ def summary_table(results: list[Any]) -> Table:
 
 
 def ledger_table(results: list[Any]) -> Table | None:
-    """LLM cost per step and task (``build generate``): requests, cache hits, tokens, price."""
-    rows = [
-        (r.step, task, e) for r in results for task, e in r.stats.get("ledger", {}).get("steps", {}).items()
-    ]
+    """LLM calls of this run per step and task: sent, answered from the call cache, failed, cost.
+
+    A step reused whole from an earlier run (``cached``) made no call at all: its row says so
+    instead of repeating the requests its first run sent.
+    """
+    rows = [(r, task, e) for r in results for task, e in r.stats.get("ledger", {}).get("steps", {}).items()]
     if not rows:
         return None
-    table = Table(title="LLM calls and cost")
-    for col in ("step", "task", "requests", "cached", "failed", "input tokens", "output tokens", "price"):
+    table = Table(title="LLM calls of this run and their cost")
+    cols = ("step", "task", "sent this run", "from the call cache", "failed", "input tokens",
+            "output tokens", "price")  # fmt: skip
+    for col in cols:
         table.add_column(col, justify="left" if col in ("step", "task") else "right")
-    for step, task, e in rows:
+    for r, task, e in rows:
+        if r.cached:
+            table.add_row(f"{r.step} (reused)", task, "0", "0", "0", "0", "0", "-")
+            continue
         price = "-" if e["price"] is None else f"{e['price']:.4f}"
         cells = (e["requests"], e["cached"], e["failed"], e["input_tokens"], e["output_tokens"])
-        table.add_row(step, task, *map(str, cells), price)
+        table.add_row(r.step, task, *map(str, cells), price)
     return table
 
 
@@ -68,11 +75,10 @@ def _show(results: list[Any]) -> int:
             console.print(
                 f"  {r.step}: {len(errors)} errors, {warnings} warnings; all in {r.out}/problems.jsonl"
             )
-        for key in ("answer_positions",):
-            for task, per in r.stats.get(key, {}).items():
-                for k, s in per.items():
-                    stat = f"chi-square {s['chi2']:.3f} (p {s['p']:.3f})"
-                    console.print(f"  {task} ({k} options): correct letters {s['counts']}, {stat}")
+        for task, s in r.stats.get("answer_positions", {}).items():
+            if s.get("n"):
+                stat = f"chi-square {s['chi2']:.3f} (p {s['p']:.3f})"
+                console.print(f"  {r.step} {task}: correct letters {s['counts']}, {stat}", highlight=False)
     return 0
 
 
@@ -91,36 +97,37 @@ def _fractions(text: str) -> dict[str, float]:
 
 def cmd_ingest(args: Args) -> int:
     """Ingest a manifest's sources into a standardised dataset."""
-    from scopebench.curate.ingestion.step import ingest
+    from scopebench.curate.pipeline import STEPS
 
-    return _show(
-        [ingest(args.manifest, args.out, cache_dir=args.cache, progress=not getattr(args, "quiet", False))]
-    )
+    progress = not getattr(args, "quiet", False)
+    return _show([STEPS["ingest"].run(args.manifest, args.out, progress=progress, cache_dir=args.cache)])
 
 
 def cmd_questions(args: Args) -> int:
     """Make multiple-choice questions and captions."""
-    from scopebench.curate.questions import QuestionConfig, make_questions
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = QuestionConfig(
+    step = STEPS["questions"]
+    cfg = step.make_config(
+        {"tasks": tuple(args.tasks)} if args.tasks else {},
         seed=args.seed,
         options=args.options,
         difficulty=args.difficulty,
         none_of_the_above=args.none_of_the_above,
-        tasks=tuple(args.tasks) if args.tasks else QuestionConfig().tasks,
         taxonomy=args.taxonomy,
     )
-    return _show([make_questions(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
+    return _show([step.run(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
 
 
 def cmd_filter(args: Args) -> int:
     """Run the quality gates of a filter configuration on a questions output."""
-    from scopebench.curate.filtering.step import filter_questions, load_filter_section
+    from scopebench.curate.filtering.step import load_filter_section
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = load_filter_section(args.config).to_config(args.seed)
-    result = filter_questions(
-        args.data, args.out, cfg, progress=not getattr(args, "quiet", False), cache=args.cache
-    )
+    section = load_filter_section(args.config).model_copy(update={"seed": args.seed})
+    section.to_config()  # a bad gate configuration is refused before anything is read
+    progress = not getattr(args, "quiet", False)
+    result = STEPS["filter"].run(args.data, args.out, section, progress=progress, cache=args.cache)
     code = _show([result])
     _show_filter(result)
     return code
@@ -157,9 +164,11 @@ def _model_args(pairs: Sequence[str]) -> dict[str, Any]:
 
 def cmd_generate(args: Args) -> int:
     """Write items with an LLM (describe, mcq, open_to_mcq, SPUR templates)."""
-    from scopebench.curate.generation.step import GenerateConfig, generate
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = GenerateConfig(
+    step = STEPS["generate"]
+    cfg = step.make_config(
+        None,
         model=args.model,
         tasks=tuple(args.tasks),
         seed=args.seed,
@@ -169,25 +178,27 @@ def cmd_generate(args: Args) -> int:
         questions_per_image=args.questions_per_image,
         max_new_tokens=args.max_new_tokens,
         model_args=_model_args(args.model_arg),
+        max_fail_fraction=args.max_fail_fraction,
+        max_consecutive_failures=args.max_consecutive_failures,
     )
-    return _show(
-        [generate(args.data, args.out, cfg, cache=args.cache, progress=not getattr(args, "quiet", False))]
-    )
+    progress = not getattr(args, "quiet", False)
+    return _show([step.run(args.data, args.out, cfg, progress=progress, cache=args.cache)])
 
 
 def cmd_split(args: Args) -> int:
     """Split by image (near-duplicates together) with a test_tiny sample."""
-    from scopebench.curate.splits import SplitConfig, split
+    from scopebench.curate.pipeline import STEPS
 
-    cfg = SplitConfig(seed=args.seed, fractions=_fractions(args.fractions), tiny=args.tiny)
-    return _show([split(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
+    step = STEPS["split"]
+    cfg = step.make_config(None, seed=args.seed, fractions=_fractions(args.fractions), tiny=args.tiny)
+    return _show([step.run(args.data, args.out, cfg, progress=not getattr(args, "quiet", False))])
 
 
 def cmd_export(args: Args) -> int:
     """Export the local format and an HF dataset."""
-    from scopebench.curate.exporting import export
+    from scopebench.curate.pipeline import STEPS
 
-    return _show([export(args.data, args.out, progress=not getattr(args, "quiet", False))])
+    return _show([STEPS["export"].run(args.data, args.out, progress=not getattr(args, "quiet", False))])
 
 
 def cmd_run(args: Args) -> int:
@@ -285,6 +296,18 @@ def _questions(args: Args) -> int:
 @click.option("--retries", type=int, default=2, help="retries after an invalid reply (default 2)")
 @click.option("--questions-per-image", type=int, help="questions per image of the mcq task (default 3)")
 @click.option("--max-new-tokens", type=int, default=1024, help="reply length limit (default 1024)")
+@click.option(
+    "--max-fail-fraction",
+    type=float,
+    default=0.5,
+    help="exit non-zero when more of the calls end as failure rows (default 0.5)",
+)
+@click.option(
+    "--max-consecutive-failures",
+    type=int,
+    default=8,
+    help="stop at once after this many calls in a row fail with an error (default 8; 0: never)",
+)
 @_llm_cache
 @pass_args
 def _generate(args: Args) -> int:

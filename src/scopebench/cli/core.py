@@ -73,6 +73,15 @@ def validate(args: _cli.Args) -> int:
     "(off: boxes are scored as written, as the official metric does; recorded in run.json)",
 )
 @click.option(
+    "--answer-format",
+    type=click.Choice(["free", "constrained"]),
+    default="free",
+    show_default=True,
+    help="constrained: the backend may only answer an option label (openai: structured outputs, "
+    "vllm: guided choice, hf: --mode generate a logits restriction; refused elsewhere); "
+    "recorded in run.json",
+)
+@click.option(
     "--strategy",
     help="chain-of-thought strategy: direct, step-by-step, vot, ddcot, cantor (generative models)",
 )

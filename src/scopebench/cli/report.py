@@ -17,7 +17,7 @@ from scopebench.report import json_safe, render_metrics_table, report_dir, write
 from scopebench.report.html import heatmap_values
 from scopebench.report.labels import expand_run_dirs
 from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
-from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows
+from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows, truncated_note
 from scopebench.scoring.compare import compare_runs, run_folder_names
 from scopebench.store import rundir
 
@@ -158,6 +158,10 @@ def cmd_compare(args: Args) -> int:
         )
     for w in result["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {w}")
+    for entry in result["leaderboard"]:
+        cut = truncated_note(entry.get("overall") or {}, entry.get("model", ""))
+        if cut:
+            console.print(f"[yellow]truncated:[/yellow] {cut}")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,7 @@ def _need_extra() -> None:
         ("alembic", "alembic"),
         ("argon2", "argon2-cffi"),
         ("krippendorff", "krippendorff"),
+        ("zxcvbn", "zxcvbn"),
     ):
         if importlib.util.find_spec(module) is None:
             raise MissingDependencyError(package, "review", "scopebench review")
@@ -98,6 +99,7 @@ def cmd_init(args: Args) -> int:
             n_reviewers=args.reviewers,
             seed=args.seed,
             alpha_threshold=args.alpha_threshold,
+            seniors_review=args.seniors_review,
         )
         n = len(db.scalars(_items_q(project.id)).all())
     console.print(
@@ -209,10 +211,16 @@ def cmd_serve(args: Args) -> int:
         secure_cookies=args.secure_cookies,
         model=args.model,
         base_url=args.base_url,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        max_uploads_per_user=args.max_uploads_per_user,
+        max_upload_total_bytes=int(args.max_upload_total_mb * 2**20),
     )
     app = create_app(settings)
     console.print(f"scopebench review on http://{args.host}:{args.port}/ (database {args.db})")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    # uvicorn's own proxy-header handling trusts X-Forwarded-For from 127.0.0.1 by default, which
+    # let any local client pick the address the login limits count; the app applies
+    # --forwarded-allow-ips itself, and only when given.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", proxy_headers=False)
     return 0
 
 
@@ -253,14 +261,22 @@ def cmd_baseline(args: Args) -> int:
     """Write the experts' first answers as run directories, one per reviewer group."""
     from sqlalchemy import select
 
-    from scopebench.review.db import Member
+    from scopebench.review.db import Member, User
     from scopebench.review.outputs import write_baseline
+    from scopebench.review.projects import reviewing_roles
     from scopebench.scoring import compute_metrics
 
     with _session(args) as db:
         project = _project(db, args.project)
         runs = write_baseline(db, project, Path(args.out), seed=args.seed)
-        groups = set(db.scalars(select(Member.group).where(Member.project_id == project.id)).all())
+        # Groups that review: a group of seniors who only arbitrate has no baseline to miss.
+        groups = set(
+            db.scalars(
+                select(Member.group)
+                .join(User, User.id == Member.user_id)
+                .where(Member.project_id == project.id, User.role.in_(reviewing_roles(project)))
+            ).all()
+        )
     from scopebench.store.rundir import METRICS_FILE, load_run
 
     for group, run_dir in runs.items():
@@ -350,6 +366,11 @@ def _common(project: bool = True) -> _Deco:
 @click.option("--reviewers", type=int, default=2, help="independent reviewers per item (default 2)")
 @seed_option("seed of assignment ties, arbiter order and bootstraps")
 @click.option("--alpha-threshold", type=float, help="release gate: export refuses below this α")
+@click.option(
+    "--seniors-review",
+    is_flag=True,
+    help="seniors also take first-line reviews (default: seniors only arbitrate)",
+)
 def _init(**kwargs: object) -> int:
     """Load a benchmark (any loader, or a build output) into a review project."""
     return _guarded(cmd_init)(**kwargs)
@@ -394,6 +415,17 @@ def _assign(**kwargs: object) -> int:
 @click.option("--secure-cookies", is_flag=True, help="mark cookies Secure (behind HTTPS)")
 @click.option("--model", help="model spec that answers submissions in real time")
 @click.option("--base-url", help="server URL for openai: models")
+@click.option(
+    "--forwarded-allow-ips",
+    help="reverse proxies (comma-separated addresses) whose X-Forwarded-For names the client "
+    "(default: none; the header is ignored)",
+)
+@click.option(
+    "--max-uploads-per-user", type=int, default=200, help="uploads per user and project (default 200)"
+)
+@click.option(
+    "--max-upload-total-mb", type=float, default=500.0, help="upload MB per user and project (default 500)"
+)
 def _serve(**kwargs: object) -> int:
     """Run the web server (upgrading the database first)."""
     return _guarded(cmd_serve)(**kwargs)

@@ -1,10 +1,18 @@
-"""``build export``: the ``local`` format (docs/local-format.md) and a Hugging Face dataset.
+"""``build export``: the benchmark as it is published, in two forms.
 
-``OUT/local/data.jsonl`` holds one multiple-choice item per question (all splits, a ``split``
-column), ``OUT/local/test_tiny.jsonl`` the ``test_tiny`` items, ``OUT/local/images/<image_id>.png``
-the images; ``scopebench run --bench local --data OUT/local`` evaluates it as it is. ``OUT/hf`` is
-the split dataset (μ-Bench schema, ``save_to_disk`` + Parquet shards + card), ready for
-``push_to_hub`` or ``scopebench run --bench ubench --data OUT/hf``.
+``OUT/hf`` uploads as it is (``huggingface_hub.upload_folder``): ``data/<split>-*.parquet`` (the
+rows in the Hub's layout: their only copy, no Arrow cache beside them), ``README.md`` (the published
+card, :func:`scopebench.curate.card.export_card_body`, with ``configs`` and ``dataset_info`` front
+matter), ``provenance/`` (every step's ``build.json`` and ``problems.jsonl``) and the carried
+``benchmark.json``, ``sources.json``, ``inputs.json`` and ``benchmark_stats.json``.
+``datasets.load_dataset("OUT/hf")`` reads every split; ``scopebench run --bench ubench --data OUT/hf``
+evaluates it.
+
+``OUT/local`` is the ``local`` format (docs/local-format.md): ``data.jsonl`` holds one item per
+question of every split but ``test_tiny`` (a ``split`` column), which ``scopebench run --bench local
+--data OUT/local`` evaluates as it is; ``<split>.jsonl`` holds each split's items (``test_tiny``
+too) and ``README.md`` maps every split to its file, so ``datasets.load_dataset("OUT/local")`` puts
+every item in its own split; ``images/<image_id>.png`` the images.
 """
 
 from __future__ import annotations
@@ -14,144 +22,130 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from scopebench.curate.filtering.step import STATS_FILE, card_sections
+from scopebench.curate.card import (
+    HISTORY,
+    card_data,
+    checksum_lines,
+    export_card_body,
+    read_history,
+    save_card,
+)
 from scopebench.curate.output import (
-    MARKER,
-    _sha256,
+    STATS_FILE,
+    copy_sources,
+    local_items,
     prepare_out,
+    read_benchmark,
     read_inputs,
     read_rows,
-    write_card,
+    read_sources,
     write_summary,
 )
 from scopebench.curate.report import StepResult
+from scopebench.curate.schema import features
 
-__all__ = ["export", "local_items"]
+__all__ = ["export"]
 
 STEP = "export"
-_META = ("image_id", "dup_group", "label_name", "modality", "submodality", "domain", "subdomain", "stain",
-         "ncbitaxon_id", "license", "source_path", "pixel_md5")  # fmt: skip
 
 
-def local_items(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``local``-format items of one dataset row.
-
-    One per question, in task order, then one per generated multiple-choice item (``build
-    generate``) with its explanation and provenance.
-    """
-    items = []
-    captions = row.get("captions") or {}
-    for task, q in (row.get("questions") or {}).items():
-        if not q:
-            continue
-        item = {
-            "id": f"{row['image_id']}-{task}",
-            "question": q["question"],
-            "choices": list(q["options"]),
-            "answer": int(q["answer_idx"]),
-            "image": f"images/{row['image_id']}.png",
-            "task": task,
-            "subset": row["dataset"],
-            "split": row["split"],
-            "question_id": q["id"],
-        }
-        cap = captions.get(f"{task}_0")
-        if cap and len(cap["options"]) == len(q["options"]):
-            item["captions"] = list(cap["options"])
-        item.update({k: row.get(k) for k in _META if row.get(k) is not None})
-        items.append(item)
-    for g in row.get("generated") or []:
-        if g.get("kind") != "mcq":
-            continue  # descriptions are inputs of other items, not questions
-        item = {
-            "id": g["id"],
-            "question": g["question"],
-            "choices": list(g["options"]),
-            "answer": int(g["answer_idx"]),
-            "image": f"images/{row['image_id']}.png",
-            "task": g["task"],
-            "subset": row["dataset"],
-            "split": row["split"],
-            "question_id": g["id"],
-            # PathMMU keeps an explanation per item; the provenance says who wrote it and how.
-            "explanation": g.get("explanation") or "",
-            "generated_by": g.get("model"),
-            "generation_seed": g.get("seed"),
-            "generation_attempt": g.get("attempt"),
-        }
-        item.update({k: row.get(k) for k in _META if row.get(k) is not None})
-        items.append(item)
-    return items
-
-
-def export(data: str | Path, out: str | Path, *, progress: bool = False) -> StepResult:
-    """Export a split (or questions) output to ``out/local`` and ``out/hf``.
-
-    Returns:
-        Images in (``items_in``) and images written; images without questions are counted as
-        dropped (``no_questions``) and kept in the HF dataset.
-    """
+def _write_local(
+    splits: dict[str, list[dict[str, Any]]], local: Path, result: StepResult, progress: bool
+) -> dict[str, list[dict[str, Any]]]:
+    """Write the images and one JSONL file per split (and ``data.jsonl``); the items per split."""
     from tqdm import tqdm
 
-    data, out = Path(data), Path(out)
-    splits, _ = read_rows(data)
-    prepare_out(out)
-    local = out / "local"
-    (local / "images").mkdir(parents=True)
-    result = StepResult(STEP, out=str(out))
-    main: list[dict[str, Any]] = []
-    tiny: list[dict[str, Any]] = []
+    by_split: dict[str, list[dict[str, Any]]] = {name: [] for name in splits}
     todo = [(name, r) for name, rows in splits.items() for r in rows]
     for name, r in tqdm(todo, desc="export", unit="img", disable=not progress):
         items = local_items(r)
+        by_split[name] += items
         if name == "test_tiny":
-            tiny += [{**i, "split": "test"} for i in items]
-            continue
+            continue  # its images are test images, written below
         result.items_in += 1
         if not items:
             result.dropped["no_questions"] += 1
             continue
         (local / "images" / f"{r['image_id']}.png").write_bytes(r["image"]["bytes"])
-        main += items
     result.kept = result.items_in - sum(result.dropped.values())
-    for path, items in ((local / "data.jsonl"), main), ((local / "test_tiny.jsonl"), tiny):
-        if items or path.name == "data.jsonl":
-            path.write_text(
-                "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8"
-            )
-    shutil.copytree(data, out / "hf", ignore=shutil.ignore_patterns(MARKER, "problems.jsonl"))
-    result.stats = {"local_items": len(main), "test_tiny_items": len(tiny)}
+    # Every file has every column, so `datasets` reads all splits with one schema.
+    keys = list(dict.fromkeys(k for items in by_split.values() for i in items for k in i))
+    by_split = {s: [{k: i.get(k) for k in keys} for i in items] for s, items in by_split.items()}
+    main = [i for s, items in by_split.items() if s != "test_tiny" for i in items]
+    files = {"data": main, **by_split}
+    for stem, items in files.items():
+        text = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items)
+        (local / f"{stem}.jsonl").write_text(text, encoding="utf-8")
+    return by_split
+
+
+def export(data: str | Path, out: str | Path, *, progress: bool = False) -> StepResult:
+    """Export a split (or questions) output to ``out/hf`` and ``out/local`` (module docstring).
+
+    Returns:
+        Images in (``items_in``) and images with questions (``kept``); images without questions
+        are counted as dropped (``no_questions``) and kept in the HF dataset. ``stats`` holds the
+        items per split.
+    """
+    data, out = Path(data), Path(out)
+    splits, labels = read_rows(data)
+    prepare_out(out)
+    local, hf = out / "local", out / "hf"
+    (local / "images").mkdir(parents=True)
+    result = StepResult(STEP, out=str(out))
+    by_split = _write_local(splits, local, result, progress)
+    shutil.copytree(data / "data", hf / "data")  # the Parquet shards: the rows' one copy
+    copy_sources(data, hf)
+    main = sum(len(v) for s, v in by_split.items() if s != "test_tiny")
+    result.stats = {"local_items": main, "test_tiny_items": len(by_split.get("test_tiny", [])),
+                    "items_per_split": {s: len(v) for s, v in by_split.items()}}  # fmt: skip
     write_summary(out, result)
-    rows = [r for name, rs in splits.items() if name != "test_tiny" for r in rs]
-    write_card(
-        out / "hf",
-        title=f"{data.name} export",
-        description="",
-        rows=rows,
-        sources=json.loads((data / "sources.json").read_text(encoding="utf-8"))
-        if (data / "sources.json").is_file()
-        else [],
-        result=result,
-        inputs={"previous build.json": str(data / "build.json")},
-        extra=_card_extra(data, local),
-    )
+    shutil.copytree(out / HISTORY, hf / HISTORY, dirs_exist_ok=True)
+    _write_cards(data, hf, local, splits, by_split, labels)
     return result
 
 
-def _card_extra(data: Path, local: Path) -> list[str]:
-    """The exported card's statistics and checksums beyond the HF folder's own files.
-
-    The filter step's statistics (blind accuracies, RefineBot codes, quotas) when the build ran it;
-    the SHA-256 of the ingest inputs (manifest, metadata tables) as recorded at ingest; and the
-    SHA-256 of every file of the ``local`` export.
-    """
-    lines: list[str] = []
-    if (data / STATS_FILE).is_file():
-        lines += card_sections(json.loads((data / STATS_FILE).read_text(encoding="utf-8")))
-    lines += ["## Checksums of the build inputs and the local export (SHA-256)", ""]
-    lines += ["| file | sha256 |", "|---|---|"]
-    for role, rec in read_inputs(data).items():
-        lines.append(f"| ingest input {role}: {rec['file']} | {rec['sha256']} |")
-    for path in sorted(p for p in local.rglob("*") if p.is_file()):
-        lines.append(f"| local/{path.relative_to(local).as_posix()} | {_sha256(path)} |")
-    return [*lines, ""]
+def _write_cards(
+    data: Path,
+    hf: Path,
+    local: Path,
+    splits: dict[str, list[dict[str, Any]]],
+    by_split: dict[str, list[dict[str, Any]]],
+    labels: list[str],
+) -> None:
+    """The published card, in both folders: the same body, each with its own files and checksums."""
+    stats_file = data / STATS_FILE
+    stats = json.loads(stats_file.read_text(encoding="utf-8")) if stats_file.is_file() else None
+    benchmark = read_benchmark(data)
+    body = export_card_body(
+        benchmark=benchmark,
+        history=read_history(hf),
+        rows_by_split=splits,
+        items_by_split=by_split,
+        sources=read_sources(data),
+        filter_stats=stats,
+    )
+    title = str(benchmark.get("name") or f"{data.name} export")
+    licences = [r.get("license") for rows in splits.values() for r in rows]
+    n_items = sum(len(v) for s, v in by_split.items() if s != "test_tiny")
+    local_data = card_data(
+        title=title, licences=licences, n=n_items, data_files={s: f"{s}.jsonl" for s in by_split}
+    )
+    # The local card first: the HF card checksums it with the rest of the local folder.
+    save_card(
+        local / "README.md",
+        local_data,
+        [*body, *checksum_lines(local, also=[hf], recorded=read_inputs(data))],
+    )
+    sizes = {s: len(rows) for s, rows in splits.items()}
+    hf_data = card_data(
+        title=title,
+        licences=licences,
+        n=sum(n for s, n in sizes.items() if s != "test_tiny"),
+        data_files={s: f"data/{s}-*.parquet" for s in splits},
+        features=features(labels),
+        split_sizes=sizes,
+    )
+    save_card(
+        hf / "README.md", hf_data, [*body, *checksum_lines(hf, also=[local], recorded=read_inputs(data))]
+    )

@@ -42,10 +42,95 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scopebench.errors import ModelSpecError
-from scopebench.models import Backend, ChatMessage, Response
+from scopebench.errors import ModelSpecError, RunAbortedError
+from scopebench.models import Backend, ChatMessage, ModelOptions, Response, load_model
+from scopebench.models.registry import backend_class
 
-__all__ = ["CallCache", "LLMCall", "LLMClient", "LLMReply", "Ledger", "LedgerEntry", "Prices", "call_key"]
+__all__ = [
+    "DEFAULT_MAX_CONSECUTIVE_FAILURES",
+    "CallCache",
+    "FailureGuard",
+    "LLMCall",
+    "LLMClient",
+    "LLMReply",
+    "Ledger",
+    "LedgerEntry",
+    "ModelRef",
+    "Prices",
+    "call_key",
+    "load_backend",
+]
+
+#: Calls failing in a row (errors: network, server) after which a step stops.
+DEFAULT_MAX_CONSECUTIVE_FAILURES = 8
+#: Model arguments that are :class:`~scopebench.models.ModelOptions` fields, not backend extras.
+_COMMON_ARGS = ("device", "base_url", "batch_size")
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model as every build step names it: a spec and its backend arguments.
+
+    The ``model``/``model_args`` block of ``generate:`` and of every gate entry in ``filter:``.
+
+    Attributes:
+        spec: ``openai:…``, ``vllm:…``, ``hf:…``, ``replay:FILE``…
+        args: ``base_url``, ``api_key_env``, ``device``, ``batch_size`` and any backend argument
+            (``temperature``, ``max_retries``…), as ``--model-arg`` takes them.
+    """
+
+    spec: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+def load_backend(ref: ModelRef, *, seed: int, no_image: bool = False, needs_chat: bool = False) -> Backend:
+    """The backend of ``ref`` (``device``, ``base_url``, ``batch_size`` become common options).
+
+    Raises:
+        ModelSpecError: When ``needs_chat`` and the backend cannot write text.
+    """
+    if needs_chat and backend_class(ref.spec).chat is Backend.chat:
+        raise ModelSpecError(f"{ref.spec!r} cannot write text; use openai:, vllm:, hf: or replay:")
+    args = dict(ref.args)
+    common = {k: args.pop(k) for k in _COMMON_ARGS if k in args}
+    options = ModelOptions(
+        seed=seed,
+        device=str(common.get("device", "auto")),
+        batch_size=common.get("batch_size"),
+        base_url=common.get("base_url"),
+        no_image=no_image,
+        extra=args,
+    )
+    return load_model(ref.spec, options)
+
+
+class FailureGuard:
+    """Stops a step after ``limit`` calls in a row failed with an error (a dead or refusing server).
+
+    A missing replay line is the file's answer, not a failure of the server, and does not count.
+    """
+
+    def __init__(self, limit: int = DEFAULT_MAX_CONSECUTIVE_FAILURES, what: str = "") -> None:
+        self.limit = limit
+        self.what = what
+        self.in_a_row = 0
+
+    def record(self, status: str, error: str | None, model: str) -> None:
+        """Count one call's outcome.
+
+        Raises:
+            RunAbortedError: On the ``limit``-th error in a row, naming the last one.
+        """
+        if status != "error":
+            self.in_a_row = 0
+            return
+        self.in_a_row += 1
+        if self.limit and self.in_a_row >= self.limit:
+            raise RunAbortedError(
+                f"{self.what or 'step'} stopped: {self.in_a_row} calls to {model} failed in a row (last: "
+                f"{error}). Is the server running and reachable (model_args base_url, api_key_env)? "
+                "Replies received so far are in the call cache; run again to go on from there"
+            )
 
 
 @dataclass(frozen=True)
@@ -204,6 +289,8 @@ class LLMClient:
         ledger: Where costs are counted (a new one when ``None``).
         decoding: Decoding settings that change replies and are not in the backend's identity.
         prices: Prices per million tokens, for the ledger's ``price``.
+        guard: Stops the step after too many failed calls in a row (a new one when ``None``).
+        progress: A bar to tick once per call answered (from the cache or sent).
     """
 
     def __init__(
@@ -214,7 +301,12 @@ class LLMClient:
         *,
         decoding: dict[str, Any] | None = None,
         prices: Prices | None = None,
+        guard: FailureGuard | None = None,
+        progress: Any = None,
     ) -> None:
+        self.guard = guard if guard is not None else FailureGuard()
+        #: Anything with ``update(n)`` (a tqdm bar): one tick per call answered.
+        self.progress = progress
         self.backend = backend
         self.cache = cache
         self.ledger = ledger if ledger is not None else Ledger()
@@ -236,6 +328,7 @@ class LLMClient:
             else:
                 out[i] = LLMReply(call.call_id, key, hit[0], cached=True, usage=hit[1], seed=seed)
                 entry.cached += 1
+        self._tick(len(calls) - len(todo))
         for start in range(0, len(todo), self.batch_size):
             batch = todo[start : start + self.batch_size]
             responses = self._send([calls[i] for i, _ in batch], seed)
@@ -246,8 +339,15 @@ class LLMClient:
                 out[i] = reply
                 if reply.status == "ok" and reply.text is not None:
                     stored.append((key, reply.call_id, reply.text, reply.usage))
-            self.cache.put(stored)
+            self.cache.put(stored)  # committed before the guard may stop the step
+            self._tick(len(batch))
+            for resp in responses:
+                self.guard.record(resp.status, resp.error, self.backend.spec)
         return [r for r in out if r is not None]
+
+    def _tick(self, n: int) -> None:
+        if self.progress is not None and n:
+            self.progress.update(n)
 
     def _send(self, calls: Sequence[LLMCall], seed: int) -> list[Response]:
         budget = max((c.max_new_tokens or 0) for c in calls) or None

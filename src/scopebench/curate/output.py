@@ -11,16 +11,14 @@ Layout of an output folder::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import shutil
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scopebench import __version__
+from scopebench.curate.card import HISTORY, sha256_file, write_card
 from scopebench.curate.report import StepResult, write_problems
 from scopebench.curate.schema import BUILD_COLUMNS, UBENCH_COLUMNS, features
 from scopebench.errors import DataFormatError, NoItemsError
@@ -31,14 +29,17 @@ if TYPE_CHECKING:
     from scopebench.curate.taxonomy import Taxonomy
 
 __all__ = [
+    "BENCHMARK_FILE",
     "MARKER",
+    "STATS_FILE",
     "copy_sources",
+    "local_items",
     "prepare_out",
+    "read_benchmark",
     "read_inputs",
     "read_rows",
     "read_sources",
     "save_dataset",
-    "write_card",
     "write_dataset",
 ]
 
@@ -121,107 +122,29 @@ def read_rows(folder: Path) -> tuple[dict[str, list[dict[str, Any]]], list[str]]
     return out, names
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _count_table(title: str, counts: Counter[str]) -> list[str]:
-    lines = [f"### {title}", "", f"| {title.lower()} | images |", "|---|---:|"]
-    lines += [f"| {k} | {v} |" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return [*lines, ""]
-
-
-def write_card(
-    out: Path,
-    *,
-    title: str,
-    description: str,
-    rows: Iterable[Mapping[str, Any]],
-    sources: Sequence[Mapping[str, Any]],
-    result: StepResult,
-    inputs: Mapping[str, str],
-    extra: Sequence[str] = (),
-) -> None:
-    """Write ``out/README.md``: counts, licences, provenance and the checksum of every file.
-
-    Args:
-        out: The output folder (every file in it is checksummed, except the card itself).
-        title: The card's title.
-        description: Its first paragraph.
-        rows: The dataset's rows (one per image).
-        sources: One mapping per source (name, license, citation, url).
-        result: The step's summary (kept, dropped by reason).
-        inputs: Input files by role (manifest, metadata tables…), checksummed in the card.
-        extra: More Markdown sections.
-    """
-    rows = list(rows)
-    licences = sorted({str(r.get("license")) for r in rows})
-    lines = [
-        "---",
-        f"license: {licences[0].lower() if len(licences) == 1 else 'other'}",
-        f"pretty_name: {json.dumps(title)}",
-        "tags: [microscopy, scopebench]",
-        "---",
-        "",
-        f"# {title}",
-        "",
-        description or "A microscopy benchmark built with `scopebench build`.",
-        "",
-        f"{len(rows)} images kept of {result.items_in} read; kept out by reason: "
-        + (", ".join(f"{k} {v}" for k, v in sorted(result.dropped.items())) or "none")
-        + " (each one is listed in `problems.jsonl` with its source, row and field).",
-        "",
-        "## Counts",
-        "",
-    ]
-    for col, name in (
-        ("dataset", "Source"),
-        ("modality", "Modality"),
-        ("domain", "Domain"),
-        ("stain", "Stain"),
-    ):
-        lines += _count_table(name, Counter(str(r.get(col)) for r in rows))
-    lines += ["## Sources and licences", "", "| source | licence | citation | url |", "|---|---|---|---|"]
-    for s in sources:
-        cite = str(s.get("citation") or "").replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {s['name']} | {s.get('license') or ''} | {cite} | {s.get('url') or ''} |")
-    lines += [
-        "",
-        "## Provenance",
-        "",
-        f"Built by scopebench {__version__} (`scopebench build`). Images are lossless PNG at their "
-        "original resolution (`conversion` says what was done to each source file). `pixel_md5` is the "
-        'MD5 of `"<dtype>:<shape>|"` followed by the pixel array\'s C-order bytes; `image_id` is the first '
-        "128 bits of SHA-256 over source, relative path and `pixel_md5`; `dhash` is a 64-bit difference "
-        "hash and `dup_group` names each image's near-duplicate group (all its members share a split).",
-        "",
-        *extra,
-        "## Checksums (SHA-256)",
-        "",
-        "| file | sha256 |",
-        "|---|---|",
-    ]
-    for role, given in inputs.items():
-        lines.append(f"| input {role}: {Path(given).name} | {_sha256(Path(given))} |")
-    for path in sorted(p for p in out.rglob("*") if p.is_file() and p.name != "README.md"):
-        lines.append(f"| {path.relative_to(out).as_posix()} | {_sha256(path)} |")
-    (out / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-#: Files each step carries to the next: the sources (licence, citation, url), the checksums of the
-#: ingest inputs (manifest, metadata tables) and the filter step's published statistics.
-CARRIED = ("sources.json", "inputs.json", "benchmark_stats.json")
+#: The statistics a card publishes, carried from the filter output to the export.
+STATS_FILE = "benchmark_stats.json"
+#: What the benchmark is called and what it is (the manifest's ``name`` and ``description``).
+BENCHMARK_FILE = "benchmark.json"
+#: Files each step carries to the next: the benchmark's name, the sources (licence, citation, url),
+#: the checksums of the ingest inputs (manifest, metadata tables) and the filter step's published
+#: statistics; and the folder of every earlier step's ``build.json`` and ``problems.jsonl``.
+CARRIED = (BENCHMARK_FILE, "sources.json", "inputs.json", STATS_FILE)
 
 
 def copy_sources(data: Path, out: Path) -> None:
-    """Carry :data:`CARRIED` files from one step's output to the next."""
+    """Carry :data:`CARRIED` files and the :data:`~scopebench.curate.card.HISTORY` folder onward."""
     for name in CARRIED:
         if (data / name).is_file():
             shutil.copyfile(data / name, out / name)
+    if (data / HISTORY).is_dir():
+        shutil.copytree(data / HISTORY, out / HISTORY, dirs_exist_ok=True)
+
+
+def read_benchmark(folder: Path) -> dict[str, Any]:
+    """The benchmark's ``name`` and ``description`` as ingest recorded them (empty when none)."""
+    path = folder / BENCHMARK_FILE
+    return dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else {}
 
 
 def read_inputs(folder: Path) -> dict[str, dict[str, str]]:
@@ -237,9 +160,17 @@ def read_sources(folder: Path) -> list[dict[str, Any]]:
 
 
 def write_summary(out: Path, result: StepResult) -> None:
-    """Write ``problems.jsonl`` and ``build.json``."""
+    """Write ``problems.jsonl`` and ``build.json``, and a copy of both in ``provenance/``.
+
+    ``provenance/<step>.build.json`` and ``provenance/<step>.problems.jsonl`` travel with every
+    later output (:func:`copy_sources`), so the exported card is the whole pipeline's.
+    """
     write_problems(result.problems, out / "problems.jsonl")
-    (out / MARKER).write_text(json.dumps(result.to_json(), indent=2), encoding="utf-8")
+    summary = json.dumps(result.to_json(), indent=2)
+    (out / MARKER).write_text(summary, encoding="utf-8")
+    (out / HISTORY).mkdir(exist_ok=True)
+    (out / HISTORY / f"{result.step}.build.json").write_text(summary, encoding="utf-8")
+    write_problems(result.problems, out / HISTORY / f"{result.step}.problems.jsonl")
 
 
 def write_dataset(
@@ -279,8 +210,10 @@ def write_dataset(
     sources = [s.model_dump(exclude={"defaults", "columns"}) for s in manifest.sources]
     (out / "sources.json").write_text(json.dumps(sources, indent=2), encoding="utf-8")
     # The checksums of the inputs travel to the exported card (the manifest's above all).
-    recorded = {role: {"file": Path(p).name, "sha256": _sha256(Path(p))} for role, p in inputs.items()}
+    recorded = {role: {"file": Path(p).name, "sha256": sha256_file(Path(p))} for role, p in inputs.items()}
     (out / "inputs.json").write_text(json.dumps(recorded, indent=2), encoding="utf-8")
+    about = {"name": manifest.name, "description": manifest.description}
+    (out / BENCHMARK_FILE).write_text(json.dumps(about, indent=2), encoding="utf-8")
     result.stats = {"taxonomy_sha256": tax.fingerprint(), "label_names": labels}
     write_summary(out, result)
     write_card(
@@ -292,3 +225,39 @@ def write_dataset(
         result=result,
         inputs=inputs,
     )
+
+
+_META = ("image_id", "dup_group", "label_name", "modality", "submodality", "domain", "subdomain", "stain",
+         "ncbitaxon_id", "license", "source_path", "pixel_md5")  # fmt: skip
+
+
+def local_items(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``local``-format items (docs/local-format.md) of one dataset row.
+
+    One per question, in task order, then one per generated multiple-choice item (``build
+    generate``) with its explanation and provenance.
+    """
+    items = []
+    captions = row.get("captions") or {}
+    common = {"image": f"images/{row['image_id']}.png", "subset": row["dataset"], "split": row["split"]}
+    for task, q in (row.get("questions") or {}).items():
+        if not q:
+            continue
+        item = {"id": f"{row['image_id']}-{task}", "question": q["question"], "choices": list(q["options"]),
+                "answer": int(q["answer_idx"]), "task": task, **common, "question_id": q["id"]}  # fmt: skip
+        cap = captions.get(f"{task}_0")
+        if cap and len(cap["options"]) == len(q["options"]):
+            item["captions"] = list(cap["options"])
+        item.update({k: row.get(k) for k in _META if row.get(k) is not None})
+        items.append(item)
+    for g in row.get("generated") or []:
+        if g.get("kind") != "mcq":
+            continue  # descriptions are inputs of other items, not questions
+        item = {"id": g["id"], "question": g["question"], "choices": list(g["options"]),
+                "answer": int(g["answer_idx"]), "task": g["task"], **common, "question_id": g["id"],
+                # PathMMU keeps an explanation per item; the provenance says who wrote it and how.
+                "explanation": g.get("explanation") or "", "generated_by": g.get("model"),
+                "generation_seed": g.get("seed"), "generation_attempt": g.get("attempt")}  # fmt: skip
+        item.update({k: row.get(k) for k in _META if row.get(k) is not None})
+        items.append(item)
+    return items

@@ -13,67 +13,96 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scopebench import __version__
 from scopebench.curate.exporting import export
 from scopebench.curate.filtering.step import FilterSection, filter_questions
 from scopebench.curate.generation.step import GenerateConfig, generate
 from scopebench.curate.ingestion.step import ingest, sha256_file
-from scopebench.curate.llm import Prices
 from scopebench.curate.manifest import load_manifest
 from scopebench.curate.output import MARKER
 from scopebench.curate.questions import QuestionConfig, make_questions
 from scopebench.curate.report import StepResult, read_problems
 from scopebench.curate.splits import SplitConfig, split
+from scopebench.curate.step import Step, signature
 from scopebench.errors import DataFormatError, DataNotFoundError
 from scopebench.models import parse_spec
 
-__all__ = ["BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
-
-STEPS = ("ingest", "questions", "generate", "filter", "split", "export")
+__all__ = ["STEPS", "BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
 
 
-class _Questions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    options: int = 4
-    difficulty: str = "hard"
-    none_of_the_above: bool = False
-    tasks: list[str] | None = None
+def _run_ingest(d: Path, o: Path, _c: None, p: bool, cache_dir: Path | None = None) -> StepResult:
+    return ingest(d, o, cache_dir=cache_dir, progress=p)
 
 
-class _Prices(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
+def _run_generate(d: Path, o: Path, c: GenerateConfig, p: bool, cache: Path | None = None) -> StepResult:
+    return generate(d, o, c, cache=cache, progress=p)
 
 
-class _Generate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    model: str
-    tasks: list[str] = Field(default_factory=lambda: ["describe", "mcq"])
-    retries: int = Field(default=2, ge=0)
-    inputs: str | None = None
-    templates: str | None = None
-    questions_per_image: int | None = Field(default=None, ge=1)
-    max_new_tokens: int = Field(default=1024, ge=1)
-    model_args: dict[str, Any] = Field(default_factory=dict)
-    prices: _Prices | None = None
-    shuffle: bool = True
+def _run_filter(d: Path, o: Path, c: FilterSection, p: bool, cache: Path | None = None) -> StepResult:
+    return filter_questions(d, o, c.to_config(), progress=p, cache=cache)
 
 
-class _Split(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    fractions: dict[str, float] = Field(default_factory=lambda: {"test": 1.0})
-    tiny: int = 0
+def _run_export(d: Path, o: Path, _c: None, p: bool) -> StepResult:
+    return export(d, o, progress=p)
+
+
+_DATASET = "the dataset (save_to_disk + Parquet shards)"
+#: Every step's contract, in the order ``build run`` runs them (docs/build.md's table).
+STEPS: dict[str, Step] = {
+    s.name: s
+    for s in (
+        Step(
+            "ingest",
+            "a manifest: image folders and metadata tables",
+            (_DATASET, "sources.json", "inputs.json", "benchmark.json"),
+            None,
+            _run_ingest,
+        ),
+        Step(
+            "questions",
+            "an ingest output",
+            (f"{_DATASET} with questions and captions",),
+            QuestionConfig,
+            lambda d, o, c, p: make_questions(d, o, c, progress=p),
+        ),
+        Step(
+            "generate",
+            "a questions (or ingest) output and an inputs table",
+            (f"{_DATASET} with a generated column", "generated.jsonl", "ledger.json"),
+            GenerateConfig,
+            _run_generate,
+        ),
+        Step(
+            "filter",
+            "a questions or generate output",
+            (f"{_DATASET} of the kept questions", "gates/", "review_queue/", "benchmark_stats.json"),
+            FilterSection,
+            _run_filter,
+        ),
+        Step(
+            "split",
+            "a questions, generate or filter output",
+            (f"{_DATASET}, split by image",),
+            SplitConfig,
+            lambda d, o, c, p: split(d, o, c, progress=p),
+        ),
+        Step(
+            "export", "a split output", ("hf/", "local/"), None, lambda d, o, _c, p: export(d, o, progress=p)
+        ),
+    )
+}
 
 
 class BuildConfig(BaseModel):
     """A ``build.yaml``: the manifest, the output folder, the seed and each step's settings.
+
+    Each step's section is checked against that step's own configuration class (:data:`STEPS`),
+    with the top-level ``seed`` (and ``taxonomy`` for questions) added.
 
     Attributes:
         manifest: The ingest manifest (relative to build.yaml).
@@ -81,10 +110,12 @@ class BuildConfig(BaseModel):
         seed: Seed of every step.
         taxonomy: A user taxonomy YAML used by the questions step (the manifest's own ``taxonomy``
             is used by ingest).
-        questions: Options, difficulty, "none of the above", tasks.
-        generate: LLM-written items (``build generate``); the step runs only when given.
-        split: Fractions per split and the ``test_tiny`` size.
-        filter: The quality gates (docs/build.md); the filter step runs only when this is given.
+        questions: :class:`~scopebench.curate.questions.QuestionConfig` (options, difficulty…).
+        generate: :class:`~scopebench.curate.generation.step.GenerateConfig`; the step runs only
+            when given.
+        split: :class:`~scopebench.curate.splits.SplitConfig` (fractions, ``tiny``).
+        filter: :class:`~scopebench.curate.filtering.step.FilterSection`; the step runs only when
+            given.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -92,11 +123,16 @@ class BuildConfig(BaseModel):
     out: str = "build"
     seed: int = 0
     taxonomy: str | None = None
-    questions: _Questions = Field(default_factory=_Questions)
-    generate: _Generate | None = None
-    split: _Split = Field(default_factory=_Split)
-    filter: FilterSection | None = None
+    questions: dict[str, Any] | None = None
+    generate: dict[str, Any] | None = None
+    split: dict[str, Any] | None = None
+    filter: dict[str, Any] | None = None
     root: Path = Path(".")
+
+    def section(self, step: str, **given: Any) -> Any:
+        """Step ``step``'s configuration: its section (empty values left out), the seed, ``given``."""
+        raw = {k: v for k, v in (getattr(self, step) or {}).items() if v is not None}
+        return STEPS[step].make_config(raw, seed=self.seed, **given)
 
     def path(self, rel: str) -> Path:
         """``rel`` resolved against build.yaml's folder."""
@@ -156,11 +192,6 @@ def _hash_inputs(cfg: BuildConfig) -> str:
     return h.hexdigest()
 
 
-def _key(*parts: Any) -> str:
-
-    return hashlib.sha256(json.dumps([__version__, *parts], sort_keys=True, default=str).encode()).hexdigest()
-
-
 def _cached(folder: Path, key: str) -> StepResult | None:
     summary = folder / MARKER
     if not summary.is_file():
@@ -190,74 +221,78 @@ def _digest(path: Path) -> str | None:
     return None
 
 
-def _generate_step(
-    cfg: BuildConfig, out: Path, progress: bool
-) -> list[tuple[str, Any, Callable[[Path, Path], StepResult]]]:
-    """The generate step of the plan (none when build.yaml has no ``generate:``).
+@dataclass
+class _Planned:
+    """One step of the plan: its contract, configuration, input digests and runner options."""
 
-    Its cache key covers the settings and the bytes of the inputs table, the templates file and a
-    replay file (or a model folder's listing); the LLM calls themselves are cached by content in
-    ``OUT/.cache/llm.sqlite``, so even a rerun step sends only the calls that changed.
+    step: Step
+    config: Any = None
+    inputs: tuple[Any, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _generate_plan(cfg: BuildConfig, out: Path) -> list[_Planned]:
+    """The generate step (none when build.yaml has no ``generate:``).
+
+    Paths in the section are relative to build.yaml. Its signature covers the bytes of the inputs
+    table, the templates file and a replay file (or a model folder's listing); the LLM calls
+    themselves are cached by content in ``OUT/.cache/llm.sqlite``, so even a rerun step sends only
+    the calls that changed.
     """
-    g = cfg.generate
-    if g is None:
+    if cfg.generate is None:
         return []
-    gcfg = GenerateConfig(
-        model=g.model,
-        tasks=tuple(g.tasks),
-        seed=cfg.seed,
-        retries=g.retries,
-        inputs=str(cfg.path(g.inputs)) if g.inputs else None,
-        templates=str(cfg.path(g.templates)) if g.templates else None,
-        questions_per_image=g.questions_per_image,
-        max_new_tokens=g.max_new_tokens,
-        model_args=dict(g.model_args),
-        prices=Prices(g.prices.input_per_mtok, g.prices.output_per_mtok) if g.prices else None,
-        shuffle=g.shuffle,
-    )
-    spec = parse_spec(g.model)  # once; its target is the model file (or hub id) hashed below
+    gcfg: GenerateConfig = cfg.section("generate")
+    spec = parse_spec(gcfg.model)  # once; its target is the model file (or hub id) hashed below
     target = spec.target
     if spec.scheme == "replay" and target and not Path(target).expanduser().is_absolute():
-        # A replay file is named relative to build.yaml, like every other path in it.
-        target = str(cfg.path(target))
-        gcfg = GenerateConfig(**{**gcfg.__dict__, "model": f"replay:{target}"})
+        target = str(cfg.path(target))  # a replay file is named relative to build.yaml
+        gcfg = replace(gcfg, model=f"replay:{target}")
+    gcfg = replace(
+        gcfg,
+        inputs=str(cfg.path(gcfg.inputs)) if gcfg.inputs else None,
+        templates=str(cfg.path(gcfg.templates)) if gcfg.templates else None,
+    )
     model_file = Path(target).expanduser() if target else None
-    settings = [
-        gcfg.__dict__,
+    digests = (
         *(_digest(Path(p)) if p else None for p in (gcfg.inputs, gcfg.templates)),
         _digest(model_file) if model_file else None,
-    ]
-    cache = out / ".cache" / "llm.sqlite"
-    return [("generate", settings, lambda s, d: generate(s, d, gcfg, cache=cache, progress=progress))]
+    )
+    return [_Planned(STEPS["generate"], gcfg, digests, {"cache": out / ".cache" / "llm.sqlite"})]
 
 
-Plan = list[tuple[str, Any, Callable[[Path, Path], StepResult]]]
-
-
-def _filter_plan(cfg: BuildConfig, progress: bool) -> Plan:
+def _filter_plan(cfg: BuildConfig) -> list[_Planned]:
     """The filter step, when build.yaml has a ``filter:`` section (its key covers replay files' bytes)."""
     if cfg.filter is None:
         return []
-    section = cfg.filter.resolved(cfg.root)
-    fcfg = section.to_config(cfg.seed)  # refuses a bad gate configuration before any step runs
-    specs = sorted(set(_specs(section)))
-    replays = {s: _file_hash(s.partition(":")[2]) for s in specs if s.startswith("replay:")}
-    settings = [section.model_dump(), replays]
-    return [("filter", settings, lambda s, d: filter_questions(s, d, fcfg, progress=progress))]
-
-
-def _specs(section: FilterSection) -> list[str]:
-    out: list[str] = []
-    if section.shortcut:
-        out += section.shortcut.models
-    if section.refine:
-        out += [*section.refine.rewriters, *section.refine.testers, *section.refine.judges]
-    return out
+    section: FilterSection = cfg.section("filter").resolved(cfg.root)
+    section.to_config()  # refuses a bad gate configuration before any step runs
+    replays = {
+        s: _file_hash(s.partition(":")[2]) for s in sorted(section.models()) if s.startswith("replay:")
+    }
+    return [_Planned(STEPS["filter"], section, (replays,))]
 
 
 def _file_hash(path: str) -> str:
     p = Path(path).expanduser()
     return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "missing"
+
+
+def _plan(cfg: BuildConfig, out: Path) -> list[_Planned]:
+    """Every step of build.yaml with its configuration, checked before any step runs."""
+    taxonomy = str(cfg.path(cfg.taxonomy)) if cfg.taxonomy else None
+    tax_hash = None
+    if taxonomy:
+        if not Path(taxonomy).is_file():
+            raise DataNotFoundError(f"taxonomy file not found: {taxonomy} (from {cfg.root / 'build.yaml'})")
+        tax_hash = hashlib.sha256(Path(taxonomy).read_bytes()).hexdigest()
+    return [
+        _Planned(STEPS["ingest"], None, (_hash_inputs(cfg),), {"cache_dir": out / ".cache" / "images"}),
+        _Planned(STEPS["questions"], cfg.section("questions", taxonomy=taxonomy), (tax_hash,)),
+        *_generate_plan(cfg, out),
+        *_filter_plan(cfg),
+        _Planned(STEPS["split"], cfg.section("split")),
+        _Planned(STEPS["export"]),
+    ]
 
 
 def run_build(
@@ -275,49 +310,23 @@ def run_build(
     """
     cfg = load_build_config(config)
     out = cfg.path(cfg.out)
-    qcfg = QuestionConfig(
-        seed=cfg.seed,
-        options=cfg.questions.options,
-        difficulty=cfg.questions.difficulty,  # type: ignore[arg-type]  # QuestionConfig checks it
-        none_of_the_above=cfg.questions.none_of_the_above,
-        tasks=tuple(cfg.questions.tasks) if cfg.questions.tasks else QuestionConfig().tasks,
-        taxonomy=str(cfg.path(cfg.taxonomy)) if cfg.taxonomy else None,
-    )
-    scfg = SplitConfig(seed=cfg.seed, fractions=cfg.split.fractions, tiny=cfg.split.tiny)
-    tax_hash = None
-    if qcfg.taxonomy:
-        if not Path(qcfg.taxonomy).is_file():
-            raise DataNotFoundError(f"taxonomy file not found: {qcfg.taxonomy} (from {config})")
-        tax_hash = hashlib.sha256(Path(qcfg.taxonomy).read_bytes()).hexdigest()
-    cache = out / ".cache" / "images"
-    plan: list[tuple[str, Any, Callable[[Path, Path], StepResult]]] = [
-        (
-            "ingest",
-            _hash_inputs(cfg),
-            lambda _s, d: ingest(cfg.path(cfg.manifest), d, cache_dir=cache, progress=progress),
-        ),
-        ("questions", [qcfg.__dict__, tax_hash], lambda s, d: make_questions(s, d, qcfg, progress=progress)),
-        *_generate_step(cfg, out, progress),
-        *_filter_plan(cfg, progress),
-        ("split", scfg.__dict__, lambda s, d: split(s, d, scfg, progress=progress)),
-        ("export", None, lambda s, d: export(s, d, progress=progress)),
-    ]
     outcome = BuildOutcome(out=out)
     key = ""
-    previous = out
-    for name, settings, fn in plan:
-        key = _key(name, settings, key)
+    previous = cfg.path(cfg.manifest)
+    for planned in _plan(cfg, out):
+        name = planned.step.name
+        key = planned.step.signature(planned.config, key, *planned.inputs)
         folder = out / name
         result = _cached(folder, key)
         if result is None:
-            result = fn(previous, folder)
+            result = planned.step.run(previous, folder, planned.config, progress=progress, **planned.options)
             # A step with calls that got no reply (generate) is not stamped: the next run asks again.
             if not result.stats.get("incomplete"):
                 _stamp(folder, key)
         if result.stats.get("output_sha256"):
             # Later steps depend on what the step wrote, not only on its settings (an LLM step
             # rerun after a failed call may write more).
-            key = _key(key, result.stats["output_sha256"])
+            key = signature(key, result.stats["output_sha256"])
         outcome.steps.append(result)
         if on_step is not None:
             on_step(result)

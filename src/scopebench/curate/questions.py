@@ -9,10 +9,10 @@ For each image and task (μ-Bench's coarse ``modality``, ``submodality``, ``doma
   other kind filling in when one runs short (``build.json`` counts those questions per task
   under ``filled``);
 * options are distinct (case-insensitively), with the answer exactly once;
-* correct positions are balanced per task: for the ``n`` questions of a task with ``k`` options the
-  positions are ``0, 1, …, k-1, 0, 1, …`` (each letter ``⌊n/k⌋`` or ``⌈n/k⌉`` times), shuffled by the
-  seed; the chi-square statistic of the letter counts against uniform (``scipy.stats.chisquare``) is
-  reported per task;
+* correct positions are balanced per task (:mod:`scopebench.curate.balance`): for the ``n``
+  questions of a task with ``k`` options each letter is the answer ``⌊n/k⌋`` or ``⌈n/k⌉`` times,
+  shuffled by the seed; the letter counts, their chi-square against uniform and the most frequent
+  letter's share are reported per task;
 * "none of the above" is optionally appended last; it is never the answer (as in μ-Bench);
 * question text and caption sentences come from the templates (μ-Bench's Table 16 by default;
   ``curate/question_templates.py``).
@@ -32,13 +32,14 @@ from typing import Any, Literal
 
 import numpy as np
 
+from scopebench.curate.balance import Layout, assign_positions, position_stats, rng_for, stats_markdown
+from scopebench.curate.card import coverage_lines, write_card
 from scopebench.curate.output import (
     copy_sources,
     prepare_out,
     read_rows,
     read_sources,
     save_dataset,
-    write_card,
     write_summary,
 )
 from scopebench.curate.report import BuildProblem, StepResult
@@ -46,7 +47,7 @@ from scopebench.curate.schema import QUESTION_TASKS
 from scopebench.curate.taxonomy import Taxonomy, load_taxonomy
 from scopebench.errors import DataFormatError
 
-__all__ = ["NONE_OF_THE_ABOVE", "QuestionConfig", "make_questions", "position_balance"]
+__all__ = ["NONE_OF_THE_ABOVE", "QuestionConfig", "make_questions"]
 
 STEP = "questions"
 #: The text of the optional last option (μ-Bench's spelling).
@@ -85,11 +86,6 @@ class QuestionConfig:
             )
 
 
-def _rng(seed: int, *parts: str) -> np.random.Generator:
-    digest = hashlib.sha256("\0".join(parts).encode()).digest()
-    return np.random.default_rng([seed, int.from_bytes(digest[:8], "big")])
-
-
 def _pool(tax: Taxonomy, task: str, value: str, classes: list[str]) -> tuple[list[str], list[str]]:
     """(hard, easy) distractor candidates for ``value``: siblings, and concepts across the tree."""
     if task == "classification":
@@ -125,16 +121,6 @@ def _pick(
     filled = len(take) < n and bool(b)
     take += [b[i] for i in rng.permutation(len(b))[: n - len(take)]]
     return take, filled
-
-
-def position_balance(counts: list[int]) -> dict[str, float]:
-    """Chi-square of correct-letter counts against a uniform spread (``scipy.stats.chisquare``)."""
-    from scipy.stats import chisquare
-
-    if len(counts) < 2 or sum(counts) == 0:
-        return {"chi2": 0.0, "p": 1.0}
-    res = chisquare(counts)
-    return {"chi2": float(res.statistic), "p": float(res.pvalue)}
 
 
 def _entry(qid: str, task: str, text: str, options: list[str], answer: int) -> dict[str, Any]:
@@ -178,7 +164,7 @@ def make_questions(
             if not value:
                 skipped[f"{task}: no value"] += 1
                 continue
-            rng = _rng(cfg.seed, r["image_id"], task)
+            rng = rng_for(cfg.seed, r["image_id"], task)
             hard, easy = _pool(tax, task, value, sorted(classes[r["dataset"]]))
             first, second = (hard, easy) if cfg.difficulty == "hard" else (easy, hard)
             distractors, filled = _pick(rng, first, second, cfg.options - 1, value)
@@ -199,19 +185,14 @@ def make_questions(
                 continue
             filled_in[task] += int(filled)
             drafts[task].append((r, value, distractors))
-    letters: dict[str, dict[str, list[int]]] = {}
+    balance: dict[str, dict[str, Any]] = {}
     for task, items in drafts.items():
-        by_k: dict[int, list[int]] = defaultdict(list)
-        for idx, (_, _, d) in enumerate(items):
-            by_k[len(d) + 1].append(idx)
-        counts: dict[str, list[int]] = {}
-        for k, idxs in sorted(by_k.items()):
-            positions = np.resize(np.arange(k), len(idxs))
-            _rng(cfg.seed, task, str(k)).shuffle(positions)
-            for idx, pos in zip(idxs, positions, strict=True):
-                _place(items[idx], task, int(pos), cfg, tax)
-            counts[str(k)] = np.bincount(positions, minlength=k).tolist()
-        letters[task] = counts
+        # Every option count of the task is balanced on its own (positions 0…k-1 equally often).
+        layouts = [Layout(len(d) + 1, 0, tuple(range(len(d) + 1))) for _, _, d in items]
+        positions = assign_positions(layouts, rng_for(cfg.seed, "positions", task))
+        for draft, pos in zip(items, positions, strict=True):
+            _place(draft, task, pos, cfg, tax)
+        balance[task] = position_stats(positions, [lay.width for lay in layouts])
     result.kept = len(rows)
     result.stats = {
         "seed": cfg.seed,
@@ -220,9 +201,7 @@ def make_questions(
         "questions": {t: len(v) for t, v in sorted(drafts.items())},
         "skipped": dict(sorted(skipped.items())),
         "filled": dict(sorted(filled_in.items())),
-        "answer_positions": {
-            t: {k: {"counts": c, **position_balance(c)} for k, c in per.items()} for t, per in letters.items()
-        },
+        "answer_positions": balance,
     }
     _write(Path(out), splits, labels, result, Path(data))
     return result
@@ -263,18 +242,16 @@ def _write(
     copy_sources(data, out)
     write_summary(out, result)
     q = result.stats["questions"]
-    extra = [
-        "## Questions",
-        "",
-        "| task | questions | correct-letter counts | chi-square | p |",
-        "|---|---:|---|---:|---:|",
-    ]
-    for task, per in result.stats["answer_positions"].items():
-        for k, s in per.items():
-            row = f"| {task} ({k} options) | {sum(s['counts'])} | {s['counts']} "
-            extra.append(row + f"| {s['chi2']:.3f} | {s['p']:.3f} |")
-    extra += ["", f"Seed {result.stats['seed']}; {sum(q.values())} questions.", ""]
-    extra += _coverage(splits)
+    extra = stats_markdown(result.stats["answer_positions"])
+    extra += [f"Seed {result.stats['seed']}; {sum(q.values())} questions.", ""]
+    cells: Counter[tuple[str, str]] = Counter(
+        (f"{r.get('modality')} × {r.get('domain')}", task)
+        for rows in splits.values()
+        for r in rows
+        for task, q in (r.get("questions") or {}).items()
+        if q
+    )
+    extra += coverage_lines(cells)
     write_card(
         out,
         title=f"{data.name} questions",
@@ -285,21 +262,3 @@ def _write(
         inputs={"ingest build.json": str(data / "build.json")},
         extra=extra,
     )
-
-
-def _coverage(splits: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Questions per taxonomy cell (modality × domain) and task, as a Markdown table."""
-    cells: Counter[tuple[str, str]] = Counter()
-    tasks: set[str] = set()
-    for rows in splits.values():
-        for r in rows:
-            for task, q in (r.get("questions") or {}).items():
-                if q:
-                    cells[(f"{r.get('modality')} × {r.get('domain')}", task)] += 1
-                    tasks.add(task)
-    order = [t for t in QUESTION_TASKS if t in tasks]
-    lines = ["## Coverage (questions per modality × domain and task)", ""]
-    lines += ["| modality × domain | " + " | ".join(order) + " |", "|---|" + "---:|" * len(order)]
-    for cell in sorted({c for c, _ in cells}):
-        lines.append(f"| {cell} | " + " | ".join(str(cells[(cell, t)]) for t in order) + " |")
-    return [*lines, ""]

@@ -3,7 +3,9 @@
 :func:`parse` reads the reply with the labels of the :class:`~scopebench.protocols.Request` it
 answers (never with backend state): the choice parser for free text, the argmax for option scores,
 the option index itself for direct choices, and the box parser for detection replies (boxes only:
-GRIT is computed at metrics time, :mod:`scopebench.scoring.detection`). Any
+GRIT is computed at metrics time, :mod:`scopebench.scoring.detection`). The parser is told why
+generation stopped (a reply cut at the length limit is read only by an explicit verdict, and its
+record says ``truncated``) and the prompt the reply answers (an echo of it is not read). Any
 exception while reading one reply becomes that item's ``error`` record (:func:`guarded_parse`).
 """
 
@@ -55,7 +57,13 @@ def parse(
     choice: int | None = response.choice
     reason: str | None = None
     if choice is None and response.text is not None:
-        parsed = parse_choice(response.text, item.choices, labels=request.labels)
+        parsed = parse_choice(
+            response.text,
+            item.choices,
+            labels=request.labels,
+            finish_reason=response.finish_reason,
+            prompt=request.text,
+        )
         choice, reason = parsed.index, parsed.reason
         rec.extra["parse_method"] = parsed.method
         rec.extra["answer_method"] = "parser"
@@ -154,4 +162,6 @@ def response_record(request: Request, response: Response, model: str) -> Record:
         scores=response.scores,
         extra=dict(response.extra),
         kind=item.kind,
+        finish_reason=response.finish_reason,
+        truncated=response.finish_reason == "length",
     )

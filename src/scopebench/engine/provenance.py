@@ -85,6 +85,7 @@ def run_provenance(
         "no_image": config.no_image,
         "batch_size": config.batch_size,
         "parser_version": PARSER_VERSION,
+        "answer_format": config.answer_format,
         # Detection scoring only: left None on runs without detection items, so that resuming
         # a multiple-choice run made before these keys existed is not refused.
         **box_provenance(config, items),

@@ -42,6 +42,7 @@ from scopebench.errors import (
 )
 from scopebench.items import Item, Record, RecordStatus
 from scopebench.models import Backend, ModelOptions, ModelSpec, Response, load_model, parse_spec
+from scopebench.models.base import AnswerFormat
 from scopebench.models.strategies import StrategyBackend
 from scopebench.protocols import Request, detection_class, resolve_protocol
 from scopebench.scoring import compute_metrics
@@ -114,6 +115,9 @@ class RunConfig:
             ``batch_size`` and backend options.
         label: The run's display name in tables and reports (``run --label``, an eval config's
             model ``name``); recorded in ``run.json``, not part of the run's identity.
+        answer_format: ``free`` text read by the parser, or ``constrained`` to one option label by
+            the backend (``--answer-format``; refused for backends that cannot enforce it);
+            recorded in ``run.json`` and, when constrained, in the model's identity.
     """
 
     benchmark: str
@@ -140,6 +144,7 @@ class RunConfig:
     judge: str | None = None
     judge_args: dict[str, Any] = field(default_factory=dict)
     label: str | None = None
+    answer_format: AnswerFormat = "free"
 
     def model_options(self) -> ModelOptions:
         """The backend options this config implies."""
@@ -152,6 +157,7 @@ class RunConfig:
             mode=self.mode,
             base_url=self.base_url,
             extra=dict(self.model_args),
+            answer_format=self.answer_format,
         )
 
 

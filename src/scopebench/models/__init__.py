@@ -1,6 +1,6 @@
 """Model backends: one module per family, resolved from spec strings with lazy imports."""
 
-from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response, ResponseStatus
+from scopebench.models.base import Backend, ChatMessage, FinishReason, ModelOptions, Response, ResponseStatus
 from scopebench.models.registry import (
     ModelSpec,
     available_schemes,
@@ -13,6 +13,7 @@ from scopebench.models.registry import (
 __all__ = [
     "Backend",
     "ChatMessage",
+    "FinishReason",
     "ModelOptions",
     "ModelSpec",
     "Response",

@@ -26,9 +26,43 @@ from scopebench.protocols import DetectionStyle, Request, render
 if TYPE_CHECKING:  # the registry imports this module; a backend only reads a ModelSpec's fields
     from scopebench.models.registry import ModelSpec
 
-__all__ = ["Backend", "ChatMessage", "ModelOptions", "Response", "ResponseStatus"]
+__all__ = [
+    "Backend",
+    "ChatMessage",
+    "FinishReason",
+    "ModelOptions",
+    "Response",
+    "ResponseStatus",
+    "finish_reason",
+]
 
 ResponseStatus = Literal["ok", "error", "missing_response"]
+#: How a generative backend is asked to answer: ``free`` text (read by the parser), or
+#: ``constrained`` to one option label by the backend itself (structured outputs, guided choice,
+#: a logits restriction; refused where the backend cannot enforce it).
+AnswerFormat = Literal["free", "constrained"]
+#: Why generation stopped: ``stop`` (the model ended its reply), ``length`` (the token limit cut
+#: it), ``content_filter`` (the provider withheld or cut it), ``error`` (the call failed).
+FinishReason = Literal["stop", "length", "content_filter", "error"]
+
+# What servers and engines call each reason (OpenAI, vLLM, Anthropic-style and Gemini-style names).
+_FINISH_NAMES: dict[str, FinishReason] = {
+    "stop": "stop", "eos": "stop", "end_turn": "stop", "stop_sequence": "stop", "tool_calls": "stop",
+    "function_call": "stop", "length": "length", "max_tokens": "length", "max_output_tokens": "length",
+    "model_length": "length", "content_filter": "content_filter", "safety": "content_filter",
+    "refusal": "content_filter", "recitation": "content_filter", "error": "error", "abort": "error",
+}  # fmt: skip
+
+
+def finish_reason(raw: object) -> FinishReason | None:
+    """A backend's own name for why generation stopped, as a :data:`FinishReason` (``None``: unknown).
+
+    Args:
+        raw: The reason as the server or engine gave it (``"length"``, ``"max_tokens"``, ``"eos"``…).
+    """
+    if not isinstance(raw, str):
+        return None
+    return _FINISH_NAMES.get(raw.strip().lower())
 
 
 @dataclass(slots=True)
@@ -45,6 +79,9 @@ class Response:
         error: The failure reason.
         extra: Anything worth keeping in the per-item record (prompt, latency, token counts,
             intermediate messages).
+        finish_reason: Why generation stopped (:data:`FinishReason`); a failed call is ``error``
+            unless the backend says more (``content_filter``: the provider withheld the reply);
+            ``None`` means the backend could not tell.
     """
 
     item_id: str
@@ -54,6 +91,11 @@ class Response:
     status: ResponseStatus = "ok"
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    finish_reason: FinishReason | None = None
+
+    def __post_init__(self) -> None:
+        if self.status == "error" and self.finish_reason is None:
+            self.finish_reason = "error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +126,7 @@ class ModelOptions:
         mode: Backend mode (``"generate"``, ``"choice-logprob"``…), when the backend has several.
         base_url: Server address for API backends.
         extra: Backend-specific options from ``--model-arg key=value``.
+        answer_format: ``free`` or ``constrained`` (``--answer-format``, :data:`AnswerFormat`).
     """
 
     seed: int = 0
@@ -94,6 +137,7 @@ class ModelOptions:
     mode: str | None = None
     base_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    answer_format: AnswerFormat = "free"
 
 
 class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() must be overridden
@@ -149,6 +193,15 @@ class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() 
         else:  # parsed once by the caller: keep it, so nothing parses the string again
             self.spec, self.model_spec = spec.spec, spec
         self.options = options
+
+    def can_constrain(self) -> bool:
+        """Whether this backend can enforce a label-only answer (``--answer-format constrained``).
+
+        Backends that can override this and constrain their multiple-choice replies when
+        ``options.answer_format == "constrained"``; :func:`~scopebench.models.load_model` refuses
+        the others.
+        """
+        return False
 
     def prepare(self, items: Sequence[Item]) -> None:  # noqa: B027 - optional hook
         """Look at every item of the run once before any prediction (e.g. answer frequencies)."""

@@ -57,7 +57,14 @@ class RandomBackend(Backend):
                 out.append(Response(it.id, status="error", error="item has no options to choose from"))
                 continue
             n = len(it.choices)
-            out.append(Response(it.id, choice=int(self._rng(it.id).integers(n)), scores=[1.0 / n] * n))
+            out.append(
+                Response(
+                    it.id,
+                    choice=int(self._rng(it.id).integers(n)),
+                    scores=[1.0 / n] * n,
+                    finish_reason="stop",
+                )
+            )
         return out
 
     def identity(self) -> dict[str, Any]:
@@ -150,7 +157,14 @@ class FrequentBackend(Backend):
             best = next((i for i in ranking if i < len(it.choices)), 0)
             # Counts are not probabilities, so they go to `extra`, not `scores` (calibration
             # metrics read `scores`).
-            out.append(Response(it.id, choice=best, extra={"letter_counts": self.letter_counts[it.task]}))
+            out.append(
+                Response(
+                    it.id,
+                    choice=best,
+                    extra={"letter_counts": self.letter_counts[it.task]},
+                    finish_reason="stop",
+                )
+            )
         return out
 
     def identity(self) -> dict[str, Any]:
@@ -202,5 +216,5 @@ class FrequentTextLOOBackend(Backend):
                 counts[it.answer_index] -= 1  # leave this item's own answer out
             # max() returns the first maximal element: the lowest index wins ties.
             best = max(range(len(counts)), key=lambda i: counts[i])
-            out.append(Response(it.id, choice=best, extra={"answer_counts": counts}))
+            out.append(Response(it.id, choice=best, extra={"answer_counts": counts}, finish_reason="stop"))
         return out

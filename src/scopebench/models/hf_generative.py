@@ -52,7 +52,7 @@ from typing import Any, Literal
 from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError, reason
 from scopebench.items import ImageRef, Item
 from scopebench.models._shared_prefix import SHAREABLE_FAMILIES, shared_prefix_logprobs
-from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
+from scopebench.models.base import Backend, ChatMessage, FinishReason, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
 from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.parsing.boxes import parse_boxes
@@ -366,8 +366,15 @@ class HFGenerativeBackend(Backend):
         text_jobs = [j for j in jobs if j.detection or self.mode == "generate"]
         for job, resp in self._run(logprob, items, kind="logprob"):
             out[job.index] = resp
-        for job, resp in self._run(text_jobs, items, kind="generate"):
-            out[job.index] = resp
+        # Constrained replies are one token: never batched with detection prompts, which are not.
+        split = self.options.answer_format == "constrained"
+        for part in (
+            ([j for j in text_jobs if not j.detection], [j for j in text_jobs if j.detection])
+            if split
+            else (text_jobs,)
+        ):
+            for job, resp in self._run(part, items, kind="generate"):
+                out[job.index] = resp
         self._segment_fallback(items, jobs, out)
         answers: list[Response] = []
         for job in jobs:
@@ -465,7 +472,13 @@ class HFGenerativeBackend(Backend):
                 )
                 if self.max_new_tokens_cap is not None:
                     budget = min(budget, self.max_new_tokens_cap)
-                answers = [Response("", text=t) for t in self._generate(inputs, budget, group[0].detection)]
+                if self._constrained(group):
+                    answers = self._constrained_answers(group, inputs)
+                else:
+                    answers = [
+                        Response("", text=t, finish_reason=why)
+                        for t, why in self._generate(inputs, budget, group[0].detection)
+                    ]
             for job, resp in zip(group, answers, strict=True):
                 resp.item_id = items[job.index].id
                 resp.extra["n_images"] = n_images
@@ -560,20 +573,94 @@ class HFGenerativeBackend(Backend):
             return_dict_in_generate=logits,
         )
 
-    def _generate(self, inputs: dict[str, Any], max_new_tokens: int, keep_special: bool) -> list[str]:
+    def _generate(
+        self, inputs: dict[str, Any], max_new_tokens: int, keep_special: bool
+    ) -> list[tuple[str, FinishReason]]:
+        """Greedy replies with why each stopped: ``length`` when it used the whole budget unfinished."""
         torch = self._torch
+        config = self._generation_config(max_new_tokens)
         with torch.inference_mode():
-            seqs = self.model.generate(**inputs, generation_config=self._generation_config(max_new_tokens))
+            seqs = self.model.generate(**inputs, generation_config=config)
         new = seqs[:, inputs["input_ids"].shape[1] :]
+        reasons = self._finish_reasons(new, config, max_new_tokens)
         tok = self.processor.tokenizer
         if not keep_special:
-            return [str(t) for t in tok.batch_decode(new, skip_special_tokens=True)]
+            texts = [str(t) for t in tok.batch_decode(new, skip_special_tokens=True)]
+            return list(zip(texts, reasons, strict=True))
         # Detection: box markers such as <|box_start|> are special tokens and must survive decoding;
         # only padding and end-of-sequence markers are removed.
         drop = {t for t in (tok.pad_token, tok.eos_token, tok.bos_token) if t}
-        texts = tok.batch_decode(new, skip_special_tokens=False)
+        raw = tok.batch_decode(new, skip_special_tokens=False)
         pattern = re.compile("|".join(re.escape(t) for t in drop)) if drop else None
-        return [pattern.sub("", t) if pattern else str(t) for t in texts]
+        texts = [pattern.sub("", t) if pattern else str(t) for t in raw]
+        return list(zip(texts, reasons, strict=True))
+
+    def can_constrain(self) -> bool:
+        """In ``--mode generate``: one generated token restricted to the options' label tokens."""
+        return self.mode == "generate"
+
+    def _constrained(self, group: list[_Job]) -> bool:
+        """Whether this group's replies are restricted to a label (constrained multiple-choice jobs)."""
+        return self.options.answer_format == "constrained" and all(
+            j.option_labels and not j.detection for j in group
+        )
+
+    def _constrained_answers(self, group: list[_Job], inputs: dict[str, Any]) -> list[Response]:
+        """One greedy token per job, every token but its options' label spellings masked out.
+
+        The reply is the label itself, complete by construction (``stop``); a label with no
+        single-token spelling in this tokenizer cannot be enforced and is that item's error.
+        """
+        from transformers import LogitsProcessor, LogitsProcessorList
+
+        allowed = [sorted({t for lb in job.option_labels for t in self.label_token_ids(lb)}) for job in group]
+        missing = [i for i, ids in enumerate(allowed) if not ids]
+        torch = self._torch
+
+        class _OnlyLabels(LogitsProcessor):
+            def __call__(self, input_ids: Any, scores: Any) -> Any:
+                mask = torch.full_like(scores, float("-inf"))
+                for row, ids in enumerate(allowed):
+                    mask[row, ids or list(range(scores.shape[1]))] = 0.0
+                return scores + mask
+
+        config = self._generation_config(1)
+        with torch.inference_mode():
+            seqs = self.model.generate(
+                **inputs, generation_config=config, logits_processor=LogitsProcessorList([_OnlyLabels()])
+            )
+        texts = self.processor.tokenizer.batch_decode(
+            seqs[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True
+        )
+        error = (
+            "option labels are not single tokens for this tokenizer; "
+            "--answer-format constrained cannot enforce them (use --answer-format free)"
+        )
+        return [
+            Response("", status="error", error=error)
+            if i in missing
+            else Response(
+                "", text=str(t).strip(), finish_reason="stop", extra={"answer_format": "constrained"}
+            )
+            for i, t in enumerate(texts)
+        ]
+
+    @staticmethod
+    def _finish_reasons(new: Any, config: Any, max_new_tokens: int) -> list[FinishReason]:
+        """Why each generated row stopped.
+
+        ``stop`` for a row that holds an end-of-sequence (or the padding after one), else
+        ``length`` when the rows used all ``max_new_tokens`` (the limit cut it).
+        """
+        eos = config.eos_token_id
+        ends = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        if config.pad_token_id is not None:
+            ends.add(config.pad_token_id)
+        full = new.shape[1] >= max_new_tokens
+        reasons: list[FinishReason] = []
+        for row in new.tolist():
+            reasons.append("length" if full and not ends.intersection(row) else "stop")
+        return reasons
 
     def label_token_ids(self, label: str) -> list[int]:
         """Every single-token spelling of an option label (``"A"``, ``" A"``, ``"▁A"``, ``"ĠA"``), as ids."""
@@ -688,6 +775,7 @@ class HFGenerativeBackend(Backend):
             "max_new_tokens_cap": self.max_new_tokens_cap,
             "share_prefix": self.share_prefix,
             "answer_prefix": self.answer_prefix,
+            **({"answer_format": "constrained"} if self.options.answer_format == "constrained" else {}),
         }
 
     def close(self) -> None:

@@ -43,7 +43,14 @@ from PIL import Image
 
 from scopebench.errors import ImageLoadError, ModelError, ModelSpecError
 from scopebench.items import ImageRef
-from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
+from scopebench.models.base import (
+    Backend,
+    ChatMessage,
+    FinishReason,
+    ModelOptions,
+    Response,
+    finish_reason,
+)
 from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.models.scrub import register_secret, scrub_secrets
 from scopebench.protocols import Request
@@ -397,6 +404,28 @@ class SeededBackoff(tenacity.wait.wait_base):
         return delay
 
 
+def label_schema(labels: Sequence[str]) -> dict[str, Any]:
+    """The ``response_format`` that constrains a reply to ``{"answer": <one of labels>}``.
+
+    OpenAI's structured outputs (``strict``: the server enforces the schema) and the servers that
+    follow them (vLLM, SGLang, llama.cpp) decode only replies the schema admits; the parser reads
+    ``{"answer": "C"}`` like any JSON answer.
+    """
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "answer",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {"answer": {"type": "string", "enum": list(labels)}},
+                "required": ["answer"],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
 class OpenAIBackend(Backend):
     """Generative answers from an OpenAI-compatible Chat Completions endpoint.
 
@@ -474,7 +503,10 @@ class OpenAIBackend(Backend):
                 images = req.images[:1] if req.kind == "detection" else req.images
                 conv = [ChatMessage("system", req.system)] if req.system else []
                 conv.append(ChatMessage("user", req.text, tuple(images)))
-                bodies.append(self._body(conv, self.settings.max_tokens, urls))
+                body = self._body(conv, self.settings.max_tokens, urls)
+                if self.options.answer_format == "constrained" and req.kind == "mcq":
+                    body["response_format"] = label_schema(req.option_labels)
+                bodies.append(body)
                 extras.append({"protocol": req.protocol, "n_images": len(images)})
                 errors.append(None)
             except (ImageLoadError, ModelSpecError) as exc:
@@ -512,6 +544,10 @@ class OpenAIBackend(Backend):
             for item_id, outcome, err in zip(item_ids, outcomes, errors, strict=True)
         ]
 
+    def can_constrain(self) -> bool:
+        """Yes: structured outputs (``response_format`` with a JSON schema of the labels)."""
+        return True
+
     def identity(self) -> dict[str, Any]:
         """Model, server (no credentials) and the request settings that change answers."""
         ident: dict[str, Any] = {
@@ -521,6 +557,8 @@ class OpenAIBackend(Backend):
             "temperature": self.settings.temperature,
             "max_tokens": self.settings.max_tokens,
         }
+        if self.options.answer_format == "constrained":
+            ident["answer_format"] = "constrained"
         if self.settings.image_detail:
             ident["image_detail"] = self.settings.image_detail
         if self.settings.extra_body:
@@ -719,8 +757,14 @@ class OpenAIBackend(Backend):
             return Response(item_id, status="error", error=err, extra=extra)
         merged = {**extra, **outcome.extra}
         if outcome.error is not None:
-            return Response(item_id, status="error", error=outcome.error, extra=merged)
-        return Response(item_id, text=outcome.text, extra=merged)
+            # A reply the provider withheld says so; any other failure is an ``error``.
+            why: FinishReason | None = (
+                "content_filter" if finish_reason(merged.get("finish_reason")) == "content_filter" else None
+            )
+            return Response(item_id, status="error", error=outcome.error, extra=merged, finish_reason=why)
+        return Response(
+            item_id, text=outcome.text, extra=merged, finish_reason=finish_reason(merged.get("finish_reason"))
+        )
 
     def _scrub(self, text: str) -> str:
         """Remove the API key from a text that may reach a record or a log (a server may echo it).

@@ -256,4 +256,10 @@ def load_model(spec: str | ModelSpec, options: ModelOptions | None = None) -> Ba
     # the contract docs/extending.md documents.
     backend: Backend = cls(parsed if cls.takes_model_spec else parsed.spec, options)
     backend.model_spec = parsed  # so a run handed this backend need not parse its spec again
+    if options.answer_format == "constrained" and not backend.can_constrain():
+        raise ModelSpecError(
+            f"model {parsed.spec!r} ({backend.mode}) cannot enforce a label-only answer; "
+            "--answer-format constrained works with openai: (structured outputs), vllm: (guided choice) "
+            "and hf: in --mode generate (a logits restriction); use --answer-format free"
+        )
     return backend

@@ -4,6 +4,10 @@ The file is JSON Lines, one object per answered item::
 
     {"item_id": "pathmmu/SocialPath/test_tiny/3", "response": "The answer is (B)"}
 
+with, optionally, why generation stopped (``"finish_reason": "length"``; OpenAI's, vLLM's and
+similar names are read as :data:`~scopebench.models.base.FinishReason`), so a reply that the token
+limit cut is read as one (only an explicit verdict before the cut counts).
+
 or, for multi-step strategies (one reply per step, in order)::
 
     {"item_id": "spur/reason/2010027917_6_1", "responses": ["sub-questions…", "…", "The answer is B"]}
@@ -27,7 +31,7 @@ from typing import Any, Literal
 
 from scopebench.errors import DataFormatError, DataNotFoundError, ModelSpecError
 from scopebench.items import LETTERS, Item
-from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
+from scopebench.models.base import Backend, ChatMessage, FinishReason, ModelOptions, Response, finish_reason
 from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request
 
@@ -36,13 +40,18 @@ __all__ = ["ReplayBackend", "read_replay_file"]
 log = logging.getLogger(__name__)
 
 
-def read_replay_file(path: Path) -> dict[str, str | list[str]]:
+def read_replay_file(path: Path, finish: dict[str, FinishReason] | None = None) -> dict[str, str | list[str]]:
     """Read a replay JSONL file into ``{item_id: response}`` (a list for multi-step transcripts).
+
+    Args:
+        path: The file.
+        finish: Filled with each line's ``finish_reason``, where it has one.
 
     Raises:
         DataNotFoundError: When the file does not exist.
         DataFormatError: On a malformed line, a line without ``item_id``/``response``, an
-            ``item_id`` that is not text, or two lines giving different responses for the same item.
+            ``item_id`` that is not text, an unknown ``finish_reason``, or two lines giving
+            different responses for the same item.
     """
     if not path.is_file():
         raise DataNotFoundError(f"replay file not found: {path}")
@@ -90,7 +99,19 @@ def read_replay_file(path: Path) -> dict[str, str | list[str]]:
                 )
             out[item_id] = text
             first_line.setdefault(item_id, lineno)
+            if obj.get("finish_reason") is not None and finish is not None:
+                finish[item_id] = _finish(obj["finish_reason"], path, lineno)
     return out
+
+
+def _finish(raw: object, path: Path, lineno: int) -> FinishReason:
+    reason = finish_reason(raw)
+    if reason is None:
+        raise DataFormatError(
+            f"{path}, line {lineno}: unknown finish_reason {json.dumps(raw)}; "
+            "use stop, length, content_filter or error"
+        )
+    return reason
 
 
 class ReplayBackend(Backend):
@@ -110,7 +131,8 @@ class ReplayBackend(Backend):
         arg = parse_spec(spec).target
         super().__init__(spec, options)
         self.path = Path(arg).expanduser()
-        self.responses = read_replay_file(self.path)
+        self.finish_reasons: dict[str, FinishReason] = {}
+        self.responses = read_replay_file(self.path, self.finish_reasons)
         # Explicit labels=letters|numbers wins; otherwise the run's protocol decides, as it does for
         # live models (MicroVQA's owner protocol numbers options: "The answer is (2)").
         explicit = options.extra.get("labels")
@@ -182,7 +204,10 @@ class ReplayBackend(Backend):
                 error = f"no line for this item in {self.path}"
                 out.append(Response(req.item_id, status="missing_response", error=error))
             else:
-                out.append(Response(req.item_id, text=got[-1] if isinstance(got, list) else got))
+                text = got[-1] if isinstance(got, list) else got
+                out.append(
+                    Response(req.item_id, text=text, finish_reason=self.finish_reasons.get(req.item_id))
+                )
         return out
 
     def unused_replies(self, item_id: str, n_steps: int) -> int:

@@ -25,7 +25,7 @@ from typing import Any
 
 from scopebench.errors import ModelSpecError
 from scopebench.items import Item
-from scopebench.models.base import Backend, ChatMessage, Response
+from scopebench.models.base import Backend, ChatMessage, FinishReason, Response
 from scopebench.protocols import Request, render
 from scopebench.registry import did_you_mean
 
@@ -102,6 +102,11 @@ class StrategyBackend(Backend):
 
     def __init__(self, inner: Backend, strategy: str, *, protocol: str = "default", no_image: bool = False):
         super().__init__(inner.spec, inner.options)
+        if inner.options.answer_format == "constrained":
+            raise ModelSpecError(
+                "--answer-format constrained asks for an option label only, while a chain-of-thought "
+                "strategy needs free text in its turns; drop --strategy or use --answer-format free"
+            )
         if type(inner).chat is Backend.chat:
             inner.chat([], [])  # raises the backend's own "cannot hold a conversation" error
         self.inner = inner
@@ -167,6 +172,7 @@ class StrategyBackend(Backend):
             conv = [ChatMessage("system", p.system)] if p.system else []
             convs.append(conv)
         failed: dict[int, Response] = {}
+        finished: dict[int, FinishReason | None] = {}
         for k, step in enumerate(self.steps):
             live = [i for i in range(len(items)) if i not in failed]
             if not live:
@@ -192,6 +198,7 @@ class StrategyBackend(Backend):
                     )
                 else:
                     convs[i].append(ChatMessage("assistant", r.text))
+                    finished[i] = r.finish_reason  # the last turn's is the reply's
         unused = self._unused_replies_of()
         out = []
         for i, it in enumerate(items):
@@ -202,7 +209,9 @@ class StrategyBackend(Backend):
                 n_unused = unused(it.id, len(self.steps)) if unused is not None else 0
                 if n_unused:
                     extra["unused_replies"] = n_unused
-                out.append(Response(it.id, text=convs[i][-1].text, extra=extra))
+                out.append(
+                    Response(it.id, text=convs[i][-1].text, extra=extra, finish_reason=finished.get(i))
+                )
         return out
 
     def _transcript(self, conv: Sequence[ChatMessage]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from PIL import Image
 
 from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError
 from scopebench.items import Item
-from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response
+from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response, finish_reason
 from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request, render
 
@@ -177,7 +177,11 @@ def _responses(
         if text is None:
             out.append(Response(item_id, status="error", error=extra.pop("error"), extra=extra))
         else:
-            out.append(Response(item_id, text=text, extra=extra))
+            out.append(
+                Response(
+                    item_id, text=text, extra=extra, finish_reason=finish_reason(extra.get("finish_reason"))
+                )
+            )
     return out
 
 
@@ -241,10 +245,29 @@ class VLLMBackend(Backend):
                 raise ModelError(f"vLLM cannot load {self.model_name!r}: {exc}") from exc
         return self._llm
 
-    def _sampling(self, max_tokens: int) -> Any:
+    def _sampling(self, max_tokens: int, choice: Sequence[str] | None = None) -> Any:
+        """Sampling settings; with ``choice``, guided decoding to exactly one of those strings."""
         from vllm import SamplingParams
 
-        return SamplingParams(temperature=self.temperature, max_tokens=max_tokens, seed=self.options.seed)
+        kwargs: dict[str, Any] = {
+            "temperature": self.temperature,
+            "max_tokens": max_tokens,
+            "seed": self.options.seed,
+        }
+        if choice is not None:
+            try:  # vLLM ≥ 0.11 names it structured outputs; earlier releases, guided decoding
+                from vllm.sampling_params import StructuredOutputsParams
+
+                kwargs["structured_outputs"] = StructuredOutputsParams(choice=list(choice))
+            except ImportError:
+                from vllm.sampling_params import GuidedDecodingParams
+
+                kwargs["guided_decoding"] = GuidedDecodingParams(choice=list(choice))
+        return SamplingParams(**kwargs)
+
+    def can_constrain(self) -> bool:
+        """Yes: guided decoding to one of the option labels (vLLM's ``choice``)."""
+        return True
 
     def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Answer a batch with one ``LLM.chat`` call; an unreadable image is that item's error."""
@@ -258,7 +281,13 @@ class VLLMBackend(Backend):
             except ImageLoadError as exc:
                 chats.append(None)
                 errors.append(str(exc))
-        texts = self._generate([c.messages for c in chats if c is not None], self.max_tokens)
+        constrained = self.options.answer_format == "constrained"
+        choices = [
+            r.option_labels if constrained and r.kind == "mcq" else None
+            for r, c in zip(requests, chats, strict=True)
+            if c is not None
+        ]
+        texts = self._generate([c.messages for c in chats if c is not None], self.max_tokens, choices)
         request_extras = [
             {} if c is None else {"protocol": c.protocol, "n_images": c.n_images} for c in chats
         ]
@@ -286,12 +315,20 @@ class VLLMBackend(Backend):
         return _responses(item_ids, errors, texts, [{} for _ in msgs])
 
     def _generate(
-        self, conversations: list[list[dict[str, Any]]], max_tokens: int
+        self,
+        conversations: list[list[dict[str, Any]]],
+        max_tokens: int,
+        choices: Sequence[Sequence[str] | None] | None = None,
     ) -> list[tuple[str | None, dict[str, Any]]]:
-        """One batched ``LLM.chat``; if vLLM rejects the batch, each conversation alone (to isolate it)."""
+        """One batched ``LLM.chat``; if vLLM rejects the batch, each conversation alone (to isolate it).
+
+        ``choices``: per conversation, the labels its reply is constrained to (``None``: free).
+        """
         if not conversations:
             return []
-        llm, params = self._engine(), self._sampling(max_tokens)
+        per = list(choices) if choices is not None else [None] * len(conversations)
+        llm = self._engine()
+        params = [self._sampling(max_tokens, c) for c in per]
         try:
             outputs = llm.chat(conversations, sampling_params=params, use_tqdm=False)
             return [self._read(o) for o in outputs]
@@ -302,9 +339,9 @@ class VLLMBackend(Backend):
                 "vLLM rejected a batch (%s); answering its %d items one by one", exc, len(conversations)
             )
         out: list[tuple[str | None, dict[str, Any]]] = []
-        for conv in conversations:
+        for conv, one_params in zip(conversations, params, strict=True):
             try:
-                [one] = llm.chat([conv], sampling_params=params, use_tqdm=False)
+                [one] = llm.chat([conv], sampling_params=one_params, use_tqdm=False)
                 out.append(self._read(one))
             except (ValueError, RuntimeError) as exc:
                 out.append((None, {"error": f"vLLM failed on this item: {exc}"}))
@@ -331,6 +368,8 @@ class VLLMBackend(Backend):
             "max_tokens": self.max_tokens,
             "seed": self.options.seed,
         }
+        if self.options.answer_format == "constrained":
+            ident["answer_format"] = "constrained"
         for key in ("dtype", "revision", "quantization", "max_model_len"):
             if key in self.engine_kwargs:
                 ident[key] = self.engine_kwargs[key]

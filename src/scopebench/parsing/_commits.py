@@ -63,10 +63,15 @@ class Commit:
 
 @dataclass(frozen=True, slots=True)
 class Ctx:
-    """The item being parsed: option tokens and label style."""
+    """The item being parsed: option tokens, label style, and whether the reply was cut.
+
+    ``truncated``: generation stopped at the length limit, so only an explicit verdict before the
+    cut may commit (never option text, which would read an option not yet ruled out as chosen).
+    """
 
     options: tuple[tuple[str, ...], ...]
     style: LabelStyle
+    truncated: bool = False
 
     @property
     def n(self) -> int:

@@ -6,118 +6,22 @@ random option in that case, SPUR's CoT runners read any standalone "a" near the 
 and μ-Bench's code counts a reply as correct when the gold label appears anywhere; we do none of
 these.)
 
-Before any rule, the response is cleaned: Unicode NFKC, typographic quotes and dashes to ASCII,
-and markdown/LaTeX noise removed (``**``, ``*``, backticks, ``$``, ``\text{…}``, heading ``#``,
-quote ``>``). Labels are letters ``A, B, …`` or, with ``labels="numbers"`` (MicroVQA's owner
-protocol), 1-based numbers ``1, 2, …``; labels outside the option count are reported, not mapped.
+Before any rule, what the engine knows about the reply is applied (:mod:`._reply`): the prompt and
+chat role markers it starts by repeating are removed, a reply cut at the length limit loses its
+unfinished last sentence and is read only by the rules marked ``explicit``, and a reply that
+repeats one line is read as that line. The text is then cleaned: Unicode NFKC, typographic quotes
+and dashes to ASCII, markdown/LaTeX noise removed. Labels are letters ``A, B, …`` or, with
+``labels="numbers"`` (MicroVQA's owner protocol), 1-based numbers; labels outside the option count
+are reported, not mapped.
 
-The rules, in order; the first that commits decides:
+The rules are the named units of :data:`RULES`, in precedence order; the first that decides wins
+(also when it decides that no single option was chosen). Each says what it reads and why;
+docs/parser.md lists them with examples and figures (``tests/parsing/test_rules.py`` checks that
+the page and the list agree). Languages other than English are data (:mod:`.languages`).
 
-1. **Answer tags and answer phrases** (``method="answer_tag"`` / ``"answer_phrase"``). Every
-   ``<ANSWER> … </ANSWER>`` (SPUR; an unclosed tag runs to the next ``<`` or the end) and
-   ``\boxed{…}``, and every answer phrase, of these kinds:
-
-   - plain: "The answer is", "Answer:", "Final answer:", "The correct option is", "I would
-     choose", "I'm going with", "I'm changing my answer to C", ``{"answer": "C"}``; after a
-     connector ("is", ":", "=") the text of an option may stand for its label ("The answer is a
-     rosette formation");
-   - reverse: "B is the correct answer", "C is the most likely answer", "B is the answer", "(B)
-     is correct.", "A seems right to me", "B fits best", "D best matches", "C remains.", "C is
-     my final answer";
-   - hedged or terse (an explicit label only, never option text or a lower-case letter): "I would
-     say D", "I'd say B", "I believe it's D", "It is probably B", "My choice: C", "My best guess
-     would be B", "I'm leaning toward C", "I'd opt for B", "Should be B.", "not A but C", "Final:
-     C", "Result: (B)", "Pick: C", "Therefore: A", "So C.", "Going with C", "Taking … into
-     account, C.", "=> D"; since choice-5 also "which makes C the best option", "This leaves
-     D", "suggests C", "The option that fits is 4", "I'd revise to C", "Not D - C", "C rather
-     than B", "I'd tentatively go with B"; since choice-6 a verdict vocabulary ("D is the best
-     fit", "Letter: D"), hedges ("Plausibly C.", "Hard to be sure, but 1."), ordinals, an option's
-     text with its own label, more Chinese verbs and changes of mind (docs/parser.md lists them);
-     since choice-7 "<final_answer>D</final_answer>", "<ans>A</ans>", "B is what the image
-     shows", "Best estimate: C", "Answer (low confidence): 3", "Easy one - A.", "Instead of A,
-     choose B", "The only remaining option is D", "Which brings me to C", "C (4) is more
-     consistent"; since choice-8 "I'd still settle on C", "I'll stick with D", "I'd plump for
-     B", "I'd come down on the side of B"; a label after a naming word ("Panel A", "grade 2")
-     is a name, not a label, when an option's text holds the same pair;
-   - weak forms (choice-3; they bring a rule-4 opening label in with them): a label that is a
-     sentence of its own after another sentence ("C... no, D."), an introductory clause then a
-     label ending the sentence ("After careful consideration, E."), a short sentence ending in a
-     label after a verb of choosing ("I suppose D.", "I'd probably go with A.");
-   - verdicts by option text: "The most likely diagnosis is X", "most consistent with X", "best
-     classified as X", "Diagnosis: X", "Conclusion: X", "favors X", "points to X" — unless a
-     ruling-out word follows ("… suggests X is unlikely");
-   - Chinese: "答案是（D）", "正确答案：C", "故选B", "选C", "我选择C", "选项C正确", "不是A，而是C"
-     (with "。" read as ".").
-
-   A phrase inside a negated or conditional clause commits to nothing ("I don't think B is the
-   correct answer", "If it is A, …", "The answer is not A"), nor one in a sentence opened by a
-   hypothesis ("If the cells were larger, I would say C"; not "If I had to choose, …"). What
-   follows a phrase must be a label — "C", "(c)", "C)", "Option C", "C because" — or an option's
-   text as above. A label alone on the first line (rule 3) joins these commitments. All are read in
-   order: if they agree (the same label repeated is fine) that option is chosen. If they name
-   different options, an explicit **self-correction** decides: the commitments after the last
-   correction marker ("Wait", "Actually", "on second thought", "I made a mistake", "let me
-   reconsider", …) that has commitments on both sides replace the earlier ones, when they name one
-   option ("The answer is D. Wait — … so the answer is C" → C); after a named first thought ("At
-   first I thought B", "Initial pick: A") a "but", "however" or "final" is such a marker too.
-   Without such a marker, or when the later ones disagree too, the result is none ("several options
-   named: B, D"). A correction marker in a sentence after the last commitment, with no answer after
-   it, withdraws it ("This is A. Actually no, I'm not sure." → none; a plain "Actually," is
-   emphasis, only "actually no" counts); a marker after the last answer followed by a label no rule
-   reads makes it none. A label followed by "?" asks and commits to nothing ("Is the answer C?",
-   "B?"). "The answer is A or B" names two. A lone out-of-range ``X`` next to in-range answers is
-   ignored, since it is the placeholder of an echoed instruction ('answer in the format "The answer
-   is (X)"').
-2. **Whole-response label** (``"bare_label"``): the response is only a label, in any usual form
-   and any case — "C", "c", "(C)", "C.", "C。", "[C]", "'C'", "Option C" — or only several ("A
-   and C", "Either B or D"), which is none.
-3. **Label alone on the first line** (``"leading_label"``): the first line is only a label
-   ("B", "**B**", "(B).", "Option B"), a label with its reason ("B because …") or a label with
-   its own option text ("C. Rosette formation"); the explanation after it may name or rule out
-   other options without changing the answer. Not when another line is also a lone label or a
-   label with its own text (a list of labels, or the options echoed).
-4. **Leading label** (``"leading_label"``): the response starts with a punctuated label — "C)
-   text", "C. because …", "(c) text", "Option C: text" — unless it enumerates several labels at
-   line starts (or several "(X)" / "Option X" mentions), which is a walk through the options and
-   not an answer, or starts a list ("A, B and C are incorrect"). With numbers only bracketed
-   forms count ("(3) text", "3) text"), since "1." is how lists start.
-5. **Walk-through** (``"walk_through"``): every option walked once ("A: no. B: yes. C: no. D:
-   no.", check marks), exactly one marked as fitting and all others as not (``_walk.py``).
-6. **"The former"/"the latter"** (``"former_latter"``): resolved only between exactly two options
-   named in order just before, when the reference's sentence chooses it; ruled out → none.
-7. **Option text** (``"option_text"``): the text of exactly one option occurs in the response, on
-   word boundaries, insensitive to case, spacing and punctuation, a trailing plural "s"/"es"
-   tolerated, *and not ruled out*. A mention is ruled out when, in its clause, a ruling-out word
-   precedes it ("not", "no evidence of", "without", "rather than", "more likely than", "rules
-   out", "unlike", "I thought") or shortly follows it ("is unlikely", "is not seen", "can be
-   ruled out", "is absent", "would look different", "is in the differential"), including after
-   ":" / "?" / " - " ("Necrosis? No.", "Whorls: not seen"); or when an "if"/"whether" precedes
-   it in its sentence. Clauses end at ``. , ; : ! ?``, line breaks and "but/however/whereas/
-   while/although". Where one option's text lies inside another's match at the same place
-   ("stroma" inside "cancer stroma", "lymphocyte" against "lymphocytes"), the longer or exact
-   one wins; two distinct options named → none; only ruled-out options → none ("options named
-   only to be ruled out: D"); words of indecision ("both", "either", "not sure", "can't tell")
-   → none. "None of the above" is an ordinary option. A mention in a question ("Is this X?"),
-   a general remark ("The features of X include …", "X is typically seen …") or with "could/might
-   … be" or "cannot confirm" in the reply is no verdict (choice-5).
-8. Otherwise none: ``method="none"``, reason "no option committed to".
-
-"Could be X or Y" commits to nothing. docs/parser.md has every rule with examples and figures.
-
-Guards that apply throughout:
-
-- An English "a"/"A" or pronoun "I" inside a sentence is not a label: a letter followed by an
-  ordinary word ("A cell shows…", "I think…", "the answer is a whorled pattern") or by an
-  apostrophe and a letter ("I'd say B", "I'm") is not read as a label, and lower-case letters
-  count only in explicit forms (bracketed, punctuated, at the end, or before a connective such
-  as "because"). Elsewhere (after an answer phrase) an upper-case letter other than A or I
-  followed by a word still counts ("The answer is C since…"), unless an option's own text starts
-  at that letter ("The answer is B cells" with an option "B cells", "A band").
-- A label directly followed by the complete text of a *different* option ("C) Whorled pattern"
-  when C is "Rosette formation") contradicts itself → none.
-- ``method`` names the rule that decided, also when it decided that no single option was chosen
-  (e.g. ``"answer_phrase"`` with reason "several options named: A, C"); ``"none"`` means no rule
-  found anything to go on.
+Guards that apply throughout: an English "a"/"A" or pronoun "I" inside a sentence is not a label
+("A cell shows…", "I'd say B"); lower-case letters count only in explicit forms; a label directly
+followed by the complete text of a *different* option contradicts itself (none).
 
 Cost is linear in the response length: an answer phrase's answer is looked for only in the
 :data:`_WINDOW` characters after it, negation is read from one clause index built once per
@@ -148,6 +52,7 @@ from scopebench.parsing._labels import (
     read_label,
     read_label_list,
 )
+from scopebench.parsing._option_text import option_text
 from scopebench.parsing._patterns import (
     _ALTERNATIVE_BEFORE,
     _ASKED_LETTERS,
@@ -168,7 +73,6 @@ from scopebench.parsing._patterns import (
     _DOUBTED,
     _EXPLICIT,
     _FILLER,
-    _GLOSS_AFTER,
     _HEDGE,
     _HEDGED_LEAD,
     _INLINE_LETTERS,
@@ -176,7 +80,6 @@ from scopebench.parsing._patterns import (
     _INTERJECTION,
     _INTRO,
     _JOINED,
-    _LABEL_BEFORE,
     _LABEL_WORD,
     _LEAD_WORDS,
     _LONE_LETTERS,
@@ -204,49 +107,52 @@ from scopebench.parsing._patterns import (
     _THATS_MINE_LETTERS,
     _THATS_MINE_NUMBERS,
     _TRAILING_LABEL,
-    _UNDECIDED,
     _VERDICT_TEXT,
     _WINDOW,
     _WRONG_AFTER,
 )
+from scopebench.parsing._reply import collapse_repeats, drop_cut_fragment, strip_echo
 from scopebench.parsing._text import (
     ClauseIndex,
-    TextMatch,
-    Token,
-    clause_starts,
     clean,
     equals_option,
-    find_mentions,
-    more_specific,
     named_options,
     negated_after,
     option_tokens,
-    question_sentences,
-    resolve,
-    ruled_out,
     tokenize,
-    verdict_gap,
 )
 from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
+from scopebench.parsing.languages import language_rule
+from scopebench.parsing.rules import Reading, Rule
 
-__all__ = ["PARSER_VERSION", "LabelStyle", "ParseResult", "parse_choice"]
+__all__ = ["PARSER_VERSION", "RULES", "LabelStyle", "ParseResult", "parse_choice"]
 
 #: Recorded with every run; bump whenever the parser's behaviour changes.
-PARSER_VERSION = "choice-9"
+PARSER_VERSION = "choice-10"
 
 
 # --- entry point ----------------------------------------------------------------------------
 
 
 def parse_choice(
-    response: str | None, choices: Sequence[str], *, labels: LabelStyle = "letters"
+    response: str | None,
+    choices: Sequence[str],
+    *,
+    labels: LabelStyle = "letters",
+    finish_reason: str | None = None,
+    prompt: str | None = None,
 ) -> ParseResult:
-    """Map a free-text response to the option it commits to (rules in the module docstring).
+    """Map a free-text response to the option it commits to (the rules of :data:`RULES`).
 
     Args:
         response: The model's reply; ``None`` or blank is "empty response".
         choices: The option texts in order, without their labels.
         labels: ``"letters"`` (A, B, …) or ``"numbers"`` (1-based, MicroVQA's owner protocol).
+        finish_reason: Why generation stopped, as the backend recorded it (``stop``, ``length``,
+            ``content_filter``, ``error``); ``length`` means the reply was cut, so only an explicit
+            verdict before the cut is read.
+        prompt: The rendered prompt the reply answers; a reply that starts by repeating it is
+            read from where the repetition ends.
 
     Returns:
         The chosen 0-based index with the rule that chose it, or ``index=None`` with the reason.
@@ -260,23 +166,26 @@ def parse_choice(
         return ParseResult(None, "none", "no options to choose from")
     if response is None or not response.strip():
         return ParseResult(None, "none", "empty response")
-    text = clean(response)
+    truncated = finish_reason == "length"
+    raw = strip_echo(response, prompt)
+    raw = collapse_repeats(drop_cut_fragment(raw) if truncated else raw)
+    text = clean(raw)
     if not text.strip():
-        return ParseResult(None, "none", "empty response")
-    ctx = _Ctx(tuple(option_tokens(c) for c in choices), labels)
-    for rule in (_answer_markers, _bare_label, _first_line_rule, _leading_label):
-        result = rule(text, ctx)
+        return ParseResult(
+            None, "none", "empty response" if raw is response else "the reply only repeats the prompt"
+        )
+    reading = Reading(text, raw, _Ctx(tuple(option_tokens(c) for c in choices), labels, truncated))
+    for rule in RULES:
+        if truncated and not rule.explicit:
+            continue
+        result = rule.apply(reading)
         if result is not None:
             return result
-    # Check marks are dropped by ``clean``; a walk-through reads them from its own copy.
-    marked = clean(response.translate(MARKS)) if HAS_MARK.search(response) else text
-    walked = walk_choice(marked, ctx.options, labels)
-    if walked is not None:
-        return ParseResult(walked[0], "walk_through", walked[1])
-    referred = former_latter(text, ctx.options, labels)
-    if referred is not None:
-        return ParseResult(referred[0], "former_latter", referred[1])
-    return _option_text(text, ctx) or ParseResult(None, "none", "no option committed to")
+    if truncated:
+        return ParseResult(
+            None, "none", "cut at the length limit before an explicit answer (raise max_new_tokens)"
+        )
+    return ParseResult(None, "none", "no option committed to")
 
 
 # --- rule 1: answer tags and phrases ----------------------------------------------------------
@@ -691,7 +600,7 @@ def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult 
         return None  # "A, B and C are all incorrect", "Options B and C both …": a list, not an answer
     if not ctx.in_range(read.label):
         # "I. Observations" or "F) …" with four options: no answer here; option text may still tell.
-        return _option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
+        return option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
     withdrawn = _withdrawal(body, read.end)
     if withdrawn is not None:
         return ParseResult(
@@ -771,90 +680,128 @@ def _enumerates(body: str, ctx: _Ctx) -> bool:
             continue
         raw = next(g for g in m.groups() if g)
         seen.add(raw.upper() if ctx.style == "letters" else str(int(raw)))
-    return len(seen) > 1
+    return len(seen) > 1 or _echoes_options(body, ctx)
 
 
-# --- rule 5: option text -------------------------------------------------------------------------
+# A label written as an option is listed: "B. Spindle cells" / "2) Spindle cells".
+_LISTED = re.compile(r"(?<![\w])(?P<lab>[A-Z]|\d{1,2})[.)][ \t]+")
+#: Listed labels looked at: bounded, so a loop of thousands stays linear.
+_LISTED_LIMIT = 40
 
 
-def _option_text(text: str, ctx: _Ctx) -> ParseResult | None:
-    tokens = tokenize(text)
-    values = [t.value for t in tokens]
-    mentions = resolve(find_mentions(values, ctx.options))
-    if not mentions:
-        return None
-    starts = clause_starts(text, tokens)
-    sentences = clause_starts(text, tokens, sentences=True)
-    kept: list[int] = []
-    dropped: list[int] = []
-    asked = question_sentences(text, tokens, sentences)
-    previous: TextMatch | None = None
-    for m in sorted(mentions, key=lambda m: (m.start, m.option)):
-        # "Features of X and Y overlap": Y, joined to a set-aside X by "and"/"or", is set aside too
-        joined = (
-            previous is not None
-            and previous.option in dropped
-            and m.start == previous.end + 1
-            and values[previous.end] in ("and", "or", "nor")
-        )
-        previous = m
-        into = (
-            dropped
-            if joined
-            or sentences[m.start] in asked
-            or ruled_out(
-                values, starts, sentences, m.start, m.end, verdict_follows=verdict_gap(text, tokens, m.end)
-            )
-            else kept
-        )
-        if m.option not in into:
-            into.append(m.option)
-    mislabelled = _mislabelled(text, tokens, mentions, ctx)
-    if mislabelled is not None:
-        return ParseResult(None, "option_text", mislabelled)
-    if not kept:
-        names = ", ".join(label_for(i, ctx.style) for i in dropped)
-        return ParseResult(None, "option_text", f"options named only to be ruled out: {names}")
-    labels = [label_for(i, ctx.style) for i in kept]
-    undecided = _UNDECIDED.search(text)
-    if undecided is not None:
-        return ParseResult(None, "option_text", f"option text with indecision ({undecided.group()!r})")
-    specific = more_specific(values, mentions, kept, ctx.options)
-    if specific is not None:
-        return ParseResult(
-            specific, "option_text", f"option {label_for(specific, ctx.style)} named as the specific verdict"
-        )
-    if len(kept) > 1:
-        return ParseResult(None, "option_text", f"several options named: {', '.join(labels)}")
-    return ParseResult(kept[0], "option_text", f"text of option {labels[0]} found")
+def _echoes_options(body: str, ctx: _Ctx) -> bool:
+    """Whether the reply lists two options each with its own text on one line ("A. X B. Y …").
 
-
-def _mislabelled(text: str, tokens: Sequence[Token], mentions: Sequence[TextMatch], ctx: _Ctx) -> str | None:
-    """Why option text is no answer when a mention carries another option's label ("fibrosis (C)").
-
-    Since choice-9 also a label opening the mention's line ("3. The protein localizes to the plasma
-    membrane" with that text option 4, "Option 4 - use a higher NA objective" with that option 1).
+    A degenerate loop that echoes the options on one line starts with "A. X" like an answer
+    would; two labels each followed by their own option text are the options echoed.
     """
-    for m in mentions:
-        before = _LABEL_BEFORE.search(text, max(0, tokens[m.start].start - 24), tokens[m.start].start)
-        raw = None if before is None else str(before["x"] or before["y"] or before["z"])
-        if raw is not None and raw.isdigit() == (ctx.style == "numbers"):
-            label = raw.upper() if ctx.style == "letters" else str(int(raw))
-            if ctx.in_range(label) and label != label_for(m.option, ctx.style):
-                return f"text of option {label_for(m.option, ctx.style)} is labelled {label}"
-        gloss = _GLOSS_AFTER.match(text, tokens[m.end - 1].end)
-        if gloss is None:
+    echoed: set[str] = set()
+    for n, m in enumerate(_LISTED.finditer(body)):
+        if n >= _LISTED_LIMIT or len(echoed) > 1:
+            break
+        label = m["lab"] if ctx.style == "letters" else str(int(m["lab"])) if m["lab"].isdigit() else ""
+        if not label or not ctx.in_range(label):
             continue
-        raw = gloss["x"] or gloss["y"]
-        if raw.isdigit() != (ctx.style == "numbers"):
-            continue
-        label = raw.upper() if ctx.style == "letters" else str(int(raw))
-        if label != label_for(m.option, ctx.style):
-            return f"text of option {label_for(m.option, ctx.style)} is labelled {label}"
-    return None
+        option = ctx.options[label_index(label, ctx.style)]
+        words = [t.value for t in tokenize(body[m.end() : m.end() + 200], len(option))]
+        if equals_option(words, option):
+            echoed.add(label)
+    return len(echoed) > 1
 
 
 def _skip_space(text: str, pos: int) -> int:
     while pos < len(text) and text[pos].isspace():
         pos += 1
     return pos
+
+
+def _walk_through(r: Reading) -> ParseResult | None:
+    # Check marks are dropped by ``clean``; a walk-through reads them from its own copy.
+    marked = clean(r.raw.translate(MARKS)) if HAS_MARK.search(r.raw) else r.text
+    walked = walk_choice(marked, r.ctx.options, r.ctx.style)
+    return None if walked is None else ParseResult(walked[0], "walk_through", walked[1])
+
+
+def _former_latter(r: Reading) -> ParseResult | None:
+    referred = former_latter(r.text, r.ctx.options, r.ctx.style)
+    return None if referred is None else ParseResult(referred[0], "former_latter", referred[1])
+
+
+# --- the rules, in precedence order ---------------------------------------------------------------
+
+#: Every reading rule, first to last; the first that decides wins. docs/parser.md's rule table
+#: lists the same names in the same order (tests/parsing/test_rules.py).
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "answer_marker",
+        ("answer_tag", "answer_phrase"),
+        "answer tags (<ANSWER>, \\boxed{}) and English and Chinese answer phrases, hedges, verdicts",
+        "a model that states its answer outranks everything else it writes; self-corrections decide",
+        True,
+        ("plain", "terse_and_json", "spur_tag", "hedged_commitment", "self_correction", "chinese"),
+        lambda r: _answer_markers(r.text, r.ctx),
+    ),
+    Rule(
+        "language_phrase",
+        ("language_phrase",),
+        "a label after or before an answer phrase or hedge of a language file; negations deny it",
+        "answers in other languages are data: one file per language (parsing/languages/)",
+        True,
+        ("languages",),
+        lambda r: language_rule(r.text, r.ctx),
+    ),
+    Rule(
+        "bare_label",
+        ("bare_label",),
+        "a reply that is only a label (or only several, which is none)",
+        "the shortest answer there is",
+        True,
+        ("plain", "decorated_answer"),
+        lambda r: _bare_label(r.text, r.ctx),
+    ),
+    Rule(
+        "first_line_label",
+        ("leading_label",),
+        "a label alone on the first line, or with its reason or its own option text",
+        "the explanation after an answer may name other options without changing it",
+        True,
+        ("leading_label_explained",),
+        lambda r: _first_line_rule(r.text, r.ctx),
+    ),
+    Rule(
+        "leading_label",
+        ("leading_label",),
+        "a punctuated label opening the reply ('C) text'), unless the reply lists several",
+        "models answer first and explain after; a list of labels is a walk, not an answer",
+        True,
+        ("leading_label_explained", "long_form"),
+        lambda r: _leading_label(r.text, r.ctx),
+    ),
+    Rule(
+        "walk_through",
+        ("walk_through",),
+        "every option walked once, exactly one marked as fitting and every other as not",
+        "an option-by-option verdict is an answer only when it is complete and single",
+        False,
+        ("walkthrough_verdict",),
+        _walk_through,
+    ),
+    Rule(
+        "former_latter",
+        ("former_latter",),
+        "'the former' / 'the latter' between exactly two options named just before",
+        "a reference resolves only when its two options are unambiguous",
+        False,
+        ("former_latter",),
+        _former_latter,
+    ),
+    Rule(
+        "option_text",
+        ("option_text",),
+        "the text of exactly one option, not ruled out, in a reply with no indecision or refusal",
+        "a verdict written as the option's words; never read from a cut reply (elimination)",
+        False,
+        ("option_text_verdict", "negation", "refusal"),
+        lambda r: option_text(r.text, r.ctx),
+    ),
+)

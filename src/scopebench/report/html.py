@@ -50,6 +50,7 @@ from scopebench.report.tables import (
     localization_rows,
     metrics_rows,
     pairwise_rows,
+    truncated_note,
 )
 from scopebench.scoring.accuracy import Policy
 from scopebench.scoring.compare import compare_runs
@@ -271,6 +272,9 @@ def _metrics_section(index: int, label: str, run: RunData, metrics: Mapping[str,
     ]
     if judge:
         parts.append(f'<p class="note">{_e(judge_note(metrics))}</p>')
+    cut = truncated_note(metrics.get("overall") or {})
+    if cut:
+        parts.append(f'<p class="note">{_e(cut)}</p>')
     loc = localization_rows(metrics)
     if loc:
         parts.append("<h4>Localization (detection items): mean GRIT score per class, 0–1</h4>")

@@ -36,6 +36,7 @@ __all__ = [
     "rows_to_markdown",
     "table_note",
     "tex_escape",
+    "truncated_note",
 ]
 
 _COLUMNS = (
@@ -313,6 +314,8 @@ def render_metrics_table(metrics: Mapping[str, Any], title: str | None = None) -
     judge = judge_used(metrics)
     # Escaped: rich reads "[low, high]" (and any "[…]" in a model or judge spec) as markup and drops it.
     caption = interval_note(metrics) + ("\n" + judge_note(metrics) if judge else "")
+    cut = truncated_note(metrics.get("overall") or {})
+    caption += "\n" + cut if cut else ""
     table = Table(title=escape(title), caption=escape(caption))
     for h in _head(judge):
         # Numbers and section names never shrink to "…": a long group name wraps instead.
@@ -413,7 +416,27 @@ def table_note(metrics: Mapping[str, Any]) -> str:
         f"Policy for unparsed answers, errors and missing images/responses: {metrics.get('policy', '?')} "
         f"(wrong = counted as incorrect; exclude = left out of the denominator). " + interval_note(metrics)
     )
-    return note + (" " + judge_note(metrics) if judge_used(metrics) else "")
+    note += " " + judge_note(metrics) if judge_used(metrics) else ""
+    cut = truncated_note(metrics.get("overall") or {})
+    return note + (" " + cut if cut else "")
+
+
+def truncated_note(overall: Mapping[str, Any], model: str = "") -> str:
+    """One line saying how many replies the token limit cut, with the fix; ``""`` when none was.
+
+    Args:
+        overall: A run's overall accuracy row (its ``truncated`` and ``n``).
+        model: The model's name, for a line among several runs' (``compare``).
+    """
+    cut = int(overall.get("truncated") or 0)
+    if not cut:
+        return ""
+    who = f"{model}: " if model else ""
+    return (
+        f"{who}{cut} of {overall.get('n', '?')} replies were cut at the length limit (truncated) and read "
+        "only by an explicit answer before the cut; raise the budget with --model-arg max_new_tokens=N "
+        "(hf:) or max_tokens=N (openai:, vllm:) to let them finish."
+    )
 
 
 def interval_note(metrics: Mapping[str, Any]) -> str:

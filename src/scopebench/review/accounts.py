@@ -14,11 +14,12 @@ import secrets
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from scopebench.review.db import Event, LoginSession, Member, Project, User, utcnow
+from scopebench.review.db import Assignment, Event, ItemRow, LoginSession, Member, Project, User, utcnow
 from scopebench.review.errors import Conflict, Forbidden, Invalid, NotFound, Unauthenticated
+from scopebench.review.passwords import check_password
 
 __all__ = [
     "ROLES",
@@ -27,6 +28,8 @@ __all__ = [
     "end_session",
     "log_event",
     "member_of",
+    "require_not_reviewer_of",
+    "require_nothing_pending",
     "require_project",
     "require_role",
     "session_user",
@@ -64,7 +67,7 @@ def create_user(db: Session, username: str, password: str, role: str) -> User:
     """Create an account.
 
     Raises:
-        Invalid: For an unknown role, an empty name or a password under 8 characters.
+        Invalid: For an unknown role, an empty name, or a password :func:`.check_password` refuses.
         Conflict: When the username is taken.
     """
     username = username.strip()
@@ -72,8 +75,7 @@ def create_user(db: Session, username: str, password: str, role: str) -> User:
         raise Invalid(f"role must be one of {', '.join(ROLES)} (got {role!r})")
     if not username or len(username) > 80:
         raise Invalid("a username is 1 to 80 characters")
-    if len(password) < 8:
-        raise Invalid("a password has at least 8 characters")
+    check_password(password, username)
     if db.scalar(select(User).where(User.username == username)) is not None:
         raise Conflict(f"user {username!r} exists already")
     user = User(
@@ -174,6 +176,39 @@ def require_project(db: Session, user: User, project_id: int) -> Project:
     if project is None or (user.role != "admin" and member_of(db, user, project_id) is None):
         raise NotFound(f"no project {project_id} that you are a member of")
     return project
+
+
+def require_nothing_pending(db: Session, user: User, project: Project, what: str) -> None:
+    """Refuse ``what`` while the user has an unanswered assignment in ``project``.
+
+    The key, the version history, edits, the dashboard and arbitration of a project's items would
+    show keys or other reviewers' answers before the user gives their own.
+
+    Raises:
+        Forbidden: While an assignment of theirs in the project is unanswered.
+    """
+    open_count = db.scalar(
+        select(func.count(Assignment.id))
+        .join(ItemRow, ItemRow.id == Assignment.item_id)
+        .where(
+            ItemRow.project_id == project.id, Assignment.user_id == user.id, Assignment.status == "assigned"
+        )
+    )
+    if open_count:
+        raise Forbidden(
+            f"{what} of project {project.name!r} opens once you have answered your own "
+            f"{open_count} open item(s) in it; answer them first"
+        )
+
+
+def require_not_reviewer_of(db: Session, user: User, item_id: int, what: str) -> None:
+    """Refuse ``what`` (an edit, an arbitration) of an item the user reviewed themselves.
+
+    Raises:
+        Forbidden: When the user holds an assignment on the item.
+    """
+    if db.scalar(select(Assignment.id).where(Assignment.item_id == item_id, Assignment.user_id == user.id)):
+        raise Forbidden(f"you reviewed this item yourself; another senior does {what}")
 
 
 def check_senior(user: User) -> None:

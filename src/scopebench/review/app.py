@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-import threading
-import time
-from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -23,12 +20,15 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session, sessionmaker
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from scopebench.review.accounts import session_user
-from scopebench.review.db import LoginSession, User, open_database
-from scopebench.review.errors import Forbidden, ReviewError, TooLarge, Unauthenticated
+from scopebench.review.db import READ_ONLY, LoginSession, User, open_database
+from scopebench.review.errors import Forbidden, ReviewError, Unauthenticated
+from scopebench.review.guard import RequestGate
 from scopebench.review.store import ImageStore
 from scopebench.review.submissions import ModelAnswerer
+from scopebench.review.throttle import LoginThrottle, ThrottleSettings, TooManyAttempts
 
 __all__ = ["COOKIE", "CSRF_HEADER", "AppSettings", "create_app"]
 
@@ -52,7 +52,11 @@ class AppSettings:
         secure_cookies: Mark cookies Secure (serve behind HTTPS).
         model: Model spec answering submissions in real time (``None``: off).
         base_url: Server for ``openai:`` model specs.
-        login_attempts: Failed logins allowed per user and address per minute.
+        throttle: How failed logins delay further attempts (per address, per username).
+        forwarded_allow_ips: Proxies whose ``X-Forwarded-For`` names the client (comma-separated
+            addresses, ``*`` for any); ``None``: the header is ignored and the client is the peer.
+        max_uploads_per_user: Uploads one user may store in one project.
+        max_upload_total_bytes: Bytes one user's uploads may take in one project.
     """
 
     db: str
@@ -63,7 +67,10 @@ class AppSettings:
     secure_cookies: bool = False
     model: str | None = None
     base_url: str | None = None
-    login_attempts: int = 5
+    throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
+    forwarded_allow_ips: str | None = None
+    max_uploads_per_user: int = 200
+    max_upload_total_bytes: int = 500 * 2**20
 
 
 @dataclass
@@ -75,37 +82,12 @@ class State:
     store: ImageStore
     answerer: ModelAnswerer
     templates: Jinja2Templates
-    failures: dict[tuple[str, str], deque[float]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    throttle: LoginThrottle
 
     @property
     def ttl(self) -> dt.timedelta:
         """Session lifetime."""
         return dt.timedelta(hours=self.settings.session_hours)
-
-    def throttle(self, client: str, username: str) -> None:
-        """Refuse a login after too many recent failures for this user from this address."""
-        now = time.monotonic()
-        with self.lock:
-            recent = self.failures.setdefault((client, username), deque())
-            while recent and now - recent[0] > 60:
-                recent.popleft()
-            if len(recent) >= self.settings.login_attempts:
-                raise ReviewError_TooMany()
-
-    def failed(self, client: str, username: str) -> None:
-        """Count one failed login."""
-        with self.lock:
-            self.failures.setdefault((client, username), deque()).append(time.monotonic())
-
-
-class ReviewError_TooMany(ReviewError):
-    """Too many failed logins in a minute."""
-
-    status = 429
-
-    def __init__(self) -> None:
-        super().__init__("too many failed logins; wait a minute and try again")
 
 
 def state(request: Request) -> State:
@@ -145,12 +127,31 @@ class Auth:
     session: LoginSession
 
 
+def _load_auth(st: State, token: str | None) -> Auth:
+    """The user and session of a cookie token, read in a short transaction of its own."""
+    with st.sessions() as db:
+        db.connection(execution_options={READ_ONLY: True})
+        user, sess = session_user(db, token)
+        db.commit()
+        return Auth(user, sess)
+
+
+async def _gate_auth(request: Request) -> Auth:
+    """The session check of :class:`~scopebench.review.guard.RequestGate` (in the thread pool)."""
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(_load_auth, state(request), request.cookies.get(COOKIE))
+
+
 def _session_auth(request: Request, db: Session = DB) -> Auth:
-    """The session's user.
+    """The session's user: the one the gate found before the body was read (else looked up).
 
     A sync dependency, so its queries run in the thread pool, never in the event loop, where
     waiting on SQLite's write lock would stall every other request.
     """
+    found: Auth | None = getattr(request.state, "review_auth", None)
+    if found is not None:
+        return found
     user, sess = session_user(db, request.cookies.get(COOKIE))
     # End the read transaction now: on SQLite every transaction holds the write lock (BEGIN
     # IMMEDIATE), and a route may work in its own sessions or wait on a model.
@@ -192,7 +193,9 @@ def create_app(settings: AppSettings) -> FastAPI:
     sessions = open_database(settings.db)
     store = ImageStore(settings.store, max_bytes=settings.max_upload_bytes, max_pixels=settings.max_pixels)
     templates = Jinja2Templates(directory=str(_HERE / "templates"))  # autoescape on for .html
-    shared = State(settings, sessions, store, ModelAnswerer(settings.model, settings.base_url), templates)
+    answerer = ModelAnswerer(settings.model, settings.base_url)
+    throttle = LoginThrottle(settings.throttle, secrets.token_bytes(32))
+    shared = State(settings, sessions, store, answerer, templates, throttle)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -205,25 +208,16 @@ def create_app(settings: AppSettings) -> FastAPI:
     )
     app.state.review = shared
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Any) -> Response:
-        # Refuse oversized bodies before reading them (multipart overhead allowed on top).
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > settings.max_upload_bytes + 256 * 1024:
-            exc = TooLarge(
-                f"the request is {int(length):,} bytes; uploads are limited to "
-                f"{settings.max_upload_bytes:,} bytes"
-            )
-            return _error_response(request, exc)
-        response: Response = await call_next(request)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        response.headers.setdefault(
-            "Content-Security-Policy",
-            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-            "frame-ancestors 'none'; form-action 'self'",
-        )
-        return response
+    # The gate checks sizes and the session before anything reads the body.
+    app.add_middleware(
+        RequestGate,
+        upload_limit=settings.max_upload_bytes,
+        authenticate=_gate_auth,
+        refuse=_error_response,
+    )
+    if settings.forwarded_allow_ips:
+        # Outside the gate: the client address every check sees is the one a trusted proxy names.
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
 
     @app.exception_handler(ReviewError)
     async def review_error(request: Request, exc: ReviewError) -> Response:
@@ -248,7 +242,8 @@ def _error_response(request: Request, exc: ReviewError) -> Response:
             {"message": str(exc), "status": exc.status, "user": None, "back": _same_site_referer(request)},
             status_code=exc.status,
         )
-    return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, TooManyAttempts) else None
+    return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=headers)
 
 
 def _same_site_referer(request: Request) -> str | None:

@@ -25,6 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    false,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
@@ -32,6 +33,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 from scopebench.review.errors import Invalid
 
 __all__ = [
+    "READ_ONLY",
     "Answer",
     "Arbitration",
     "Assignment",
@@ -99,6 +101,8 @@ class Project(Base):
     n_reviewers: Mapped[int] = mapped_column(Integer, default=2)
     seed: Mapped[int] = mapped_column(Integer, default=0)
     alpha_threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Seniors arbitrate; they take first-line reviews too only where a project says so.
+    seniors_review: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -271,6 +275,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+# Execution option of a session whose transaction only reads (SQLite then skips the write lock).
+READ_ONLY = "scopebench_read_only"
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url`` (SQLite gets WAL, a busy timeout and serialised write transactions)."""
     if url.startswith("sqlite"):
@@ -279,7 +287,10 @@ def make_engine(url: str) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _begin(conn: Any) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # A transaction that only reads (the session check before every request) starts
+            # deferred: under WAL it reads beside the writer instead of queueing for the lock.
+            read_only = conn.get_execution_options().get(READ_ONLY, False)
+            conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
         return engine
     return create_engine(url, pool_pre_ping=True)

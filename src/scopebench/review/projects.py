@@ -20,7 +20,7 @@ from scopebench.review.errors import Conflict, Invalid, NotFound
 from scopebench.review.rubrics import Rubric
 from scopebench.review.store import ImageStore
 
-__all__ = ["add_member", "assign", "create_project", "item_text"]
+__all__ = ["add_member", "assign", "create_project", "item_text", "reviewing_roles"]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,7 @@ def create_project(
     n_reviewers: int = 2,
     seed: int = 0,
     alpha_threshold: float | None = None,
+    seniors_review: bool = False,
 ) -> tuple[Project, list[str]]:
     """Load a benchmark with its registered loader and copy its items and images into a project.
 
@@ -126,6 +127,7 @@ def create_project(
         rubric=rubric.to_dict(),
         n_reviewers=n_reviewers,
         alpha_threshold=alpha_threshold,
+        seniors_review=seniors_review,
     )
     db.add(project)
     db.flush()
@@ -168,6 +170,7 @@ def create_project(
             "n_reviewers": n_reviewers,
             "seed": seed,
             "alpha_threshold": alpha_threshold,
+            "seniors_review": seniors_review,
             "problems": problems,
         },
     )
@@ -202,10 +205,17 @@ def add_member(
     return member
 
 
+def reviewing_roles(project: Project) -> tuple[str, ...]:
+    """The roles that take first-line reviews in ``project``."""
+    return ("reviewer", "senior") if project.seniors_review else ("reviewer",)
+
+
 def assign(db: Session, project: Project, *, actor: User | None = None) -> int:
     """Fill every item's open reviewer slots (up to ``n_reviewers``), balanced across reviewers.
 
-    Reviewers are the project's members with role ``reviewer`` or ``senior``. Each slot goes to
+    Reviewers are the project's members with role ``reviewer`` (and ``senior`` where the project
+    was created with ``seniors_review``: otherwise seniors arbitrate, and a senior who reviewed an
+    item could not arbitrate it). Each slot goes to
     an eligible reviewer (not already on the item) from a group not yet on the item when there is
     one (so each group's baseline covers the items), then with the fewest assignments; ties are
     broken by a shuffle seeded with the project's seed. With groups of equal size (or one group)
@@ -217,15 +227,18 @@ def assign(db: Session, project: Project, *, actor: User | None = None) -> int:
     Raises:
         Invalid: When the project has fewer reviewers than ``n_reviewers``.
     """
+    roles = reviewing_roles(project)
     rows = db.execute(
         select(Member, User)
         .join(User, User.id == Member.user_id)
-        .where(Member.project_id == project.id, User.role.in_(("reviewer", "senior")), User.active.is_(True))
+        .where(Member.project_id == project.id, User.role.in_(roles), User.active.is_(True))
     ).all()
     if len(rows) < project.n_reviewers:
+        seniors = "" if project.seniors_review else " (seniors arbitrate and are not counted)"
         raise Invalid(
-            f"project {project.name!r} needs {project.n_reviewers} reviewers per item but has {len(rows)}; "
-            "add members first (scopebench review member)"
+            f"project {project.name!r} needs {project.n_reviewers} reviewers per item but has "
+            f"{len(rows)} members with the role {' or '.join(roles)}{seniors}; add reviewers first "
+            "(scopebench review user NAME --role reviewer, then scopebench review member)"
         )
     group_of = {u.id: m.group for m, u in rows}
     order = sorted(group_of)

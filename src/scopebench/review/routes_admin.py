@@ -57,7 +57,7 @@ def admin_page(request: Request, a: Auth = Depends(auth), db: Session = DB) -> H
     """Accounts and projects, with the forms to create users, add members and assign (admin)."""
     require_role(a.user, "admin")
     users = db.scalars(select(User).order_by(User.id)).all()
-    return render(request, "admin.html", a, users=users, roles=ROLES, projects=_projects(db))
+    return render(request, "admin.html", a, db=db, users=users, roles=ROLES, projects=_projects(db))
 
 
 @router.post("/users")

@@ -14,7 +14,6 @@ from scopebench.review import projects as proj
 from scopebench.review import stats, submissions, workflow
 from scopebench.review.accounts import (
     authenticate,
-    check_senior,
     create_user,
     end_session,
     require_project,
@@ -22,9 +21,10 @@ from scopebench.review.accounts import (
     start_session,
 )
 from scopebench.review.app import COOKIE, DB, Auth, auth, state
-from scopebench.review.db import ImageRow, ItemRow, ItemVersion, Member, Project, Submission, User
+from scopebench.review.db import ImageRow, Member, Project, Submission, User
 from scopebench.review.errors import Invalid, NotFound, Unauthenticated
 from scopebench.review.rubrics import load_rubric
+from scopebench.review.throttle import DEVICE_COOKIE
 
 router = APIRouter(prefix="/api")
 
@@ -93,6 +93,7 @@ class ProjectBody(BaseModel):
     reviewers: int = 2
     seed: int = 0
     alpha_threshold: float | None = None
+    seniors_review: bool = False
 
 
 class FeedbackBody(BaseModel):
@@ -103,7 +104,11 @@ class FeedbackBody(BaseModel):
 
 
 def set_session_cookie(response: Response, request: Request, token: str) -> None:
-    """The session cookie: HttpOnly, SameSite=Lax, Secure when configured."""
+    """The session cookie: HttpOnly, SameSite=Lax, Secure when configured.
+
+    After a login it also sets the device cookie :func:`login_user` made, which spares this browser
+    the delays others' failed guesses put on the account (:mod:`.throttle`).
+    """
     st = state(request)
     response.set_cookie(
         COOKIE,
@@ -114,19 +119,38 @@ def set_session_cookie(response: Response, request: Request, token: str) -> None
         secure=st.settings.secure_cookies,
         path="/",
     )
+    device = getattr(request.state, "device_cookie", None)
+    if device:
+        response.set_cookie(
+            DEVICE_COOKIE,
+            device,
+            max_age=180 * 24 * 3600,
+            httponly=True,
+            samesite="strict",
+            secure=st.settings.secure_cookies,
+            path="/",
+        )
 
 
 def login_user(request: Request, db: Session, username: str, password: str) -> tuple[User, str, str]:
-    """Check credentials (rate-limited); returns the user, session token and CSRF token."""
+    """Check credentials (throttled); returns the user, session token and CSRF token.
+
+    Raises:
+        TooManyAttempts: While a delay applies to the address or the account (the password is not
+            checked then).
+        Unauthenticated: For wrong credentials (counted toward the delays).
+    """
     st = state(request)
     client = request.client.host if request.client else "?"
-    st.throttle(client, username)
+    device = request.cookies.get(DEVICE_COOKIE)
+    st.throttle.check(client, username, device)
     try:
         user = authenticate(db, username, password)
     except Unauthenticated:
-        st.failed(client, username)
+        st.throttle.failed(client, username, device)
         raise
     token, sess = start_session(db, user, st.ttl)
+    request.state.device_cookie = st.throttle.device_cookie(user.username)
     return user, token, sess.csrf_token
 
 
@@ -189,6 +213,7 @@ def project_dict(p: Project) -> dict[str, Any]:
         "n_reviewers": p.n_reviewers,
         "rubric": p.rubric,
         "alpha_threshold": p.alpha_threshold,
+        "seniors_review": p.seniors_review,
         "seed": p.seed,
     }
 
@@ -214,6 +239,7 @@ def api_create_project(
         n_reviewers=body.reviewers,
         seed=body.seed,
         alpha_threshold=body.alpha_threshold,
+        seniors_review=body.seniors_review,
     )
     return project_dict(project) | {"problems": problems}
 
@@ -311,24 +337,8 @@ def api_edit(item_id: int, body: EditBody, a: Auth = Depends(auth), db: Session 
 
 @router.get("/items/{item_id}/versions")
 def api_versions(item_id: int, a: Auth = Depends(auth), db: Session = DB) -> list[dict[str, Any]]:
-    """Every version of an item: who, when, why (seniors and admins)."""
-    check_senior(a.user)
-    item = db.get(ItemRow, item_id)
-    if item is None:
-        raise NotFound(f"no item {item_id} that you can see")
-    require_project(db, a.user, item.project_id)
-    who = dict(db.execute(select(User.id, User.pseudonym)).all())
-    rows = db.scalars(select(ItemVersion).where(ItemVersion.item_id == item_id).order_by(ItemVersion.version))
-    return [
-        {
-            "version": v.version,
-            "data": v.data,
-            "by": who.get(v.editor_id) if v.editor_id else None,
-            "reason": v.reason,
-            "at": v.created_at.isoformat(),
-        }
-        for v in rows
-    ]
+    """Every version of an item: who, when, why (seniors and admins with nothing left to answer)."""
+    return workflow.item_versions(db, a.user, item_id)
 
 
 @router.get("/projects/{project_id}/dashboard")
@@ -414,6 +424,9 @@ def submit_sync(
         user = db.get(User, user_id)
         assert user is not None
         project = require_project(db, user, project_id)
+        submissions.check_quota(
+            db, user, project, len(data), st.settings.max_uploads_per_user, st.settings.max_upload_total_bytes
+        )
         sub = submissions.create_submission(
             db,
             st.store,

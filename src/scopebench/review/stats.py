@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from scopebench.review.accounts import check_senior
+from scopebench.review.accounts import check_senior, require_nothing_pending
 from scopebench.review.agreement import project_agreement
 from scopebench.review.db import Answer, Assignment, ItemRow, Member, Project, Rating, User
 from scopebench.review.errors import Forbidden
@@ -76,12 +76,14 @@ def gate(project: Project, agree: dict[str, Any]) -> tuple[bool, list[str]]:
     rubric = Rubric.from_dict(project.rubric)
     failing = []
     for key in rubric.keys():  # noqa: SIM118 - Rubric.keys() is a list, not a dict view
-        a = agree["alpha"].get(alpha_key(key), {})
+        # Named as the dashboard and agreement.json name it (HLE's verdict `answer` is rubric:answer).
+        name = alpha_key(key)
+        a = agree["alpha"].get(name, {})
         if a.get("value") is None:
             if a.get("n_items", 0) < 2:
-                failing.append(f"{key}: α undefined (fewer than 2 items rated twice)")
+                failing.append(f"{name}: α undefined (fewer than 2 items rated twice)")
         elif a["value"] < project.alpha_threshold:
-            failing.append(f"{key}: α = {a['value']:.3f} < {project.alpha_threshold}")
+            failing.append(f"{name}: α = {a['value']:.3f} < {project.alpha_threshold}")
     return not failing, failing
 
 
@@ -97,7 +99,7 @@ def dashboard(db: Session, user: User, project: Project, *, resamples: int = 100
     """Everything the dashboard page shows (seniors and admins only: it summarises others' work).
 
     Raises:
-        Forbidden: For a reviewer.
+        Forbidden: For a reviewer, or while the user has unanswered items in the project.
     """
     try:
         check_senior(user)
@@ -105,6 +107,7 @@ def dashboard(db: Session, user: User, project: Project, *, resamples: int = 100
         raise Forbidden(
             "the dashboard summarises every reviewer's work; it is for seniors and admins"
         ) from None
+    require_nothing_pending(db, user, project, "the dashboard")
     rows = review_rows(db, project)
     groups = dict(
         db.execute(select(Member.user_id, Member.group).where(Member.project_id == project.id)).all()

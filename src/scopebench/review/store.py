@@ -126,8 +126,8 @@ class ImageStore:
             )
         path = self._path(sha)
         if not path.is_file():
+            # No folder in the message: it reaches web clients, who must not learn server paths.
             raise NotFound(
-                f"no image {sha} in the image store {self.root}; "
-                "pass the --store the project was created with"
+                f"no image {sha} in the image store; pass the --store the project was created with"
             )
         return path

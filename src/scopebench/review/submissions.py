@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from scopebench.errors import ScopebenchError
@@ -26,6 +26,7 @@ from scopebench.review.store import ImageStore
 
 __all__ = [
     "ModelAnswerer",
+    "check_quota",
     "create_submission",
     "export_submissions",
     "give_feedback",
@@ -74,6 +75,30 @@ class ModelAnswerer:
         """Release the backend."""
         if self._backend is not None:
             self._backend.close()
+
+
+def check_quota(
+    db: Session, user: User, project: Project, new_bytes: int, max_count: int, max_bytes: int
+) -> None:
+    """Refuse an upload that takes the user's uploads in ``project`` past ``max_count`` or ``max_bytes``.
+
+    Raises:
+        Forbidden: Over either limit, with what is stored and the limit.
+    """
+    count, stored = db.execute(
+        select(func.count(Submission.id), func.coalesce(func.sum(ImageRow.nbytes), 0))
+        .join(
+            ImageRow,
+            (ImageRow.project_id == Submission.project_id) & (ImageRow.sha256 == Submission.image_sha),
+        )
+        .where(Submission.project_id == project.id, Submission.user_id == user.id)
+    ).one()
+    if count + 1 > max_count or stored + new_bytes > max_bytes:
+        raise Forbidden(
+            f"your uploads in this project are at their quota: {count} of {max_count} uploads, "
+            f"{stored:,} + {new_bytes:,} of {max_bytes:,} bytes; ask an admin to raise "
+            "--max-uploads-per-user / --max-upload-total-mb"
+        )
 
 
 def create_submission(

@@ -14,7 +14,14 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from scopebench.review.accounts import check_senior, log_event, member_of, not_found, require_project
+from scopebench.review.accounts import (
+    check_senior,
+    log_event,
+    not_found,
+    require_not_reviewer_of,
+    require_nothing_pending,
+    require_project,
+)
 from scopebench.review.db import (
     Answer,
     Arbitration,
@@ -26,7 +33,7 @@ from scopebench.review.db import (
     User,
     utcnow,
 )
-from scopebench.review.errors import Conflict, Forbidden, Invalid
+from scopebench.review.errors import Conflict, Invalid
 from scopebench.review.projects import item_text
 from scopebench.review.rubrics import Rubric
 
@@ -36,6 +43,7 @@ __all__ = [
     "arbitration_queue",
     "arbitration_view",
     "edit_item",
+    "item_versions",
     "my_queue",
     "open_assignment",
     "rate",
@@ -323,8 +331,13 @@ def _maybe_complete(db: Session, project: Project, item: ItemRow) -> None:
 
 
 def arbitration_queue(db: Session, user: User, project: Project) -> list[dict[str, Any]]:
-    """Items waiting for a senior in ``project``, except those the senior reviewed themselves."""
+    """Items waiting for a senior in ``project``, except those the senior reviewed themselves.
+
+    Raises:
+        Forbidden: For a reviewer, or while the user has unanswered items in the project.
+    """
     check_senior(user)
+    require_nothing_pending(db, user, project, "arbitration")
     items = db.scalars(
         select(ItemRow)
         .where(ItemRow.project_id == project.id, ItemRow.status == "arbitration")
@@ -338,15 +351,23 @@ def arbitration_queue(db: Session, user: User, project: Project) -> list[dict[st
     ]
 
 
-def _arbiter_item(db: Session, user: User, item_id: int) -> tuple[ItemRow, Project]:
+def _senior_item(db: Session, user: User, item_id: int, what: str) -> tuple[ItemRow, Project]:
+    """An item a senior (or admin) may act on (``what``: the action, for the messages).
+
+    Visible to them, nothing of theirs unanswered in its project, and not reviewed by them.
+    """
     check_senior(user)
     item = db.get(ItemRow, item_id)
     if item is None:
         raise not_found(f"item {item_id}")
     project = require_project(db, user, item.project_id)
-    if any(u.id == user.id for _, _, _, u in reviews_of(db, item)):
-        raise Forbidden("you reviewed this item yourself; another senior arbitrates it")
+    require_nothing_pending(db, user, project, what)
+    require_not_reviewer_of(db, user, item.id, what)
     return item, project
+
+
+def _arbiter_item(db: Session, user: User, item_id: int) -> tuple[ItemRow, Project]:
+    return _senior_item(db, user, item_id, "arbitration")
 
 
 def arbitration_view(db: Session, user: User, item_id: int) -> dict[str, Any]:
@@ -424,16 +445,11 @@ def edit_item(
     """Create a new version of an item's text (question, choices, answer, context): who, when, why.
 
     Raises:
-        Forbidden: For a reviewer.
+        Forbidden: For a reviewer, a reviewer of this item, or while the user has unanswered items
+            in the project.
         Invalid: For unknown fields, no change, or an answer index outside the choices.
     """
-    check_senior(user)
-    item = db.get(ItemRow, item_id)
-    if item is None:
-        raise not_found(f"item {item_id}")
-    project = require_project(db, user, item.project_id)
-    if user.role != "admin" and member_of(db, user, project.id) is None:
-        raise not_found(f"item {item_id}")
+    item, project = _senior_item(db, user, item_id, "editing")
     old = item_text(item)
     unknown = set(changes) - set(old)
     if unknown:
@@ -467,3 +483,32 @@ def edit_item(
         item_id=item.id,
     )
     return {"item_id": item.id, "version": item.version, "changes": diff}
+
+
+def item_versions(db: Session, user: User, item_id: int) -> list[dict[str, Any]]:
+    """Every version of an item (who, when, why, and the key).
+
+    For seniors and admins with nothing unanswered in the item's project.
+
+    Raises:
+        Forbidden: For a reviewer, or while the user has unanswered items in the project.
+        NotFound: For an item the user cannot see.
+    """
+    check_senior(user)
+    item = db.get(ItemRow, item_id)
+    if item is None:
+        raise not_found(f"item {item_id}")
+    project = require_project(db, user, item.project_id)
+    require_nothing_pending(db, user, project, "the version history")
+    who = dict(db.execute(select(User.id, User.pseudonym)).all())
+    rows = db.scalars(select(ItemVersion).where(ItemVersion.item_id == item_id).order_by(ItemVersion.version))
+    return [
+        {
+            "version": v.version,
+            "data": v.data,
+            "by": who.get(v.editor_id) if v.editor_id else None,
+            "reason": v.reason,
+            "at": v.created_at.isoformat(),
+        }
+        for v in rows
+    ]

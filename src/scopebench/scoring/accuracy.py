@@ -53,6 +53,8 @@ class AccuracyRow:
         judge_free_accuracy: The accuracy with those answers counted as ``unparsed`` under the
             same policy, i.e. what the run scores without a judge (equals ``accuracy`` when
             ``n_judge`` is 0).
+        truncated: Replies the backend's token limit cut (``finish_reason == "length"``), whatever
+            their status: read only by an explicit answer before the cut.
     """
 
     group: str
@@ -72,6 +74,7 @@ class AccuracyRow:
     seed: int | None = None
     n_judge: int = 0
     judge_free_accuracy: float = float("nan")
+    truncated: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
@@ -138,6 +141,7 @@ def accuracy_row(
         **ci,
         n_judge=len(judged),
         judge_free_accuracy=free_correct / free_den if free_den else float("nan"),
+        truncated=sum(1 for r in records if r.truncated),
     )
 
 

@@ -107,6 +107,7 @@ class AccuracyRow(MetricsModel):
         seed: Bootstrap seed (``None`` for Wilson's).
         n_judge: Answers that came from the answer-extraction judge.
         judge_free_accuracy: The accuracy with the judge's answers counted as unparsed.
+        truncated: Replies the token limit cut (read only by an explicit answer before the cut).
     """
 
     group: str
@@ -126,6 +127,7 @@ class AccuracyRow(MetricsModel):
     seed: int | None = None
     n_judge: Count = 0
     judge_free_accuracy: Num = math.nan
+    truncated: Count = 0
 
     @property
     def interval(self) -> tuple[float, float]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from scopebench.errors import DataFormatError
 
-__all__ = ["QuotaConfig", "QuotaOutcome", "apply_quotas", "cell_of", "quota_table_markdown"]
+__all__ = ["QuotaConfig", "QuotaOutcome", "apply_quotas", "cell_of"]
 
 #: The attributes that make a cell, in order.
 CELL_FIELDS = ("modality", "domain", "task")
@@ -124,18 +124,3 @@ def apply_quotas(items: Sequence[Mapping[str, Any]], config: QuotaConfig, seed: 
             }
         )
     return out
-
-
-def quota_table_markdown(table: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The quota table as Markdown lines (for the dataset card)."""
-    lines = [
-        "| modality | domain | task | target | available | kept | dropped (quota) | shortfall |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in table:
-        target = "-" if r["target"] is None else str(r["target"])
-        lines.append(
-            f"| {r['modality']} | {r['domain']} | {r['task']} | {target} | {r['available']} | "
-            f"{r['kept']} | {r['dropped']} | {r['shortfall']} |"
-        )
-    return lines

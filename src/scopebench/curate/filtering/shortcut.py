@@ -30,16 +30,26 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from scopebench.curate.llm import CallCache, Ledger, LLMCall, LLMClient
+from scopebench.curate.llm import (
+    DEFAULT_MAX_CONSECUTIVE_FAILURES,
+    CallCache,
+    FailureGuard,
+    Ledger,
+    LLMCall,
+    LLMClient,
+    ModelRef,
+    load_backend,
+)
+from scopebench.engine.parse import parse
 from scopebench.errors import DataFormatError
 from scopebench.items import Item
-from scopebench.models import ModelOptions, load_model
 from scopebench.models.base import ChatMessage
-from scopebench.parsing import parse_choice
+from scopebench.scoring.shortcut import flagged
 
 if TYPE_CHECKING:
     from scopebench.items import Item
     from scopebench.models.base import Backend, Response
+    from scopebench.protocols import Request
 
 __all__ = [
     "CHOICES_ONLY_QUESTION",
@@ -135,10 +145,22 @@ class BackendAnswerer:
 
     Args:
         cache: The call cache file (``None``: a cache in memory, for this run only).
+        models: Backend arguments (``model_args``: base URL, key variable…) per model spec.
+        max_consecutive_failures: Calls failing in a row that stop the step (0: never).
+        progress: A bar to tick once per call answered.
     """
 
-    def __init__(self, cache: str | Path | None = None) -> None:
-
+    def __init__(
+        self,
+        cache: str | Path | None = None,
+        *,
+        models: Mapping[str, Mapping[str, Any]] | None = None,
+        max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES,
+        progress: Any = None,
+    ) -> None:
+        self._models = {k: dict(v) for k, v in (models or {}).items()}
+        self.guard = FailureGuard(max_consecutive_failures, "filter")
+        self.progress = progress
         self._backends: dict[tuple[str, int], Backend] = {}
         # Without a file the cache lives in memory for this run (one call is still asked once).
         self.cache = CallCache(cache if cache is not None else ":memory:")
@@ -150,7 +172,8 @@ class BackendAnswerer:
 
         key = (spec, seed)
         if key not in self._backends:
-            self._backends[key] = load_model(spec, ModelOptions(seed=seed, no_image=True))
+            ref = ModelRef(spec, self._models.get(spec, {}))
+            self._backends[key] = load_backend(ref, seed=seed, no_image=True)
         return self._backends[key]
 
     def answer(
@@ -173,13 +196,15 @@ class BackendAnswerer:
             else:
                 out[i] = Answer(**json.loads(hit[0]))
                 entry.cached += 1
+        if self.progress is not None:
+            self.progress.update(len(items) - len(todo))
         if todo:
             # The Request stage: the labels the backend was asked to answer with travel in the request.
             requests = [backend.render(blind[i]) for i in todo]
             fresh = backend.answer(requests)
             stored: list[tuple[str, str, str, dict[str, Any]]] = []
             for i, req, resp in zip(todo, requests, fresh, strict=True):
-                a = _read_response(resp, items[i], req.labels)
+                a = _read_response(req, resp, spec)
                 out[i] = a
                 entry.requests += 1
                 self.errors += a.status == "error"
@@ -187,7 +212,11 @@ class BackendAnswerer:
                     entry.failed += 1
                 else:
                     stored.append((keys[i], blind[i].id, json.dumps(asdict(a)), {}))
-            self.cache.put(stored)
+            self.cache.put(stored)  # committed before the guard may stop the step
+            if self.progress is not None:
+                self.progress.update(len(todo))
+            for resp in fresh:
+                self.guard.record(resp.status, resp.error, spec)
         return [a for a in out if a is not None]
 
     def chat(self, spec: str, prompts: Sequence[str], keys: Sequence[str], seed: int) -> list[Answer]:
@@ -195,7 +224,9 @@ class BackendAnswerer:
         if not prompts:
             return []
         kind = keys[0].rsplit("@", 1)[-1].rstrip("0123456789") or "chat"
-        client = LLMClient(self._backend(spec, seed), self.cache, self.ledger)
+        client = LLMClient(
+            self._backend(spec, seed), self.cache, self.ledger, guard=self.guard, progress=self.progress
+        )
         calls = [
             LLMCall(k, [ChatMessage("user", p)], schema=f"refine-{kind}-v1")
             for p, k in zip(prompts, keys, strict=True)
@@ -233,30 +264,23 @@ def _blind_key(item: Item, identity: dict[str, Any], seed: int) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _read_response(resp: Response, it: GateItem, labels: Any) -> Answer:
-    """The option a backend's response commits to, as a run reads it (choice, scores, parsed text)."""
-    if resp.status != "ok":
-        return Answer(None, resp.status, resp.text, resp.error)
-    index: int | None = resp.choice
-    reason = None
-    if index is None and resp.scores is not None:
-        scores = resp.scores
-        index = max(range(len(scores)), key=lambda i: scores[i])
-    if index is None:
-        parsed = parse_choice(resp.text, it.options, labels=labels)
-        index, reason = parsed.index, parsed.reason
-    if index is None:
-        return Answer(None, "unparsed", resp.text, reason)
-    return Answer(index, "correct" if index == it.answer else "wrong", resp.text)
+def _read_response(request: Request, resp: Response, spec: str) -> Answer:
+    """The option a reply commits to, read by the engine's parse stage exactly as a run reads it."""
+    rec = parse(request, resp, model=spec)
+    if rec.status == "ok":
+        return Answer(rec.choice, "correct" if rec.correct else "wrong", resp.text)
+    return Answer(None, rec.status, resp.text, rec.error)
 
 
 @contextmanager
-def default_answerer(given: Answerer | None, cache: str | Path | None = None) -> Iterator[Answerer]:
-    """``given``, or a :class:`BackendAnswerer` (with ``cache``) closed on exit."""
+def default_answerer(
+    given: Answerer | None, cache: str | Path | None = None, **options: Any
+) -> Iterator[Answerer]:
+    """``given``, or a :class:`BackendAnswerer` (with ``cache`` and ``options``) closed on exit."""
     if given is not None:
         yield given
         return
-    made = BackendAnswerer(cache)
+    made = BackendAnswerer(cache, **options)
     try:
         yield made
     finally:
@@ -335,8 +359,7 @@ def blind_test(
             for it, a in zip(items, answerer.answer(m, items, s, key_suffix=key_suffix), strict=True):
                 out.answers[it.id][m].append(a)
     for it in items:
-        right = sum(n >= min_tries for n in out.correct_tries(it.id).values())
-        out.flagged[it.id] = right >= min_models
+        out.flagged[it.id] = flagged(out.correct_tries(it.id), min_models=min_models, min_tries=min_tries)
     return out
 
 

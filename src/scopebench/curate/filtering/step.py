@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scopebench.curate.card import filter_sections, write_card
 from scopebench.curate.filtering.panels import PanelConfig, count_panels_bytes
-from scopebench.curate.filtering.quotas import QuotaConfig, apply_quotas, quota_table_markdown
+from scopebench.curate.filtering.quotas import QuotaConfig, apply_quotas
 from scopebench.curate.filtering.refine import RefineConfig, run_refine
 from scopebench.curate.filtering.shortcut import (
     Answerer,
@@ -36,23 +37,23 @@ from scopebench.curate.filtering.shortcut import (
     default_answerer,
     run_shortcut_gate,
 )
+from scopebench.curate.llm import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from scopebench.curate.output import (
+    STATS_FILE,
     copy_sources,
+    local_items,
     prepare_out,
     read_rows,
     read_sources,
     save_dataset,
-    write_card,
     write_summary,
 )
 from scopebench.curate.report import BuildProblem, StepResult
-from scopebench.errors import DataFormatError, ImageLoadError, NoItemsError
+from scopebench.errors import DataFormatError, ImageLoadError, NoItemsError, RunAbortedError
 
-__all__ = ["STATS_FILE", "FilterConfig", "FilterSection", "card_sections", "filter_questions"]
+__all__ = ["FilterConfig", "FilterSection", "filter_questions"]
 
 STEP = "filter"
-#: The statistics a card publishes, carried from the filter output to the export.
-STATS_FILE = "benchmark_stats.json"
 
 
 class _Figures(BaseModel):
@@ -67,9 +68,26 @@ class _Figures(BaseModel):
     conf: float = 0.25
 
 
+class ModelBlock(BaseModel):
+    """A gate's model, as ``generate:`` names its own: ``model`` and ``model_args``."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    model_args: dict[str, Any] = Field(default_factory=dict)
+
+
+#: A gate model: a bare spec, or a ``{model, model_args}`` block (base URL, key variable, any
+#: backend argument).
+Entry = str | ModelBlock
+
+
+def _spec(e: Entry) -> str:
+    return e if isinstance(e, str) else e.model
+
+
 class _Shortcut(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    models: list[str]
+    models: list[Entry]
     tries: int = 1
     min_models: int = 1
     min_tries: int = 1
@@ -79,9 +97,9 @@ class _Shortcut(BaseModel):
 
 class _Refine(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    rewriters: list[str]
-    testers: list[str]
-    judges: list[str]
+    rewriters: list[Entry]
+    testers: list[Entry]
+    judges: list[Entry]
     rounds: int = 3
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
     min_models: int = 1
@@ -102,18 +120,48 @@ class FilterSection(BaseModel):
     refine: _Refine | None = None
     shortcut: _Shortcut | None = None
     quotas: _Quotas | None = None
+    max_fail_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
+    max_consecutive_failures: int = Field(default=DEFAULT_MAX_CONSECUTIVE_FAILURES, ge=0)
+    #: The build's seed (``build.yaml``'s top-level ``seed``, ``--seed``).
+    seed: int = 0
+
+    def entries(self) -> list[Entry]:
+        """Every gate model entry (shortcut models, rewriters, testers, judges)."""
+        out: list[Entry] = list(self.shortcut.models) if self.shortcut else []
+        if self.refine:
+            out += [*self.refine.rewriters, *self.refine.testers, *self.refine.judges]
+        return out
+
+    def models(self) -> dict[str, dict[str, Any]]:
+        """Spec → backend arguments of every gate model.
+
+        Raises:
+            DataFormatError: When one spec is given two different ``model_args``.
+        """
+        out: dict[str, dict[str, Any]] = {}
+        for e in self.entries():
+            args = {} if isinstance(e, str) else dict(e.model_args)
+            if out.setdefault(_spec(e), args) != args:
+                raise DataFormatError(
+                    f"filter: {_spec(e)!r} is given two different model_args; a spec names one model "
+                    "(write the same block everywhere it is used)"
+                )
+        return out
 
     def resolved(self, root: Path) -> FilterSection:
         """A copy whose ``replay:FILE`` specs are relative to ``root`` (the YAML file's folder)."""
 
-        def fix(specs: list[str]) -> list[str]:
-            out = []
-            for s in specs:
-                if s.startswith("replay:"):
-                    p = Path(s[7:]).expanduser()
-                    s = f"replay:{p if p.is_absolute() else root / p}"
-                out.append(s)
-            return out
+        def one(s: str) -> str:
+            if s.startswith("replay:"):
+                p = Path(s[7:]).expanduser()
+                s = f"replay:{p if p.is_absolute() else root / p}"
+            return s
+
+        def fix(entries: list[Entry]) -> list[Entry]:
+            return [
+                one(e) if isinstance(e, str) else e.model_copy(update={"model": one(e.model)})
+                for e in entries
+            ]
 
         section = self.model_copy(deep=True)
         if section.shortcut:
@@ -123,10 +171,13 @@ class FilterSection(BaseModel):
             r.rewriters, r.testers, r.judges = fix(r.rewriters), fix(r.testers), fix(r.judges)
         return section
 
-    def to_config(self, seed: int) -> FilterConfig:
-        """The library configuration (each gate's own checks run here)."""
+    def to_config(self, seed: int | None = None) -> FilterConfig:
+        """The library configuration (each gate's own checks run here); ``seed`` overrides ``self.seed``."""
         return FilterConfig(
-            seed=seed,
+            seed=self.seed if seed is None else seed,
+            models=self.models(),
+            max_fail_fraction=self.max_fail_fraction,
+            max_consecutive_failures=self.max_consecutive_failures,
             figures=PanelConfig(**self.figures.model_dump()) if self.figures else None,
             refine=_refine_config(self.refine) if self.refine else None,
             shortcut=_shortcut_config(self.shortcut) if self.shortcut else None,
@@ -135,12 +186,12 @@ class FilterSection(BaseModel):
 
 
 def _refine_config(r: _Refine) -> RefineConfig:
-    lists = {k: tuple(getattr(r, k)) for k in ("rewriters", "testers", "judges", "seeds")}
-    return RefineConfig(**{**r.model_dump(), **lists})
+    lists = {k: tuple(_spec(e) for e in getattr(r, k)) for k in ("rewriters", "testers", "judges")}
+    return RefineConfig(**{**r.model_dump(), **lists, "seeds": tuple(r.seeds)})
 
 
 def _shortcut_config(s: _Shortcut) -> ShortcutGateConfig:
-    return ShortcutGateConfig(**{**s.model_dump(), "models": tuple(s.models)})
+    return ShortcutGateConfig(**{**s.model_dump(), "models": tuple(_spec(e) for e in s.models)})
 
 
 def load_filter_section(path: str | Path) -> FilterSection:
@@ -176,6 +227,10 @@ class FilterConfig:
         refine: RefineBot.
         shortcut: The shortcut gate.
         quotas: Coverage quotas.
+        models: Backend arguments (``model_args``) per gate model spec.
+        max_fail_fraction: The step fails (non-zero exit, after writing its output) when more of
+            its model calls failed with an error.
+        max_consecutive_failures: Calls failing in a row that stop the step at once (0: never).
     """
 
     seed: int = 0
@@ -183,6 +238,9 @@ class FilterConfig:
     refine: RefineConfig | None = None
     shortcut: ShortcutGateConfig | None = None
     quotas: QuotaConfig | None = None
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    max_fail_fraction: float = 0.5
+    max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES
 
 
 def gate_items(row: dict[str, Any]) -> list[GateItem]:
@@ -272,8 +330,6 @@ def _review_queue(
     out: Path, rows: dict[str, dict[str, Any]], items: list[GateItem], codes: dict[str, str]
 ) -> None:
     """Write gave-up questions as a ``local``-format folder the review app imports."""
-    from scopebench.curate.exporting import local_items
-
     queue = out / "review_queue"
     (queue / "images").mkdir(parents=True, exist_ok=True)
     lines = []
@@ -316,14 +372,9 @@ def _model_gates(
     by_image: dict[str, dict[str, Any]],
     out: Path,
     who: Answerer,
-    progress: bool,
 ) -> None:
     """RefineBot, then the shortcut gate, on the questions still in; the cost ledger."""
-    from tqdm import tqdm
-
     final, dropped, stats = tally.final, tally.dropped, tally.stats
-    bar = tqdm(total=(cfg.refine is not None) + (cfg.shortcut is not None), desc="filter: model gates",
-               disable=not progress)  # fmt: skip
     if cfg.refine is not None:
         todo = [it for it in items if it.id not in dropped]
         ref = run_refine(todo, cfg.refine, who)
@@ -333,15 +384,12 @@ def _model_gates(
         dropped.update({i: reasons[c] for i, c in ref.codes.items() if c in reasons})
         _review_queue(out, by_image, [it for it in todo if ref.codes[it.id] == "gave_up"], ref.codes)
         stats["refine"] = ref.stats
-        bar.update()
     if cfg.shortcut is not None:
         todo = [final[it.id] for it in items if it.id not in dropped]
         sc = run_shortcut_gate(todo, cfg.shortcut, cfg.seed, who)
         _write_jsonl(out / "gates" / "shortcut.jsonl", sc.records)
         dropped.update(sc.dropped)
         stats["shortcut"] = sc.stats
-        bar.update()
-    bar.close()
     if getattr(who, "errors", 0):
         # A call failed (network, server): its try counted as not correct. The step is not
         # reused by `build run`, so the next run asks the failed calls again (they are not cached).
@@ -365,6 +413,54 @@ def _quota_gate(items: list[GateItem], quotas: QuotaConfig, seed: int, tally: _T
     ]  # fmt: skip
     _write_jsonl(out / "gates" / "quotas.jsonl", records)
     tally.stats["quotas"] = {"default": quotas.default, "cells": dict(quotas.cells), "table": qo.table}
+
+
+def _with_models(
+    items: list[GateItem],
+    cfg: FilterConfig,
+    tally: _Tally,
+    by_image: dict[str, dict[str, Any]],
+    out: Path,
+    answerer: Answerer | None,
+    cache: str | Path,
+    progress: bool,
+) -> None:
+    """The model gates with their answerer and a bar ticking once per model call."""
+    from tqdm import tqdm
+
+    # One tick per call (from the cache or sent); RefineBot's rounds are not known ahead.
+    with (
+        tqdm(desc="filter: model calls", unit="call", disable=not progress) as bar,
+        default_answerer(
+            answerer, cache, models=cfg.models, max_consecutive_failures=cfg.max_consecutive_failures,
+            progress=bar,
+        ) as who,
+    ):  # fmt: skip
+        _model_gates(items, cfg, tally, by_image, out, who)
+
+
+def _figures(
+    rows: list[dict[str, Any]],
+    items: list[GateItem],
+    cfg: PanelConfig,
+    result: StepResult,
+    tally: _Tally,
+    out: Path,
+    progress: bool,
+) -> set[str]:
+    """The figure gate: its records, the questions of dropped figures, its statistics; dropped ids."""
+    bad_images, records = _figure_gate(rows, cfg, result, progress)
+    _write_jsonl(out / "gates" / "figures.jsonl", records)
+    tally.dropped.update({it.id: "too_few_panels" for it in items if it.image_id in bad_images})
+    panels = [r["panels"] for r in records if r["panels"] is not None]
+    tally.stats["figures"] = {
+        "images": len(rows),
+        "dropped_images": len(bad_images),
+        "min_panels": cfg.min_panels,
+        "method": cfg.method,
+        "panels_histogram": dict(sorted(Counter(panels).items())),
+    }
+    return bad_images
 
 
 def filter_questions(
@@ -403,21 +499,11 @@ def filter_questions(
     bad_images: set[str] = set()
     stats: dict[str, Any] = {"seed": cfg.seed}
     if cfg.figures is not None:
-        bad_images, records = _figure_gate(rows, cfg.figures, result, progress)
-        _write_jsonl(out / "gates" / "figures.jsonl", records)
-        dropped.update({it.id: "too_few_panels" for it in items if it.image_id in bad_images})
-        panels = [r["panels"] for r in records if r["panels"] is not None]
-        stats["figures"] = {
-            "images": len(rows),
-            "dropped_images": len(bad_images),
-            "min_panels": cfg.figures.min_panels,
-            "method": cfg.figures.method,
-            "panels_histogram": dict(sorted(Counter(panels).items())),
-        }
+        bad_images = _figures(rows, items, cfg.figures, result, _Tally({}, dropped, stats), out, progress)
     final = {it.id: it for it in items}
     if cfg.refine is not None or cfg.shortcut is not None:
-        with default_answerer(answerer, cache or out.parent / ".cache" / "llm.sqlite") as who:
-            _model_gates(items, cfg, _Tally(final, dropped, stats), by_image, out, who, progress)
+        cache = cache or out.parent / ".cache" / "llm.sqlite"
+        _with_models(items, cfg, _Tally(final, dropped, stats), by_image, out, answerer, cache, progress)
     if cfg.quotas is not None:
         _quota_gate(items, cfg.quotas, cfg.seed, _Tally(final, dropped, stats), out)
     result.dropped = Counter(dropped.values())
@@ -447,9 +533,27 @@ def filter_questions(
         sources=read_sources(out),
         result=result,
         inputs={"previous build.json": str(data / "build.json")},
-        extra=card_sections(stats),
+        extra=filter_sections(stats),
     )
+    _check_failures(stats.get("ledger"), cfg.max_fail_fraction, out)
     return result
+
+
+def _check_failures(ledger: dict[str, Any] | None, limit: float, out: Path) -> None:
+    """Stop (a non-zero exit) when more than ``limit`` of the gates' model calls failed.
+
+    Raises:
+        RunAbortedError: Naming the count and where every try's error is recorded.
+    """
+    total = (ledger or {}).get("total") or {}
+    calls = int(total.get("requests", 0)) + int(total.get("cached", 0))
+    failed = int(total.get("failed", 0))
+    if calls and failed / calls > limit:
+        raise RunAbortedError(
+            f"filter: {failed} of {calls} model calls failed, more than max_fail_fraction {limit:.0%}; "
+            f"every try's error is in {out / 'gates'}. Fix the model or server and run again (answered "
+            "calls come from the cache)"
+        )
 
 
 def _write_rows(rows: list[dict[str, Any]], final: dict[str, GateItem], dropped: dict[str, str]) -> None:
@@ -480,70 +584,3 @@ def _write_rows(rows: list[dict[str, Any]], final: dict[str, GateItem], dropped:
                 if g.get("kind") != "mcq" or g["id"] not in dropped
             ]
         r["split"] = "test"
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def card_sections(stats: dict[str, Any]) -> list[str]:
-    """Markdown sections of the dataset card for the filter statistics (blind accuracies, quotas…)."""
-    lines: list[str] = []
-    sc = stats.get("shortcut")
-    if sc:
-        lines += [
-            "## Blind accuracies (text-only shortcut gate)",
-            "",
-            f"Models: {', '.join(sc['models'])}; {sc['tries']} tries each (seeds {sc['seeds']}). "
-            f"Rule: {sc['rule']}. Accuracy = correct tries ÷ (questions × models × tries); an "
-            "unparsed or failed answer counts as not correct.",
-            "",
-            "| test | questions entering | accuracy entering | accuracy of the published questions "
-            "| chance |",
-            "|---|---:|---:|---:|---:|",
-        ]
-        for name, key in (
-            ("text only (question + options, no image)", "text_only"),
-            ("choices only (options, no question, no image)", "choices_only"),
-        ):
-            acc = sc.get(key)
-            if acc:
-                lines.append(
-                    f"| {name} | {sc['questions_entering']} | {_pct(acc['entering'])} | "
-                    f"{_pct(acc['kept'])} | {_pct(sc['chance_entering'])} |"
-                )
-        lines.append("")
-    ref = stats.get("refine")
-    if ref:
-        lines += [
-            "## RefineBot",
-            "",
-            f"Rewriters {', '.join(ref['rewriters'])}; testers "
-            f"{', '.join(ref['testers'])}; equivalence judges {', '.join(ref['judges'])}; up to "
-            f"{ref['rounds']} rounds; seeds {ref['seeds']}. {ref['rule']}.",
-            "",
-            "| code | questions |",
-            "|---|---:|",
-        ]
-        lines += [f"| {c} | {n} |" for c, n in ref["codes"].items()] + [""]
-    fig = stats.get("figures")
-    if fig:
-        lines += [
-            "## Figure gate",
-            "",
-            f"Panels counted with `{fig['method']}`; figures with fewer than "
-            f"{fig['min_panels']} panels dropped: {fig['dropped_images']} of {fig['images']}. "
-            f"Panels per figure: {fig['panels_histogram']}.",
-            "",
-        ]
-    q = stats.get("quotas")
-    if q:
-        lines += [
-            "## Coverage quotas (modality × domain × task)",
-            "",
-            f"Seeded choice (seed {stats.get('seed')}) of the questions a cell keeps over its target.",
-            "",
-            *quota_table_markdown(q["table"]),
-            "",
-        ]
-    return lines

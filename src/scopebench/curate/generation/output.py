@@ -7,13 +7,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from scopebench.curate.balance import stats_markdown
+from scopebench.curate.card import ledger_lines, write_card
 from scopebench.curate.llm import Ledger
 from scopebench.curate.output import (
     copy_sources,
     prepare_out,
     read_sources,
     save_dataset,
-    write_card,
     write_summary,
 )
 from scopebench.curate.report import StepResult
@@ -29,16 +30,6 @@ def dataset_entry(rec: dict[str, Any]) -> dict[str, Any]:
     if rec.get("answer_idx") is not None:
         out["answer_idx"] = str(rec["answer_idx"])
     return out
-
-
-def _ledger_lines(ledger: Ledger) -> list[str]:
-    lines = ["## Generation cost", "", "| task | requests | cached | failed calls | input tokens | "
-             "output tokens | price |", "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for name, e in sorted(ledger.steps.items()):
-        price = "" if e.price is None else f"{e.price:.4f}"
-        cells = (name, e.requests, e.cached, e.failed, e.input_tokens, e.output_tokens, price)
-        lines.append("| " + " | ".join(map(str, cells)) + " |")
-    return [*lines, ""]
 
 
 def write_generate_output(
@@ -76,7 +67,8 @@ def write_generate_output(
         + "). Each item's prompt, raw reply, seed and attempt are in `generated.jsonl`, with every "
         "failure row.",
         "",
-        *_ledger_lines(ledger),
+        *stats_markdown(result.stats.get("answer_positions", {}), "Answer balance of the generated items"),
+        *ledger_lines(ledger),
     ]
     rows = [r for name, rs in splits.items() if name != "test_tiny" for r in rs]
     write_card(

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,18 +32,25 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from scopebench.curate.balance import assign_positions, layout, position_stats, relabel, reorder, rng_for
 from scopebench.curate.generation.output import dataset_entry, write_generate_output
-from scopebench.curate.generation.schema import MCQ, SCHEMA_VERSION, Invalid, Kind, normalise, validate_reply
-from scopebench.curate.llm import CallCache, LLMCall, LLMClient, Prices
+from scopebench.curate.generation.schema import MCQ, SCHEMA_VERSION, Invalid, Kind, validate_reply
+from scopebench.curate.llm import (
+    DEFAULT_MAX_CONSECUTIVE_FAILURES,
+    CallCache,
+    FailureGuard,
+    LLMCall,
+    LLMClient,
+    ModelRef,
+    Prices,
+    load_backend,
+)
 from scopebench.curate.manifest import read_table
 from scopebench.curate.output import read_rows
 from scopebench.curate.report import BuildProblem, StepResult
-from scopebench.errors import DataFormatError, ModelSpecError
+from scopebench.errors import DataFormatError, RunAbortedError
 from scopebench.items import ImageRef
-from scopebench.models import Backend, ChatMessage, ModelOptions, load_model
-from scopebench.models.registry import backend_class
+from scopebench.models import Backend, ChatMessage
 
 __all__ = ["GenerateConfig", "generate", "load_templates"]
 
@@ -52,7 +58,6 @@ STEP = "generate"
 _KINDS = ("description", "mcq", "mcq_nota")
 _INPUT_FIELDS = ("caption", "question", "answer", "context")
 _META_FIELDS = ("modality", "submodality", "domain", "subdomain", "stain", "ncbitaxon_name", "label_name")
-_COMMON_ARGS = ("device", "base_url", "batch_size")
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,10 @@ class GenerateConfig:
         prices: Prices per million tokens, for the ledger.
         shuffle: Shuffle each question's options with the seed (balances answer positions;
             "None of the above" stays last).
+        max_fail_fraction: The step fails (non-zero exit) when more of its calls end as failure
+            rows (its output is written first).
+        max_consecutive_failures: Calls failing in a row with an error (network, server) that stop
+            the step at once (0: never).
     """
 
     model: str
@@ -85,8 +94,14 @@ class GenerateConfig:
     model_args: dict[str, Any] = field(default_factory=dict)
     prices: Prices | None = None
     shuffle: bool = True
+    max_fail_fraction: float = 0.5
+    max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.max_fail_fraction <= 1.0 or self.max_consecutive_failures < 0:
+            raise DataFormatError(
+                "generate: max_fail_fraction must be between 0 and 1 and max_consecutive_failures ≥ 0"
+            )
         if self.retries < 0 or self.max_new_tokens < 1:
             raise DataFormatError("generate: retries must be ≥ 0 and max_new_tokens ≥ 1")
         if self.questions_per_image is not None and self.questions_per_image < 1:
@@ -171,24 +186,6 @@ def _metadata(row: dict[str, Any]) -> str:
     return "; ".join(f"{names.get(k, k)}: {row[k]}" for k in _META_FIELDS if row.get(k))
 
 
-def _backend(config: GenerateConfig) -> Backend:
-
-    if backend_class(config.model).chat is Backend.chat:
-        raise ModelSpecError(
-            f"generate: {config.model!r} cannot write text; use openai:, vllm:, hf: or replay:"
-        )
-    args = dict(config.model_args)
-    common = {k: args.pop(k) for k in _COMMON_ARGS if k in args}
-    options = ModelOptions(
-        seed=config.seed,
-        device=str(common.get("device", "auto")),
-        batch_size=common.get("batch_size"),
-        base_url=common.get("base_url"),
-        extra=args,
-    )
-    return load_model(config.model, options)
-
-
 @dataclass
 class _Job:
     """One (task, image) call and its attempts."""
@@ -229,33 +226,6 @@ def _jobs(
     return jobs, skipped
 
 
-#: Text that names options by position ("option B", "the answer is (C)", "A and B", "all of the
-#: above"): shuffling such an item would make it wrong, so it keeps the model's order.
-_POSITIONAL = re.compile(
-    r"\b(?i:options?|choices?|answers?)\s+(?i:is\s+)?\(?[A-F]\)?(?![\w'])"
-    r"|\b[A-F]\s+(?:and|or|&)\s+[A-F]\b"
-    r"|\b(?i:(?:all|both|neither|none) of the (?:above|below|options|choices))\b"
-)
-
-
-def positional(q: MCQ) -> bool:
-    """Whether the item names options by position, so its options must keep their order.
-
-    Looks at the question, the explanation and every option except "None of the above" (which
-    shuffling keeps last).
-    """
-    texts = [q.question, q.explanation, *(o for o in q.options if normalise(o) != "none of the above")]
-    return any(_POSITIONAL.search(t) for t in texts)
-
-
-def _shuffled(q: MCQ, idx: int, rng: np.random.Generator) -> tuple[list[str], int, list[int]]:
-    """Options permuted (a "None of the above" kept last) and the answer's new index."""
-    nota = [i for i, o in enumerate(q.options) if normalise(o) == "none of the above"]
-    rest = [i for i in range(len(q.options)) if i not in nota]
-    order = [rest[int(k)] for k in rng.permutation(len(rest))] + nota
-    return [q.options[i] for i in order], order.index(idx), order
-
-
 def _run_task(
     client: LLMClient, jobs: list[_Job], kind: Kind, n: int, options: int, config: GenerateConfig,
     retry_text: str,
@@ -269,6 +239,8 @@ def _run_task(
             break
         if attempt:
             retries += len(pending)
+            if client.progress is not None:
+                client.progress.total += len(pending)
         seed = config.seed + attempt
         calls = [
             LLMCall(
@@ -345,7 +317,7 @@ def generate(
         config: What to generate and with which model.
         cache: The call cache file (default: ``.cache/llm.sqlite`` beside ``out``).
         backend: A ready backend (default: built from ``config.model``).
-        progress: Show a progress bar per task.
+        progress: Show a progress bar counting calls (retries add to its total).
 
     Returns:
         ``items_in`` (task, image) calls, ``kept`` those that gave a valid reply, ``dropped`` the
@@ -362,20 +334,26 @@ def generate(
         raise DataFormatError(f"generate: unknown task(s) {unknown}; known: {sorted(templates['tasks'])}")
     result = StepResult(STEP, out=str(out))
     texts = _read_inputs(config.inputs, rows, result.problems)
-    backend = backend or _backend(config)
+    ref = ModelRef(config.model, dict(config.model_args))
+    backend = backend or load_backend(ref, seed=config.seed, needs_chat=True)
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, desc="generate", unit="call", disable=not progress)  # grows as calls are planned
     client = LLMClient(
         backend,
         CallCache(cache or out.parent / ".cache" / "llm.sqlite"),
         decoding={"max_new_tokens": config.max_new_tokens},
         prices=config.prices,
+        guard=FailureGuard(config.max_consecutive_failures, "generate"),
+        progress=bar,
     )
     descriptions: dict[str, str] = {}
     records: list[dict[str, Any]] = []
-    stats: dict[str, Any] = {"items": {}, "failures": {}, "retries": {}, "skipped_no_input": {}}
-    from tqdm import tqdm
-
+    stats: dict[str, Any] = {"items": {}, "failures": {}, "retries": {}, "skipped_no_input": {},
+                             "answer_positions": {}}  # fmt: skip
+    result.stats = stats  # _collect adds each task's answer balance
     order = sorted(config.tasks, key=lambda t: t != "describe")  # descriptions feed the others
-    for task in tqdm(order, desc="generate", unit="task", disable=not progress):
+    for task in order:
         spec = templates["tasks"][task]
         kind: Kind = spec["kind"]
         n = int(config.questions_per_image or spec.get("n", 1)) if task == "mcq" else int(spec.get("n", 1))
@@ -383,6 +361,7 @@ def generate(
         jobs, skipped = _jobs(task, spec, rows, texts, templates, descriptions, n, options)
         stats["skipped_no_input"][task] = skipped
         result.items_in += len(jobs)
+        bar.total = (bar.total or 0) + len(jobs)
         done, failed, retries = _run_task(client, jobs, kind, n, options, config, str(templates["retry"]))
         stats["retries"][task] = retries
         n_items = _collect(task, kind, done, failed, client.identity, config, descriptions, records, result)
@@ -392,10 +371,28 @@ def generate(
     stats.update(seed=config.seed, model=client.identity, ledger=client.ledger.to_json())
     stats["incomplete"] = bool(result.dropped.get("call_failed"))
     stats["output_sha256"] = _output_digest(records)
-    result.stats = stats
     client.cache.close()
+    bar.close()
     write_generate_output(data, out, splits, labels, records, result, client.ledger)
+    _check_failures(result, config.max_fail_fraction, out)
     return result
+
+
+def _check_failures(result: StepResult, limit: float, out: Path) -> None:
+    """Stop (a non-zero exit) when more than ``limit`` of the calls ended as failure rows.
+
+    Raises:
+        RunAbortedError: Naming the count, the reasons and where the failure rows are.
+    """
+    failed = sum(result.dropped.values())
+    if result.items_in and failed / result.items_in > limit:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.dropped.items()))
+        raise RunAbortedError(
+            f"generate: {failed} of {result.items_in} calls failed ({reasons}), more than "
+            f"max_fail_fraction {limit:.0%}; the failure rows and raw replies are in "
+            f"{out / 'generated.jsonl'}. Fix the model or server and run again (answered calls "
+            "come from the cache)"
+        )
 
 
 def _collect(
@@ -409,6 +406,7 @@ def _collect(
         The number of items (descriptions or questions) written.
     """
     n_items = 0
+    drafts: list[tuple[_Job, str, MCQ, int, dict[str, Any]]] = []
     for job, content in done:
         prov = _provenance(job, identity)
         if kind == "description":
@@ -416,23 +414,12 @@ def _collect(
             records.append(_record(job, f"{task}-0", "description", prov, description=content))
             n_items += 1
             continue
-        for k, (q, idx) in enumerate(content):
-            item_id = f"{task}-{k}"
-            opts, answer, perm = list(q.options), idx, list(range(len(q.options)))
-            shuffled = config.shuffle and not positional(q)
-            if shuffled:
-                rng = np.random.default_rng([config.seed, _h(f"{job.row['image_id']}|{item_id}")])
-                opts, answer, perm = _shuffled(q, idx, rng)
-            content_ = {
-                "question": q.question,
-                "options": opts,
-                "answer_idx": answer,
-                "explanation": q.explanation,
-            }
-            records.append(
-                _record(job, item_id, "mcq", {**prov, "option_order": perm, "shuffled": shuffled}, **content_)
-            )
-            n_items += 1
+        drafts += [(job, f"{task}-{k}", q, idx, prov) for k, (q, idx) in enumerate(content)]
+    if drafts:
+        placed, balance = _place(task, drafts, config)
+        records += placed
+        n_items += len(placed)
+        result.stats["answer_positions"][task] = balance
     for job, why in failed:
         prov = _provenance(job, identity)
         records.append(_record(job, f"{task}-failed", "failure", prov, reason=why.kind, message=why.message))
@@ -445,14 +432,34 @@ def _collect(
     return n_items
 
 
+def _place(
+    task: str, drafts: list[tuple[_Job, str, MCQ, int, dict[str, Any]]], config: GenerateConfig
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One task's items with their answers placed (balanced over the task), and the task's balance.
+
+    Options are shuffled with the item's own generator (seed, image id, item id) unless an option
+    text names others by position; "None of the above" keeps its slot; "option B"-style references
+    in the question and explanation follow their option.
+    """
+    layouts = [layout(q.options, idx, movable=config.shuffle) for _, _, q, idx, _ in drafts]
+    targets = assign_positions(layouts, rng_for(config.seed, "positions", task))
+    out = []
+    for (job, item_id, q, _, prov), lay, target in zip(drafts, layouts, targets, strict=True):
+        opts, answer, order = reorder(
+            q.options, lay, target, rng_for(config.seed, job.row["image_id"], item_id)
+        )
+        placement = {"option_order": order, "shuffled": bool(lay.slots), "shuffle_seed": config.seed,
+                     "kept_order_because": lay.fixed_by or None}  # fmt: skip
+        content = {"question": relabel(q.question, order), "options": opts, "answer_idx": answer,
+                   "explanation": relabel(q.explanation, order)}  # fmt: skip
+        out.append(_record(job, item_id, "mcq", {**prov, **placement}, **content))
+    return out, position_stats(targets, [lay.width for lay in layouts])
+
+
 def _output_digest(records: list[dict[str, Any]]) -> str:
     """SHA-256 of what later steps read: the items, and which calls failed and why."""
     parts = [dataset_entry(r) if r["status"] == "ok" else [r["id"], r["reason"]] for r in records]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _h(text: str) -> int:
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
 def _record(job: _Job, item_id: str, kind: str, prov: dict[str, Any], **content: Any) -> dict[str, Any]:

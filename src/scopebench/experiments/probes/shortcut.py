@@ -40,13 +40,14 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from scopebench.engine import load_items, run_benchmark
 from scopebench.errors import DataNotFoundError, ScopebenchError
 from scopebench.items import Item, Record
 from scopebench.models import parse_spec
 from scopebench.report import json_safe
+from scopebench.scoring.shortcut import ModelCorrect, answers_right, flagged, min_tries_for
 from scopebench.store import load_run
 
 if TYPE_CHECKING:
@@ -69,7 +70,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ModelCorrect = Literal["majority", "any", "all"]
 #: Statuses of an item-try that mean the model could not be judged (counted as not correct).
 ERROR_STATUSES = frozenset({"error", "missing_image", "missing_response", "no_record"})
 #: Backend schemes that sample when given ``--model-arg temperature=T`` (with the run's seed);
@@ -103,11 +103,7 @@ def model_answers_correctly(n_correct: int, n_tries: int, how: ModelCorrect = "m
     """
     if n_tries <= 0:
         return False
-    if how == "majority":
-        return 2 * n_correct > n_tries
-    if how == "any":
-        return n_correct >= 1
-    return n_correct == n_tries
+    return answers_right(n_correct, min_tries_for(how, n_tries))
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,9 +237,14 @@ def flag_items(
             if model_answers_correctly(v.correct_tries[model], r_total, rule.model_correct):
                 v.models_correct.append(model)
         v.max_correct_tries = max(v.correct_tries.values())
-        if rule.min_models is not None and len(v.models_correct) >= rule.min_models:
+        # Both rules are the shared k-of-n rule: K models right (each by `model_correct`), or one
+        # model right in r tries.
+        need = min_tries_for(rule.model_correct, r_total)
+        if rule.min_models is not None and flagged(
+            v.correct_tries, min_models=rule.min_models, min_tries=need
+        ):
             v.rules.append("min-models")
-        if rule.min_tries is not None and v.max_correct_tries >= rule.min_tries:
+        if rule.min_tries is not None and flagged(v.correct_tries, min_models=1, min_tries=rule.min_tries):
             v.rules.append("min-tries")
         v.flagged = bool(v.rules)
         verdicts.append(v)
