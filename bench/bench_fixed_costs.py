@@ -1,7 +1,10 @@
 """Fixed costs: printing help, and where a 10-item `scopebench run` with a tiny CLIP spends its time.
 
-Each figure is the minimum of ``--repeat`` runs (a shared machine adds, never removes, time); the
-load average is printed with them. Every command runs in a fresh interpreter, as a user's does.
+Each figure is CPU seconds (user + system), the minimum of ``--repeat`` runs: on a shared machine
+waiting for a core inflates wall time by a factor that changes from one run to the next, CPU time
+much less. The load average is printed with them. On an idle machine wall ≈ CPU for these
+single-threaded commands, except the model work (torch uses every core). Every command runs in a
+fresh interpreter, as a user's does.
 
 Prints:
 * ``scopebench --help``: seconds, its ratio to the 0.4 s target, and whether any plotting, table
@@ -20,10 +23,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from _data import make_data
@@ -34,14 +37,14 @@ _MODEL_WORK = """
 import json, sys, time, logging
 from pathlib import Path
 logging.getLogger("transformers").setLevel(logging.ERROR)
-t0 = time.perf_counter()
+t0 = time.process_time()
 import torch
 from transformers import AutoModel, AutoProcessor
 from PIL import Image
-t1 = time.perf_counter()
+t1 = time.process_time()
 model = AutoModel.from_pretrained(sys.argv[1]).eval()
 proc = AutoProcessor.from_pretrained(sys.argv[1])
-t2 = time.perf_counter()
+t2 = time.process_time()
 data = Path(sys.argv[2])
 rows = [json.loads(x) for x in data.read_text().splitlines()]
 images = sorted({r["image"] for r in rows})
@@ -50,17 +53,23 @@ with torch.inference_mode():
     pil = [Image.open(data.parent / p).convert("RGB") for p in images]
     model.get_image_features(pixel_values=proc(images=pil, return_tensors="pt")["pixel_values"])
     model.get_text_features(**proc(text=captions, padding=True, return_tensors="pt"))
-t3 = time.perf_counter()
+t3 = time.process_time()
 print(json.dumps({"import": t1 - t0, "build": t2 - t1, "work": t3 - t2}))
 """
 
 
 def _timed(cmd: list[str], repeat: int, env: dict[str, str]) -> float:
+    """CPU seconds (user + system) of the command, the minimum of ``repeat`` runs.
+
+    CPU time, not wall time: on a machine shared with other jobs, waiting for a core inflates wall
+    time many times over, and that inflation changes between one measurement and the next.
+    """
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run(cmd, check=True, capture_output=True, env=env)
-        best = min(best, time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        best = min(best, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return best
 
 
@@ -104,15 +113,11 @@ def main() -> None:
     t_cli = _timed([*py, "-c", "import scopebench.cli as c; c.build_cli()"], args.repeat, env)
     parts = _model_parts(model_dir, data, args.repeat, env)
     run = [*cli, "-q", "run", "--bench", "local", "--data", str(data), "--model", f"clip:{model_dir}"]
-    t_run = float("inf")
-    for r in range(args.repeat):
-        start = time.perf_counter()
-        subprocess.run([*run, "--out", str(out / f"run-{r}")], check=True, capture_output=True, env=env)
-        t_run = min(t_run, time.perf_counter() - start)
+    t_run = min(_timed([*run, "--out", str(out / f"run-{r}")], 1, env) for r in range(args.repeat))
     t_again = _timed([*run, "--out", str(out / "run-0")], args.repeat, env)
     ours = t_run - t_cli - parts["import"] - parts["build"] - parts["work"]
 
-    print(f"load average {load:.1f} on {os.cpu_count()} cores; each figure the minimum of {args.repeat}")
+    print(f"load average {load:.1f} on {os.cpu_count()} cores; CPU seconds, minimum of {args.repeat}")
     print(f"scopebench --help:                  {t_help:6.2f} s   ratio to 0.4 s = {t_help / 0.4:5.2f}x")
     print(f"  heavy libraries loaded for help:  {_help_imports(env) or 'none'}")
     print(f"10-item run, tiny CLIP, end to end: {t_run:6.2f} s")
