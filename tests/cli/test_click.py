@@ -35,7 +35,7 @@ def test_every_command_of_the_argparse_cli_is_still_there() -> None:
         ("review",), *(("review", a) for a in ("init", "user", "member", "assign", "serve", "export",
                                                  "baseline", "submissions", "labelstudio")),
         ("build",), *(("build", s) for s in ("ingest", "questions", "generate", "filter", "split", "export",
-                                              "run")),
+                                              "localise", "figures", "run")),
         ("finetune",), ("finetune", "generative"), ("finetune", "contrastive"),
     }  # fmt: skip
     assert set(ALL_COMMANDS) == expected

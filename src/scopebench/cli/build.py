@@ -16,6 +16,10 @@ from scopebench.cli.options import Args, Group, argument, command, model_arg_opt
 from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError
 
+#: The default of ``--max-pixels`` (8192 × 8192), as ``scopebench.curate.ingestion.images`` has it;
+#: repeated so that ``--help`` does not import the build package.
+DEFAULT_MAX_PIXELS = 8192 * 8192
+
 __all__ = ["register", "summary_table"]
 
 console = out_console(120)
@@ -97,10 +101,25 @@ def _fractions(text: str) -> dict[str, float]:
 
 def cmd_ingest(args: Args) -> int:
     """Ingest a manifest's sources into a standardised dataset."""
+    from pathlib import Path
+
+    from scopebench.curate.ingestion.step import IngestResult
     from scopebench.curate.pipeline import STEPS
 
+    step = STEPS["ingest"]
+    config = step.make_config(None, max_pixels=args.max_pixels)
+    cache = args.cache or Path(args.out).resolve().parent / ".cache" / "images"
     progress = not getattr(args, "quiet", False)
-    return _show([STEPS["ingest"].run(args.manifest, args.out, progress=progress, cache_dir=args.cache)])
+    result = step.run(
+        args.manifest, args.out, config, progress=progress, cache_dir=cache, workers=args.workers
+    )
+    code = _show([result])
+    if isinstance(result, IngestResult):
+        console.print(
+            f"  ingest: {result.converted} image files converted, {result.reused} reused from {cache}",
+            highlight=False,
+        )
+    return code
 
 
 def cmd_questions(args: Args) -> int:
@@ -201,11 +220,48 @@ def cmd_export(args: Args) -> int:
     return _show([STEPS["export"].run(args.data, args.out, progress=not getattr(args, "quiet", False))])
 
 
+def cmd_localise(args: Args) -> int:
+    """Detection items from instance masks or boxes."""
+    from scopebench.curate.localisation import localise
+
+    result = localise(
+        args.images, args.out, masks=args.masks, coco=args.coco, boxes=args.boxes,
+        label=args.class_name, min_area=args.min_area, subset=args.subset,
+    )  # fmt: skip
+    code = _show([result])
+    console.print(
+        f"{result.stats['items']} detection items, boxes per class {result.stats['boxes']}; "
+        f"{result.stats['instances_below_min_area']} instances under {result.stats['min_area']} px left out; "
+        f"evaluate it: scopebench run --bench local --data {args.out} --model …",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return code
+
+
+def cmd_figures(args: Args) -> int:
+    """Sub-figures cropped from captioned compound figures."""
+    from scopebench.curate.figures import split_figures
+    from scopebench.curate.filtering.panels import PanelConfig
+
+    cfg = PanelConfig(method=args.method, min_area=args.min_area, min_side=args.min_side)
+    result = split_figures(args.folder, args.out, captions=args.captions, source=args.source, config=cfg)
+    code = _show([result])
+    st = result.stats
+    console.print(
+        f"{st['compound_figures']} compound figures cropped into {st['crops']} sub-figures, "
+        f"{st['single_figures']} kept whole; report: {args.out}/crops.csv",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return code
+
+
 def cmd_run(args: Args) -> int:
     """Run every step of build.yaml, reusing the unchanged ones."""
     from scopebench.curate.pipeline import run_build
 
-    outcome = run_build(args.config, progress=not getattr(args, "quiet", False))
+    outcome = run_build(args.config, progress=not getattr(args, "quiet", False), workers=args.workers)
     code = _show(outcome.steps)
     for r in outcome.steps:
         if r.step == "filter":
@@ -225,7 +281,7 @@ def register(group: click.Group) -> None:
         help="Build a benchmark: ingest, questions, generate, filter, split, export (or all: run).",
         subcommand_metavar="STEP [ARGS]...",
     )
-    for cmd in (_ingest, _questions, _generate, _filter, _split, _export, _run):
+    for cmd in (_ingest, _questions, _generate, _filter, _split, _export, _localise, _figures, _run):
         build.add_command(cmd)
     group.add_command(build)
 
@@ -236,6 +292,12 @@ _Deco = Callable[[Callable[..., int]], Callable[..., int]]
 _out: _Deco = click.option(
     "--out", required=True, help="output folder (an earlier build output there is replaced)"
 )
+#: ``--workers`` of the image steps: processes converting images (the output does not depend on it).
+_workers: _Deco = click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="processes converting images (default: every core); the output is the same for any number",
+)
 #: ``--cache`` of the LLM steps.
 _llm_cache: _Deco = click.option("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
 
@@ -243,7 +305,18 @@ _llm_cache: _Deco = click.option("--cache", help="LLM call cache file (default O
 @command("ingest", short_help="images + metadata tables → standardised μ-Bench-format dataset")
 @argument("manifest", help="manifest YAML (docs/build.md)")
 @_out
-@click.option("--cache", help="folder of converted images, reused by later runs")
+@click.option(
+    "--cache",
+    help="folder of converted images and file hashes, reused by later runs (default OUT/../.cache/images)",
+)
+@_workers
+@click.option(
+    "--max-pixels",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_PIXELS,
+    show_default=True,
+    help="images declaring more pixels (width × height × planes) are problem rows, not decoded; 0: no limit",
+)
 @pass_args
 def _ingest(args: Args) -> int:
     """Images + metadata tables → standardised μ-Bench-format dataset."""
@@ -348,8 +421,43 @@ def _export(args: Args) -> int:
     return cmd_export(args)
 
 
+@command("localise", short_help="detection items (μ-Bench localisation) from instance masks or boxes")
+@argument("images", help="folder of images")
+@_out
+@click.option("--masks", help="folder of label images (PNG/TIFF), one per image by file stem")
+@click.option("--coco", help="COCO instances JSON of boxes")
+@click.option("--boxes", help="CSV of boxes: image, x1, y1, x2, y2[, label]")
+@click.option("--class", "class_name", default="object", help="class of mask instances (default object)")
+@click.option("--min-area", type=int, default=16, help="smallest mask component kept, in pixels (default 16)")
+@click.option("--subset", help="the items' subset (default: the images folder's name)")
+@pass_args
+def _localise(args: Args) -> int:
+    """Detection items (μ-Bench localisation) from instance masks or boxes."""
+    return cmd_localise(args)
+
+
+@command(
+    "figures",
+    short_help="sub-figures cropped from captioned compound figures (PathMMU), each keeping its caption",
+)
+@argument("folder", help="folder of figures")
+@_out
+@click.option(
+    "--captions", help="table with figure (file name) and caption (default: <stem>.txt beside each)"
+)
+@click.option("--source", help="the manifest source name written to texts.csv (default: the folder's name)")
+@click.option("--method", type=click.Choice(["xycut", "components"]), default="xycut", help="panel splitter")
+@click.option("--min-area", type=float, default=0.01, help="smallest panel, as a share of the figure (0.01)")
+@click.option("--min-side", type=int, default=8, help="smallest panel side in pixels (default 8)")
+@pass_args
+def _figures(args: Args) -> int:
+    """Sub-figures cropped from captioned compound figures (PathMMU), each keeping its caption."""
+    return cmd_figures(args)
+
+
 @command("run", short_help="every step from build.yaml, redoing only what changed")
 @argument("config", help="build.yaml (docs/build.md)")
+@_workers
 @pass_args
 def _run(args: Args) -> int:
     """Every step from build.yaml, redoing only what changed."""

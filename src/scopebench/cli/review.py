@@ -102,12 +102,31 @@ def cmd_init(args: Args) -> int:
             seniors_review=args.seniors_review,
         )
         n = len(db.scalars(_items_q(project.id)).all())
+        sample = _sample_record(db, project.id)
     console.print(
         f"project {args.name!r}: {n} items from {args.bench}, rubric {rubric.name}, "
         f"{args.reviewers} reviewers per item; images in {_store(args)}"
     )
+    if sample and "per_task" in sample:
+        tasks = ", ".join(f"{t} {k}" for t, k in sample["per_task"].items())
+        console.print(
+            f"sample of {sample['items']} from {sample['from_items']} items ({sample['method']}, "
+            f"seed {sample['seed']}): {tasks}; {sample['images']} distinct images",
+            highlight=False,
+            soft_wrap=True,
+        )
     _print_problems(problems, n)
     return 0
+
+
+def _sample_record(db: Any, project_id: int) -> dict[str, Any] | None:
+    """The ``--limit`` sample recorded in the project's ``project_created`` event."""
+    from sqlalchemy import select
+
+    from scopebench.review.db import Event
+
+    event = db.scalar(select(Event).where(Event.project_id == project_id, Event.kind == "project_created"))
+    return None if event is None else event.payload.get("sample")
 
 
 def _print_problems(problems: list[str], n_items: int, shown: int = 10) -> None:
@@ -361,10 +380,10 @@ def _common(project: bool = True) -> _Deco:
 @click.option("--bench", required=True, help="benchmark name (local for a build output)")
 @click.option("--data", help="data location, as for `scopebench run`")
 @click.option("--split", help="split to load (default: the benchmark's default)")
-@click.option("--limit", type=int, help="load only the first N items")
+@click.option("--limit", type=int, help="load a seeded sample of N items, stratified by task and image")
 @click.option("--rubric", default="pathmmu", help="pathmmu, spur, hle, spur-hle or a rubric JSON file")
 @click.option("--reviewers", type=int, default=2, help="independent reviewers per item (default 2)")
-@seed_option("seed of assignment ties, arbiter order and bootstraps")
+@seed_option("seed of the --limit sample, assignment ties, arbiter order and bootstraps")
 @click.option("--alpha-threshold", type=float, help="release gate: export refuses below this α")
 @click.option(
     "--seniors-review",

@@ -362,6 +362,7 @@ def filter_sections(stats: Mapping[str, Any]) -> list[str]:
             f"{fig['panels_histogram']}.",
             "",
         ]
+    lines += _caption_section(stats.get("caption")) + _category_section(stats.get("categories"))
     q = stats.get("quotas")
     if q:
         lines += [
@@ -373,6 +374,36 @@ def filter_sections(stats: Mapping[str, Any]) -> list[str]:
             "",
         ]
     return lines
+
+
+def _caption_section(cg: Mapping[str, Any] | None) -> list[str]:
+    """The caption gate (SPUR): what it dropped, blind accuracy with and without the caption."""
+    if not cg:
+        return []
+    w, wo = cg["accuracy_with_caption"], cg["accuracy_without_caption"]
+    return [
+        "## Caption gate (questions answerable from the caption)",
+        "",
+        f"Models: {', '.join(cg['models'])}; {cg['tries']} tries each (seeds {cg['seeds']}). "
+        f"Rule: {cg['rule']}. {cg['dropped']} of {cg['with_caption']} captioned questions dropped "
+        f"(`caption_answers`); {cg['without_caption']} questions had no caption and were kept.",
+        "",
+        "| blind test (no image) | accuracy entering | accuracy of the published questions |",
+        "|---|---:|---:|",
+        f"| question + options | {_pct(wo['entering'])} | {_pct(wo['kept'])} |",
+        f"| caption + question + options | {_pct(w['entering'])} | {_pct(w['kept'])} |",
+        "",
+    ]
+
+
+def _category_section(cat: Mapping[str, Any] | None) -> list[str]:
+    """SPUR's panel categories: images per category."""
+    if not cat:
+        return []
+    lines = ["## Panel categories (SPUR)", "", f"One category per image, from {cat['method']}.", ""]
+    lines += ["| category | images |", "|---|---:|"]
+    lines += [f"| {name} | {n} |" for name, n in cat["counts"].items()]
+    return [*lines, ""]
 
 
 def read_history(folder: Path) -> list[tuple[StepResult, list[BuildProblem]]]:

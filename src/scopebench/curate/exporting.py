@@ -49,16 +49,31 @@ __all__ = ["export"]
 STEP = "export"
 
 
+def _panel_categories(data: Path) -> dict[str, str]:
+    """image_id → panel category, when ``build filter`` categorised the panels (else empty)."""
+    path = data / STATS_FILE
+    stats = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return dict((stats.get("categories") or {}).get("per_image") or {})
+
+
 def _write_local(
-    splits: dict[str, list[dict[str, Any]]], local: Path, result: StepResult, progress: bool
+    splits: dict[str, list[dict[str, Any]]],
+    local: Path,
+    result: StepResult,
+    progress: bool,
+    categories: dict[str, str],
 ) -> dict[str, list[dict[str, Any]]]:
-    """Write the images and one JSONL file per split (and ``data.jsonl``); the items per split."""
+    """Write the images and one JSONL file per split (and ``data.jsonl``); the items per split.
+
+    Items of a build whose panels were categorised carry their image's ``panel_category``.
+    """
     from tqdm import tqdm
 
     by_split: dict[str, list[dict[str, Any]]] = {name: [] for name in splits}
     todo = [(name, r) for name, rows in splits.items() for r in rows]
     for name, r in tqdm(todo, desc="export", unit="img", disable=not progress):
-        items = local_items(r)
+        cat = {"panel_category": categories[r["image_id"]]} if r["image_id"] in categories else {}
+        items = [{**i, **cat} for i in local_items(r)]
         by_split[name] += items
         if name == "test_tiny":
             continue  # its images are test images, written below
@@ -93,7 +108,7 @@ def export(data: str | Path, out: str | Path, *, progress: bool = False) -> Step
     local, hf = out / "local", out / "hf"
     (local / "images").mkdir(parents=True)
     result = StepResult(STEP, out=str(out))
-    by_split = _write_local(splits, local, result, progress)
+    by_split = _write_local(splits, local, result, progress, _panel_categories(data))
     shutil.copytree(data / "data", hf / "data")  # the Parquet shards: the rows' one copy
     copy_sources(data, hf)
     main = sum(len(v) for s, v in by_split.items() if s != "test_tiny")

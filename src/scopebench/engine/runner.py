@@ -40,7 +40,7 @@ from scopebench.errors import (
     RunInterruptedError,
     ScopebenchError,
 )
-from scopebench.items import Item, Record, RecordStatus
+from scopebench.items import Item, Record, RecordStatus, Sample
 from scopebench.models import Backend, ModelOptions, ModelSpec, Response, load_model, parse_spec
 from scopebench.models.base import AnswerFormat
 from scopebench.models.strategies import StrategyBackend
@@ -115,6 +115,9 @@ class RunConfig:
             ``batch_size`` and backend options.
         label: The run's display name in tables and reports (``run --label``, an eval config's
             model ``name``); recorded in ``run.json``, not part of the run's identity.
+        log_samples: Store each record's :class:`~scopebench.items.Sample` (the prompt as sent,
+            question, options, answer key); ``False`` (``--log-samples false``) for very large
+            runs. Not part of the run's identity.
         answer_format: ``free`` text read by the parser, or ``constrained`` to one option label by
             the backend (``--answer-format``; refused for backends that cannot enforce it);
             recorded in ``run.json`` and, when constrained, in the model's identity.
@@ -144,6 +147,7 @@ class RunConfig:
     judge: str | None = None
     judge_args: dict[str, Any] = field(default_factory=dict)
     label: str | None = None
+    log_samples: bool = True
     answer_format: AnswerFormat = "free"
 
     def model_options(self) -> ModelOptions:
@@ -625,12 +629,12 @@ def _execute(
     # Items whose image is missing cannot be shown to an image model: record that, don't call it.
     needs_images = backend.needs_images and not config.no_image
     blocked = [it for it in todo if needs_images and "missing_image" in it.problems]
-    store.add(_blocked_record(it, backend.spec) for it in blocked)
+    store.add(_logged(config, [_blocked_record(it, backend.spec) for it in blocked]))
     blocked_ids = {it.id for it in blocked}
     # plan → render → execute → parse → store.
     todo = backend.plan([it for it in todo if it.id not in blocked_ids])
     requests, unrenderable = _render_all(backend, todo)
-    store.add(unrenderable)
+    store.add(_logged(config, unrenderable))
     batch_size = max(1, config.batch_size or backend.default_batch_size)
     batches = backend.batches(requests, batch_size)
     executor = _make_executor(config, backend, supported, item_hook)
@@ -644,7 +648,7 @@ def _execute(
                     guarded_parse(req, r, model=backend.spec, box_format=fmt, box_repair=repair)
                     for req, r in zip(batch, responses, strict=True)
                 ]
-                written += store.add(records)
+                written += store.add(_logged(config, records))
                 errors = [r.error for r in records if r.status == "error"]
                 failed += len(errors)
                 processed += len(batch)
@@ -666,6 +670,14 @@ def _execute(
         finally:
             executor.close()
     return written, n_skipped
+
+
+def _logged(config: RunConfig, records: list[Record]) -> list[Record]:
+    """``records`` as stored: without their samples under ``--log-samples false``."""
+    if not config.log_samples:
+        for rec in records:
+            rec.sample = None
+    return records
 
 
 def _render_all(backend: Backend, items: Sequence[Item]) -> tuple[list[Request], list[Record]]:
@@ -694,6 +706,7 @@ def _item_record(item: Item, model: str, status: RecordStatus, error: str) -> Re
         # A detection item keeps its kind and class: localization scores it 0, never drops it.
         kind=item.kind,
         extra={"class_name": detection_class(item)} if item.kind == "detection" else {},
+        sample=Sample.of_item(item),
     )
 
 

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from scopebench.display import shown
 from scopebench.report.breakdowns import write_spur_breakdowns
 from scopebench.report.labels import run_display_names
 from scopebench.report.tables import (
@@ -84,8 +85,9 @@ def write_run_outputs(
     ``reliability.png``/``.svg`` and, for SPUR runs, ``spur_breakdowns.json``/``.md``/``.png``/``.svg``
     (:mod:`scopebench.report.breakdowns`) into ``out_dir`` (default, or when ``out_dir`` is the run
     directory: :func:`report_dir`). The run
-    directory's own ``metrics.json`` is rewritten only when the settings are the run's own
-    (:func:`is_run_default`); any other policy, seed or resample count leaves it untouched.
+    directory's own ``metrics.json`` is rewritten only when the files go there (no other
+    ``out_dir``) and the settings are the run's own (:func:`is_run_default`); another folder, or
+    any other policy, seed or resample count, leaves the run directory untouched.
 
     Args:
         run_dir: A run directory.
@@ -97,15 +99,6 @@ def write_run_outputs(
     Returns:
         The metrics dict (NaN where undefined).
     """
-    from scopebench.report.plots import (
-        chance_level,
-        has_accuracy,
-        plot_accuracy,
-        plot_localization,
-        plot_reliability,
-        reliability_drawn,
-    )
-
     run = load_run(run_dir)
     if seed is None:
         seed = run_seed(run)
@@ -118,7 +111,7 @@ def write_run_outputs(
         resamples=resamples,
         protocol=str(run.config.get("protocol") or "default"),
     )
-    metrics["model"] = run.model
+    metrics["model"] = shown(run.model)  # the whole spec is in run.json; a shared file shows ~
     default = is_run_default(run, seed=seed, resamples=resamples, policy=policy)
     out = Path(out_dir) if out_dir is not None else run.path
     if out.resolve() == run.path.resolve() and not default:
@@ -126,11 +119,27 @@ def write_run_outputs(
         out = report_dir(run.path, seed=seed, resamples=resamples, policy=policy)
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(json_safe(metrics), indent=2, ensure_ascii=False)
-    if default and rundir.is_writable(run.path):  # a read-only run is read, never written
+    if default and out_dir is None and rundir.is_writable(run.path):
+        # Only when no other folder was asked for (`report --out` leaves the run untouched), and
+        # never into a read-only run.
         (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
     (out / METRICS_FILE).write_text(text, encoding="utf-8")
-    rows = report_rows(metrics)
+    _write_tables_and_plots(run, metrics, out, policy)
+    return metrics
 
+
+def _write_tables_and_plots(run: RunData, metrics: dict[str, Any], out: Path, policy: Policy) -> None:
+    """``metrics.csv``/``.md``/``.tex`` and the plots of :func:`write_run_outputs` into ``out``."""
+    from scopebench.report.plots import (
+        chance_level,
+        has_accuracy,
+        plot_accuracy,
+        plot_localization,
+        plot_reliability,
+        reliability_drawn,
+    )
+
+    rows = report_rows(metrics)
     # The display name: a spec may name a local (home) folder, which a shared file must not show.
     title = f"{run.benchmark} — {run_display_names([run])[0]}"
     (out / "metrics.csv").write_text(rows_to_csv(rows, report_columns(metrics)), encoding="utf-8")
@@ -146,6 +155,9 @@ def write_run_outputs(
         plot_localization(metrics["localization"], out / "localization", title)
     if metrics.get("calibration") and reliability_drawn(run.model):
         plot_reliability(metrics["calibration"]["bins"], out / "reliability", title)
-    if run.benchmark == "spur":  # the paper's MP-by-category and TA-by-relations breakdowns
+    # The paper's MP-by-category and TA-by-relations breakdowns; a built benchmark whose panels
+    # `build filter` categorised gets the by-category one.
+    if run.benchmark == "spur" or any(
+        "panel_category" in (it.get("metadata") or {}) for it in run.items.values()
+    ):
         write_spur_breakdowns(run.records, run.items, out, policy=policy, title=title)
-    return metrics

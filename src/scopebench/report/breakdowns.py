@@ -1,5 +1,8 @@
 """SPUR's fine-grained breakdowns: MP accuracy by panel category, TA accuracy by relation count.
 
+A third table, every task's accuracy by panel category, serves built benchmarks (whose tasks are
+not SPUR's) as well.
+
 The SPUR paper reports two breakdowns beside its seven task accuracies: the MP (morphology
 perception) accuracy per category of stained panel (Cell / Tissue / Microorganism / Subcellular)
 and the TA (trend analysis) accuracy as the number of cross-panel relations a question involves
@@ -9,7 +12,9 @@ stores (:attr:`scopebench.store.rundir.RunData.items`), with nothing re-run.
 Where the groups come from (SPUR's ``dataset/`` files; the loader keeps every extra field in
 ``Item.metadata``):
 
-* **panel category** — the single-panel records' ``figure_type`` field, read as given:
+* **panel category** — a built benchmark's ``panel_category`` (``build filter``'s ``categories``;
+  ``cell`` → Cell, ``tissue`` → Tissue, ``microorganism`` → Microorganism, ``subcellular`` →
+  Subcellular, others as given), else the single-panel records' ``figure_type`` field, read as given:
   ``Cell Staining Image`` → Cell, ``Tissue Staining Image`` → Tissue, ``Microorganism Staining
   Image`` → Microorganism, ``Subcellular / Organelle Staining Image`` → Subcellular. The short
   names are the paper's; the mapping from the file's strings to them is *inferred* from the
@@ -57,6 +62,10 @@ PANEL_CATEGORIES: dict[str, str] = {
     "subcellular / organelle staining image": "Subcellular",
 }
 
+#: ``build filter``'s ``panel_category`` values → the paper's names (other values are kept as given).
+_BUILT_CATEGORIES = {"cell": "Cell", "tissue": "Tissue", "microorganism": "Microorganism",
+                     "subcellular": "Subcellular"}  # fmt: skip
+
 #: Group of a record whose item lacks the field (or has an unusable value).
 UNKNOWN = "unknown"
 
@@ -65,7 +74,10 @@ _CATEGORY_ORDER = ("Cell", "Tissue", "Microorganism", "Subcellular")
 
 
 def panel_category(metadata: Mapping[str, Any]) -> str:
-    """The panel category of a SPUR single-panel item (see the module docstring)."""
+    """The panel category of a SPUR single-panel item, or of a built one (see the module docstring)."""
+    built = metadata.get("panel_category")
+    if isinstance(built, str) and built.strip() and built != UNKNOWN:
+        return _BUILT_CATEGORIES.get(built.strip().lower(), built.strip())
     raw = metadata.get("figure_type")
     if not isinstance(raw, str) or not raw.strip():
         return UNKNOWN
@@ -119,14 +131,19 @@ def spur_breakdowns(
         return (items.get(r.item_id) or {}).get("metadata") or {}
 
     mp = [r for r in records if r.task == "MP" and r.kind == "mcq"]
+    every = [r for r in records if r.kind == "mcq"]
     ta = [r for r in records if r.task == "TA" and r.kind == "mcq"]
     mp_rows = [row.to_dict() for row in group_rows(mp, lambda r: panel_category(meta(r)), "category", policy)]
     ta_rows = [
         row.to_dict() for row in group_rows(ta, lambda r: relation_count(meta(r)), "relations", policy)
     ]
+    all_rows = [
+        row.to_dict() for row in group_rows(every, lambda r: panel_category(meta(r)), "category", policy)
+    ]
     return {
         "policy": policy,
         "mp_by_category": sorted(mp_rows, key=_sort_key(_CATEGORY_ORDER)),
+        "all_by_category": sorted(all_rows, key=_sort_key(_CATEGORY_ORDER)),
         "ta_by_relations": sorted(ta_rows, key=_sort_key(())),
     }
 
@@ -153,6 +170,7 @@ def spur_breakdowns_markdown(breakdowns: Mapping[str, Any], title: str = "") -> 
     sections = (
         ("MP accuracy by panel category", "mp_by_category", "MP"),
         ("TA accuracy by number of cross-panel relations", "ta_by_relations", "TA"),
+        ("Accuracy of every task by panel category", "all_by_category", "all"),
     )
     for heading, key, task in sections:
         lines += [f"## {heading}", "", "| group | n | correct | accuracy (%) | 95% CI | published (%) |",
@@ -168,7 +186,8 @@ def spur_breakdowns_markdown(breakdowns: Mapping[str, Any], title: str = "") -> 
         lines.append("")
     lines.append(
         f"Policy `{breakdowns['policy']}`; 95% Wilson score intervals. Categories come from the items' "
-        "`figure_type`, relation counts from `relation_number` (see docs/benchmarks.md); published "
+        "`panel_category` (a `scopebench build` output) or `figure_type`, relation counts from "
+        "`relation_number` (see docs/benchmarks.md); published "
         "values are the SPUR paper's, not reproduced here."
     )
     return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ from scopebench.review.accounts import log_event
 from scopebench.review.db import Assignment, ImageRow, ItemRow, ItemVersion, Member, Project, User
 from scopebench.review.errors import Conflict, Invalid, NotFound
 from scopebench.review.rubrics import Rubric
+from scopebench.review.sampling import sample_items
 from scopebench.review.store import ImageStore
 
 __all__ = ["add_member", "assign", "create_project", "item_text", "reviewing_roles"]
@@ -109,7 +110,7 @@ def create_project(
     if alpha_threshold is not None and not -1.0 <= alpha_threshold <= 1.0:
         raise Invalid(f"--alpha-threshold must be between -1 and 1 (got {alpha_threshold})")
     loaded = get_benchmark(benchmark).load(data, split=split)
-    items = list(loaded.items)[:limit] if limit is not None else list(loaded.items)
+    items = list(loaded.items)
     problems = [f"loader: {p}" for p in loaded.problems]
     skipped = [it.id for it in items if it.kind != "mcq"]
     if skipped:
@@ -117,6 +118,9 @@ def create_project(
     mcq = [it for it in items if it.kind == "mcq"]
     if not mcq:
         raise Invalid(f"{benchmark} at {data} has no multiple-choice items to review")
+    sample = None
+    if limit is not None:  # a stratified sample, never the head of a file sorted by task or image
+        mcq, sample = sample_items(mcq, limit, seed)
     project = Project(
         name=name,
         benchmark=benchmark,
@@ -164,6 +168,7 @@ def create_project(
             "data": data,
             "split": split,
             "limit": limit,
+            "sample": sample,
             "items": len(mcq),
             "data_fingerprint": loaded.fingerprint,
             "rubric": rubric.name,

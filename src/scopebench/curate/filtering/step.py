@@ -7,6 +7,10 @@
    ``meaning_drifted`` ones are dropped;
 3. **shortcut** (:mod:`scopebench.curate.filtering.shortcut`): questions still answerable without the
    image are dropped (``shortcut``; ``choices_only`` when asked); both blind accuracies are measured;
+   **caption** (:mod:`scopebench.curate.filtering.caption`): questions a text-only model answers from
+   the figure's caption are dropped (``caption_answers``); blind accuracy with and without it;
+   **categories** (:mod:`scopebench.curate.filtering.categories`): one SPUR panel category per
+   image (nothing dropped), counted in the card and carried to the exported items;
 4. **quotas** (:mod:`scopebench.curate.filtering.quotas`): questions beyond their cell's target are dropped
    (``quota``), a seeded choice.
 
@@ -27,6 +31,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scopebench.curate.card import filter_sections, write_card
+from scopebench.curate.filtering.caption import (
+    CaptionGateConfig,
+    CaptionSection,
+    read_captions,
+    run_caption_gate,
+)
+from scopebench.curate.filtering.categories import CategorySection, categorise
 from scopebench.curate.filtering.panels import PanelConfig, count_panels_bytes
 from scopebench.curate.filtering.quotas import QuotaConfig, apply_quotas
 from scopebench.curate.filtering.refine import RefineConfig, run_refine
@@ -119,6 +130,8 @@ class FilterSection(BaseModel):
     figures: _Figures | None = None
     refine: _Refine | None = None
     shortcut: _Shortcut | None = None
+    caption: CaptionSection | None = None
+    categories: CategorySection | None = None
     quotas: _Quotas | None = None
     max_fail_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
     max_consecutive_failures: int = Field(default=DEFAULT_MAX_CONSECUTIVE_FAILURES, ge=0)
@@ -128,6 +141,7 @@ class FilterSection(BaseModel):
     def entries(self) -> list[Entry]:
         """Every gate model entry (shortcut models, rewriters, testers, judges)."""
         out: list[Entry] = list(self.shortcut.models) if self.shortcut else []
+        out += self.caption.models if self.caption else []
         if self.refine:
             out += [*self.refine.rewriters, *self.refine.testers, *self.refine.judges]
         return out
@@ -169,6 +183,8 @@ class FilterSection(BaseModel):
         if section.refine:
             r = section.refine
             r.rewriters, r.testers, r.judges = fix(r.rewriters), fix(r.testers), fix(r.judges)
+        section.caption = section.caption.resolved(root) if section.caption else None
+        section.categories = section.categories.resolved(root) if section.categories else None
         return section
 
     def to_config(self, seed: int | None = None) -> FilterConfig:
@@ -181,6 +197,8 @@ class FilterSection(BaseModel):
             figures=PanelConfig(**self.figures.model_dump()) if self.figures else None,
             refine=_refine_config(self.refine) if self.refine else None,
             shortcut=_shortcut_config(self.shortcut) if self.shortcut else None,
+            caption=self.caption.to_config() if self.caption else None,
+            categories=self.categories,
             quotas=QuotaConfig(**self.quotas.model_dump()) if self.quotas else None,
         )
 
@@ -227,6 +245,8 @@ class FilterConfig:
         refine: RefineBot.
         shortcut: The shortcut gate.
         quotas: Coverage quotas.
+        caption: The caption gate (:mod:`scopebench.curate.filtering.caption`).
+        categories: SPUR's panel categories (:mod:`scopebench.curate.filtering.categories`).
         models: Backend arguments (``model_args``) per gate model spec.
         max_fail_fraction: The step fails (non-zero exit, after writing its output) when more of
             its model calls failed with an error.
@@ -238,6 +258,8 @@ class FilterConfig:
     refine: RefineConfig | None = None
     shortcut: ShortcutGateConfig | None = None
     quotas: QuotaConfig | None = None
+    caption: CaptionGateConfig | None = None
+    categories: CategorySection | None = None
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     max_fail_fraction: float = 0.5
     max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES
@@ -363,6 +385,8 @@ class _Tally:
     final: dict[str, GateItem]
     dropped: dict[str, str]
     stats: dict[str, Any]
+    #: image_id → caption and context, for the caption gate.
+    captions: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _model_gates(
@@ -373,7 +397,7 @@ def _model_gates(
     out: Path,
     who: Answerer,
 ) -> None:
-    """RefineBot, then the shortcut gate, on the questions still in; the cost ledger."""
+    """RefineBot, the shortcut gate, then the caption gate, on the questions still in; the cost ledger."""
     final, dropped, stats = tally.final, tally.dropped, tally.stats
     if cfg.refine is not None:
         todo = [it for it in items if it.id not in dropped]
@@ -390,6 +414,12 @@ def _model_gates(
         _write_jsonl(out / "gates" / "shortcut.jsonl", sc.records)
         dropped.update(sc.dropped)
         stats["shortcut"] = sc.stats
+    if cfg.caption is not None:
+        todo = [final[it.id] for it in items if it.id not in dropped]
+        cg = run_caption_gate(todo, tally.captions, cfg.caption, cfg.seed, who)
+        _write_jsonl(out / "gates" / "caption.jsonl", cg.records)
+        dropped.update(cg.dropped)
+        stats["caption"] = cg.stats
     if getattr(who, "errors", 0):
         # A call failed (network, server): its try counted as not correct. The step is not
         # reused by `build run`, so the next run asks the failed calls again (they are not cached).
@@ -463,6 +493,16 @@ def _figures(
     return bad_images
 
 
+def _per_image_inputs(
+    rows: list[dict[str, Any]], cfg: FilterConfig, result: StepResult, stats: dict[str, Any], out: Path
+) -> dict[str, dict[str, str]]:
+    """The panel categories (written, counted; no image dropped) and the captions the caption gate reads."""
+    if cfg.categories is not None:
+        records, stats["categories"] = categorise(rows, cfg.categories, cfg.seed, result.problems)
+        _write_jsonl(out / "gates" / "categories.jsonl", records)
+    return read_captions(cfg.caption.texts, rows, result.problems) if cfg.caption else {}
+
+
 def filter_questions(
     data: str | Path,
     out: str | Path,
@@ -501,9 +541,11 @@ def filter_questions(
     if cfg.figures is not None:
         bad_images = _figures(rows, items, cfg.figures, result, _Tally({}, dropped, stats), out, progress)
     final = {it.id: it for it in items}
-    if cfg.refine is not None or cfg.shortcut is not None:
+    captions = _per_image_inputs(rows, cfg, result, stats, out)
+    if cfg.refine is not None or cfg.shortcut is not None or cfg.caption is not None:
         cache = cache or out.parent / ".cache" / "llm.sqlite"
-        _with_models(items, cfg, _Tally(final, dropped, stats), by_image, out, answerer, cache, progress)
+        tally = _Tally(final, dropped, stats, captions)
+        _with_models(items, cfg, tally, by_image, out, answerer, cache, progress)
     if cfg.quotas is not None:
         _quota_gate(items, cfg.quotas, cfg.seed, _Tally(final, dropped, stats), out)
     result.dropped = Counter(dropped.values())
