@@ -45,8 +45,11 @@ def _wait(what: str, check: Any, timeout: float) -> Any:
 
 
 def _stored(out: Path) -> int:
+    db_path = out / "records.sqlite"
+    if not db_path.exists():  # connecting would create it empty, which the run then refuses
+        return 0
     try:
-        with sqlite3.connect(out / "records.sqlite") as db:
+        with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as db:
             return int(db.execute("SELECT COUNT(*) FROM records").fetchone()[0])
     except sqlite3.Error:  # not created yet, or being created
         return 0
@@ -133,9 +136,10 @@ def _run_and_kill(spec: dict[str, Any], worker: subprocess.Popen[bytes], env: di
     with open(log, "w") as err:
         run = subprocess.Popen(spec["cmd"], env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
-        result["stored_at_kill"] = _wait(
+        # A tuple: truthy even when the run ended with nothing stored.
+        (result["stored_at_kill"],) = _wait(
             "records before the kill",
-            lambda: n if (n := _stored(out)) >= spec["kill_after"] or run.poll() is not None else None,
+            lambda: (n,) if (n := _stored(out)) >= spec["kill_after"] or run.poll() is not None else None,
             timeout,
         )
         os.killpg(worker.pid, signal.SIGKILL)
