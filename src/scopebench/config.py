@@ -114,7 +114,8 @@ class RunConfig:
             between 0 and 1, a sample of that share drawn with ``seed`` (``--limit 0.1``).
         tasks: Evaluate only the items of these tasks (or subsets); ``None``: all.
         seed: Seed for every random choice (recorded).
-        batch_size: Items per backend call (``None``: backend default; ``"auto"``: the largest that
+        batch_size: Items per backend call — images per call for a contrastive backend, whose
+            model work is per image (``None``: backend default; ``"auto"``: the largest that
             fits, halved after each out-of-memory failure, the size used recorded in ``run.json``).
         protocol: Prompt protocol (``default`` or a benchmark's ``owner`` protocol).
         mode: Backend mode (``generate``/``choice-logprob``…), if the backend has several.

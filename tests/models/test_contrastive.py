@@ -167,3 +167,20 @@ def test_devices_are_checked_before_any_work(tmp_path: Path) -> None:
         with pytest.raises(ModelSpecError, match="use --device cpu"):
             run_benchmark(cfg, tmp_path / "run")
         assert not (tmp_path / "run").exists()
+
+
+def test_calls_are_cut_by_images_not_items(tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    """Catches calls cut every ``batch_size`` items: with 5 questions per image a call of 32 items
+    encodes only 6-7 images, which a CPU encodes about half as fast per image as 32."""
+    backend: Any = load_model(f"clip:{tiny_models['clip']}", ModelOptions(batch_size=3))
+    images = [ImageRef(key=f"img{k}.png", path=tmp_path / f"img{k}.png") for k in range(7)]
+    items = [
+        Item(id=f"t/{k}-{q}", benchmark="local", split="test", task="t", question="Q?", choices=("a", "b"),
+             answer_index=0, images=(images[k],))
+        for k in range(7) for q in range(5)
+    ] + [Item(id="t/no-image", benchmark="local", split="test", task="t", question="Q?", choices=("a", "b"))]  # fmt: skip
+    requests = [backend.render(it) for it in items]
+    batches = backend.batches(requests, 4)
+    assert [r for b in batches for r in b] == requests  # every request once, in order
+    assert [len({r.item.images[0].key for r in b if r.item.images}) for b in batches] == [3, 3, 1]
+    assert [len(b) for b in batches] == [15, 15, 6]  # whole images per call, whatever size says

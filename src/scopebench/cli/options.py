@@ -365,8 +365,9 @@ def model_options(f: F) -> F:
         f,
         [
             batch_size_option(
-                "items per model call; auto: the largest that fits, halved after each out-of-memory "
-                "failure (the size used is recorded in run.json)",
+                "items per model call (images per call for contrastive models); auto: the largest "
+                "that fits, halved after each out-of-memory failure (the size used is recorded in "
+                "run.json)",
                 auto=True,
             ),
             click.option("--mode", help="backend mode, e.g. generate or choice-logprob"),

@@ -17,6 +17,7 @@ import signal
 import socket
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -264,33 +265,67 @@ class RayExecutor:
         self.workers: list[Any] = [
             actor_cls.remote(config, list(item_ids), setup, item_hook) for _ in range(n)
         ]
+        #: Workers lost during the run (a node that left the cluster, a killed process).
+        self.lost = 0
         log.info("ray executor: %d workers, %.1f GPU each", n, gpus)
 
     def run(self, batches: Sequence[Sequence[Request]]) -> Iterator[tuple[Sequence[Request], list[Response]]]:
-        """Keep every worker busy with one batch at a time; yield batches as they finish."""
+        """Keep every worker busy with one batch at a time; yield batches as they finish.
+
+        A worker that dies (its node lost, its process killed) takes no result with it: the driver
+        writes records only from results it received, so the batch it held goes back to the front
+        of the queue and the workers left redo it, once. Only when every worker is lost does the
+        run stop (:class:`~scopebench.errors.ScopebenchError`); its finished batches are kept.
+        """
         ray = self._ray
-        queue = list(batches)
-        pending: dict[Any, tuple[int, Sequence[Request]]] = {}
+        queue = deque(batches)
+        idle = list(self.workers)
+        pending: dict[Any, tuple[Any, Sequence[Request]]] = {}
 
-        def submit(w: int) -> None:
-            if queue:
-                batch = queue.pop(0)
-                pending[self.workers[w].answer.remote([r.item_id for r in batch])] = (w, batch)
+        def dispatch() -> None:
+            while idle and queue:
+                worker, batch = idle.pop(0), queue.popleft()
+                pending[worker.answer.remote([r.item_id for r in batch])] = (worker, batch)
 
-        for w in range(len(self.workers)):
-            submit(w)
+        dispatch()
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
-            ref = done[0]
-            w, batch = pending.pop(ref)
+            worker, batch = pending.pop(done[0])
             try:
-                responses: list[Response] = ray.get(ref)
-            except ray.exceptions.RayError as exc:
+                responses: list[Response] = ray.get(done[0])
+            except ray.exceptions.RayActorError as exc:
+                self._lose(worker, exc, len(batch))
+                queue.appendleft(batch)
+                dispatch()
+                continue
+            except ray.exceptions.RayError as exc:  # the call failed, its worker lives on
                 responses = [
                     Response(r.item_id, status="error", error=f"ray worker failed: {exc}") for r in batch
                 ]
-            submit(w)
+            idle.append(worker)
+            dispatch()
             yield batch, responses
+
+    def _lose(self, worker: Any, exc: Exception, n_items: int) -> None:
+        """Drop a dead worker from the pool; raise when none is left to redo its batch."""
+        self.workers.remove(worker)
+        self.lost += 1
+        try:  # it may still be restarting somewhere: it must not come back and hold a slot
+            self._ray.kill(worker, no_restart=True)
+        except Exception:  # an actor already gone may refuse to be killed again
+            log.debug("killing a lost worker failed", exc_info=True)
+        if not self.workers:
+            raise ScopebenchError(
+                f"every Ray worker was lost (the last: {type(exc).__name__}: {exc}); the batches "
+                "finished so far are stored: check the cluster (`ray status` on its head node) and "
+                "run the same command again to resume"
+            )
+        log.warning(
+            "ray worker lost (%s); its batch of %d items is redone by the %d workers left",
+            type(exc).__name__,
+            n_items,
+            len(self.workers),
+        )
 
     def close(self) -> None:
         """Stop the actors (and the local Ray instance if this executor started it)."""

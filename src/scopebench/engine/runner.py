@@ -621,7 +621,7 @@ def _execute(
     requests, unrenderable = _render_all(backend, todo)
     store.add(_logged(config, unrenderable))
     batch_size = _first_batch_size(config, backend)
-    batches = [requests[k : k + batch_size] for k in range(0, len(requests), batch_size)]
+    batches = backend.batches(requests, batch_size)
     executor = _make_executor(config, backend, supported, item_hook, batch_size)
     written, failed, processed = len(blocked) + len(unrenderable), len(unrenderable), len(unrenderable)
     with progress(len(todo), desc=f"{config.benchmark} × {backend.spec}") as bar:

@@ -189,6 +189,14 @@ class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() 
         """
         return list(items)
 
+    def batches(self, requests: Sequence[Request], size: int) -> list[list[Request]]:
+        """How the planned requests are cut into backend calls; default: ``size`` requests each.
+
+        A backend whose unit of model work is not the item (a contrastive model encodes images)
+        cuts along that unit instead. Every request must be in exactly one batch, in order.
+        """
+        return [list(requests[k : k + size]) for k in range(0, len(requests), size)]
+
     def render(self, item: Item) -> Request:
         """The :class:`~scopebench.protocols.Request` this backend is asked for ``item``.
 

@@ -122,6 +122,29 @@ class ContrastiveBackend(Backend):
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts → (n, d) L2-normalised."""
 
+    def batches(self, requests: Sequence[Request], size: int) -> list[list[Request]]:
+        """Cut calls by images, not items: each call holds every item of ``encode_batch`` images.
+
+        The model's work is encoding images (an item's scoring is a dot product), and a CPU
+        encodes images about twice as fast per image in batches of 32 as of 8: a call of ``size``
+        items would hold only ``size / questions per image`` images (μ-Bench asks 5–6 per image).
+        Items without an image ride along with the batch they fall in.
+        """
+        out: list[list[Request]] = []
+        current: list[Request] = []
+        images: set[str] = set()
+        for req in requests:
+            key = req.item.images[0].key if req.item.images else None
+            if key is not None and key not in images and len(images) >= self.encode_batch:
+                out.append(current)
+                current, images = [], set()
+            if key is not None:
+                images.add(key)
+            current.append(req)
+        if current:
+            out.append(current)
+        return out
+
     def _fill_image_cache(self, items: Sequence[Item]) -> None:
         todo: dict[str, Any] = {}
         for it in items:

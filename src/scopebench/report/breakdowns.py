@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 from scopebench.items import Record
-from scopebench.report.plots import save_figure
 from scopebench.report.published import load_published
 from scopebench.scoring.accuracy import Policy, group_rows
 
@@ -210,6 +209,10 @@ def plot_spur_breakdowns(breakdowns: Mapping[str, Any], stem: Path, title: str =
     Saved as ``stem.png`` and ``stem.svg``; whiskers are the 95 % Wilson intervals.
     """
     import matplotlib.pyplot as plt
+
+    # Here, not at the top: importing the report package (the CLI does, to print help) must not
+    # load matplotlib.
+    from scopebench.report.plots import save_figure
 
     fig, (ax_mp, ax_ta) = plt.subplots(1, 2, figsize=(9.0, 3.6))
     for ax, key, name, kind in (
