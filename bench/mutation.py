@@ -35,7 +35,7 @@ import yaml
 MODULES: tuple[str, ...] = (
     "parsing._commits",
     "parsing._labels",
-    "parsing._patterns",
+    "parsing.vocabulary",
     "parsing._text",
     "parsing._walk",
     "parsing.boxes",

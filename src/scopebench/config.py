@@ -137,6 +137,9 @@ class RunConfig:
             ``batch_size`` and backend options.
         label: The run's display name in tables and reports (``run --label``, an eval config's
             model ``name``); recorded in ``run.json``, not part of the run's identity.
+        log_samples: Store each record's :class:`~scopebench.items.Sample` (the prompt as sent,
+            question, options, answer key); ``False`` (``--log-samples false``) for very large
+            runs. Not part of the run's identity.
         answer_format: ``free`` text read by the parser, or ``constrained`` to one option label by
             the backend (``--answer-format``; refused for backends that cannot enforce it);
             recorded in ``run.json`` and, when constrained, in the model's identity.
@@ -165,6 +168,7 @@ class RunConfig:
     judge: str | None = None
     judge_args: dict[str, Any] = field(default_factory=dict)
     label: str | None = None
+    log_samples: bool = True
     answer_format: AnswerFormat = "free"
 
     def model_options(self) -> ModelConfig:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-__all__ = ["configure_logging", "is_quiet", "progress", "set_quiet"]
+__all__ = ["adopt_library_logs", "configure_logging", "is_quiet", "progress", "set_quiet", "shown"]
 
 _QUIET = False
 
@@ -41,8 +43,67 @@ def configure_logging(verbosity: int = 0, quiet: bool = False) -> None:
         # huggingface_hub are first imported, which in scopebench is always later, lazily.
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _ShownOnce) for f in handler.filters):
+            handler.addFilter(_ShownOnce())
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler.formatter, _Shown):
+            handler.setFormatter(_Shown("%(levelname)s %(name)s: %(message)s"))
     logging.getLogger("scopebench").setLevel(level)
     set_quiet(quiet)
+
+
+def shown(text: str) -> str:
+    """``text`` as the user may see it anywhere: the home folder written ``~`` (``/home/me/x`` → ``~/x``).
+
+    Console lines, progress bars and the files a run shares (``records.jsonl``, ``metrics.json``)
+    show paths as the user would type them; the full spec stays in ``run.json`` only.
+    """
+    home = str(Path.home()).rstrip("/\\")
+    if not home or home in ("/", "."):
+        return text
+    return re.sub(re.escape(home) + r"(?=[/\\\s\"'<>&:,;)\]]|$)", "~", text)
+
+
+class _Shown(logging.Formatter):
+    """The CLI's log line format, with paths as :func:`shown` writes them."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The formatted line, home folder written ``~``."""
+        return shown(super().format(record))
+
+
+def adopt_library_logs(*names: str) -> None:
+    """Print the log lines of libraries ``names`` through the CLI's handler only.
+
+    ``datasets`` and ``huggingface_hub`` give their logger a stderr handler of their own when
+    imported. Once the CLI has set up logging, that handler is removed (call this after importing
+    them), so each line prints once, in the CLI's format, with paths as :func:`shown` writes them.
+    Without the CLI's set-up (the Python API) the libraries keep their own handlers.
+    """
+    if not any(isinstance(h.formatter, _Shown) for h in logging.getLogger().handlers):
+        return
+    for name in names:
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            if type(handler) is logging.StreamHandler:
+                logger.removeHandler(handler)
+
+
+class _ShownOnce(logging.Filter):
+    """Drop records that a handler below the root already printed.
+
+    ``datasets``, ``huggingface_hub`` and ``transformers`` attach their own stderr handler to their
+    library logger and still propagate, so without this filter each of their warnings prints twice.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Whether no logger between the record's and the root has a handler of its own."""
+        logger: logging.Logger | None = logging.getLogger(record.name)
+        while logger is not None and logger is not logging.getLogger():
+            if logger.handlers:
+                return False
+            logger = logger.parent if logger.propagate else None
+        return True
 
 
 @contextmanager
@@ -50,7 +111,7 @@ def progress(total: int, desc: str, unit: str = "item") -> Iterator[tqdm[Any]]:
     """A progress bar with rate and ETA on stderr; silent under ``--quiet`` or when not a TTY."""
     bar = tqdm(
         total=total,
-        desc=desc,
+        desc=shown(desc),  # a model spec may name a file under the home folder
         unit=unit,
         disable=_QUIET or None,  # None: tqdm disables itself when stderr is not a terminal
         dynamic_ncols=True,

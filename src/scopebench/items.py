@@ -21,12 +21,14 @@ from scopebench.errors import ImageLoadError, UnsafePathError
 
 __all__ = [
     "LETTERS",
+    "SAMPLE_COLUMNS",
     "Box",
     "ImageRef",
     "Item",
     "ItemKind",
     "Record",
     "RecordStatus",
+    "Sample",
     "letter",
     "open_image",
     "safe_join",
@@ -68,8 +70,9 @@ def safe_join(root: Path, relative: str) -> Path:
     base = Path(os.path.abspath(root))
     candidate = Path(os.path.normpath(base / relative))
     if not candidate.is_relative_to(base):
+        shown = relative if len(relative) <= 80 else relative[:79] + "…"  # never a whole encoded image
         raise UnsafePathError(
-            f"image reference {relative!r} points outside the data folder {base}; "
+            f"image reference {shown!r} points outside the data folder {base}; "
             "image paths must be relative to the data folder and stay inside it"
         )
     return candidate
@@ -268,6 +271,65 @@ class Item:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """What the model was shown for one item, stored with its record (``run --log-samples``).
+
+    Error analysis reads it beside the reply, with no join against the data (lm-eval's
+    ``--log_samples``, Inspect's logs).
+
+    Attributes:
+        prompt: The rendered user message; ``None`` when no prompt was rendered (the item's image
+            was missing, or rendering failed).
+        system: The system message, if the protocol has one.
+        images: The ids (:attr:`ImageRef.key`) of the images sent with the prompt, in order.
+        question: The item's question.
+        options: The option texts, in order.
+        answer_key: The correct option's label as the prompt asks for it (``"B"``, or ``"2"`` under
+            number labels); ``None`` for detection items.
+        protocol: The resolved prompt protocol (``default``, ``<benchmark>-owner``…).
+    """
+
+    prompt: str | None
+    question: str
+    options: tuple[str, ...] = ()
+    answer_key: str | None = None
+    images: tuple[str, ...] = ()
+    system: str | None = None
+    protocol: str = ""
+
+    @classmethod
+    def of_item(cls, item: Item) -> Sample:
+        """The sample of an item no prompt was rendered for (its question, options and key)."""
+        return cls(
+            prompt=None,
+            question=item.question,
+            options=item.choices,
+            answer_key=item.answer_letter,
+            images=tuple(ref.key for ref in item.images),
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Sample:
+        """Rebuild a sample from its stored dict (lists back to tuples)."""
+        d = dict(data)
+        d["options"] = tuple(d.get("options") or ())
+        d["images"] = tuple(d.get("images") or ())
+        return cls(**d)
+
+
+#: The :class:`Sample` fields, as the columns of flat exports (Parquet, ``Results.to_pandas()``).
+SAMPLE_COLUMNS: tuple[str, ...] = (
+    "prompt",
+    "system",
+    "images",
+    "question",
+    "options",
+    "answer_key",
+    "protocol",
+)
+
+
 @dataclass(slots=True)
 class Record:
     """The stored outcome of one item under one model: what a run directory keeps per item.
@@ -291,6 +353,8 @@ class Record:
             detection items the parsed ``boxes`` (scored with GRIT at metrics time, never here;
             runs written before that carry a stored ``grit`` score).
         kind: ``mcq`` or ``detection`` (detection records have no ``choice``/``correct``).
+        sample: What the model was shown (:class:`Sample`); ``None`` with ``--log-samples false``
+            and in runs written before samples were stored.
         finish_reason: Why generation stopped (``stop``, ``length``, ``content_filter``,
             ``error``), as the backend recorded it; ``None`` when it could not tell (and in runs
             written before it was recorded).
@@ -313,6 +377,7 @@ class Record:
     answer_index: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     kind: ItemKind = "mcq"
+    sample: Sample | None = None
     finish_reason: str | None = None
     truncated: bool = False
 
@@ -320,7 +385,19 @@ class Record:
         """A JSON-safe dict of every field."""
         return asdict(self)
 
+    def to_flat(self) -> dict[str, Any]:
+        """:meth:`to_dict` with the sample's fields as top-level columns (:data:`SAMPLE_COLUMNS`)."""
+        d = self.to_dict()
+        sample = d.pop("sample") or {}
+        for name in SAMPLE_COLUMNS:
+            value = sample.get(name)
+            d[name] = list(value) if isinstance(value, tuple) else value
+        return d
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Record:
-        """Rebuild a record from :meth:`to_dict` output."""
-        return cls(**dict(data))
+        """Rebuild a record from :meth:`to_dict` output (runs without samples load with ``None``)."""
+        d = dict(data)
+        if isinstance(d.get("sample"), Mapping):
+            d["sample"] = Sample.from_dict(d["sample"])
+        return cls(**d)

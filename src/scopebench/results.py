@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scopebench.errors import ScopebenchError
-from scopebench.items import Record
+from scopebench.items import SAMPLE_COLUMNS, Record
 from scopebench.report import json_safe
 from scopebench.scoring import compute_metrics
 from scopebench.scoring.schema import AccuracyRow, LocalizationRow, Metrics, OwnerRow
@@ -128,11 +128,15 @@ class Results:
         )
 
     def to_pandas(self) -> pd.DataFrame:
-        """Every record as one row (the fields of :class:`~scopebench.items.Record`)."""
+        """Every record as one row: the fields of :class:`~scopebench.items.Record`.
+
+        What the model was shown (prompt, question, options, answer key, image ids) has columns of
+        its own (:data:`~scopebench.items.SAMPLE_COLUMNS`), empty for runs stored without samples.
+        """
         import pandas as pd
 
-        columns = [f.name for f in fields(Record)]
-        return pd.DataFrame([r.to_dict() for r in self.records], columns=columns)
+        columns = [f.name for f in fields(Record) if f.name != "sample"] + list(SAMPLE_COLUMNS)
+        return pd.DataFrame([r.to_flat() for r in self.records], columns=columns)
 
     def metrics_frame(self) -> pd.DataFrame:
         """The accuracy rows as one table.

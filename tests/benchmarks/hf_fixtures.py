@@ -560,3 +560,71 @@ def microvqa_dataset(rows: list[dict[str, Any]] | None = None) -> Any:
     rows = rows if rows is not None else microvqa_rows()
     feats = microvqa_features()
     return Dataset.from_dict({name: [r[name] for r in rows] for name in feats}, features=feats)
+
+
+# --- MMMU -------------------------------------------------------------------------------------------
+
+
+def mmmu_features() -> Any:
+    """MMMU's columns (``MMMU/MMMU``, every subject configuration): options as a Python-list string,
+    the answer as a letter, seven image columns of which most rows fill only the first."""
+    from datasets import Features, Image, Value
+
+    s = Value("string")
+    image_columns = {f"image_{n}": Image() for n in range(1, 8)}
+    return Features({"id": s, "question": s, "options": s, "explanation": s, **image_columns,
+                     "img_type": s, "answer": s, "topic_difficulty": s, "question_type": s,
+                     "subfield": s})  # fmt: skip
+
+
+def mmmu_dataset() -> Any:
+    """Four rows of MMMU's ``Art`` validation layout: one image, two images, an open question
+    (``options`` is ``"[]"``: no multiple choice) and an answer letter beyond the options."""
+    from datasets import Dataset
+
+    def row(n: int, options: str, answer: str, images: list[tuple[int, int]], kind: str) -> dict[str, Any]:
+        cells = {f"image_{k}": None for k in range(1, 8)}
+        cells.update({f"image_{k + 1}": image_cell(w, h) for k, (w, h) in enumerate(images)})
+        return {"id": f"validation_Art_{n}", "question": f"<image 1> Which style is shown in work {n}?",
+                "options": options, "explanation": "", **cells, "img_type": "['Paintings']",
+                "answer": answer, "topic_difficulty": "Easy", "question_type": kind,
+                "subfield": "Fine Arts"}  # fmt: skip
+
+    styles = "['Baroque', 'Cubism', 'Rococo', 'Impressionism']"
+    rows = [
+        row(1, styles, "B", [(11, 7)], "multiple-choice"),
+        row(2, styles, "D", [(9, 5), (6, 4)], "multiple-choice"),
+        row(3, "[]", "1848", [(5, 5)], "open"),
+        row(4, "['Oil', 'Fresco']", "C", [(7, 7)], "multiple-choice"),
+    ]
+    feats = mmmu_features()
+    return Dataset.from_dict({name: [r[name] for r in rows] for name in feats}, features=feats)
+
+
+def write_hub_cache(ds: Any, cache: Path, repo_id: str, split: str = "test", config: str = "default") -> Path:
+    """Leave ``ds`` in ``cache`` as ``datasets.load_dataset(repo_id)`` leaves a Hub download.
+
+    The parquet builder prepares the Arrow files; they go where a download of ``repo_id`` lands
+    (``<owner>___<name>/<config>/0.0.0/<hash>/<name>-<split>.arrow``), which is where
+    ``load_dataset`` looks when ``HF_HUB_OFFLINE`` is set.
+    """
+    import json
+
+    from datasets.naming import camelcase_to_snakecase
+    from datasets.packaged_modules.parquet.parquet import Parquet
+
+    owner, name = repo_id.split("/")
+    name = camelcase_to_snakecase(name)  # as datasets names the cache folder and files
+    source = cache.parent / f"{name}-{config}-source"
+    source.mkdir(parents=True, exist_ok=True)
+    ds.to_parquet(str(source / f"{split}.parquet"))
+    builder = Parquet(cache_dir=str(source / "build"), dataset_name=name,
+                      data_files={split: [str(source / f"{split}.parquet")]})  # fmt: skip
+    builder.download_and_prepare()
+    target = cache / f"{owner}___{name}" / config / "0.0.0" / "0123456789abcdef"
+    shutil.copytree(builder.cache_dir, target)
+    info_file = target / "dataset_info.json"
+    info = json.loads(info_file.read_text())
+    info["config_name"] = config  # the parquet builder names its config after the files' hash
+    info_file.write_text(json.dumps(info))
+    return target

@@ -10,12 +10,28 @@ import pytest
 import tifffile
 from PIL import Image
 
+from scopebench.curate.ingestion import images
 from scopebench.curate.ingestion.images import dhash, encode_png, hamming, image_id, pixel_md5, read_image
 from scopebench.errors import ImageLoadError
 
 
+def _unfilter(raw: bytes, h: int, bpp: int) -> tuple[list[int], np.ndarray]:
+    """Undo PNG filters None (0), Sub (1) and Up (2), row by row, as the specification defines them."""
+    rows = np.frombuffer(raw, np.uint8).reshape(h, -1)
+    kinds, out = [int(k) for k in rows[:, 0]], np.zeros((h, rows.shape[1] - 1), np.uint8)
+    for y, kind in enumerate(kinds):
+        line = rows[y, 1:].astype(np.int64)
+        if kind == 1:
+            for x in range(bpp, len(line)):
+                line[x] = (line[x] + line[x - bpp]) % 256
+        elif kind == 2 and y:
+            line = (line + out[y - 1]) % 256
+        out[y] = line
+    return kinds, out
+
+
 def _decode_png(data: bytes) -> tuple[dict[str, int], bytes]:
-    """A minimal independent PNG reader (filter 0 only), to check our encoder without Pillow."""
+    """A minimal independent PNG reader (chunks and zlib only), to check our encoder without Pillow."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, head = 8, b"", {}
     while pos < len(data):
@@ -41,10 +57,29 @@ def test_png_is_lossless_for_8_and_16_bit_grey_rgb_rgba(
     arr = np.random.default_rng(0).integers(0, np.iinfo(dtype).max, shape, dtype=dtype)
     head, raw = _decode_png(encode_png(arr))
     assert head == {"w": 7, "h": 5, "depth": 8 * np.dtype(dtype).itemsize, "colour": colour}
-    rows = np.frombuffer(raw, np.uint8).reshape(5, -1)
-    assert (rows[:, 0] == 0).all()  # filter byte
-    back = np.frombuffer(rows[:, 1:].tobytes(), ">u2" if dtype is np.uint16 else np.uint8).reshape(shape)
+    bpp = (1 if len(shape) == 2 else shape[-1]) * np.dtype(dtype).itemsize
+    kinds, rows = _unfilter(raw, 5, bpp)
+    assert set(kinds) <= {0, 1, 2}  # None, Sub, Up: the filters the encoder may choose
+    back = np.frombuffer(rows.tobytes(), ">u2" if dtype is np.uint16 else np.uint8).reshape(shape)
     assert np.array_equal(back, arr)
+
+
+def test_png_filters_are_chosen_per_row_and_undo_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catches a wrong Sub/Up formula (or a wrong bytes-per-pixel for Sub): smooth images would decode
+    wrongly; an Up filter that forgets the row above at a block boundary; and an encoder that never
+    filters, which stores microscopy several times larger."""
+    monkeypatch.setattr(images, "_BLOCK_BYTES", 256 * 260 * 6)  # blocks of 256 rows of this image
+    columns = np.random.default_rng(0).integers(0, 60000, (1, 260, 3))
+    arr = (columns + np.arange(300)[:, None, None] * 3).astype(np.uint16)  # 16-bit RGB, rows alike
+    data = encode_png(arr)
+    _, raw = _decode_png(data)
+    kinds, rows = _unfilter(raw, 300, 6)
+    # Every row but the first repeats the one above: Up, also across the encoder's 256-row blocks.
+    assert kinds[0] in (0, 1) and set(kinds[1:]) == {2}
+    assert np.array_equal(np.frombuffer(rows.tobytes(), ">u2").reshape(arr.shape), arr)
+    assert len(data) < arr.nbytes / 20
+    ramp = np.tile(np.arange(260, dtype=np.uint8), (4, 1))
+    assert _unfilter(_decode_png(encode_png(ramp))[1], 4, 1)[0] == [1, 2, 2, 2]  # a ramp: Sub, then Up
 
 
 def test_pillow_reads_our_16_bit_grey_png_exactly(tmp_path: Path) -> None:
@@ -68,10 +103,10 @@ def test_image_id_is_128_bits_of_sha256_as_uuid() -> None:
 
 
 def test_dhash_of_gradients_and_hamming() -> None:
-    falling = np.tile(np.linspace(255, 0, 90), (80, 1)).astype(np.uint8)
-    assert dhash(falling) == "ffffffffffffffff"  # every left pixel brighter than its right neighbour
-    assert dhash(falling[:, ::-1].copy()) == "0000000000000000"
-    assert dhash(falling.astype(np.uint16) * 257) == "ffffffffffffffff"  # 16-bit scaled, same hash
+    rising = np.tile(np.linspace(0, 255, 90), (80, 1)).astype(np.uint8)
+    assert dhash(rising) == "ffffffffffffffff"  # imagehash: one bit per pair, right brighter than left
+    assert dhash(rising[:, ::-1].copy()) == "0000000000000000"
+    assert dhash(rising.astype(np.uint16) * 257) == "ffffffffffffffff"  # 16-bit scaled, same hash
     assert hamming("ff", "0f") == 4
 
 

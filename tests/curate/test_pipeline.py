@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 from curate_helpers import make_sources
 
-import scopebench.curate.ingestion.step as standardise
 from scopebench.cli import main
 from scopebench.curate import run_build
+from scopebench.curate.ingestion.step import IngestResult
 
 
 def _config(root: Path, options: int = 4) -> Path:
@@ -20,16 +20,11 @@ def _config(root: Path, options: int = 4) -> Path:
     return root / "build.yaml"
 
 
-def test_rerun_redoes_only_what_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    decoded: list[str] = []
-    real = standardise.read_image
-
-    def counting(path: Path) -> object:
-        decoded.append(Path(path).name)
-        return real(path)
-
-    monkeypatch.setattr(standardise, "read_image", counting)
-    first = run_build(_config(tmp_path))
+def test_rerun_redoes_only_what_changed(tmp_path: Path) -> None:
+    first = run_build(_config(tmp_path), workers=1)
+    # 7 distinct files are read; dup.png has img1.png's bytes, so its conversion is reused.
+    assert isinstance(first.steps[0], IngestResult)
+    assert (first.steps[0].converted, first.steps[0].reused) == (6, 1)
     assert [s.cached for s in first.steps] == [False] * 4
     assert first.steps[0].kept == 6 and first.steps[-1].stats["local_items"] == 27
 
@@ -41,14 +36,14 @@ def test_rerun_redoes_only_what_changed(tmp_path: Path, monkeypatch: pytest.Monk
     changed = run_build(_config(tmp_path, options=3))
     assert [s.cached for s in changed.steps] == [True, False, False, False]
 
-    # Fix the misspelt modality: ingest reruns but converts only the newly valid image (and
-    # retries the undecodable one); the rest come from the content-keyed image cache.
-    decoded.clear()
+    # Fix the misspelt modality: ingest reruns but converts only the newly valid image (the
+    # undecodable one's failure is cached by its bytes too); the rest come from the image cache.
     csv = tmp_path / "a.csv"
     csv.write_text(csv.read_text().replace("light microscpy", "light microscopy"))
     fixed = run_build(_config(tmp_path, options=3))
     assert [s.cached for s in fixed.steps] == [False] * 4
-    assert sorted(decoded) == ["bad.png", "img2.png"]
+    ingested = fixed.steps[0]
+    assert isinstance(ingested, IngestResult) and (ingested.converted, ingested.reused) == (1, 7)
     assert fixed.steps[0].kept == 7 and "unknown_vocabulary" not in fixed.steps[0].dropped
 
 

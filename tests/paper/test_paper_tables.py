@@ -195,10 +195,14 @@ def test_runs_of_different_benchmarks_get_one_table_each_with_their_own_labels(t
     assert main(["table", str(two_runs[0]), str(other), "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
         "forest-unit.png", "forest-unit.svg", "forest-unit2.png", "forest-unit2.svg",
+        "summary.csv", "summary.md", "summary.tex",
         "unit.csv", "unit.md", "unit.tex", "unit2.csv", "unit2.md", "unit2.tex",
     ]  # fmt: skip
     # One model-a per table: no folder suffix needed.
     assert "| model-a " in (out / "unit2.md").read_text()
+    # Across benchmarks, one row of model-a with a cell per benchmark.
+    summary = (out / "summary.md").read_text()
+    assert summary.count("| model-a ") == 1 and "| unit " in summary and "| unit2 " in summary
 
 
 def test_display_names_never_hold_a_path_and_tell_runs_of_one_model_apart(tmp_path):

@@ -63,7 +63,7 @@ def test_no_boxes() -> None:
     assert parse_boxes(None, 10, 10).format == "none"
 
 
-# --- Boxes are scored as written (issue 12 §3); repairs only when asked -----------------------
+# --- Boxes are scored as written; repairs only when asked -----------------------
 
 
 def test_box_outside_the_image_is_kept_as_written_by_default() -> None:
@@ -115,7 +115,7 @@ def test_number_of_boxes_read_is_capped_and_the_rest_counted() -> None:
     assert len(small.boxes) == 2 and small.truncated == 1
 
 
-# --- Untrusted replies cannot crash or stall a run (issue 16 §1) --------------------------------
+# --- Untrusted replies cannot crash or stall a run --------------------------------
 
 _DEEP = [3_000, 100_000]
 

@@ -5,7 +5,7 @@ and ``_first_line_rule``, ``_leading_label`` with ``_leading_kinds`` and ``_numb
 labels and introductory clauses of ``_lone_commits``, the label test after an answer phrase
 (``_accepts``), ordinals past the last option (``_ordinal_label``) and the early returns of
 ``parse_choice``. Each row asserts the whole :class:`ParseResult` a user sees — index, method and
-reason — because the mutants these tests were written against (issue 20, session 5) mostly change
+reason — because the slips these tests catch mostly change
 only the method or the reason, which reports print next to every unparsed reply.
 """
 
@@ -204,7 +204,7 @@ def test_the_whole_reply_is_a_label(reply: str, expected: ParseResult, why: str)
             " B\nThe spindle cells are arranged in concentric layers.",
             TUMOUR,
             _result(1, "leading_label", "response starts with label B"),
-            "a first line that is only a label, after the leading space many APIs return",
+            "a first line that is only a label, after a leading space many APIs return",
         ),
         (
             "B\nThe other options are less likely, especially C.",

@@ -6,7 +6,7 @@ kind of phrase and where its commitment is placed), ``_read_answer`` (the label,
 or option text after a phrase) and ``_text_then_label`` ("rosette formation (option C)"). Each
 row asserts the index, the rule (``method``) and the ``reason`` a report shows, and its ``why``
 names the slip it catches; the numbers in brackets are the mutmut mutants of that function it
-kills (bench/RESULTS.md, parser survivors judged in session 5).
+kills (the mutation-testing figures are in bench/RESULTS.md).
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def test_decide_after_reflection_takes_the_later_answer() -> None:
 
 
 def test_changed_unread_names_the_later_label_as_written() -> None:
-    # Session 4 (mutation): the reason quotes the later label without its brackets, in the run's
+    # The reason quotes the later label without its brackets, in the run's
     # label style, and the answer is none (D is taken back, the new label is not read).
     text = "Answer: D. Actually, on closer inspection: (X)"
     got = decide([Commit(("D",), pos=0)], "answer_phrase", "answer phrase", FOUR, text)
@@ -132,7 +132,7 @@ def test_decide_reasons_a_user_reads() -> None:
         assert (got.index, got.method, got.reason) == (index, method, reason), text
 
 
-# --- Session 5 (mutation): every surviving mutant of _commits.py judged ----------------------
+# --- Every surviving mutant of _commits.py judged ----------------------
 
 _ROSETTES = (
     "The small round blue cells are arranged around central fibrillary cores, which are Homer Wright "

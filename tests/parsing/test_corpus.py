@@ -65,18 +65,14 @@ def test_corpus_shape_and_rates() -> None:
         "microvqa_answer",
         "refusal",
         "ambiguous",
-        # choice-6
         "verdict_vocabulary",
         "hedged_lead",
         "change_of_mind",
-        # choice-7 (exam 3's families)
         "others_rejected",
         "informal_withdrawal",
         "answer_formats_7",
-        # choice-8 (exam 5's families)
         "named_label_in_text",
         "commitment_after_concession",
-        # choice-9
         "decorated_answer",
         "first_impression",
         "answer_formats_9",

@@ -55,7 +55,7 @@ def test_prompt_never_asks_to_solve() -> None:
         ("B", JudgeVerdict(1, "B")),
         ("  B\n", JudgeVerdict(1, "B")),
         ("B.", JudgeVerdict(1, "B")),
-        # the space before the forgiven period goes too (it is stripped from the right, session 4)
+        # the space before the forgiven period goes too (it is stripped from the right)
         ("B .", JudgeVerdict(1, "B")),
         ("none .", JudgeVerdict(None, "none")),
         ("b", JudgeVerdict(1, "B")),

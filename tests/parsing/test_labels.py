@@ -103,7 +103,7 @@ def test_label_index_and_back() -> None:
 @pytest.mark.parametrize(
     ("text", "style", "kind"),
     [
-        # choice-6: angle brackets are a bare tag; a lone ">" closes nothing ("C>B" is a comparison)
+        # angle brackets are a bare tag; a lone ">" closes nothing ("C>B" is a comparison)
         ("<C>", "letters", "bracketed"), ("<3>", "numbers", "bracketed"), ("<C", None, None), ("C>B", "letters", None),
         # a CJK character closes a label as punctuation does ("选B比较合适"), unless it joins a second
         # label (也 also, 或 or, 和 and, 、 list comma): then it is no label at all
@@ -122,7 +122,7 @@ def test_label_kinds_choice_6(text: str, style: str | None, kind: str | None) ->
     ("text", "kind"),
     [
         # "!"/"?" ends a label before a space, the end, a closing mark or another "!"/"?" only: glued
-        # to a letter (even "X") it is part of a token, not the label's punctuation (session 4)
+        # to a letter (even "X") it is part of a token, not the label's punctuation
         ("C?X", None), ("C!X", None), ("C?!", "punct"), ("C!?", "punct"),
         # both ends of the CJK range that closes a label like punctuation (U+3400 and U+9FFF)
         ("B\u3400", "punct"), ("B\u9fff", "punct"),

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
+import tomllib
 from collections import Counter
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from scopebench.parsing import parse_choice
-from scopebench.parsing.languages import language_commits, languages, refuses
+from scopebench.parsing.languages import language_commits, languages, languages_from, refuses
+from scopebench.parsing.vocabulary import english_phrases, english_words
 
 CORPUS = Path(__file__).parent / "corpus" / "languages.jsonl"
 TEN = {"en", "zh", "de", "fr", "es", "pt", "it", "ja", "ko", "ru"}
@@ -52,7 +56,7 @@ def test_language_commits(reply: str, labels: list[tuple[str, ...]]) -> None:
 
 
 def test_refusal_keeps_option_text_from_committing() -> None:
-    # Catches: "I can't say whether it is X" in another language read as X (choice-9 did).
+    # Catches: "I can't say whether it is X" in another language read as X.
     reply = "Ich kann nicht sicher sagen, ob es sich um Necrosis handelt."
     assert refuses(reply) is not None
     got = parse_choice(reply, FOUR)
@@ -64,3 +68,37 @@ def test_language_rule_is_linear() -> None:
     # Not timed: the check is that 200k characters of phrases parse and commit to one label.
     reply = "Die Antwort ist C. " * 10_000
     assert parse_choice(reply, FOUR).index == 2
+
+
+def test_adding_a_language_as_documented(tmp_path: Path) -> None:
+    # Catches: docs/parser.md's "Adding a language" example going stale (a key renamed, a file
+    # the loader refuses) or a language file whose phrases do not reach the language rule.
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "parser.md").read_text(encoding="utf-8")
+    section = doc.split("## Adding a language\n", 1)[1].split("\n## ", 1)[0]
+    (tmp_path / "nl.toml").write_text(section.split("```toml\n", 1)[1].split("```", 1)[0], encoding="utf-8")
+    for lang in resources.files("scopebench.parsing.languages").iterdir():
+        if lang.name.endswith(".toml"):
+            (tmp_path / lang.name).write_text(lang.read_text(encoding="utf-8"), encoding="utf-8")
+    replies = {"Het antwoord is C.": 2, "Niet A, maar C.": 2, "Het is niet C.": None}
+    assert [parse_choice(r, FOUR).index for r in replies] == [None, None, None]  # not shipped
+    with languages_from(tmp_path):
+        assert "nl" in {lang.code for lang in languages()}
+        assert [parse_choice(r, FOUR).index for r in replies] == list(replies.values())
+        assert parse_choice("Ik kan het niet zeggen, misschien Necrosis.", FOUR).index is None
+    assert parse_choice("Het antwoord is C.", FOUR).index is None  # the package's files again
+
+
+def test_english_words_are_data_read_by_the_rules() -> None:
+    # Catches: a list in en.toml's [words] that no rule reads any more (edited to no effect), a
+    # rule reading a key en.toml lacks (KeyError at import), or a language file's [words] table
+    # read as phrases of the language rule.
+    src = Path(__file__).resolve().parents[2] / "src" / "scopebench" / "parsing"
+    code = "".join(p.read_text(encoding="utf-8") for p in src.rglob("*.py"))
+    read = set(re.findall(r'english_(?:words|phrases)\("([a-z_]+)"\)', code))
+    data = tomllib.loads((src / "languages" / "en.toml").read_text(encoding="utf-8"))
+    assert read == set(data["words"]) and len(read) >= 8
+    assert "not" in english_words("negation_before") and "because" in english_words("reason")
+    with pytest.raises(KeyError):
+        english_phrases("no_such_list")
+    english = next(lang for lang in languages() if lang.code == "en")
+    assert english.answer_before == () and english.refusal  # [words] is not a phrase list

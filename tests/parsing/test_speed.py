@@ -1,8 +1,8 @@
-"""The parser stays linear on long, adversarial replies (issue 16 §2).
+"""The parser stays linear on long, adversarial replies.
 
 Greedy decoding loops ("Answer: A Answer: A …") and servers that ignore ``max_tokens`` produce
-tens or hundreds of thousands of characters. choice-1 took 7.7 s at 10k and 31 s at 20k characters
-of such a loop; these tests give each 40k-character shape a generous 20 s (about 50× what it takes
+tens or hundreds of thousands of characters. A quadratic
+parser takes tens of seconds on 20k characters of such a loop; these tests give each 40k-character shape a generous 20 s (about 50× what it takes
 now on a loaded 2-core machine), so only a quadratic regression trips them. bench/bench_parser.py
 prints the figures.
 """
@@ -30,7 +30,7 @@ SHAPES = {
     "chinese": "答案是（A）",
     "corrections": "The answer is A. Wait, the answer is B. ",
     "option-words": "rosette formation spindle cells ",
-    # choice-3 rules: short hedge sentences, intros, lone labels, walks, references, markers
+    # short hedge sentences, intros, lone labels, walks, references, markers
     "short-hedge-loop": "I suppose D. I would say ",
     "intro-loop": "After careful thought, C. Having weighed it all, ",
     "lone-label-loop": "no. no, A. yes, ",
@@ -38,12 +38,12 @@ SHAPES = {
     "former-loop": "Necrosis or spindle cells? The former. ",
     "marker-loop": "The answer is A. Wait, actually, on closer inspection ",
     "sentence-without-end": "I would say that the cells are ",
-    # choice-5 rules: hypotheses, questions, object verdicts, named first thoughts
+    # hypotheses, questions, object verdicts, named first thoughts
     "conditional-loop": "If the cells were larger, I would say C. If ",
     "question-loop": "Is this necrosis or spindle cells ",
     "object-verdict-loop": "which makes C the best option and leaves ",
     "first-thought-loop": "At first I thought B, but however final answer: C ",
-    # choice-6 rules: hedged lead-ins, tentative labels, changes of mind, text with its label,
+    # hedged lead-ins, tentative labels, changes of mind, text with its label,
     # ordinals, alternatives after the answer, answers about to be given, Chinese verdicts
     "hedged-lead-loop": "With moderate confidence: C. Hard to be sure, but ",
     "tentative-loop": "Perhaps A? Maybe B. Plausibly ",
@@ -53,7 +53,7 @@ SHAPES = {
     "alternative-loop": "D is the best fit, or perhaps C. Or maybe ",
     "about-to-loop": "I was going to say A, however ",
     "chinese-verdict-loop": "这张图最符合B。不太可能是A。",
-    # choice-10: language phrases, role markers, options listed on one line
+    # language phrases, role markers, options listed on one line
     "language-loop": "Die Antwort ist C. Nicht A, sondern B. 答えはCではなく ",
     "role-marker-loop": "USER: Which? ASSISTANT: ",
     "listed-options-loop": "A. Whorled pattern B. Spindle cells ",

@@ -26,11 +26,11 @@ def test_clean_folds_typographic_quotes_and_dashes() -> None:
 
 
 def test_clean_drops_heading_underlines_and_rules_only() -> None:
-    # choice-7: "Answer\n------\nC" is a setext heading; its underline is no answer text. A dash
+    # "Answer\n------\nC" is a setext heading; its underline is no answer text. A dash
     # inside a line ("B - C", "1 - 2 weeks") and fewer than three dashes stay.
     assert clean("Answer\n------\nC") == "Answer\n\nC"
     assert clean("Answer\n=====\nC") == "Answer\n\nC"
-    # choice-9: the whitespace ending a reply goes too (a closing label is looked for in the last
+    # the whitespace ending a reply goes too (a closing label is looked for in the last
     # characters, which blank lines would otherwise fill).
     assert clean("B --- C\n--\n") == "B --- C\n--"
     assert clean("C) Giant cells, B.\n\n\n\n\n\n\n\n\n\n\t ") == "C) Giant cells, B."

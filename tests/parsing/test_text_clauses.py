@@ -5,7 +5,6 @@ Guards the helpers `parse_choice`'s option-text rule and answer phrases lean on:
 `_among_others`, `_less_than`), `question_sentences`, `negated_after`, `more_specific` and the
 bounded work of `resolve`. Each row is a reply a VLM writes about a pathology MCQ, with the exact
 reading a user gets (index, method, reason); the comment says which misreading it catches.
-Written while judging mutation session 5's survivors (issue 20).
 """
 
 from __future__ import annotations

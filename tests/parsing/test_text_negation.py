@@ -3,7 +3,7 @@
 Guards which words make an option's mention a ruling-out ("rule out X", "can't be X", "X rather
 than differential interference contrast") and which clauses before an answer phrase keep it from
 committing ("If the cells were larger, I would say C") — read through :func:`parse_choice`, the
-way a user's reply is. Written in mutation session 5: each row names the mutants it kills.
+way a user's reply is. Each row names the mutants it kills.
 """
 
 from __future__ import annotations

@@ -190,6 +190,9 @@ def test_items_outcomes_and_thumbnails(html_runs):
         "answer": "—",
         "response": "",
         "notes": ["model call failed: <timeout> & retry"],
+        "prompt": "",  # records written without a sample show none
+        "system": "",
+        "sent_images": [],
     }
     assert items[0]["truth"] == f"A. {EVIL_OPTION}"
 

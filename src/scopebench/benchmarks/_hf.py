@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from scopebench.benchmarks.base import Problem
+from scopebench.display import adopt_library_logs
 from scopebench.errors import DataFormatError, DataNotFoundError, ImageLoadError
 
 if TYPE_CHECKING:
@@ -145,6 +146,7 @@ def open_hf_data(
     what: str,
     hub_help: str,
     fallbacks: Sequence[str] = (),
+    subset: str | None = None,
 ) -> HFData:
     """Open a dataset from a Hub id, a ``save_to_disk`` folder, or parquet / arrow files.
 
@@ -156,6 +158,8 @@ def open_hf_data(
         fallbacks: Split names to use, in order, when ``split`` is absent (MicroVQA renamed
             ``train`` to ``test``). When the data hold one split only, it is used whatever its name;
             the caller compares :attr:`HFData.split` with what it asked for and reports it.
+        subset: The Hub configuration to load (MMMU's ``Art``); for a local copy, the sub-folder
+            of ``data`` holding it (the Hub repository's layout).
 
     Returns:
         The opened dataset and its provenance.
@@ -165,14 +169,24 @@ def open_hf_data(
             reached.
         DataFormatError: When the files cannot be read as a dataset, or the split is absent.
     """
+    import datasets  # noqa: F401 - imported here so its log handler is adopted below
+
+    adopt_library_logs("datasets", "huggingface_hub")
     text = str(data)
     path = Path(text).expanduser()
     if path.is_file() and path.name in _METADATA_FILES:
         path = path.parent  # a dataset's own metadata file names its folder
     if not path.exists():
         if _HUB_ID.match(text):
-            return _open_hub(text, split, fallbacks, what=what, hub_help=hub_help)
+            return _open_hub(text, split, fallbacks, what=what, hub_help=hub_help, subset=subset)
         raise DataNotFoundError(f"{what} not found: {path} (no such file or folder). {hub_help}")
+    if subset is not None:
+        if not (path / subset).is_dir():
+            raise DataNotFoundError(
+                f"{path} has no sub-folder {subset!r} for subset {subset!r}; point --data at the "
+                "folder of that subset, or leave subset out"
+            )
+        path = path / subset
     if path.is_file():
         return _open_files([path], path.parent, split, fallbacks, source=str(path), what=what)
     if (path / "dataset_dict.json").is_file() or (path / "state.json").is_file():
@@ -198,18 +212,38 @@ def open_hf_data(
     return _open_files(files, path, split, fallbacks, source=str(path), what=what)
 
 
-def _open_hub(text: str, split: str | None, fallbacks: Sequence[str], *, what: str, hub_help: str) -> HFData:
+def _open_hub(
+    text: str,
+    split: str | None,
+    fallbacks: Sequence[str],
+    *,
+    what: str,
+    hub_help: str,
+    subset: str | None = None,
+) -> HFData:
     import datasets
+    from huggingface_hub import constants
 
     try:
-        dd = datasets.load_dataset(text)
+        dd = datasets.load_dataset(text, subset)
     except Exception as exc:  # network, auth and missing-repo errors come in many types; keep the reason
+        if constants.HF_HUB_OFFLINE:
+            # Offline was asked for: no Hub call was made, so the only remedy is a local copy.
+            raise DataNotFoundError(
+                f"HF_HUB_OFFLINE is set and {text!r}"
+                + (f" (subset {subset!r})" if subset else "")
+                + f" is not in the datasets cache ({constants.HF_HOME}, HF_DATASETS_CACHE: "
+                f"{datasets.config.HF_DATASETS_CACHE}): {type(exc).__name__}: {exc}. Load it once while "
+                f"online, unset HF_HUB_OFFLINE, or pass a local copy (save_to_disk folder or parquet "
+                f"files). {hub_help}"
+            ) from exc
         raise DataNotFoundError(
             f"{text!r} is no local path, and loading it as a Hugging Face Hub dataset id failed "
             f"({type(exc).__name__}: {exc}). "
-            "If this machine is offline, download it elsewhere with "
-            f"`datasets.load_dataset({text!r}).save_to_disk(DIR)` and pass --data DIR, or pass the "
-            f"dataset's local parquet/arrow files. {hub_help}"
+            "If this machine is offline, set HF_HUB_OFFLINE=1 (a dataset loaded before is then "
+            "read from the datasets cache at once, with no network retries), or download it "
+            f"elsewhere with `datasets.load_dataset({text!r}).save_to_disk(DIR)` and pass --data DIR, "
+            f"or pass the dataset's local parquet/arrow files. {hub_help}"
         ) from exc
     if isinstance(dd, datasets.Dataset):  # a loading script may return one split directly
         return HFData(dd, split, "hub", text, fingerprint=dd._fingerprint, available=())

@@ -1,4 +1,4 @@
-"""Option-text helpers shared by the loaders: strip option labels, split one-string option lists.
+"""Option-text helpers shared by the loaders: strip labels, split option lists, read answer cells.
 
 Benchmarks write their options in many ways: ``"A) text"`` items in a list (PathMMU), or one
 string holding every option (SPUR: ``"[A. … B. … E. …]"``, ``"A. …<br>B. …"``, one option per line,
@@ -8,11 +8,21 @@ or just ``"A. … B. …"``). These helpers turn both into plain ordered option 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from scopebench.items import LETTERS
 
-__all__ = ["ParsedAnswer", "normalize_text", "parse_answer_label", "split_labelled_options", "strip_label"]
+__all__ = [
+    "ParsedAnswer",
+    "describe_cell",
+    "normalize_text",
+    "parse_answer_label",
+    "resolve_answer",
+    "split_labelled_options",
+    "strip_label",
+]
 
 # A leading option label: "(A)", "[A]", "A)", "A.", "A:", with any spaces around. "A." and "A:"
 # must be followed by whitespace or the end, so "A.5 mg" or "C.elegans" are never read as labels;
@@ -163,3 +173,66 @@ def split_labelled_options(text: str) -> list[str]:
     ends = [*positions[1:], len(body)]
     # `p + 2` skips the label and its dot; whitespace inside an option is collapsed to one space.
     return [" ".join(body[p + 2 : e].split()) for p, e in zip(positions, ends, strict=True)]
+
+
+_INT_TEXT = re.compile(r"^[+-]?\d+$")
+
+
+def resolve_answer(value: Any, choices: tuple[str, ...]) -> tuple[int | None, str]:
+    """Turn an ``answer`` cell into a 0-based choice index.
+
+    Accepted forms, tried in this order: an integer index (also an integral float, which is how
+    pandas stores an int column with gaps); a single letter (case-insensitive); the exact text of
+    one choice (whitespace and case ignored); an integer written as text (CSV cells are text).
+
+    Args:
+        value: The cell value.
+        choices: The item's choices.
+
+    Returns:
+        ``(index, "")`` on success, else ``(None, reason)``.
+    """
+    n = len(choices)
+    span = f"{n} choices (A–{LETTERS[n - 1]}, 0–{n - 1})"
+    if isinstance(value, bool) or value is None:
+        return None, f"answer {describe_cell(value)} is neither an index, a letter nor a choice's text"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int):
+        if 0 <= value < n:
+            return value, ""
+        return None, f"answer index {value} is out of range for {span}"
+    if not isinstance(value, str):
+        return None, f"answer {describe_cell(value)} is neither an index, a letter nor a choice's text"
+    text = value.strip()
+    if len(text) == 1 and text.isascii() and text.isalpha():
+        index = LETTERS.index(text.upper())
+        if index < n:
+            return index, ""  # both readings possible: the letter wins (documented)
+    matches = [i for i, c in enumerate(choices) if normalize_text(c) == normalize_text(text)]
+    if len(matches) == 1:
+        return matches[0], ""
+    if len(matches) > 1:
+        return None, f"answer {text!r} matches several identical choices"
+    if _INT_TEXT.match(text):
+        return resolve_answer(int(text), choices)
+    if len(text) == 1 and text.isascii() and text.isalpha():
+        # Only now: a one-letter option's text ("F" of ["T", "F"]) is read as text first.
+        return None, f"answer letter {text!r} is out of range for {span} and matches no choice's text"
+    return None, f"answer {text!r} matches no choice's text and is not a letter or index for {span}"
+
+
+def describe_cell(value: Any, limit: int = 60) -> str:
+    """A data cell for messages: short, and never an image's bytes (only their length)."""
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, Mapping) and "bytes" in value:
+        data = value.get("bytes")
+        return f"<image: {len(data)} bytes>" if data else f"<image: path {describe_cell(value.get('path'))}>"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k!r}: {describe_cell(v, 20)}" for k, v in list(value.items())[:5]) + "}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(describe_cell(v, 20) for v in value[:5])
+        return f"[{inner}{', …' if len(value) > 5 else ''}]"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

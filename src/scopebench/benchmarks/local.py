@@ -23,8 +23,10 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from scopebench.benchmarks._options import normalize_text
+from scopebench.benchmarks._hf import is_hub_id
+from scopebench.benchmarks._options import describe_cell, resolve_answer
 from scopebench.benchmarks.base import Benchmark, LoadedBenchmark, Problem, Severity, fingerprint_files
+from scopebench.benchmarks.hf import DatasetSpec, load_dataset_items
 from scopebench.benchmarks.registry import register_benchmark
 from scopebench.errors import DataFormatError, DataNotFoundError, UnsafePathError
 from scopebench.items import LETTERS, Box, ImageRef, Item, ItemKind, safe_join
@@ -70,7 +72,6 @@ ITEM_COLUMNS = frozenset(
     }
 )
 _LETTER_COLUMN = re.compile(r"^[A-Z]$")
-_INT_TEXT = re.compile(r"^[+-]?\d+$")
 
 
 def find_data_file(path: Path) -> Path:
@@ -100,50 +101,6 @@ def find_data_file(path: Path) -> Path:
             f"{path.name}: unknown data file type {path.suffix!r}; use one of {', '.join(sorted(SUFFIXES))}"
         )
     return path
-
-
-def resolve_answer(value: Any, choices: tuple[str, ...]) -> tuple[int | None, str]:
-    """Turn an ``answer`` cell into a 0-based choice index.
-
-    Accepted forms, tried in this order: an integer index (also an integral float, which is how
-    pandas stores an int column with gaps); a single letter (case-insensitive); the exact text of
-    one choice (whitespace and case ignored); an integer written as text (CSV cells are text).
-
-    Args:
-        value: The cell value.
-        choices: The item's choices.
-
-    Returns:
-        ``(index, "")`` on success, else ``(None, reason)``.
-    """
-    n = len(choices)
-    span = f"{n} choices (A–{LETTERS[n - 1]}, 0–{n - 1})"
-    if isinstance(value, bool) or value is None:
-        return None, f"answer {value!r} is neither an index, a letter nor a choice's text"
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int):
-        if 0 <= value < n:
-            return value, ""
-        return None, f"answer index {value} is out of range for {span}"
-    if not isinstance(value, str):
-        return None, f"answer {value!r} is neither an index, a letter nor a choice's text"
-    text = value.strip()
-    if len(text) == 1 and text.isascii() and text.isalpha():
-        index = LETTERS.index(text.upper())
-        if index < n:
-            return index, ""  # both readings possible: the letter wins (documented)
-    matches = [i for i, c in enumerate(choices) if normalize_text(c) == normalize_text(text)]
-    if len(matches) == 1:
-        return matches[0], ""
-    if len(matches) > 1:
-        return None, f"answer {text!r} matches several identical choices"
-    if _INT_TEXT.match(text):
-        return resolve_answer(int(text), choices)
-    if len(text) == 1 and text.isascii() and text.isalpha():
-        # Only now: a one-letter option's text ("F" of ["T", "F"]) is read as text first.
-        return None, f"answer letter {text!r} is out of range for {span} and matches no choice's text"
-    return None, f"answer {text!r} matches no choice's text and is not a letter or index for {span}"
 
 
 @dataclass(slots=True)
@@ -197,7 +154,21 @@ class LocalBenchmark(Benchmark):
             DataNotFoundError: When the path or the folder's data file does not exist.
             DataFormatError: When the file cannot be read, or has no row (of ``split``).
         """
-        return self.load_file(Path(data).expanduser(), self.name, split)
+        path = Path(data).expanduser()
+        if _is_hf_dataset(str(data), path):
+            # The local format's column names are the mapping; `--bench hf` takes any other.
+            spec = DatasetSpec(dataset=str(data), question="question", options="choices", id=None)
+            try:
+                return load_dataset_items(spec, self.name, split)
+            except DataNotFoundError as exc:
+                if path.exists():
+                    raise
+                # `my-bench/data` is also a mistyped folder: say that first.
+                raise DataNotFoundError(
+                    f"local benchmark data not found: {path} is no file or folder; read as a Hugging "
+                    f"Face dataset id instead: {exc}"
+                ) from exc
+        return self.load_file(path, self.name, split)
 
     def load_file(self, path: Path, benchmark_name: str, split: str | None) -> LoadedBenchmark:
         """Load a file in the local format under any benchmark name.
@@ -248,6 +219,14 @@ class LocalBenchmark(Benchmark):
 
 
 # Reading --------------------------------------------------------------------------------------
+
+
+def _is_hf_dataset(text: str, path: Path) -> bool:
+    """Whether ``--data`` is a Hub id or a folder written by ``save_to_disk`` (read as a dataset)."""
+    if path.is_dir():
+        return (path / "state.json").is_file() or (path / "dataset_dict.json").is_file()
+    # A missing `bench/items.jsonl` is a missing file (said so), not a Hub id to download.
+    return is_hub_id(text) and path.suffix.lower() not in SUFFIXES
 
 
 def _read_rows(file: Path, problems: list[Problem]) -> tuple[list[_Row], tuple[str, ...]]:
@@ -382,6 +361,15 @@ def _text(value: Any) -> str | None:
         value = int(value)
     text = str(value).strip()
     return text or None
+
+
+def _embedded_bytes(cell: Any) -> bytes | None:
+    """The encoded image of an embedded image cell (bytes, or ``{"bytes": …}``), else ``None``."""
+    if isinstance(cell, (bytes, bytearray)) and cell:
+        return bytes(cell)
+    if isinstance(cell, Mapping) and isinstance(cell.get("bytes"), (bytes, bytearray)) and cell["bytes"]:
+        return bytes(cell["bytes"])
+    return None
 
 
 def _json_type(value: Any) -> str:
@@ -642,9 +630,18 @@ class _RowBuilder:
             refs.extend(many)
         out: list[ImageRef] = []
         missing = False
-        for ref in refs:
+        for n, ref in enumerate(refs):
+            embedded = _embedded_bytes(ref)
+            if embedded is not None:
+                # A Parquet `Image` cell ({"bytes", "path"}), as `datasets` writes them.
+                out.append(ImageRef(key=f"{self.benchmark}:{record}:{n}", data=embedded))
+                continue
             if not isinstance(ref, str) or not ref.strip():
-                self.problem(record, f"image reference {ref!r} is not a path; skipped", kind="malformed")
+                self.problem(
+                    record,
+                    f"image reference {describe_cell(ref)} is neither a path nor an embedded image; skipped",
+                    kind="malformed",
+                )
                 return None
             try:
                 path = safe_join(self.root, ref.strip())
@@ -658,7 +655,7 @@ class _RowBuilder:
                 missing = True
                 self.problem(
                     record,
-                    f"image {ref.strip()!r} not found in {self.root}; "
+                    f"image {describe_cell(ref.strip())} not found in {self.root}; "
                     "the item is kept and counted as missing_image",
                     kind="missing_image",
                     severity="warning",

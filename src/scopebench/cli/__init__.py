@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -42,7 +43,7 @@ from rich.table import Table
 
 from scopebench.cli.options import Args, Group, parse_key_values, read_exclude
 from scopebench.cli.output import out_console, print_wide
-from scopebench.display import configure_logging
+from scopebench.display import configure_logging, shown
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
 from scopebench.models.registry import ModelSpec
 from scopebench.report import render_metrics_table, write_run_outputs
@@ -299,6 +300,7 @@ def _run_config(args: Args, **overrides: Any) -> RunConfig:
         "judge": getattr(args, "judge", None),
         "judge_args": parse_key_values(getattr(args, "judge_arg", None) or [], "--judge-arg"),
         "label": getattr(args, "label", None),
+        "log_samples": getattr(args, "log_samples", True),
         "answer_format": getattr(args, "answer_format", "free"),
         **overrides,
     }
@@ -600,6 +602,7 @@ def build_cli() -> click.Group:
         help="Evaluate vision-language models on microscopy, pathology and figure benchmarks.",
         subcommand_metavar="COMMAND [ARGS]...",
     )
+    @click.version_option(package_name="scopebench", prog_name="scopebench", message="%(prog)s %(version)s")
     @click.option("-v", "--verbose", count=True, help="more log output (-vv: debug)")
     @click.option("-q", "--quiet", is_flag=True, help="no progress bars, errors only")
     def cli(verbose: int, quiet: bool) -> None:
@@ -641,7 +644,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Not cli.main(): that turns KeyboardInterrupt into Abort and exits the interpreter itself.
         with cli.make_context("scopebench", args) as ctx:
             code: int = cli.invoke(ctx)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return code
+    except BrokenPipeError:
+        # `scopebench benchmarks --json | head -1`: the reader left; that is no error of ours.
+        # Point stdout at devnull so the interpreter's last flush cannot raise it again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell tool ends in a broken pipeline
     except click.exceptions.Exit as exc:  # --help, or a group shown without a command
         return int(exc.exit_code)
     except click.ClickException as exc:  # UsageError, BadParameter, NoSuchOption…: exit 2
@@ -651,7 +660,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         err_console.print(escape(str(exc)), highlight=False, soft_wrap=True)
         return 143 if terminated else 130
     except ScopebenchError as exc:
-        err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        message = escape(shown(str(exc)))
+        err_console.print(f"[bold red]error:[/bold red] {message}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         # Outside a run's batch loop (loading, an executor shutting down): committed results are

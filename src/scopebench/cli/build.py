@@ -16,6 +16,10 @@ from scopebench.cli.options import Args, Group, argument, command, model_arg_opt
 from scopebench.cli.output import out_console
 from scopebench.errors import DataFormatError
 
+#: The default of ``--max-pixels`` (8192 × 8192), as ``scopebench.curate.ingestion.images`` has it;
+#: repeated so that ``--help`` does not import the build package.
+DEFAULT_MAX_PIXELS = 8192 * 8192
+
 __all__ = ["register", "summary_table"]
 
 console = out_console(120)
@@ -97,10 +101,25 @@ def _fractions(text: str) -> dict[str, float]:
 
 def cmd_ingest(args: Args) -> int:
     """Ingest a manifest's sources into a standardised dataset."""
+    from pathlib import Path
+
+    from scopebench.curate.ingestion.step import IngestResult
     from scopebench.curate.pipeline import STEPS
 
+    step = STEPS["ingest"]
+    config = step.make_config(None, max_pixels=args.max_pixels)
+    cache = args.cache or Path(args.out).resolve().parent / ".cache" / "images"
     progress = not getattr(args, "quiet", False)
-    return _show([STEPS["ingest"].run(args.manifest, args.out, progress=progress, cache_dir=args.cache)])
+    result = step.run(
+        args.manifest, args.out, config, progress=progress, cache_dir=cache, workers=args.workers
+    )
+    code = _show([result])
+    if isinstance(result, IngestResult):
+        console.print(
+            f"  ingest: {result.converted} image files converted, {result.reused} reused from {cache}",
+            highlight=False,
+        )
+    return code
 
 
 def cmd_questions(args: Args) -> int:
@@ -242,7 +261,7 @@ def cmd_run(args: Args) -> int:
     """Run every step of build.yaml, reusing the unchanged ones."""
     from scopebench.curate.pipeline import run_build
 
-    outcome = run_build(args.config, progress=not getattr(args, "quiet", False))
+    outcome = run_build(args.config, progress=not getattr(args, "quiet", False), workers=args.workers)
     code = _show(outcome.steps)
     for r in outcome.steps:
         if r.step == "filter":
@@ -273,6 +292,12 @@ _Deco = Callable[[Callable[..., int]], Callable[..., int]]
 _out: _Deco = click.option(
     "--out", required=True, help="output folder (an earlier build output there is replaced)"
 )
+#: ``--workers`` of the image steps: processes converting images (the output does not depend on it).
+_workers: _Deco = click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="processes converting images (default: every core); the output is the same for any number",
+)
 #: ``--cache`` of the LLM steps.
 _llm_cache: _Deco = click.option("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
 
@@ -280,7 +305,18 @@ _llm_cache: _Deco = click.option("--cache", help="LLM call cache file (default O
 @command("ingest", short_help="images + metadata tables → standardised μ-Bench-format dataset")
 @argument("manifest", help="manifest YAML (docs/build.md)")
 @_out
-@click.option("--cache", help="folder of converted images, reused by later runs")
+@click.option(
+    "--cache",
+    help="folder of converted images and file hashes, reused by later runs (default OUT/../.cache/images)",
+)
+@_workers
+@click.option(
+    "--max-pixels",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_PIXELS,
+    show_default=True,
+    help="images declaring more pixels (width × height × planes) are problem rows, not decoded; 0: no limit",
+)
 @pass_args
 def _ingest(args: Args) -> int:
     """Images + metadata tables → standardised μ-Bench-format dataset."""
@@ -421,6 +457,7 @@ def _figures(args: Args) -> int:
 
 @command("run", short_help="every step from build.yaml, redoing only what changed")
 @argument("config", help="build.yaml (docs/build.md)")
+@_workers
 @pass_args
 def _run(args: Args) -> int:
     """Every step from build.yaml, redoing only what changed."""

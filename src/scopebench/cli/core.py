@@ -69,6 +69,13 @@ def validate(args: Args) -> int:
 @model_options
 @engine_options
 @click.option(
+    "--log-samples",
+    type=click.BOOL,
+    default=True,
+    show_default=True,
+    help="store each record's sample (prompt, question, options, answer key); false for very large runs",
+)
+@click.option(
     "--box-repair",
     is_flag=True,
     help="detection: swap reversed box corners and clip boxes to the image before GRIT scoring "

@@ -140,15 +140,29 @@ class Command(click.Command):
         """Expand ``--opt a b`` of a greedy option into ``--opt a --opt b``, then parse."""
         return super().parse_args(ctx, expand_greedy(args, self.greedy))
 
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The positional arguments (with their help), then the options."""
+    def format_arguments(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The positional arguments with their help, in one "Arguments" section (click ≥ 8.2)."""
         arguments = [
             r for p in self.get_params(ctx) if isinstance(p, Argument) if (r := p.get_help_record(ctx))
         ]
         if arguments:
             with formatter.section("Arguments"):
                 formatter.write_dl(arguments)
-        super().format_options(ctx, formatter)
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The options; before click 8.2 (no ``format_arguments`` step) the arguments first."""
+        if not hasattr(click.Command, "format_arguments"):
+            self.format_arguments(ctx, formatter)
+        # Only the options: an Argument's help record (ours has one) is the section above.
+        options = [
+            r
+            for p in self.get_params(ctx)
+            if not isinstance(p, click.Argument)
+            if (r := p.get_help_record(ctx))
+        ]
+        if options:
+            with formatter.section("Options"):
+                formatter.write_dl(options)
 
 
 def expand_greedy(args: Sequence[str], greedy: Sequence[str]) -> list[str]:

@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from scopebench.display import is_quiet
+from scopebench.display import is_quiet, shown
 
 __all__ = ["OutConsole", "out_console", "print_wide", "whole_token_widths"]
 
 
 class OutConsole(Console):
-    """A stdout console that prints nothing under ``--quiet`` (errors go to stderr consoles)."""
+    """A stdout console that prints nothing under ``--quiet`` (errors go to stderr consoles).
+
+    Text and table titles are printed as :func:`~scopebench.display.shown` writes paths: a run
+    folder or a model spec under the home folder appears with ``~``, never as an absolute path.
+    """
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """``Console.print`` with paths in text and table titles shown as the user typed them."""
+        for obj in objects:
+            if isinstance(obj, Table) and isinstance(obj.title, str):
+                obj.title = shown(obj.title)
+        super().print(*(shown(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
     @property
     def quiet(self) -> bool:

@@ -39,13 +39,13 @@ def write_tables(
         The files written.
     """
     from scopebench.paper.forest import chance_level, plot_forest
+    from scopebench.paper.summary import benchmark_column, build_summary, model_labels
     from scopebench.paper.tables import (
         build_paper_tables,
         file_stem,
         table_to_markdown,
         write_paper_tables,
     )
-    from scopebench.report.labels import run_display_names
     from scopebench.results import Results
     from scopebench.store.rundir import load_run
 
@@ -53,14 +53,14 @@ def write_tables(
     results = [Results.from_run(d) for d in data]
     if labels is None:
         # Told apart within a benchmark's table: runs in different tables may share a name.
-        names = [""] * len(results)
-        for bench in dict.fromkeys(r.benchmark for r in results):
-            idx = [i for i, r in enumerate(results) if r.benchmark == bench]
-            for i, name in zip(idx, run_display_names([results[i] for i in idx]), strict=True):
-                names[i] = name
-        labels = names
+        labels = model_labels(results)
     tables = build_paper_tables(results, labels, published=published)
     written = write_paper_tables(tables, out_dir)
+    if len({benchmark_column(r) for r in results}) > 1:
+        summary = build_summary(results, labels)
+        written += write_paper_tables([summary], out_dir)
+        if echo:
+            console.print(table_to_markdown(summary), markup=False, highlight=False, soft_wrap=True)
     for table in tables:
         idx = [i for i, r in enumerate(results) if r.benchmark == table.benchmark]
         chances = [chance_level(results[i], data[i].items) for i in idx]
@@ -88,7 +88,8 @@ def cmd_table(args: Args) -> int:
         if note := _incomplete_note(run):
             console.print(note, markup=False, highlight=False, soft_wrap=True)
     console.print(
-        f"{len(written)} files written to {args.out}/ (.tex, .md, .csv per benchmark; forest-*.png/.svg)"
+        f"{len(written)} files written to {args.out}/ (.tex, .md, .csv per benchmark, and summary.* "
+        "across benchmarks; forest-*.png/.svg)"
     )
     return 0
 

@@ -22,6 +22,7 @@ from scopebench.cli.options import (
 )
 from scopebench.cli.output import out_console, print_wide
 from scopebench.config import ReportConfig
+from scopebench.display import shown
 from scopebench.errors import RunDirReadOnlyError
 from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
 from scopebench.report.html import heatmap_values
@@ -215,8 +216,30 @@ def _metrics_only(run: str, args: Args) -> dict[str, Any]:
         data.records, benchmark=data.benchmark, policy=report.policy, items=data.items, seed=seed,
         resamples=report.resamples,
     )  # fmt: skip
-    metrics["model"] = data.model
+    metrics["model"] = shown(data.model)
     return metrics
+
+
+def _summary(runs: Sequence[str], metrics: Sequence[dict[str, Any]], out: str | None) -> None:
+    """Runs of several benchmarks: print the models × benchmarks table (and write it to ``out``).
+
+    Its numbers are the ones just reported (the same policy, seed and resamples).
+    """
+    from dataclasses import replace
+
+    from scopebench.paper.summary import benchmark_column, build_summary, model_labels
+    from scopebench.paper.tables import table_to_markdown, write_paper_tables
+    from scopebench.results import Results
+    from scopebench.store.rundir import load_run
+
+    results = [Results.from_run(replace(load_run(r), metrics=m)) for r, m in zip(runs, metrics, strict=True)]
+    if len({benchmark_column(r) for r in results}) < 2:
+        return
+    table = build_summary(results, model_labels(results))
+    console.print(table_to_markdown(table), markup=False, highlight=False, soft_wrap=True)
+    if out:
+        written = write_paper_tables([table], out)
+        console.print(f"models × benchmarks summary written to {', '.join(map(str, written))}")
 
 
 def _incomplete_note(run: str) -> str | None:
@@ -256,6 +279,7 @@ def cmd_report(args: Args) -> int:
     report: ReportConfig = args.report
     # Runs with one folder name (sweep/alpha-*/run, */clean) get distinct output folders.
     folders = run_folder_names(args.runs)
+    reported: list[dict[str, Any]] = []
     for run, folder in zip(args.runs, folders, strict=True):
         if not args.out and not rundir.is_writable(run):
             # A read-only run (an archive, a colleague's folder) is reported, never written to.
@@ -265,11 +289,13 @@ def cmd_report(args: Args) -> int:
                 crop=False,  # never cut off the right-hand (judge) columns, as in cli._print_metrics
             )
             console.print(f"{run} is read-only: no report files were written; pass --out DIR to write them")
+            reported.append(metrics)
             if note := _incomplete_note(run):
                 console.print(note)
             continue
         out = Path(args.out) / folder if args.out else report_dir(run, report)
         metrics = write_run_outputs(run, report, out_dir=out)
+        reported.append(metrics)
         console.print(
             render_metrics_table(metrics, title=f"{metrics['benchmark']} — {metrics['model']} ({run})"),
             crop=False,
@@ -294,6 +320,7 @@ def cmd_report(args: Args) -> int:
             console.print(f"logged {run} to {args.log_to} in {where}")
         if note := _incomplete_note(run):
             console.print(note)
+    _summary(args.runs, reported, args.out)
     if args.html:
         from scopebench.report.html import items_dir_for, write_html_report
 

@@ -85,7 +85,10 @@ class Manifest(BaseModel):
         name: The benchmark's name (dataset card title).
         description: One paragraph for the dataset card.
         taxonomy: A YAML taxonomy merged into the shipped one (relative to the manifest).
-        near_duplicate_bits: dHash Hamming distance at or below which two images are near-duplicates.
+        near_duplicate_bits: dHash Hamming distance at or below which a pair of images is proposed
+            as near-duplicates.
+        near_duplicate_similarity: Pixel similarity (block-minimum SSIM) at or above which a
+            proposed pair is confirmed.
         sources: The source datasets.
         root: The manifest's folder (set by :func:`load_manifest`).
     """
@@ -96,6 +99,7 @@ class Manifest(BaseModel):
     description: str = ""
     taxonomy: str | None = None
     near_duplicate_bits: int = Field(default=6, ge=0, le=64)
+    near_duplicate_similarity: float = Field(default=0.85, ge=-1.0, le=1.0)
     sources: list[Source]
     root: Path = Path(".")
 

@@ -11,10 +11,11 @@ Layout of an output folder::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "read_rows",
     "read_sources",
     "save_dataset",
+    "save_split_stream",
     "write_dataset",
 ]
 
@@ -100,6 +102,83 @@ def _save(
             ds.shard(n, i, contiguous=True).to_parquet(
                 str(out / "data" / f"{name}-{i:05d}-of-{n:05d}.parquet")
             )
+
+
+def _contiguous(n_rows: int, n_shards: int) -> list[int]:
+    """Shard boundaries as ``Dataset.shard(n, i, contiguous=True)`` draws them (the first get one more)."""
+    div, mod = divmod(n_rows, n_shards)
+    return [div * i + min(i, mod) for i in range(n_shards + 1)]
+
+
+def save_split_stream(
+    name: str,
+    rows: Iterable[Mapping[str, Any]],
+    label_names: list[str],
+    out: Path,
+    *,
+    n_rows: int,
+    total_bytes: int,
+) -> str:
+    """Save one split from an iterator of rows in one pass, a bounded batch in memory at a time.
+
+    Each row is encoded once and written to both layouts as it comes — the ``save_to_disk`` Arrow
+    shards (``<split>/data-0000i-of-0000n.arrow`` with its ``state.json`` and ``dataset_info.json``,
+    as ``Dataset.save_to_disk`` writes them) and the Parquet shards (``data/``) — through ``datasets``'
+    ``ArrowWriter`` and ``ParquetWriter``, which flush every 100 rows of an image dataset. Nothing is
+    read back, so memory (resident file pages included) does not grow with the split.
+
+    Args:
+        name: The split.
+        rows: Its rows, each with every feature column (``image`` as ``{"bytes", "path"}``).
+        label_names: The ``label`` classes.
+        out: The (prepared) output folder.
+        n_rows: How many rows ``rows`` yields.
+        total_bytes: The images' total size, which sets the number of shards (≤ 500 MB each).
+
+    Returns:
+        The SHA-256 of the rows written; its first 16 digits are the dataset's fingerprint, so the
+        saved files depend on the rows only.
+    """
+    from datasets import DatasetInfo
+    from datasets.arrow_writer import ArrowWriter, ParquetWriter
+    from datasets.utils.py_utils import asdict  # features as save_to_disk writes them
+
+    feats = features(label_names)
+    n = max(1, min(n_rows, math.ceil(total_bytes / _SHARD_BYTES)))
+    bounds = _contiguous(n_rows, n)
+    (out / name).mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(exist_ok=True)
+    digest = hashlib.sha256()
+    source = iter(rows)
+    for k in range(n):
+        arrow = ArrowWriter(features=feats, path=str(out / name / f"data-{k:05d}-of-{n:05d}.arrow"))
+        parquet = ParquetWriter(features=feats, path=str(out / "data" / f"{name}-{k:05d}-of-{n:05d}.parquet"))
+        with arrow, parquet:
+            for _ in range(bounds[k + 1] - bounds[k]):
+                row = next(source)
+                meta = {key: v for key, v in row.items() if key != "image"}
+                digest.update(json.dumps(meta, sort_keys=True, default=str).encode())
+                digest.update((row.get("image") or {}).get("bytes") or b"")
+                example = feats.encode_example({c: row.get(c) for c in feats})
+                arrow.write(example)
+                parquet.write(example)
+            arrow.finalize()
+            parquet.finalize()
+    state: dict[str, Any] = {
+        "_data_files": [{"filename": f"data-{k:05d}-of-{n:05d}.arrow"} for k in range(n)],
+        "_fingerprint": digest.hexdigest()[:16],
+        "_format_columns": None,
+        "_format_kwargs": {},
+        "_format_type": None,
+        "_output_all_columns": False,
+        "_split": None,
+    }
+    (out / name / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True), encoding="utf-8")
+    info = asdict(DatasetInfo(features=feats))
+    info_text = json.dumps({key: info[key] for key in sorted(info)}, indent=2)  # as save_to_disk sorts it
+    (out / name / "dataset_info.json").write_text(info_text, encoding="utf-8")
+    (out / "dataset_dict.json").write_text(json.dumps({"splits": [name]}), encoding="utf-8")
+    return digest.hexdigest()
 
 
 def read_rows(folder: Path) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
@@ -173,6 +252,31 @@ def write_summary(out: Path, result: StepResult) -> None:
     write_problems(result.problems, out / HISTORY / f"{result.step}.problems.jsonl")
 
 
+def _ingest_rows(images: list[IngestedImage], labels: list[str]) -> Iterator[dict[str, Any]]:
+    """The dataset rows of ``images``, each PNG read from its store file only when its row is due."""
+    for img in images:
+        yield {**_ingest_metadata(img, labels), "image": _image_of(img)}
+
+
+def _counted(rows: Iterable[dict[str, Any]], tick: Any) -> Iterator[dict[str, Any]]:
+    for row in rows:
+        yield row
+        tick()
+
+
+def _image_of(img: IngestedImage) -> dict[str, Any]:
+    return {"bytes": img.png.read_bytes(), "path": f"{img.source}/{img.record['source_path']}.png"}
+
+
+def _ingest_metadata(img: IngestedImage, labels: list[str]) -> dict[str, Any]:
+    rec = img.record
+    row = {c: rec.get(c) for c in (*UBENCH_COLUMNS, *BUILD_COLUMNS) if c != "image"}
+    row["label"] = labels.index(rec["label_name"]) if rec.get("label_name") else -1
+    row["split"] = "test"
+    row["questions"] = row["captions"] = None
+    return row
+
+
 def write_dataset(
     images: list[IngestedImage],
     out: Path,
@@ -180,12 +284,19 @@ def write_dataset(
     tax: Taxonomy,
     result: StepResult,
     inputs: Mapping[str, str],
+    *,
+    progress: bool = False,
 ) -> None:
     """Write the ingest output: one ``test`` split of every kept image, with its card.
+
+    Images stream from the conversion store into the Arrow and Parquet files, so memory holds one
+    batch of images whatever the number of rows.
 
     Raises:
         NoItemsError: When no image passed the checks (``problems.jsonl`` is still written).
     """
+    from tqdm import tqdm
+
     prepare_out(out)
     if not images:
         # datasets cannot load a saved dataset of zero rows back, so an empty build stops here.
@@ -197,16 +308,10 @@ def write_dataset(
             + f"); the first problems:\n{first}\nevery one is in {out / 'problems.jsonl'}"
         )
     labels = sorted({str(i.record["label_name"]) for i in images if i.record.get("label_name")})
-    rows = []
-    for img in images:
-        rec = img.record
-        row = {c: rec.get(c) for c in (*UBENCH_COLUMNS, *BUILD_COLUMNS)}
-        row["image"] = {"bytes": img.png, "path": f"{img.source}/{rec['source_path']}.png"}
-        row["label"] = labels.index(rec["label_name"]) if rec.get("label_name") else -1
-        row["split"] = "test"
-        row["questions"] = row["captions"] = None
-        rows.append(row)
-    save_dataset({"test": rows}, labels, out)
+    total = sum(int(i.info.get("png_bytes") or 0) for i in images)
+    with tqdm(total=len(images), desc="ingest: write", unit="img", disable=not progress) as bar:
+        rows = _counted(_ingest_rows(images, labels), bar.update)
+        save_split_stream("test", rows, labels, out, n_rows=len(images), total_bytes=total)
     sources = [s.model_dump(exclude={"defaults", "columns"}) for s in manifest.sources]
     (out / "sources.json").write_text(json.dumps(sources, indent=2), encoding="utf-8")
     # The checksums of the inputs travel to the exported card (the manifest's above all).
@@ -214,13 +319,13 @@ def write_dataset(
     (out / "inputs.json").write_text(json.dumps(recorded, indent=2), encoding="utf-8")
     about = {"name": manifest.name, "description": manifest.description}
     (out / BENCHMARK_FILE).write_text(json.dumps(about, indent=2), encoding="utf-8")
-    result.stats = {"taxonomy_sha256": tax.fingerprint(), "label_names": labels}
+    result.stats.update(taxonomy_sha256=tax.fingerprint(), label_names=labels)
     write_summary(out, result)
     write_card(
         out,
         title=manifest.name,
         description=manifest.description,
-        rows=rows,
+        rows=(_ingest_metadata(img, labels) for img in images),
         sources=sources,
         result=result,
         inputs=inputs,

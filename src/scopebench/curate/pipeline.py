@@ -4,12 +4,15 @@ A step's cache key is the SHA-256 of (scopebench version, step name, the step's 
 previous step's key); ingest's key covers the manifest, the taxonomy file and the bytes of every
 metadata table and every file in the sources' image folders. A step whose output folder holds the
 same key is reused as it is; a changed step reruns, and so does every step after it (its key
-changes with its predecessor's). Ingest also keeps converted images keyed by file content
-(``OUT/.cache/images``), so a re-run after fixing one row converts no image twice.
+changes with its predecessor's). Image files are hashed once and then recognised by their stat
+(size, modification time, inode: :class:`~scopebench.curate.ingestion.cache.FileHashes`), so a
+re-run with nothing changed reads no image; ingest also keeps converted images keyed by file
+content (``OUT/.cache/images``), so a re-run after fixing one row converts no image twice.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
@@ -22,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from scopebench.curate.exporting import export
 from scopebench.curate.filtering.step import FilterSection, filter_questions
 from scopebench.curate.generation.step import GenerateConfig, generate
-from scopebench.curate.ingestion.step import ingest, sha256_file
+from scopebench.curate.ingestion.cache import FileHashes
+from scopebench.curate.ingestion.step import IngestConfig, ingest
 from scopebench.curate.manifest import load_manifest
 from scopebench.curate.output import MARKER
 from scopebench.curate.questions import QuestionConfig, make_questions
@@ -35,8 +39,12 @@ from scopebench.models import parse_spec
 __all__ = ["STEPS", "BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
 
 
-def _run_ingest(d: Path, o: Path, _c: None, p: bool, cache_dir: Path | None = None) -> StepResult:
-    return ingest(d, o, cache_dir=cache_dir, progress=p)
+def _run_ingest(
+    d: Path, o: Path, c: IngestConfig, p: bool, cache_dir: Path | None = None, workers: int | None = None
+) -> StepResult:
+    # The worker count is a runner option, not configuration: the output does not depend on it, so
+    # it stays out of the cache signature.
+    return ingest(d, o, cache_dir=cache_dir, workers=workers, max_pixels=c.max_pixels or None, progress=p)
 
 
 def _run_generate(d: Path, o: Path, c: GenerateConfig, p: bool, cache: Path | None = None) -> StepResult:
@@ -60,7 +68,7 @@ STEPS: dict[str, Step] = {
             "ingest",
             "a manifest: image folders and metadata tables",
             (_DATASET, "sources.json", "inputs.json", "benchmark.json"),
-            None,
+            IngestConfig,
             _run_ingest,
         ),
         Step(
@@ -110,6 +118,7 @@ class BuildConfig(BaseModel):
         seed: Seed of every step.
         taxonomy: A user taxonomy YAML used by the questions step (the manifest's own ``taxonomy``
             is used by ingest).
+        ingest: :class:`~scopebench.curate.ingestion.step.IngestConfig` (``max_pixels``).
         questions: :class:`~scopebench.curate.questions.QuestionConfig` (options, difficulty…).
         generate: :class:`~scopebench.curate.generation.step.GenerateConfig`; the step runs only
             when given.
@@ -123,6 +132,7 @@ class BuildConfig(BaseModel):
     out: str = "build"
     seed: int = 0
     taxonomy: str | None = None
+    ingest: dict[str, Any] | None = None
     questions: dict[str, Any] | None = None
     generate: dict[str, Any] | None = None
     split: dict[str, Any] | None = None
@@ -132,12 +142,21 @@ class BuildConfig(BaseModel):
     def section(self, step: str, **given: Any) -> Any:
         """Step ``step``'s configuration: its section (empty values left out), the seed, ``given``."""
         raw = {k: v for k, v in (getattr(self, step) or {}).items() if v is not None}
-        return STEPS[step].make_config(raw, seed=self.seed, **given)
+        contract = STEPS[step]
+        # Only a step that makes random choices takes the seed (ingest makes none).
+        takes_seed = contract.config is not None and "seed" in _field_names(contract.config)
+        return contract.make_config(raw, **({"seed": self.seed} if takes_seed else {}), **given)
 
     def path(self, rel: str) -> Path:
         """``rel`` resolved against build.yaml's folder."""
         p = Path(rel).expanduser()
         return p if p.is_absolute() else self.root / p
+
+
+def _field_names(config: type) -> set[str]:
+    if dataclasses.is_dataclass(config):
+        return {f.name for f in dataclasses.fields(config)}
+    return set(getattr(config, "model_fields", {}))
 
 
 @dataclass
@@ -170,8 +189,12 @@ def load_build_config(path: str | Path) -> BuildConfig:
         raise DataFormatError(f"{p} is not a valid build configuration:\n" + "\n".join(lines)) from exc
 
 
-def _hash_inputs(cfg: BuildConfig) -> str:
-    """SHA-256 over the manifest, its taxonomy, metadata tables and every image file's bytes."""
+def _hash_inputs(cfg: BuildConfig, hashes: FileHashes) -> str:
+    """SHA-256 over the manifest, its taxonomy, metadata tables and every image file's bytes.
+
+    Each file's hash comes from ``hashes`` while its stat is unchanged, so an unchanged input folder
+    is listed and stat-ed, not read.
+    """
     man = load_manifest(cfg.path(cfg.manifest))
     h = hashlib.sha256()
     files = [cfg.path(cfg.manifest)]
@@ -188,7 +211,7 @@ def _hash_inputs(cfg: BuildConfig) -> str:
             name = f.resolve().relative_to(cfg.root.resolve()).as_posix()
         except ValueError:
             name = str(f.resolve())
-        h.update(f"{name}\0{sha256_file(f) if f.is_file() else 'missing'}\0".encode())
+        h.update(f"{name}\0{hashes.sha256(f) if f.is_file() else 'missing'}\0".encode())
     return h.hexdigest()
 
 
@@ -282,7 +305,7 @@ def _file_hash(path: str) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "missing"
 
 
-def _plan(cfg: BuildConfig, out: Path) -> list[_Planned]:
+def _plan(cfg: BuildConfig, out: Path, workers: int | None = None) -> list[_Planned]:
     """Every step of build.yaml with its configuration, checked before any step runs."""
     taxonomy = str(cfg.path(cfg.taxonomy)) if cfg.taxonomy else None
     tax_hash = None
@@ -290,18 +313,33 @@ def _plan(cfg: BuildConfig, out: Path) -> list[_Planned]:
         if not Path(taxonomy).is_file():
             raise DataNotFoundError(f"taxonomy file not found: {taxonomy} (from {cfg.root / 'build.yaml'})")
         tax_hash = hashlib.sha256(Path(taxonomy).read_bytes()).hexdigest()
-    return [
-        _Planned(STEPS["ingest"], None, (_hash_inputs(cfg),), {"cache_dir": out / ".cache" / "images"}),
+    # Every section is checked first: a misspelt setting must stop the build before it writes a file.
+    later = [
         _Planned(STEPS["questions"], cfg.section("questions", taxonomy=taxonomy), (tax_hash,)),
         *_generate_plan(cfg, out),
         *_filter_plan(cfg),
         _Planned(STEPS["split"], cfg.section("split")),
         _Planned(STEPS["export"]),
     ]
+    ingest_config = cfg.section("ingest")
+    cache = out / ".cache" / "images"
+    hashes = FileHashes(cache / "file_sha256.sqlite")
+    try:
+        inputs_key = _hash_inputs(cfg, hashes)
+    finally:
+        hashes.close()  # ingest opens the same file: one writer at a time
+    ingest_step = _Planned(
+        STEPS["ingest"], ingest_config, (inputs_key,), {"cache_dir": cache, "workers": workers}
+    )
+    return [ingest_step, *later]
 
 
 def run_build(
-    config: str | Path, *, progress: bool = False, on_step: Callable[[StepResult], None] | None = None
+    config: str | Path,
+    *,
+    progress: bool = False,
+    on_step: Callable[[StepResult], None] | None = None,
+    workers: int | None = None,
 ) -> BuildOutcome:
     """Run ingest → questions → generate → filter (when configured) → split → export, reusing steps.
 
@@ -309,6 +347,7 @@ def run_build(
         config: The ``build.yaml`` file.
         progress: Show a progress bar per step.
         on_step: Called with each step's result as it finishes.
+        workers: Processes converting images at ingest (``None``: every core).
 
     Returns:
         Each step's result (``cached`` says which were reused).
@@ -318,7 +357,7 @@ def run_build(
     outcome = BuildOutcome(out=out)
     key = ""
     previous = cfg.path(cfg.manifest)
-    for planned in _plan(cfg, out):
+    for planned in _plan(cfg, out, workers):
         name = planned.step.name
         key = planned.step.signature(planned.config, key, *planned.inputs)
         folder = out / name

@@ -161,6 +161,7 @@ def response_record(request: Request, response: Response, model: str) -> Record:
         response=response.text,
         scores=response.scores,
         extra=dict(response.extra),
+        sample=request.sample(),
         kind=item.kind,
         finish_reason=response.finish_reason,
         truncated=response.finish_reason == "length",

@@ -41,7 +41,7 @@ from scopebench.errors import (
     RunInterruptedError,
     ScopebenchError,
 )
-from scopebench.items import Item, Record, RecordStatus
+from scopebench.items import Item, Record, RecordStatus, Sample
 from scopebench.models import Backend, ModelSpec, Response, load_model, parse_spec
 from scopebench.models.strategies import StrategyBackend
 from scopebench.protocols import Request, detection_class, resolve_protocol
@@ -614,12 +614,12 @@ def _execute(
     # Items whose image is missing cannot be shown to an image model: record that, don't call it.
     needs_images = backend.needs_images and not config.no_image
     blocked = [it for it in todo if needs_images and "missing_image" in it.problems]
-    store.add(_blocked_record(it, backend.spec) for it in blocked)
+    store.add(_logged(config, [_blocked_record(it, backend.spec) for it in blocked]))
     blocked_ids = {it.id for it in blocked}
     # plan → render → execute → parse → store.
     todo = backend.plan([it for it in todo if it.id not in blocked_ids])
     requests, unrenderable = _render_all(backend, todo)
-    store.add(unrenderable)
+    store.add(_logged(config, unrenderable))
     batch_size = _first_batch_size(config, backend)
     batches = [requests[k : k + batch_size] for k in range(0, len(requests), batch_size)]
     executor = _make_executor(config, backend, supported, item_hook, batch_size)
@@ -633,7 +633,7 @@ def _execute(
                     guarded_parse(req, r, model=backend.spec, box_format=fmt, box_repair=repair)
                     for req, r in zip(batch, responses, strict=True)
                 ]
-                written += store.add(records)
+                written += store.add(_logged(config, records))
                 errors = [r.error for r in records if r.status == "error"]
                 failed += len(errors)
                 processed += len(batch)
@@ -684,6 +684,14 @@ def _record_batch_size(run_dir: Path, executor: Executor, first: int) -> None:
     path.write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
 
 
+def _logged(config: RunConfig, records: list[Record]) -> list[Record]:
+    """``records`` as stored: without their samples under ``--log-samples false``."""
+    if not config.log_samples:
+        for rec in records:
+            rec.sample = None
+    return records
+
+
 def _render_all(backend: Backend, items: Sequence[Item]) -> tuple[list[Request], list[Record]]:
     """The render stage: each item's request, in order; an item that cannot be rendered is an error record."""
     requests: list[Request] = []
@@ -710,6 +718,7 @@ def _item_record(item: Item, model: str, status: RecordStatus, error: str) -> Re
         # A detection item keeps its kind and class: localization scores it 0, never drops it.
         kind=item.kind,
         extra={"class_name": detection_class(item)} if item.kind == "detection" else {},
+        sample=Sample.of_item(item),
     )
 
 

@@ -12,7 +12,10 @@ or, for multi-step strategies (one reply per step, in order)::
 
     {"item_id": "spur/reason/2010027917_6_1", "responses": ["sub-questions…", "…", "The answer is B"]}
 
-Each response goes through the same parser as a live model's. Items with no line are reported as
+``item_id`` may also be the benchmark's own id (SPUR's ``QUESTION_INDEX`` ``2010027917_6_1``, or
+``reason/2010027917_6_1``): the item id without its ``<benchmark>/`` prefix, or its last part, when
+that names one item of the run. Each response goes through the same parser as a live model's.
+Items with no line are reported as
 ``missing_response`` (never scored, never guessed); lines naming items that are not in the run are
 counted and logged. Under a strategy, step *k* replays reply *k*: a transcript with fewer replies than
 the strategy has steps is ``missing_response``, one with more has replies that are never used — the
@@ -104,6 +107,20 @@ def read_replay_file(path: Path, finish: dict[str, FinishReason] | None = None) 
     return out
 
 
+def _short_ids(item_id: str) -> list[str]:
+    """The forms a benchmark's own files give an id: without ``<benchmark>/``, and its last part."""
+    rest = item_id.split("/", 1)[1] if "/" in item_id else ""
+    last = item_id.rsplit("/", 1)[-1]
+    return [s for s in dict.fromkeys((rest, last)) if s and s != item_id]
+
+
+def _id_forms(item: Item | None) -> str:
+    """The ``item_id`` forms a replay file may use, shown with the run's first item."""
+    if item is None:
+        return "'<benchmark>/<id>'"
+    return " or ".join(repr(s) for s in [item.id, *_short_ids(item.id)])
+
+
 def _finish(raw: object, path: Path, lineno: int) -> FinishReason:
     reason = finish_reason(raw)
     if reason is None:
@@ -157,21 +174,24 @@ class ReplayBackend(Backend):
         strategy, items whose transcript has fewer replies than the strategy has steps.
         """
         ids = {it.id for it in items}
+        self._adopt_own_ids(items, ids)
         unknown = [k for k in self.responses if k not in ids]
         no_line = sum(1 for it in items if self.n_replies(it.id) == 0)
         short = sum(1 for it in items if 0 < self.n_replies(it.id) < self.steps_needed)
         missing = no_line + short
+        expected = _id_forms(next(iter(items), None))
         if unknown:
             log.warning(
-                "%d line(s) of %s name items that are not in this run (e.g. %r); item ids look like %r",
+                "%d line(s) of %s name items that are not in this run (e.g. %r); item ids look like %s",
                 len(unknown),
                 self.path,
                 unknown[0],
-                next(iter(ids), "?"),
+                expected,
             )
         if missing:
             log.warning(
-                "%d of %d items have no response in %s%s; they are recorded as missing_response",
+                "%d of %d items have no response in %s%s; they are recorded as missing_response "
+                "(item_id as %s)",
                 missing,
                 len(items),
                 self.path,
@@ -179,6 +199,39 @@ class ReplayBackend(Backend):
                 f"{self.steps_needed} steps)"
                 if short
                 else "",
+                expected,
+            )
+
+    def _adopt_own_ids(self, items: Sequence[Item], ids: set[str]) -> None:
+        """Read lines that name items by the benchmark's own id (SPUR's ``QUESTION_INDEX``).
+
+        A line may give the item's id without the ``<benchmark>/`` prefix
+        (``reason/2010027917_6_1``) or its last part (``2010027917_6_1``), as the benchmark's own
+        files and tools write it, when that names one item of the run only. A line with the full
+        id for the same item wins.
+        """
+        aliases: dict[str, list[str]] = {}
+        for item in items:
+            for alias in _short_ids(item.id):
+                aliases.setdefault(alias, []).append(item.id)
+        adopted, shared = 0, []
+        for key in [k for k in self.responses if k not in ids]:
+            targets = aliases.get(key, [])
+            if len(targets) > 1:
+                shared.append(key)  # never guessed: SPUR's three files reuse QUESTION_INDEX values
+            elif targets and targets[0] not in self.responses:
+                self.responses[targets[0]] = self.responses.pop(key)
+                adopted += 1
+        if adopted:
+            log.info("%d line(s) of %s name their item by the benchmark's own id", adopted, self.path)
+        if shared:
+            log.warning(
+                "%d line(s) of %s name an id that several items of this run share (e.g. %r: %s); "
+                "give those lines the full item id",
+                len(shared),
+                self.path,
+                shared[0],
+                ", ".join(aliases[shared[0]]),
             )
 
     def render(self, item: Item) -> Request:

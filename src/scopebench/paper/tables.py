@@ -24,6 +24,7 @@ rounded or recomputed.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ __all__ = [
     "PaperTable",
     "build_paper_tables",
     "file_stem",
+    "item_set",
     "table_to_csv",
     "table_to_latex",
     "table_to_markdown",
@@ -87,6 +89,8 @@ class Cell:
         n: Items behind the number (``None`` for published numbers).
         halfwidth: A published ``±`` half-width as printed (published cells only).
         method: How our interval was computed (``wilson``…; empty for published cells).
+        items: The item set of the run behind the number (:func:`item_set`; empty for published
+            cells): values of different item sets are never ranked against each other.
     """
 
     value: float
@@ -95,11 +99,13 @@ class Cell:
     n: int | None = None
     halfwidth: float | None = None
     method: str = ""
+    items: str = ""
 
     @classmethod
-    def from_row(cls, row: AccuracyRow) -> Cell:
+    def from_row(cls, row: AccuracyRow, items: str = "") -> Cell:
         """A cell of one of our accuracy rows (fractions → percent)."""
-        return cls(100 * row.accuracy, 100 * row.ci_low, 100 * row.ci_high, row.n, method=row.ci_method)
+        return cls(100 * row.accuracy, 100 * row.ci_low, 100 * row.ci_high, row.n, method=row.ci_method,
+                   items=items)  # fmt: skip
 
     @property
     def rounded(self) -> float:
@@ -115,11 +121,13 @@ class PaperRow:
         label: The display name (:func:`scopebench.report.labels.display_names`) or published name.
         source: :data:`OURS`, or ``published: <source table>``.
         cells: Cells by column key.
+        n: The items the run answered (our rows; ``None`` for published rows).
     """
 
     label: str
     source: str
     cells: dict[str, Cell] = field(default_factory=dict)
+    n: int | None = None
 
 
 @dataclass(slots=True)
@@ -132,6 +140,7 @@ class PaperTable:
         rows: Rows in order.
         ci_methods: How our intervals were computed (``wilson``, ``stratified-bootstrap-percentile``…).
         policies: What unscorable answers counted as in our runs (``wrong``/``exclude``).
+        show_n: Print each cell's item count (the models × benchmarks summary).
     """
 
     benchmark: str
@@ -139,20 +148,30 @@ class PaperTable:
     rows: list[PaperRow]
     ci_methods: list[str] = field(default_factory=list)
     policies: list[str] = field(default_factory=list)
+    show_n: bool = False
+
+    def _ours(self, key: str) -> dict[int, Cell]:
+        return {
+            i: r.cells[key]
+            for i, r in enumerate(self.rows)
+            if r.source == OURS and key in r.cells and not math.isnan(r.cells[key].value)
+        }
+
+    def mixed(self) -> list[Column]:
+        """Columns whose values of ours come from runs on different item sets (40 vs 120 items)."""
+        return [c for c in self.columns if len({cell.items for cell in self._ours(c.key).values()}) > 1]
 
     def best(self) -> dict[str, set[int]]:
         """Indices of our rows holding the best (highest, as printed) value of each column.
 
-        Published rows are not candidates: they were not measured here.
+        Published rows are not candidates: they were not measured here. Nor is any value of a
+        column whose runs used different item sets (:meth:`mixed`): a best among them means nothing.
         """
+        mixed = {c.key for c in self.mixed()}
         out: dict[str, set[int]] = {}
         for col in self.columns:
-            values = {
-                i: r.cells[col.key].rounded
-                for i, r in enumerate(self.rows)
-                if r.source == OURS and col.key in r.cells and not math.isnan(r.cells[col.key].value)
-            }
-            if values:
+            values = {i: cell.rounded for i, cell in self._ours(col.key).items()}
+            if values and col.key not in mixed:
                 top = max(values.values())
                 out[col.key] = {i for i, v in values.items() if v == top}
         return out
@@ -161,10 +180,18 @@ class PaperTable:
         """What every number is (plain text; escaped by each writer)."""
         methods = ", ".join(self.ci_methods) or "none"
         policy = "/".join(self.policies) or "wrong"
+        what = "models × benchmarks: headline accuracy" if self.show_n else f"{self.benchmark}: accuracy"
+        items = " and n, the items behind it" if self.show_n else ""
         text = (
-            f"{self.benchmark}: accuracy (%) with its 95% interval [low, high] (interval: {methods}; "
+            f"{what} (%) with its 95% interval [low, high]{items} (interval: {methods}; "
             f"unparsed answers and errors count as {policy}); our best value per column in bold."
         )
+        if mixed := self.mixed():
+            names = ", ".join(c.name for c in mixed)
+            text += (
+                f" Warning: {names} mix runs on different item sets (see n): no value there "
+                "is bold; compare only runs on the same items."
+            )
         if any(r.source != OURS for r in self.rows):
             text += f" Rows marked published: numbers printed in the papers ({PUBLISHED_NOTE})."
         return text
@@ -223,12 +250,23 @@ _LAYOUTS: dict[str, Callable[[Iterable[tuple[str, str]]], list[Column]]] = {
 }
 
 
+def item_set(result: Results) -> str:
+    """A short hash naming the items a run answered (its records' item ids).
+
+    Two runs compare only on the same items: a 40-item and a 120-item run of one benchmark (or
+    two splits) get different item sets.
+    """
+    digest = hashlib.sha256("\n".join(sorted(r.item_id for r in result.records)).encode())
+    return digest.hexdigest()[:12]
+
+
 def _our_cells(result: Results) -> dict[str, Cell]:
     """A run's cells by column key: its owner rows, or (no owner aggregation) tasks and overall."""
+    items = item_set(result)
     if result.owner:
-        return {f"{r.split_or_group}/{r.subset_or_task}": Cell.from_row(r) for r in result.owner}
-    cells = {r.group: Cell.from_row(r) for r in result.groups if r.group.startswith("task=")}
-    cells["overall"] = Cell.from_row(result.overall)
+        return {f"{r.split_or_group}/{r.subset_or_task}": Cell.from_row(r, items) for r in result.owner}
+    cells = {r.group: Cell.from_row(r, items) for r in result.groups if r.group.startswith("task=")}
+    cells["overall"] = Cell.from_row(result.overall, items)
     return cells
 
 
@@ -264,7 +302,9 @@ def build_paper_tables(
         runs = [results[i] for i in idx]
         cells = [_our_cells(r) for r in runs]
         columns = _columns(bench, runs, cells)
-        rows = [PaperRow(labels[i], OURS, c) for i, c in zip(idx, cells, strict=True)]
+        rows = [
+            PaperRow(labels[i], OURS, c, len(results[i].records)) for i, c in zip(idx, cells, strict=True)
+        ]
         if published:
             for p in published_leaderboard(bench, [c.key for c in columns]):
                 pub = {k: Cell(v, n=None, halfwidth=hw) for k, (v, hw) in p["cells"].items()}
@@ -282,15 +322,26 @@ def _number(x: float) -> str:
     return f"{x:.1f}"
 
 
-def _cell_parts(cell: Cell | None) -> tuple[str, str]:
-    """``(value, rest)`` of a cell as printed: ``("54.2", " [50.1, 58.3]")``, ``("62.68", " ± 0.35")``."""
+def _cell_parts(cell: Cell | None, show_n: bool = False) -> tuple[str, str]:
+    """``(value, rest)`` of a cell as printed: ``("54.2", " [50.1, 58.3]")``, ``("62.68", " ± 0.35")``.
+
+    With ``show_n`` our cells add their item count: ``" [50.1, 58.3] n=120"``.
+    """
     if cell is None or math.isnan(cell.value):
         return _MISSING, ""
     if cell.n is None:  # published: the digits the paper printed (62.68 ± 0.35), never rounded
         return str(cell.value), "" if cell.halfwidth is None else f" ± {cell.halfwidth}"
+    n = f" n={cell.n}" if show_n else ""
     if math.isnan(cell.low) or math.isnan(cell.high):
-        return _number(cell.value), ""
-    return _number(cell.value), f" [{_number(cell.low)}, {_number(cell.high)}]"
+        return _number(cell.value), n
+    return _number(cell.value), f" [{_number(cell.low)}, {_number(cell.high)}]{n}"
+
+
+def _source(table: PaperTable, row: PaperRow, mixed: bool) -> str:
+    """The source column: with runs on different item sets, our rows say how many items they had."""
+    if not mixed or row.source != OURS or row.n is None:
+        return row.source
+    return f"{OURS} (n={row.n})"
 
 
 def _frame(table: PaperTable, bold: Callable[[str], str], text: Callable[[str], str]) -> pd.DataFrame:
@@ -298,11 +349,12 @@ def _frame(table: PaperTable, bold: Callable[[str], str], text: Callable[[str], 
     import pandas as pd
 
     best = table.best()
+    mixed = bool(table.mixed()) and not table.show_n
     body = []
     for i, row in enumerate(table.rows):
-        cells = [text(row.label), text(row.source)]
+        cells = [text(row.label), text(_source(table, row, mixed))]
         for col in table.columns:
-            value, rest = _cell_parts(row.cells.get(col.key))
+            value, rest = _cell_parts(row.cells.get(col.key), table.show_n)
             marked = bold(value) if i in best.get(col.key, set()) else value
             cells.append(marked + text(rest))
         body.append(cells)
@@ -371,6 +423,11 @@ def table_to_csv(table: PaperTable) -> str:
                 (col.name, math.nan if cell is None else cell.value),
                 (f"{col.name} low", math.nan if cell is None else cell.low),
                 (f"{col.name} high", math.nan if cell is None else cell.high),
+                *(
+                    ((f"{col.name} n", math.nan if cell is None or cell.n is None else cell.n),)
+                    if table.show_n
+                    else ()
+                ),
             ):
                 # Ours to one decimal, as in the tables; published numbers as printed.
                 rec[name] = (
@@ -379,7 +436,11 @@ def table_to_csv(table: PaperTable) -> str:
             if col.key in with_hw:
                 rec[f"{col.name} ±"] = None if cell is None else cell.halfwidth
         records.append(rec)
-    return str(pd.DataFrame(records).to_csv(index=False, lineterminator="\n"))
+    frame = pd.DataFrame(records)
+    for name in frame.columns:
+        if str(name).endswith(" n"):
+            frame[name] = frame[name].astype("Int64")  # counts stay integers beside empty cells
+    return str(frame.to_csv(index=False, lineterminator="\n"))
 
 
 def file_stem(benchmark: str) -> str:

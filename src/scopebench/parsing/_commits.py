@@ -14,20 +14,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scopebench.parsing._labels import LabelStyle, label_index
-from scopebench.parsing._patterns import (
-    _ABOUT_TO,
-    _CONTRAST,
-    _CORRECTION,
-    _FIRST_THOUGHT,
-    _LABEL_LETTER,
-    _LABEL_NUMBER,
-    _NO_AFTER,
-    _OR_LATER,
-    _PLACEHOLDER,
-    _SENTENCE_END,
-    _SWITCH,
-    _WINDOW,
-    _WITHDRAW_BREAK,
+from scopebench.parsing.vocabulary import (
+    ABOUT_TO,
+    CONTRAST,
+    CORRECTION,
+    FIRST_THOUGHT,
+    LABEL_LETTER,
+    LABEL_NUMBER,
+    NO_AFTER,
+    OR_LATER,
+    PLACEHOLDER,
+    SENTENCE_END,
+    SWITCH,
+    WINDOW,
+    WITHDRAW_BREAK,
 )
 
 
@@ -93,7 +93,7 @@ def _distinct(commits: Sequence[Commit], ctx: Ctx) -> list[str]:
             if label not in named:
                 named.append(label)
     if len(named) > 1 and any(ctx.in_range(x) for x in named):
-        named = [x for x in named if not (x == _PLACEHOLDER and not ctx.in_range(x))]
+        named = [x for x in named if not (x == PLACEHOLDER and not ctx.in_range(x))]
     return named
 
 
@@ -131,7 +131,7 @@ def _alternative_after(text: str, last: int, named: Sequence[str], ctx: Ctx) -> 
 
     "D is the best fit, or perhaps C." / "… so D. Or maybe C.": the "or" names an alternative.
     """
-    for m in _OR_LATER.finditer(text, last, last + 2 * _WINDOW):
+    for m in OR_LATER.finditer(text, last, last + 2 * WINDOW):
         raw = m["a"] or m["b"]
         if raw.isdigit() != (ctx.style == "numbers"):
             continue
@@ -149,12 +149,12 @@ def _given_up(text: str, commits: Sequence[Commit]) -> bool:
     """
     first = commits[0].pos
     sentence = max(text.rfind(".", 0, first), text.rfind("\n", 0, first)) + 1
-    about = _ABOUT_TO.search(text, sentence)
+    about = ABOUT_TO.search(text, sentence)
     if about is None or about.start() > first:
         return False
-    end = _SENTENCE_END.search(text, first)
+    end = SENTENCE_END.search(text, first)
     stop = end.start() if end is not None else len(text)
-    turn = _CONTRAST.search(text, first + 1, stop)
+    turn = CONTRAST.search(text, first + 1, stop)
     return (
         turn is not None and turn.group().casefold() != "final" and all(c.pos < turn.start() for c in commits)
     )
@@ -166,11 +166,11 @@ def withdrawal(text: str, last: int) -> re.Match[str] | None:
     "This is A. Actually no, I'm not sure." withdraws A. A plain "Actually," is often just
     emphasis ("Actually, rosettes are classic here"), so only "actually no" counts.
     """
-    end = _WITHDRAW_BREAK.search(text, last)
+    end = WITHDRAW_BREAK.search(text, last)
     if end is None:
         return None
-    for m in _CORRECTION.finditer(text, end.end()):
-        if m.group().casefold() != "actually" or _NO_AFTER.match(text, m.end()):
+    for m in CORRECTION.finditer(text, end.end()):
+        if m.group().casefold() != "actually" or NO_AFTER.match(text, m.end()):
             return m
     return None
 
@@ -181,14 +181,12 @@ def _changed_unread(text: str, last: int, ctx: Ctx) -> str | None:
     "Answer: D. Actually, on closer inspection: E": the later label is in no form the rules
     read, but keeping D would report the answer the model took back.
     """
-    end = _WITHDRAW_BREAK.search(text, last)
+    end = WITHDRAW_BREAK.search(text, last)
     if end is None:
         return None
-    label = _LABEL_LETTER if ctx.style == "letters" else _LABEL_NUMBER
+    label = LABEL_LETTER if ctx.style == "letters" else LABEL_NUMBER
     # Only the first marker needs a look: a label after a later one is also after the first.
-    found = [
-        m for m in (_CORRECTION.search(text, end.end()), _SWITCH.search(text, end.end())) if m is not None
-    ]
+    found = [m for m in (CORRECTION.search(text, end.end()), SWITCH.search(text, end.end())) if m is not None]
     if not found:
         return None
     marker = min(found, key=lambda m: m.start())
@@ -205,9 +203,9 @@ def _after_correction(commits: Sequence[Commit], ctx: Ctx, text: str) -> ParseRe
     has commitments on both sides replace all earlier ones; if those name several, none wins.
     """
     # A marker may itself be the phrase of the later answer ("Actually, C."), so ``<=``.
-    found = [*_CORRECTION.finditer(text), *_SWITCH.finditer(text)]
+    found = [*CORRECTION.finditer(text), *SWITCH.finditer(text)]
     if _first_thought_before(text, commits[0].pos):
-        found.extend(_CONTRAST.finditer(text))  # "At first I thought B. However, … the answer is D"
+        found.extend(CONTRAST.finditer(text))  # "At first I thought B. However, … the answer is D"
     markers = [m for m in found if commits[0].pos < m.start() <= commits[-1].pos]
     if not markers:
         return None
@@ -233,7 +231,7 @@ def _first_thought_before(text: str, pos: int) -> bool:
     The marker must start at or before ``pos`` but may run past it ("I was going to say A": the
     commitment is read from "going to say").
     """
-    m = _FIRST_THOUGHT.search(text, max(0, pos - _WINDOW))
+    m = FIRST_THOUGHT.search(text, max(0, pos - WINDOW))
     return m is not None and m.start() <= pos
 
 
@@ -242,7 +240,7 @@ def out_of_range(label: str, ctx: Ctx) -> str:
     return f"{noun} {label} out of range for {ctx.n} options"
 
 
-# A word that makes the label after it a name ("Panel A", "Fig. 2", "grade 3"; choice-8).
+# A word that makes the label after it a name ("Panel A", "Fig. 2", "grade 3").
 _NAMING_WORD = re.compile(
     r"(?<![\w'])(?P<w>(?i:panels?|figures?|fig\.?|lanes?|groups?|types?|grades?|class|stages?|phases?))"
     r"[ \t]+\**[ \t]*\Z"
@@ -253,7 +251,7 @@ def names_a_thing(text: str, start: int, raw: str, ctx: Ctx) -> bool:
     """Whether a label at ``start`` is a name ("Panel A", "grade 2") that an option's text contains.
 
     "**Panel B shows a decrease ... relative to Panel A** is the answer." quotes option B as the
-    verdict; its closing "A" names a panel, not option A (choice-8). The label counts as a name
+    verdict; its closing "A" names a panel, not option A. The label counts as a name
     only when the word before it is a naming word and some option holds that same word pair, so
     "Panel A is the answer" with no panel in any option still reads as A.
     """

@@ -20,15 +20,15 @@ LabelKind = Literal["bracketed", "closed", "keyword", "punct", "end", "connectiv
 STRONG_KINDS: frozenset[str] = frozenset({"bracketed", "closed", "keyword", "punct", "end"})
 
 # "Option C", "option (B)", "choice #2", "No. 3"
-# choice-9: "option number 4", "choice no. 2"
+# "option number 4", "choice no. 2"
 _KEYWORD = (
     r"(?:(?:the\s+)?(?:(?:options?|choices?)\s+(?:number|no\.)|options?|choices?|letters?|numbers?)"
     r"(?:\s*\#\s*|\s+|(?=[(\[])|(?=\d)))"
 )
-# choice-6: angle brackets too ("<A>", a bare tag); "<ANSWER>" is no label (one letter only)
+# angle brackets too ("<A>", a bare tag); "<ANSWER>" is no label (one letter only)
 _OPEN = r"(?:(?P<open>[(\[{<'\"])\s*)"
 _CLOSE = r"(?:\s*(?P<close>[)\]}>'\"]))"
-# A CJK character may follow a label directly ("选B比较合适": choose B, more fitting; choice-6).
+# A CJK character may follow a label directly ("选B比较合适": choose B, more fitting).
 _CJK = "\u3400-\u9fff"
 # CJK words joining a label to another: 也 (also), 或/或者 (or), 还是 (or), 和/与/及 (and), 、 (list comma)
 _CJK_JOINERS = "也或还和与及、"

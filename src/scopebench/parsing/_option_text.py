@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 from scopebench.parsing._commits import Ctx, ParseResult
 from scopebench.parsing._labels import label_for
-from scopebench.parsing._patterns import _GLOSS_AFTER, _LABEL_BEFORE, _UNDECIDED
 from scopebench.parsing._text import (
     TextMatch,
     Token,
@@ -30,6 +29,7 @@ from scopebench.parsing._text import (
     verdict_gap,
 )
 from scopebench.parsing.languages import refuses
+from scopebench.parsing.vocabulary import GLOSS_AFTER, LABEL_BEFORE, UNDECIDED
 
 __all__ = ["option_text"]
 
@@ -76,7 +76,7 @@ def option_text(text: str, ctx: Ctx) -> ParseResult | None:
         names = ", ".join(label_for(i, ctx.style) for i in dropped)
         return ParseResult(None, "option_text", f"options named only to be ruled out: {names}")
     labels = [label_for(i, ctx.style) for i in kept]
-    undecided = _UNDECIDED.search(text)
+    undecided = UNDECIDED.search(text)
     if undecided is not None:
         return ParseResult(None, "option_text", f"option text with indecision ({undecided.group()!r})")
     refusal = refuses(text)
@@ -95,17 +95,17 @@ def option_text(text: str, ctx: Ctx) -> ParseResult | None:
 def _mislabelled(text: str, tokens: Sequence[Token], mentions: Sequence[TextMatch], ctx: Ctx) -> str | None:
     """Why option text is no answer when a mention carries another option's label ("fibrosis (C)").
 
-    Since choice-9 also a label opening the mention's line ("3. The protein localizes to the plasma
+    Also a label opening the mention's line ("3. The protein localizes to the plasma
     membrane" with that text option 4, "Option 4 - use a higher NA objective" with that option 1).
     """
     for m in mentions:
-        before = _LABEL_BEFORE.search(text, max(0, tokens[m.start].start - 24), tokens[m.start].start)
+        before = LABEL_BEFORE.search(text, max(0, tokens[m.start].start - 24), tokens[m.start].start)
         raw = None if before is None else str(before["x"] or before["y"] or before["z"])
         if raw is not None and raw.isdigit() == (ctx.style == "numbers"):
             label = raw.upper() if ctx.style == "letters" else str(int(raw))
             if ctx.in_range(label) and label != label_for(m.option, ctx.style):
                 return f"text of option {label_for(m.option, ctx.style)} is labelled {label}"
-        gloss = _GLOSS_AFTER.match(text, tokens[m.end - 1].end)
+        gloss = GLOSS_AFTER.match(text, tokens[m.end - 1].end)
         if gloss is None:
             continue
         raw = gloss["x"] or gloss["y"]

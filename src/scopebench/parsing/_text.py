@@ -13,7 +13,9 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# choice-9: emoji and pictographs that chat models put after an answer ("The answer is B 😀",
+from scopebench.parsing.vocabulary import english_words
+
+# emoji and pictographs that chat models put after an answer ("The answer is B 😀",
 # "Answer: C 🔬", "B 👍") end a label as a space does. Left as they are, so that they still end
 # no label: marks that reject or warn ("B ❌", "B 👎" must never read as B; the walk-through
 # reads ✗ ✘ ❌ ❎ as "no"), the empty ballot box (an unticked "☐ A" is no answer), dingbat digits
@@ -38,7 +40,7 @@ _DECORATION: dict[str, str | None] = {
 _TRANSLATE = str.maketrans(
     {
         **_DECORATION,  # first, so the entries below win (check marks are dropped)
-        # choice-9: arrows as "->"/"=>" ("Answer ⇒ 5", "Final answer ➜ (A)").
+        # arrows as "->"/"=>" ("Answer ⇒ 5", "Final answer ➜ (A)").
         **dict.fromkeys("\u2794\u279c\u279d\u279e\u279f\u27a0\u27a1\u27a4\u27f6\u2b95", "->"),
         **dict.fromkeys("\u21d2\u27f9", "=>"),
         "\u2018": "'",
@@ -83,7 +85,7 @@ _LATEX_WRAP = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mathit)\s*\{([^
 
 # Markdown emphasis, code ticks, maths dollars, heading hashes and quote markers carry no meaning
 # for the answer. Underscores go only at word edges so `cell_type` survives.
-# choice-9: struck-through text ("~~A~~ **C**") is withdrawn, so it goes with its tildes.
+# struck-through text ("~~A~~ **C**") is withdrawn, so it goes with its tildes.
 _MARKUP = re.compile(r"~~[^~\n]{1,80}~~|\*+|`+|\$+|(?<!\w)_+|_+(?!\w)|^[ \t]*(?:#+|>+)[ \t]*", re.M)
 
 # A token is a run of letters/digits, or a symbol that distinguishes options ("CD4+" vs "CD4-",
@@ -96,7 +98,7 @@ _PLURAL_MIN = 3
 
 def clean(text: str) -> str:
     """Normalise Unicode and strip markup that never changes which option a response names."""
-    # choice-7: a setext heading's underline or a rule ("Answer\n------\nC") says nothing; removed
+    # a setext heading's underline or a rule ("Answer\n------\nC") says nothing; removed
     # before dashes are folded, so a line of typographic dashes alone still folds to "-" (tested)
     text = _SAYS_NOTHING.sub("", text)
     text = unicodedata.normalize("NFKC", text.translate(_CJK_SPACING)).translate(_TRANSLATE)
@@ -104,7 +106,7 @@ def clean(text: str) -> str:
     return _MARKUP.sub("", text)
 
 
-# What says nothing and is dropped first: a setext underline or a rule line, and (choice-9) the
+# What says nothing and is dropped first: a setext underline or a rule line, and the
 # whitespace ending a reply, so a closing label is found however many blank lines follow it.
 _SAYS_NOTHING = re.compile(r"^[ \t]*(?:-{3,}|={3,}|_{3,})[ \t]*$|\s+\Z", re.M)
 
@@ -240,23 +242,10 @@ def named_options(
 
 # Words that, earlier in the same clause, make an option's mention a ruling-out ("not X", "no
 # evidence of X", "rather than X", "X is more likely than Y" for Y, "rules out X").
-_NEG_BEFORE = frozenset(
-    {
-        "not", "no", "never", "without", "unlikely", "exclude", "excludes", "excluded", "excluding",
-        "absent", "absence", "lack", "lacks", "lacking", "neither", "nor", "against", "than",
-        "incorrect", "wrong", "cannot", "less", "instead", "nothing", "none", "unlike", "thought",
-        "initially", "distinguished", "differentiated", "distinguishing",
-    }
-)  # fmt: skip
+_NEG_BEFORE = english_words("negation_before")
 # Words shortly after a mention, in the same clause, that rule it out ("X is unlikely", "X is not
 # seen", "X can be ruled out", "X isn't present").
-_NEG_AFTER = frozenset(
-    {
-        "not", "no", "never", "unlikely", "absent", "excluded", "incorrect", "wrong", "cannot",
-        "less", "ruled", "lacking", "missing", "inconsistent", "implausible", "false", "different",
-        "differs", "nope",
-    }
-)  # fmt: skip
+_NEG_AFTER = english_words("negation_after")
 _DETERMINERS = frozenset({"the", "a", "my", "our", "this"})
 # "The features of X include …": X is the topic of a description, not the verdict. The noun must
 # open its sentence (after at most two words: "The typical features of X").
@@ -267,9 +256,7 @@ _ATTRIBUTES = frozenset(
     }
 )  # fmt: skip
 #: Tokens before "t" that form a negative contraction once the apostrophe is split off.
-_NEG_CONTRACTIONS = frozenset(
-    {"isn", "aren", "doesn", "don", "didn", "wasn", "weren", "won", "can", "couldn", "wouldn", "shouldn"}
-)
+_NEG_CONTRACTIONS = english_words("negative_contractions")
 # Before an answer phrase, conditionals also keep it from committing ("If it is A, …").
 _NOT_ASSERTED = _NEG_BEFORE | {"if", "whether", "unless", "suppose", "assuming", "doubt"}
 #: "and"/"then" before one of these verbs opens a new clause (see :func:`clause_starts`).
@@ -278,7 +265,7 @@ _CHOICE_VERBS = frozenset(
     {"choose", "select", "pick", "favour", "favor", "prefer", "settle", "commit", "opt", "land", "go"}
 )
 #: Words that make what follows them a hypothesis, within the same sentence.
-_CONDITIONALS = frozenset({"if", "whether", "unless", "suppose", "assuming"})
+_CONDITIONALS = english_words("conditionals")
 #: After "if", words that make the clause a way of choosing, not a hypothesis ("If I had to
 #: choose, I'd say C", "If forced to pick, C", "If we look closely, the answer is C").
 _FORCED = frozenset({"forced", "pressed", "asked", "pushed", "required", "anything"})
@@ -336,7 +323,7 @@ def _described(values: Sequence[str], sentences: Sequence[int], start: int) -> b
 
 
 #: "the other choices, such as X, …" / "the remaining options (X, Y) …": X is one of the options
-#: set aside, not the answer (choice-7).
+#: set aside, not the answer.
 _OTHERS = frozenset({"other", "remaining", "alternative", "rest"})
 _OPTION_NOUNS = frozenset(
     {

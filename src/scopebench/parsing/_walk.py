@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from scopebench.parsing._labels import LabelStyle, label_for, label_index
 from scopebench.parsing._text import find_mentions, resolve, tokenize
+from scopebench.parsing.vocabulary import english_words
 
 # Check and cross marks carry the verdict of a walk-through line; ``clean`` drops check marks
 # elsewhere, so the walk is read from a copy where they are words.
@@ -46,19 +47,8 @@ _SEG_LETTERS = re.compile(
 _SEG_NUMBERS = re.compile(
     _START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2})[.):]|(?P<e>\d{1,2})" + _GLOSSED + r")(?=[ \t])", re.M
 )
-_POSITIVE = frozenset(
-    {
-        "yes", "correct", "consistent", "matches", "match", "fits", "fit", "supported", "true",
-        "right", "likely", "best", "typical", "characteristic", "compatible", "answer",
-    }
-)  # fmt: skip
-_NEGATIVE = frozenset(
-    {
-        "no", "not", "incorrect", "unlikely", "wrong", "false", "excluded", "inconsistent",
-        "absent", "doesn", "don", "isn", "less", "ruled", "unsupported", "implausible", "lacks",
-        "lacking", "cannot", "never", "without", "neither", "nor", "unlike",
-    }
-)  # fmt: skip
+_POSITIVE = english_words("walk_yes")
+_NEGATIVE = english_words("walk_no")
 #: Longest walk-through looked at: bounded, so the rule stays linear.
 _WALK_LIMIT = 20_000
 
@@ -118,7 +108,7 @@ _LABEL_PAIR = {
         r"(?:(?i:options?|choices?)\s+)?\(?(?P<y>[A-Z])\)?(?![\w'])"
     ),
     "numbers": re.compile(
-        # "between 2 and 1", "options 2 and 1", "The two contenders are 2 and 1" (choice-6)
+        # "between 2 and 1", "options 2 and 1", "The two contenders are 2 and 1"
         r"(?:(?<![\w'])(?:(?i:options?|choices?|between|are|were)\s+)|^|(?<=[.!?;][ \t]))"
         r"\(?(?P<x>\d{1,2})\)?\s*(?:,|(?i:and|or|vs\.?|versus))\s*"
         r"(?:(?i:options?|choices?)\s+)?\(?(?P<y>\d{1,2})\)?(?![\w'])"

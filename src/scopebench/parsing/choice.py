@@ -24,7 +24,7 @@ Guards that apply throughout: an English "a"/"A" or pronoun "I" inside a sentenc
 followed by the complete text of a *different* option contradicts itself (none).
 
 Cost is linear in the response length: an answer phrase's answer is looked for only in the
-:data:`_WINDOW` characters after it, negation is read from one clause index built once per
+:data:`WINDOW` characters after it, negation is read from one clause index built once per
 response, and overlapping option mentions are compared only with their neighbours
 (bench/bench_parser.py: 320k characters of any tested shape in a few seconds).
 
@@ -42,10 +42,7 @@ from scopebench.parsing._commits import Commit as _Commit
 from scopebench.parsing._commits import Ctx as _Ctx
 from scopebench.parsing._commits import ParseResult, names_a_thing
 from scopebench.parsing._commits import decide as _decide
-from scopebench.parsing._commits import out_of_range as _out_of_range
-from scopebench.parsing._commits import withdrawal as _withdrawal
 from scopebench.parsing._labels import (
-    LabelRead,
     LabelStyle,
     label_for,
     label_index,
@@ -53,64 +50,6 @@ from scopebench.parsing._labels import (
     read_label_list,
 )
 from scopebench.parsing._option_text import option_text
-from scopebench.parsing._patterns import (
-    _ALTERNATIVE_BEFORE,
-    _ASKED_LETTERS,
-    _ASKED_NUMBERS,
-    _ASKS,
-    _BARE_TAIL,
-    _BOXED,
-    _BULLET,
-    _CHINESE,
-    _CHINESE_ITEM,
-    _CHINESE_REVERSE,
-    _CLAUSE_END,
-    _CONFIRMED,
-    _CONTRASTED,
-    _CORRECTION,
-    _DENIED_AFTER,
-    _DENIED_BEFORE,
-    _DOUBTED,
-    _EXPLICIT,
-    _FILLER,
-    _HEDGE,
-    _HEDGED_LEAD,
-    _INLINE_LETTERS,
-    _INLINE_NUMBERS,
-    _INTERJECTION,
-    _INTRO,
-    _JOINED,
-    _LABEL_WORD,
-    _LEAD_WORDS,
-    _LONE_LETTERS,
-    _LONE_MID_LETTERS,
-    _LONE_MID_NUMBERS,
-    _LONE_NUMBERS,
-    _NOUN_BEFORE,
-    _OBJECT_LETTERS,
-    _OBJECT_NUMBERS,
-    _ORDINAL_OBJECT,
-    _ORDINAL_SUBJECT,
-    _ORDINAL_WORDS,
-    _PHRASE,
-    _PREFIX,
-    _REASON_WORDS,
-    _REST_OK,
-    _REVERSE_LETTERS,
-    _REVERSE_NUMBERS,
-    _SENTENCE_CUT,
-    _SHORT,
-    _SWITCH,
-    _TAG,
-    _TENTATIVE,
-    _TEXT_THEN_LABEL,
-    _THATS_MINE_LETTERS,
-    _THATS_MINE_NUMBERS,
-    _TRAILING_LABEL,
-    _VERDICT_TEXT,
-    _WINDOW,
-    _WRONG_AFTER,
-)
 from scopebench.parsing._reply import collapse_repeats, drop_cut_fragment, strip_echo
 from scopebench.parsing._text import (
     ClauseIndex,
@@ -123,7 +62,60 @@ from scopebench.parsing._text import (
 )
 from scopebench.parsing._walk import HAS_MARK, MARKS, former_latter, walk_choice
 from scopebench.parsing.languages import language_rule
+from scopebench.parsing.leading import (
+    accepts,
+    bare_label,
+    contradiction,
+    first_line_label,
+    first_line_rule,
+    leading_label,
+    option_starts_at,
+    reason_follows,
+    skip_space,
+)
 from scopebench.parsing.rules import Reading, Rule
+from scopebench.parsing.vocabulary import (
+    ALTERNATIVE_BEFORE,
+    ASKED_LETTERS,
+    ASKED_NUMBERS,
+    BOXED,
+    CHINESE,
+    CHINESE_ITEM,
+    CHINESE_REVERSE,
+    CLAUSE_END,
+    CORRECTION,
+    DOUBTED,
+    EXPLICIT,
+    FILLER,
+    HEDGE,
+    HEDGED_LEAD,
+    INTRO,
+    JOINED,
+    LABEL_WORD,
+    LEAD_WORDS,
+    LONE_LETTERS,
+    LONE_MID_LETTERS,
+    LONE_MID_NUMBERS,
+    LONE_NUMBERS,
+    OBJECT_LETTERS,
+    OBJECT_NUMBERS,
+    ORDINAL_OBJECT,
+    ORDINAL_SUBJECT,
+    ORDINAL_WORDS,
+    PHRASE,
+    PREFIX,
+    REVERSE_LETTERS,
+    REVERSE_NUMBERS,
+    SHORT,
+    SWITCH,
+    TAG,
+    TEXT_THEN_LABEL,
+    THATS_MINE_LETTERS,
+    THATS_MINE_NUMBERS,
+    VERDICT_TEXT,
+    WINDOW,
+    WRONG_AFTER,
+)
 
 __all__ = ["PARSER_VERSION", "RULES", "LabelStyle", "ParseResult", "parse_choice"]
 
@@ -188,15 +180,15 @@ def parse_choice(
     return ParseResult(None, "none", "no option committed to")
 
 
-# --- rule 1: answer tags and phrases ----------------------------------------------------------
+# --- answer_marker: answer tags and phrases ----------------------------------------------------------
 
 
 def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
     tags: list[_Commit] = []
-    for m in (*_TAG.finditer(text), *_BOXED.finditer(text)):
-        body = m["body"][:_WINDOW]
+    for m in (*TAG.finditer(text), *BOXED.finditer(text)):
+        body = m["body"][:WINDOW]
         # "<ANSWER>Answer: B</ANSWER>": an answer phrase nested in the tag; its label is the answer.
-        nested = _PHRASE.match(body, _skip_space(body, 0))
+        nested = PHRASE.match(body, skip_space(body, 0))
         if nested is not None and nested["conn"] is not None:
             body = body[nested.end() :]
         c = _read_answer(body, ctx)
@@ -206,11 +198,11 @@ def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
     lone = _lone_commits(text, ctx)
     if not tags and not phrases and not lone:
         return None
-    first = _first_line_label(text, ctx)
+    first = first_line_label(text, ctx)
     lead = [] if first is None else [_Commit((first.label,), pos=0, method="leading_label")]
-    if first is None and (lone or _CORRECTION.search(text) or _SWITCH.search(text)):
+    if first is None and (lone or CORRECTION.search(text) or SWITCH.search(text)):
         # "C. Actually, B.": the opening label is an answer the later one may replace.
-        opening = _leading_label(text, ctx, ending=False)
+        opening = leading_label(text, ctx, ending=False)
         if opening is not None and opening.index is not None:
             lead = [_Commit((label_for(opening.index, ctx.style),), pos=0, method="leading_label")]
     phrases = [*phrases, *lone, *_asked_alone(text, ctx)]
@@ -238,44 +230,44 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         if (
             at_end
             and not text.startswith("rather", start)  # "D, or rather B": a correction, not an alternative
-            and _ALTERNATIVE_BEFORE.search(text, max(0, start - 12), start)
+            and ALTERNATIVE_BEFORE.search(text, max(0, start - 12), start)
         ):
             return  # "B, or perhaps D": a prefix after "or" names an alternative, not a verdict
-        commit = _read_answer(text[end : end + _WINDOW], ctx, loose=loose, strict_case=strict_case)
+        commit = _read_answer(text[end : end + WINDOW], ctx, loose=loose, strict_case=strict_case)
         # After a hedge or terse prefix, a list ("Thus A, B and C are excluded") is no answer.
         if commit is not None and not (single and len(commit.labels) > 1):
-            # choice-9: placed where its answer is read, at the phrase's end: a marker inside a
+            # placed where its answer is read, at the phrase's end: a marker inside a
             # phrase ("The answer after reflection is C", "I was going to say the final answer
             # is B, but …") then stands before the answer, as it does in the reply.
             found.append(_Commit(commit.labels, commit.conflict, end))
 
-    for m in _PHRASE.finditer(text):
+    for m in PHRASE.finditer(text):
         add(m.start(), m.end(), loose=m["conn"] is not None or m["choose"] is not None)
-    for m in _VERDICT_TEXT.finditer(text):
+    for m in VERDICT_TEXT.finditer(text):
         add(m.start(), m.end(), loose=True)
-    for m in _HEDGE.finditer(text):
+    for m in HEDGE.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True, single=True)
-    for m in _PREFIX.finditer(text):
+    for m in PREFIX.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True, single=True, at_end=True)
-    for m in _CHINESE.finditer(text):
+    for m in CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
-    for m in (*_CHINESE_REVERSE.finditer(text), *_CHINESE_ITEM.finditer(text)):
+    for m in (*CHINESE_REVERSE.finditer(text), *CHINESE_ITEM.finditer(text)):
         raw = str(m["c"] or m.groupdict().get("d"))
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
-    for m in _ORDINAL_SUBJECT.finditer(text):
+    for m in ORDINAL_SUBJECT.finditer(text):
         label = _ordinal_label(m, ctx)
         if (
             label is not None
             and not clauses.not_asserted(m.start())
-            and not _ALTERNATIVE_BEFORE.search(text, max(0, m.start() - 12), m.start())
+            and not ALTERNATIVE_BEFORE.search(text, max(0, m.start() - 12), m.start())
         ):
             found.append(_Commit((label,), pos=m.start()))
-    reverse = _REVERSE_LETTERS if ctx.style == "letters" else _REVERSE_NUMBERS
-    objects = _OBJECT_LETTERS if ctx.style == "letters" else _OBJECT_NUMBERS
-    mine = _THATS_MINE_LETTERS if ctx.style == "letters" else _THATS_MINE_NUMBERS
+    reverse = REVERSE_LETTERS if ctx.style == "letters" else REVERSE_NUMBERS
+    objects = OBJECT_LETTERS if ctx.style == "letters" else OBJECT_NUMBERS
+    mine = THATS_MINE_LETTERS if ctx.style == "letters" else THATS_MINE_NUMBERS
     for m in (*reverse.finditer(text), *objects.finditer(text), *mine.finditer(text)):
-        if clauses.not_asserted(m.start()) or _ALTERNATIVE_BEFORE.search(
+        if clauses.not_asserted(m.start()) or ALTERNATIVE_BEFORE.search(
             text, max(0, m.start() - 12), m.start()
         ):
             continue  # "Either C or D would be defensible": D is one of two alternatives
@@ -307,7 +299,7 @@ def _asked_alone(text: str, ctx: _Ctx) -> list[_Commit]:
     switches) and "Perhaps 4? Yes, 4." is 4 (the same label).
     """
     found: list[_Commit] = []
-    for m in (_ASKED_LETTERS if ctx.style == "letters" else _ASKED_NUMBERS).finditer(text):
+    for m in (ASKED_LETTERS if ctx.style == "letters" else ASKED_NUMBERS).finditer(text):
         raw = m["a"] or m["b"]
         label = raw.upper() if ctx.style == "letters" else str(int(raw))
         if ctx.in_range(label):
@@ -316,24 +308,24 @@ def _asked_alone(text: str, ctx: _Ctx) -> list[_Commit]:
 
 
 def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
-    """Labels standing alone at a sentence's end: :data:`_LONE_LETTERS`, :data:`_INTRO`.
+    """Labels standing alone at a sentence's end: :data:`LONE_LETTERS`, :data:`INTRO`.
 
-    These weak forms also bring in an opening label (rule 4), so "A. Thinking again, D." names
+    These weak forms also bring in an opening label (``leading_label``), so "A. Thinking again, D." names
     two options rather than silently D.
     """
     found: list[_Commit] = []
     clauses = ClauseIndex(text)
     lone, mid = (
-        (_LONE_LETTERS, _LONE_MID_LETTERS) if ctx.style == "letters" else (_LONE_NUMBERS, _LONE_MID_NUMBERS)
+        (LONE_LETTERS, LONE_MID_LETTERS) if ctx.style == "letters" else (LONE_NUMBERS, LONE_MID_NUMBERS)
     )
     for m in (*lone.finditer(text), *mid.finditer(text)):
         raw, at = (m["a"], m.start("a")) if m["a"] else (m["b"], m.start("b"))
         if not clauses.not_asserted(m.start()):
             # placed at the label, after its interjections ("Hmm, no. A."), which may be markers
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=at))
-    for m in (*_INTRO.finditer(text), *_SHORT.finditer(text), *_HEDGED_LEAD.finditer(text)):
-        if _LABEL_WORD.search(m.group(1)) is None:
-            c = _read_answer(text[m.end() : m.end() + _WINDOW], ctx, loose=False, strict_case=True)
+    for m in (*INTRO.finditer(text), *SHORT.finditer(text), *HEDGED_LEAD.finditer(text)):
+        if LABEL_WORD.search(m.group(1)) is None:
+            c = _read_answer(text[m.end() : m.end() + WINDOW], ctx, loose=False, strict_case=True)
             if c is not None and len(c.labels) == 1:
                 found.append(_Commit(c.labels, c.conflict, m.end()))
     return found
@@ -350,29 +342,29 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
         strict_case: After a hedge or terse prefix ("it is …", "So …"): a lower-case letter counts
             only in brackets, and a label before a connective only before a reason ("because").
     """
-    pos = _skip_space(body, 0)
-    filler = _FILLER.match(body, pos)
+    pos = skip_space(body, 0)
+    filler = FILLER.match(body, pos)
     if filler is not None:
         pos = filler.end()
     read = read_label(body, pos, ctx.style)
-    if strict_case and read is not None and read.lower and read.kind not in _EXPLICIT:
+    if strict_case and read is not None and read.lower and read.kind not in EXPLICIT:
         read = None
-    if strict_case and read is not None and read.kind == "connective" and not _reason_follows(body, read):
+    if strict_case and read is not None and read.kind == "connective" and not reason_follows(body, read):
         read = None  # "I think B is wrong", "So B is excluded": a remark about B, not a choice
     if strict_case and read is not None and body[read.end :].lstrip(" \t").startswith(":"):
         read = None  # "Per option: A: no. B: …": a walk item, not an answer
-    if read is not None and not _option_starts_at(body, read, ctx) and _accepts(read, ctx, loose=loose):
+    if read is not None and not option_starts_at(body, read, ctx) and accepts(read, ctx, loose=loose):
         items = read_label_list(body, read, ctx.style)
         if body[items[-1].end :].lstrip(" \t.)]'\"").startswith("?"):
             return None  # "Is the answer C?" asks, it does not answer
-        if _DOUBTED.match(body, items[-1].end):
+        if DOUBTED.match(body, items[-1].end):
             return None  # "Maybe D, maybe not.": doubted at once
-        if _WRONG_AFTER.match(body, items[-1].end):
+        if WRONG_AFTER.match(body, items[-1].end):
             return None  # "My initial answer 1 is wrong.": called wrong at once
         if len(items) == 1:
-            return _Commit((read.label,), _contradiction(body, read, ctx))
+            return _Commit((read.label,), contradiction(body, read, ctx))
         return _Commit(tuple(r.label for r in items))
-    ordinal = _ORDINAL_OBJECT.match(body, pos)
+    ordinal = ORDINAL_OBJECT.match(body, pos)
     if ordinal is not None:
         label = _ordinal_label(ordinal, ctx)
         return None if label is None else _Commit((label,))
@@ -382,9 +374,9 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
     if not loose:
         return None
     clause = body[pos:]
-    cut = _CLAUSE_END.search(clause)
+    cut = CLAUSE_END.search(clause)
     words = [t.value for t in tokenize(clause[: cut.start()] if cut else clause, 2 * ctx.span + 4)]
-    while words and words[0] in _LEAD_WORDS and not named_options(words, ctx.options, at_start=True):
+    while words and words[0] in LEAD_WORDS and not named_options(words, ctx.options, at_start=True):
         words = words[1:]
     named = named_options(words, ctx.options, at_start=True)
     if not named or negated_after(words, len(ctx.options[named[0]])):
@@ -396,22 +388,22 @@ def _read_answer(body: str, ctx: _Ctx, *, loose: bool = True, strict_case: bool 
 def _alternative_text(words: list[str], first: int, ctx: _Ctx) -> list[int]:
     """A second option's text joined to the first by "or"/"and" ("Golgi apparatus or mitochondria").
 
-    choice-5 read such an answer as the first option; both are named, so the answer is none. Since
-    choice-9 also a second option's text directly after the first ("necrosis/fibrosis").
+    Both are named, so the answer is none (reading the first would guess). So is a second option's
+    text directly after the first ("necrosis/fibrosis").
     """
     rest = words[len(ctx.options[first]) :]
-    # choice-9: a second option's text right after the first, with no joining word, is named too:
+    # a second option's text right after the first, with no joining word, is named too:
     # "necrosis/fibrosis", "necrosis & fibrosis" (the slash and ampersand are no tokens)
-    if rest and rest[0] in _JOINED:
+    if rest and rest[0] in JOINED:
         rest = rest[1:]
-    while rest and rest[0] in _LEAD_WORDS and not named_options(rest, ctx.options, at_start=True):
+    while rest and rest[0] in LEAD_WORDS and not named_options(rest, ctx.options, at_start=True):
         rest = rest[1:]
     return named_options(rest, ctx.options, at_start=True)
 
 
 def _ordinal_label(m: re.Match[str], ctx: _Ctx) -> str | None:
     """The label an ordinal names ("the second option" is B or 2), if within the options."""
-    place = _ORDINAL_WORDS[m["ord"].casefold()]
+    place = ORDINAL_WORDS[m["ord"].casefold()]
     index = ctx.n - 1 if place < 0 else place
     return label_for(index, ctx.style) if index < ctx.n else None
 
@@ -422,7 +414,7 @@ def _text_then_label(body: str, pos: int, ctx: _Ctx) -> _Commit | None:
     Commits only when the text is exactly one option's and the label is that option's; any
     other pair (text of D, label E) is left to the other rules, never read as either.
     """
-    m = _TEXT_THEN_LABEL.match(body, pos)
+    m = TEXT_THEN_LABEL.match(body, pos)
     if m is None:
         return None
     raw = m["lab"]
@@ -434,9 +426,9 @@ def _text_then_label(body: str, pos: int, ctx: _Ctx) -> _Commit | None:
     words = [t.value for t in tokenize(m["text"], ctx.span)]
     own = ctx.options[label_index(label, ctx.style)]
     # "the necrosis - option D"; but "A-band" starts with "a", which is its own text, not an article
-    while words and words[0] in _LEAD_WORDS and not equals_option(words, own):
+    while words and words[0] in LEAD_WORDS and not equals_option(words, own):
         words = words[1:]
-    # choice-9: after the article is dropped, so "the fibrosis (option C)" with fibrosis A is
+    # after the article is dropped, so "the fibrosis (option C)" with fibrosis A is
     # the same self-contradiction as "fibrosis (option C)"
     other = named_options(words, ctx.options, at_start=True)
     if equals_option(words, own):
@@ -445,274 +437,6 @@ def _text_then_label(body: str, pos: int, ctx: _Ctx) -> _Commit | None:
         reason = f"text of option {label_for(other[0], ctx.style)} is labelled {label}"
         return _Commit((label,), reason)  # "fibrosis - option C" with fibrosis B: self-contradiction
     return None
-
-
-def _reason_follows(text: str, read: LabelRead) -> bool:
-    """Whether the word after a label is a reason ("B because …"), not a remark ("B is wrong")."""
-    word = text[read.end :].split(None, 1)
-    return bool(word) and word[0].casefold() in _REASON_WORDS
-
-
-def _accepts(read: LabelRead, ctx: _Ctx, *, loose: bool) -> bool:
-    """Whether a label read after an answer phrase or in a tag commits to that label."""
-    if read.strong or read.kind == "connective":
-        return True
-    # Followed by an ordinary word: "the answer is a whorled…" and "Answer: I think…" are English.
-    return loose and read.kind == "word" and not read.lower and read.label not in ("A", "I")
-
-
-def _option_starts_at(text: str, read: LabelRead, ctx: _Ctx) -> bool:
-    """Whether a label followed by a word is really the start of an option's text ("B cells")."""
-    if read.kind != "word":
-        return False
-    # choice-9: not cut at the clause's end, so an option text with brackets or commas of its own
-    # ("B cells (CD20+)") is still found; the tokens are bounded by the longest option.
-    words = [t.value for t in tokenize(text[read.label_start :], ctx.span)]
-    return bool(named_options(words, ctx.options, at_start=True))
-
-
-def _contradiction(text: str, read: LabelRead, ctx: _Ctx) -> str | None:
-    """A reason when a label is directly followed by the full text of a different option."""
-    if not ctx.in_range(read.label):
-        return None
-    rest = text[read.end :].lstrip(" \t.,:)]-")  # choice-9: also after a comma ("C, Fibrosis")
-    if rest.startswith("("):
-        # choice-9: a bracketed gloss is compared too ("C (fibrosis) is the most likely answer."
-        # with fibrosis B contradicts itself)
-        rest = rest[1:].split(")", 1)[0]
-    cut = _CLAUSE_END.search(rest)
-    # choice-9: the clause, and the sentence too, which keeps an option's own brackets and commas
-    # ("1) Colocalization is moderate (Pearson's r ≈ 0.5)")
-    end = _SENTENCE_CUT.search(rest)
-    said = [
-        [t.value for t in tokenize(rest[: cut.start()] if cut else rest, ctx.span)],
-        [t.value for t in tokenize(rest[: end.start()] if end else rest, ctx.span)],
-    ]
-    own = label_index(read.label, ctx.style)
-    if any(equals_option(words, ctx.options[own]) for words in said):
-        return None
-    for idx, opt in enumerate(ctx.options):
-        if idx != own and any(equals_option(words, opt) for words in said):
-            return f"label {read.label} is followed by the text of option {label_for(idx, ctx.style)}"
-    return None
-
-
-# --- rule 2: the whole response is a label ------------------------------------------------------
-
-
-def _bare_label(text: str, ctx: _Ctx) -> ParseResult | None:
-    body = text.strip()
-    bullet = _BULLET.match(body)
-    pos = bullet.end() if bullet is not None else 0
-    interjection = _INTERJECTION.match(body, pos)
-    if interjection is not None:
-        pos = interjection.end()
-    filler = _FILLER.match(body, pos)
-    if filler is not None:
-        pos = filler.end()
-    tentative = _TENTATIVE.match(body, pos)
-    if tentative is not None:
-        pos = tentative.end()
-    read = read_label(body, pos, ctx.style)
-    if read is None or not (read.strong or read.kind == "connective"):
-        return None
-    items = read_label_list(body, read, ctx.style)
-    end = items[-1].end
-    if _CONFIRMED.match(body, end) and len(items) == 1:
-        return _decide([_Commit((read.label,))], "bare_label", "label asked and confirmed", ctx)
-    if _ASKS.match(body, end) and (tentative is None or len(items) > 1):
-        return None  # "B?" asks; "Perhaps A?" answers, tentatively
-    if tentative is None and body.rstrip().endswith("?"):
-        return None  # "D is it?" asks too
-    tail = _BARE_TAIL.match(body, end)
-    if not _REST_OK.match(body, tail.end() if tail is not None else end):
-        return None
-    return _decide([_Commit(tuple(r.label for r in items))], "bare_label", "whole response", ctx)
-
-
-# --- rule 3: a label alone on the first line -----------------------------------------------------
-
-
-def _first_line_label(text: str, ctx: _Ctx) -> LabelRead | None:
-    """A label that is the whole first line, or opens it with its reason or its own text.
-
-    "B", "**B**", "(B).", "Option B", "B because …" or "B. Spindle cells" — provided no other
-    line is also a lone label or a label with its own text (then the lines are a list, not an
-    answer).
-    """
-    body = text.lstrip()
-    line, _, rest = body.partition("\n")
-    read = read_label(line, 0, ctx.style)
-    if read is None or _ASKS.match(line, read.end):
-        return None
-    if read.kind == "connective":
-        if not _reason_follows(line, read):
-            return None
-    elif not (read.strong and (_REST_OK.match(line, read.end) or _own_text_follows(line, read, ctx))):
-        return None
-    if len(read_label_list(line, read, ctx.style)) > 1:
-        return None
-    for other in rest.splitlines():
-        other = other.strip()
-        again = read_label(other, 0, ctx.style)
-        if (
-            again is not None
-            and again.strong
-            and (_REST_OK.match(other, again.end) or _own_text_follows(other, again, ctx))
-        ):
-            return None  # the options echoed as a list, or a list of labels
-    return read
-
-
-def _own_text_follows(line: str, read: LabelRead, ctx: _Ctx) -> bool:
-    """Whether the rest of the line is exactly the label's own option text ("C. Rosette formation")."""
-    if not ctx.in_range(read.label):
-        return False
-    words = [t.value for t in tokenize(line[read.end :], ctx.span)]
-    return equals_option(words, ctx.options[label_index(read.label, ctx.style)])
-
-
-def _first_line_rule(text: str, ctx: _Ctx) -> ParseResult | None:
-    """Rule 3: the first line is only a label; the explanation after it may name other options."""
-    read = _first_line_label(text, ctx)
-    if read is None or not ctx.in_range(read.label):
-        return None
-    other = _ends_with_other_label(text, read.label, ctx)
-    if other is not None:
-        return ParseResult(None, "leading_label", other)
-    return _decide([_Commit((read.label,), method="leading_label")], "leading_label", "", ctx)
-
-
-# --- rule 4: the response starts with a label ----------------------------------------------------
-
-
-def _leading_label(text: str, ctx: _Ctx, *, ending: bool = True) -> ParseResult | None:
-    """Rule 4; ``ending=False`` skips the check that the reply does not end on another label."""
-    body = text.lstrip()
-    read = read_label(body, 0, ctx.style)
-    if read is None or any(p.match(body, read.end) for p in (_ASKS, _DENIED_AFTER, _WRONG_AFTER)):
-        return None  # "B?" asks; "D, definitely not." and "Option B is wrong." deny
-    if read.kind not in _leading_kinds(ctx) and not _number_dash(body, read, ctx):
-        return None
-    if _enumerates(body, ctx) or _option_starts_at_label(body, read, ctx):
-        return None
-    if len(read_label_list(body, read, ctx.style)) > 1 or _PLURAL_LEAD.match(body):
-        return None  # "A, B and C are all incorrect", "Options B and C both …": a list, not an answer
-    if not ctx.in_range(read.label):
-        # "I. Observations" or "F) …" with four options: no answer here; option text may still tell.
-        return option_text(text, ctx) or ParseResult(None, "leading_label", _out_of_range(read.label, ctx))
-    withdrawn = _withdrawal(body, read.end)
-    if withdrawn is not None:
-        return ParseResult(
-            None, "leading_label", f"label withdrawn after {withdrawn.group()!r} with no new one"
-        )
-    conflict = (
-        _contradiction(body, read, ctx) or (ending and _ends_with_other_label(body, read.label, ctx)) or None
-    )
-    if conflict is not None:
-        return ParseResult(None, "leading_label", conflict)
-    return ParseResult(
-        label_index(read.label, ctx.style), "leading_label", f"response starts with label {read.label}"
-    )
-
-
-_PLURAL_LEAD = re.compile(r"[ \t]*(?i:options|choices|answers)\b")
-
-
-def _ends_with_other_label(text: str, label: str, ctx: _Ctx) -> str | None:
-    """Why an opening label is not the answer when the reply ends on another bare label.
-
-    "C. On reflection, B.": the reply changes its mind without a marker the rules know, so
-    neither label is taken.
-    """
-    m = _TRAILING_LABEL.search(text, max(0, len(text) - 12))
-    if m is None:
-        return None
-    raw = m["lab"]
-    if raw.isdigit() != (ctx.style == "numbers") or _DENIED_BEFORE.search(text, 0, m.start() + 1):
-        return None  # "D, not B.": the closing label is denied, not chosen
-    if _NOUN_BEFORE.search(text, max(0, m.start() - 16), m.start() + 1):
-        return None  # "… in lane 3.": a number that belongs to a noun, not another answer
-    last = raw.upper() if ctx.style == "letters" else str(int(raw))
-    if last == label:
-        return None
-    return f"starts with label {label} but ends with {last}"
-
-
-def _leading_kinds(ctx: _Ctx) -> frozenset[str]:
-    if ctx.style == "numbers":
-        return frozenset({"bracketed", "closed"})
-    return frozenset({"bracketed", "closed", "punct", "keyword"})
-
-
-def _number_dash(body: str, read: LabelRead, ctx: _Ctx) -> bool:
-    """Whether a number label opens the reply with a dash ("1 - pink cytoplasm …"), not "1." (a list)."""
-    after = body[read.end :].lstrip(" \t")
-    # "1 - 2 weeks" is a range, not an answer: a word must follow the dash
-    return (
-        ctx.style == "numbers"
-        and read.kind == "punct"
-        and after[:1] == "-"
-        and after[1:].lstrip()[:1].isalpha()
-    )
-
-
-def _option_starts_at_label(body: str, read: LabelRead, ctx: _Ctx) -> bool:
-    """Whether the "label" is the first word of an option's text ("C. elegans …")."""
-    if read.kind != "punct":
-        return False
-    words = [t.value for t in tokenize(body[read.label_start :].split("\n", 1)[0])]
-    return bool(named_options(words, ctx.options, at_start=True))
-
-
-def _enumerates(body: str, ctx: _Ctx) -> bool:
-    """Whether the response walks through several labels rather than starting with its answer."""
-    seen: set[str] = set()
-    for line in body.splitlines():
-        bullet = _BULLET.match(line)
-        start = bullet.end() if bullet else 0
-        read = read_label(line, start, ctx.style)
-        if read is not None and read.kind in ("bracketed", "closed", "punct", "keyword"):
-            seen.add(read.label)
-    inline = _INLINE_LETTERS if ctx.style == "letters" else _INLINE_NUMBERS
-    for m in inline.finditer(body):
-        if _CONTRASTED.search(body, max(0, m.start() - 16), m.start()):
-            continue
-        raw = next(g for g in m.groups() if g)
-        seen.add(raw.upper() if ctx.style == "letters" else str(int(raw)))
-    return len(seen) > 1 or _echoes_options(body, ctx)
-
-
-# A label written as an option is listed: "B. Spindle cells" / "2) Spindle cells".
-_LISTED = re.compile(r"(?<![\w])(?P<lab>[A-Z]|\d{1,2})[.)][ \t]+")
-#: Listed labels looked at: bounded, so a loop of thousands stays linear.
-_LISTED_LIMIT = 40
-
-
-def _echoes_options(body: str, ctx: _Ctx) -> bool:
-    """Whether the reply lists two options each with its own text on one line ("A. X B. Y …").
-
-    A degenerate loop that echoes the options on one line starts with "A. X" like an answer
-    would; two labels each followed by their own option text are the options echoed.
-    """
-    echoed: set[str] = set()
-    for n, m in enumerate(_LISTED.finditer(body)):
-        if n >= _LISTED_LIMIT or len(echoed) > 1:
-            break
-        label = m["lab"] if ctx.style == "letters" else str(int(m["lab"])) if m["lab"].isdigit() else ""
-        if not label or not ctx.in_range(label):
-            continue
-        option = ctx.options[label_index(label, ctx.style)]
-        words = [t.value for t in tokenize(body[m.end() : m.end() + 200], len(option))]
-        if equals_option(words, option):
-            echoed.add(label)
-    return len(echoed) > 1
-
-
-def _skip_space(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    return pos
 
 
 def _walk_through(r: Reading) -> ParseResult | None:
@@ -738,7 +462,28 @@ RULES: tuple[Rule, ...] = (
         "answer tags (<ANSWER>, \\boxed{}) and English and Chinese answer phrases, hedges, verdicts",
         "a model that states its answer outranks everything else it writes; self-corrections decide",
         True,
-        ("plain", "terse_and_json", "spur_tag", "hedged_commitment", "self_correction", "chinese"),
+        (
+            "plain",
+            "terse_and_json",
+            "spur_tag",
+            "hedged_commitment",
+            "hedged_lead",
+            "self_correction",
+            "change_of_mind",
+            "informal_withdrawal",
+            "first_impression",
+            "commitment_after_concession",
+            "commitment_verbs",
+            "verdict_vocabulary",
+            "object_verdict",
+            "not_x_it_is_y",
+            "denied_alternative",
+            "english_a_i",
+            "microvqa_answer",
+            "answer_formats_7",
+            "answer_formats_9",
+            "chinese",
+        ),
         lambda r: _answer_markers(r.text, r.ctx),
     ),
     Rule(
@@ -757,7 +502,7 @@ RULES: tuple[Rule, ...] = (
         "the shortest answer there is",
         True,
         ("plain", "decorated_answer"),
-        lambda r: _bare_label(r.text, r.ctx),
+        lambda r: bare_label(r.text, r.ctx),
     ),
     Rule(
         "first_line_label",
@@ -766,7 +511,7 @@ RULES: tuple[Rule, ...] = (
         "the explanation after an answer may name other options without changing it",
         True,
         ("leading_label_explained",),
-        lambda r: _first_line_rule(r.text, r.ctx),
+        lambda r: first_line_rule(r.text, r.ctx),
     ),
     Rule(
         "leading_label",
@@ -774,8 +519,8 @@ RULES: tuple[Rule, ...] = (
         "a punctuated label opening the reply ('C) text'), unless the reply lists several",
         "models answer first and explain after; a list of labels is a walk, not an answer",
         True,
-        ("leading_label_explained", "long_form"),
-        lambda r: _leading_label(r.text, r.ctx),
+        ("leading_label_explained", "long_form", "others_rejected"),
+        lambda r: leading_label(r.text, r.ctx),
     ),
     Rule(
         "walk_through",
@@ -801,7 +546,7 @@ RULES: tuple[Rule, ...] = (
         "the text of exactly one option, not ruled out, in a reply with no indecision or refusal",
         "a verdict written as the option's words; never read from a cut reply (elimination)",
         False,
-        ("option_text_verdict", "negation", "refusal"),
+        ("option_text_verdict", "named_label_in_text", "negation", "refusal", "ambiguous"),
         lambda r: option_text(r.text, r.ctx),
     ),
 )

@@ -30,7 +30,7 @@ from typing import Literal
 from scopebench.benchmarks.base import Benchmark, Labels
 from scopebench.benchmarks.registry import find_benchmark, owner_protocol_benchmarks
 from scopebench.errors import ModelSpecError
-from scopebench.items import ImageRef, Item, ItemKind, letter
+from scopebench.items import ImageRef, Item, ItemKind, Sample, letter
 
 __all__ = [
     "PROTOCOLS",
@@ -93,6 +93,20 @@ class Request:
     def kind(self) -> ItemKind:
         """``mcq`` or ``detection``."""
         return self.item.kind
+
+    def sample(self) -> Sample:
+        """What this request shows the model, as a record stores it (images by id)."""
+        item = self.item
+        answer = item.answer_index
+        return Sample(
+            prompt=self.text,
+            system=self.system,
+            images=tuple(ref.key for ref in self.images),
+            question=item.question,
+            options=item.choices,
+            answer_key=self.option_labels[answer] if answer is not None and self.option_labels else None,
+            protocol=self.protocol,
+        )
 
 
 #: The former name of :class:`Request` (a rendered prompt), kept for callers of :func:`render_prompt`.

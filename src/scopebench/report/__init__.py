@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from scopebench.config import DEFAULT_RESAMPLES, Policy, ReportConfig
+from scopebench.display import shown
 from scopebench.report.breakdowns import write_spur_breakdowns
 from scopebench.report.labels import run_display_names
 from scopebench.report.tables import (
@@ -76,13 +77,16 @@ def write_run_outputs(
 ) -> dict[str, Any]:
     """Compute a run's metrics and write them with tables and plots.
 
-    Writes ``metrics.json``/``.csv``/``.md``/``.tex`` (accuracy rows, then the GRIT
-    ``localization`` rows), ``accuracy_by_task.png``/``.svg`` (when any item has an accuracy),
-    ``localization.png``/``.svg`` (GRIT score per class), ``reliability.png``/``.svg`` (when
-    records carry scores) and, for SPUR runs, ``spur_breakdowns.json``/``.md``/``.png``/``.svg``
-    (:mod:`scopebench.report.breakdowns`) into ``out_dir`` (default, or when it is the run
-    directory: :func:`report_dir`). The run directory's own ``metrics.json`` is rewritten only
-    for the run's own settings (:func:`is_run_default`).
+    Writes ``metrics.json``, ``metrics.csv``, ``metrics.md``, ``metrics.tex`` (accuracy rows,
+    then the GRIT ``localization`` rows), ``accuracy_by_task.png``/``.svg`` (when any item has an
+    accuracy), ``localization.png``/``.svg`` (GRIT score per class, with detection items) and, when
+    records carry scores,
+    ``reliability.png``/``.svg`` and, for SPUR runs, ``spur_breakdowns.json``/``.md``/``.png``/``.svg``
+    (:mod:`scopebench.report.breakdowns`) into ``out_dir`` (default, or when ``out_dir`` is the run
+    directory: :func:`report_dir`). The run
+    directory's own ``metrics.json`` is rewritten only when the files go there (no other
+    ``out_dir``) and the settings are the run's own (:func:`is_run_default`); another folder, or
+    any other report setting, leaves the run directory untouched.
 
     Args:
         run_dir: A run directory.
@@ -93,6 +97,32 @@ def write_run_outputs(
     Returns:
         The metrics dict (NaN where undefined).
     """
+    run = load_run(run_dir)
+    report = report or ReportConfig()
+    seed = run_seed(run) if report.seed is None else report.seed
+    resamples, policy = report.resamples, report.policy
+    protocol = str(run.config.get("protocol") or "default")
+    metrics = compute_metrics(run.records, benchmark=run.benchmark, policy=policy, items=run.items,
+                              seed=seed, resamples=resamples, protocol=protocol)  # fmt: skip
+    metrics["model"] = shown(run.model)  # the whole spec is in run.json; a shared file shows ~
+    default = is_run_default(run, seed=seed, resamples=resamples, policy=policy)
+    out = Path(out_dir) if out_dir is not None else run.path
+    if out.resolve() == run.path.resolve() and not default:
+        # The run directory holds the run's own metrics only (a re-run reuses them).
+        out = report_dir(run.path, dataclasses.replace(report, seed=seed))
+    out.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(json_safe(metrics), indent=2, ensure_ascii=False)
+    if default and out_dir is None and rundir.is_writable(run.path):
+        # Only when no other folder was asked for (`report --out` leaves the run untouched), and
+        # never into a read-only run.
+        (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
+    (out / METRICS_FILE).write_text(text, encoding="utf-8")
+    _write_tables_and_plots(run, metrics, out, policy)
+    return metrics
+
+
+def _write_tables_and_plots(run: RunData, metrics: dict[str, Any], out: Path, policy: Policy) -> None:
+    """``metrics.csv``/``.md``/``.tex`` and the plots of :func:`write_run_outputs` into ``out``."""
     from scopebench.report.plots import (
         chance_level,
         has_accuracy,
@@ -102,26 +132,7 @@ def write_run_outputs(
         reliability_drawn,
     )
 
-    run = load_run(run_dir)
-    report = report or ReportConfig()
-    seed = run_seed(run) if report.seed is None else report.seed
-    resamples, policy = report.resamples, report.policy
-    protocol = str(run.config.get("protocol") or "default")
-    metrics = compute_metrics(run.records, benchmark=run.benchmark, policy=policy, items=run.items,
-                              seed=seed, resamples=resamples, protocol=protocol)  # fmt: skip
-    metrics["model"] = run.model
-    default = is_run_default(run, seed=seed, resamples=resamples, policy=policy)
-    out = Path(out_dir) if out_dir is not None else run.path
-    if out.resolve() == run.path.resolve() and not default:
-        # The run directory holds the run's own metrics only (a re-run reuses them).
-        out = report_dir(run.path, dataclasses.replace(report, seed=seed))
-    out.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(json_safe(metrics), indent=2, ensure_ascii=False)
-    if default and rundir.is_writable(run.path):  # a read-only run is read, never written
-        (run.path / METRICS_FILE).write_text(text, encoding="utf-8")
-    (out / METRICS_FILE).write_text(text, encoding="utf-8")
     rows = report_rows(metrics)
-
     # The display name: a spec may name a local (home) folder, which a shared file must not show.
     title = f"{run.benchmark} — {run_display_names([run])[0]}"
     (out / "metrics.csv").write_text(rows_to_csv(rows, report_columns(metrics)), encoding="utf-8")
@@ -143,4 +154,3 @@ def write_run_outputs(
         "panel_category" in (it.get("metadata") or {}) for it in run.items.values()
     ):
         write_spur_breakdowns(run.records, run.items, out, policy=policy, title=title)
-    return metrics

@@ -438,11 +438,17 @@ def _record_data(summary: Mapping[str, Any], rec: Record | None) -> dict[str, An
         )
     if rec.scores:
         notes.append("scores: " + ", ".join(f"{s:.3f}" for s in rec.scores))
+    sample = rec.sample
     return {
         "outcome": outcome(rec),
         "answer": _answer_text(summary, rec.choice),
         "response": rec.response or "",
         "notes": notes,
+        # What the model was shown: runs stored without samples (older runs, --log-samples
+        # false) have none, and the page then shows only the item.
+        "prompt": sample.prompt if sample is not None and sample.prompt is not None else "",
+        "system": sample.system or "" if sample is not None else "",
+        "sent_images": list(sample.images) if sample is not None else [],
     }
 
 

@@ -16,11 +16,11 @@ gets the shortest path suffix that distinguishes their run folders, ``random (pm
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from scopebench.display import shown
 from scopebench.errors import DataNotFoundError
 from scopebench.models.presets import PRESETS
 from scopebench.models.registry import available_schemes
@@ -127,12 +127,9 @@ def scrub_home(text: str) -> str:
     """``text`` with the user's home folder written ``~`` (``/home/me/x`` → ``~/x``).
 
     For files meant to be shared (the HTML report) whose free text — a record's error message, a
-    reply quoting a path — may name a file under the home folder.
+    reply quoting a path — may name a file under the home folder (:func:`scopebench.display.shown`).
     """
-    home = str(Path.home()).rstrip("/\\")
-    if not home or home in ("/", "."):
-        return text
-    return re.sub(re.escape(home) + r"(?=[/\\\s\"'<>&]|$)", "~", text)
+    return shown(text)
 
 
 def relabel_comparison(result: dict[str, Any], names: Mapping[str, str]) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from scopebench.display import shown
 from scopebench.errors import DataNotFoundError, RunDirReadOnlyError, StoreDamagedError
 from scopebench.items import Item, Record
 from scopebench.store.lock import lock_holder
@@ -292,28 +293,44 @@ class RunStore:
     # Exports ----------------------------------------------------------------------------------
 
     def export_jsonl(self, path: Path) -> Path:
-        """Write every record as one JSON line (sorted by item id)."""
+        """Write every record as one JSON line (sorted by item id), paths as :func:`_shared` shows them."""
         tmp = path.with_suffix(path.suffix + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
             for rec in self.iter_records():
-                fh.write(json.dumps(rec.to_dict(), ensure_ascii=False) + "\n")
+                fh.write(json.dumps(_shared(rec.to_dict()), ensure_ascii=False) + "\n")
         tmp.replace(path)
         return path
 
     def export_parquet(self, path: Path) -> Path:
-        """Write every record to Parquet (nested fields as JSON text columns)."""
+        """Write every record to Parquet, one row each.
+
+        The sample's fields are columns (:data:`~scopebench.items.SAMPLE_COLUMNS`); the nested
+        ``scores`` and ``extra`` are JSON text.
+        """
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         rows = []
         for rec in self.iter_records():
-            d = rec.to_dict()
+            d = _shared(rec.to_flat())
             d["scores"] = json.dumps(d["scores"]) if d["scores"] is not None else None
             d["extra"] = json.dumps(d["extra"], ensure_ascii=False)
             rows.append(d)
         table = pa.Table.from_pylist(rows) if rows else pa.table({"item_id": pa.array([], pa.string())})
         pq.write_table(table, path)
         return path
+
+
+def _shared(row: dict[str, Any]) -> dict[str, Any]:
+    """A record as a shared file shows it: model spec and error text with ``~`` for the home folder.
+
+    A spec may name a local model folder or a replay file under the home folder; ``run.json``
+    keeps it whole.
+    """
+    for key in ("model", "error"):
+        if isinstance(row.get(key), str):
+            row[key] = shown(row[key])
+    return row
 
 
 def _check_header(path: Path) -> None:

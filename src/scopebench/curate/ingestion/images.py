@@ -8,9 +8,13 @@ Definitions (the dataset card repeats them):
 * ``image_id``: the first 128 bits of SHA-256 over ``source``, the image's path relative to the
   source folder and ``pixel_md5`` (NUL separated), written as a UUID string (36 characters, like
   μ-Bench's ids). The same file in the same place always gets the same id.
-* ``dhash``: a 64-bit difference hash (the image as 8-bit grey, resized to 9×8 with Lanczos, one
-  bit per horizontally adjacent pair: left brighter than right), as 16 hex digits. Two images
-  whose hashes differ in at most ``threshold`` bits are near-duplicates.
+* ``dhash``: ``imagehash``'s 64-bit difference hash of the image as 8-bit grey (16-bit scaled by
+  1/257, colour averaged), as 16 hex digits. Hashes only propose near-duplicate pairs;
+  :mod:`.near_duplicates` confirms them on the pixels.
+
+An image with more than ``max_pixels`` pixels (width × height × planes, read from the file's header
+before anything is decoded) is refused with :class:`OversizedImageError`, so a decompression bomb
+(a small file that declares a huge image) costs nothing.
 
 PNG holds 1 (grey), 3 (RGB) or 4 (RGBA) channels of 8 or 16 bits. Two-channel images gain an
 all-zero third channel (recorded); more than four channels, z-stacks and floating-point data cannot
@@ -21,9 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import struct
 import uuid
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,9 +39,12 @@ import numpy as np
 from scopebench.errors import ImageLoadError
 
 __all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "OversizedImageError",
     "StandardImage",
     "dhash",
     "encode_png",
+    "grey8",
     "hamming",
     "image_id",
     "pixel_md5",
@@ -43,6 +53,35 @@ __all__ = [
 ]
 
 _TIFF = {".tif", ".tiff"}
+#: Default pixel limit: 8192 × 8192 (a worker's peak is measured in docs/build.md).
+DEFAULT_MAX_PIXELS = 8192 * 8192
+_BLOCK_BYTES = 1 << 20  # raw PNG bytes filtered and compressed at a time (bounds encoder memory)
+
+
+class OversizedImageError(ImageLoadError):
+    """An image declares more pixels than the ``max_pixels`` limit (a decompression bomb, or too big)."""
+
+
+def _check_size(path: Path, pixels: int, max_pixels: int | None) -> None:
+    if max_pixels is not None and pixels > max_pixels:
+        raise OversizedImageError(
+            f"{path.name} declares {pixels:,} pixels, more than the limit of {max_pixels:,}; it was not "
+            "decoded (a decompression bomb, or an image too large for one PNG row): crop or tile it, "
+            "or raise --max-pixels if it is genuine and memory allows"
+        )
+
+
+@contextmanager
+def _no_pillow_limit() -> Iterator[None]:
+    """Pillow's own bomb check raises at open; ours (``max_pixels``) runs instead, as a problem row."""
+    from PIL import Image
+
+    saved = Image.MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = None
+    try:
+        yield
+    finally:
+        Image.MAX_IMAGE_PIXELS = saved
 
 
 @dataclass(slots=True)
@@ -60,18 +99,32 @@ class StandardImage:
     source_format: str
 
 
-def _decode(path: Path) -> tuple[np.ndarray, str]:
-    if path.suffix.lower() in _TIFF and importlib.util.find_spec("tifffile") is not None:
-        import tifffile  # 16-bit, multi-channel and multi-page TIFF, which Pillow only partly reads
+def _decode_tiff(path: Path, max_pixels: int | None) -> np.ndarray:
+    import tifffile  # 16-bit, multi-channel and multi-page TIFF, which Pillow only partly reads
 
-        try:
-            return np.asarray(tifffile.imread(path)), "TIFF"
-        except Exception as exc:  # tifffile raises many types for damaged files
-            raise ImageLoadError(f"cannot decode TIFF {path.name}: {exc}") from exc
+    try:
+        with tifffile.TiffFile(path) as tif:
+            series = tif.series[0]
+            shape = tuple(int(n) for n in series.shape)
+            # Colour samples ("S") are not pixels; every other axis (planes, channels) multiplies.
+            samples = shape[series.axes.index("S")] if "S" in series.axes else 1
+            _check_size(path, math.prod(shape) // max(samples, 1), max_pixels)
+            return np.asarray(series.asarray())
+    except ImageLoadError:
+        raise
+    except Exception as exc:  # tifffile raises many types for damaged files
+        raise ImageLoadError(f"cannot decode TIFF {path.name}: {exc}") from exc
+
+
+def _decode(path: Path, max_pixels: int | None) -> tuple[np.ndarray, str]:
+    if path.suffix.lower() in _TIFF and importlib.util.find_spec("tifffile") is not None:
+        return _decode_tiff(path, max_pixels), "TIFF"
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(path) as opened:
+        with _no_pillow_limit(), Image.open(path) as opened:
+            width, height = opened.size
+            _check_size(path, width * height, max_pixels)  # from the header, before decoding
             opened.load()  # truncated files fail here, not at open
             fmt = opened.format or path.suffix.lstrip(".").upper()
             im: Image.Image = opened
@@ -92,15 +145,20 @@ def _decode(path: Path) -> tuple[np.ndarray, str]:
         raise ImageLoadError(f"cannot decode {path.name}: {exc}") from exc
 
 
-def read_image(path: str | Path) -> StandardImage:
+def read_image(path: str | Path, max_pixels: int | None = DEFAULT_MAX_PIXELS) -> StandardImage:
     """Decode ``path`` into a PNG-storable array, at its original resolution.
 
+    Args:
+        path: The image file.
+        max_pixels: Refuse images declaring more pixels than this (``None``: no limit).
+
     Raises:
+        OversizedImageError: When the header declares more than ``max_pixels`` pixels.
         ImageLoadError: When the file cannot be decoded (unreadable, truncated) or its pixels cannot
             be stored losslessly as PNG (float data, z-stacks, more than 4 channels).
     """
     path = Path(path)
-    arr, fmt = _decode(path)
+    arr, fmt = _decode(path, max_pixels)
     steps: list[str] = []
     if arr.dtype == bool:
         arr = arr.astype(np.uint8) * 255
@@ -137,8 +195,9 @@ def read_image(path: str | Path) -> StandardImage:
 def pixel_md5(pixels: np.ndarray) -> str:
     """MD5 of ``pixels`` as defined in the module docstring."""
     arr = np.ascontiguousarray(pixels)
-    header = f"{arr.dtype.str}:{tuple(arr.shape)}|".encode("ascii")
-    return hashlib.md5(header + arr.tobytes(), usedforsecurity=False).hexdigest()
+    digest = hashlib.md5(f"{arr.dtype.str}:{tuple(arr.shape)}|".encode("ascii"), usedforsecurity=False)
+    digest.update(arr.data)  # the array's bytes without a copy (C-contiguous: same order as tobytes)
+    return digest.hexdigest()
 
 
 def image_id(source: str, relpath: str, md5: str) -> str:
@@ -153,45 +212,80 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
     )
 
 
-def write_png(pixels: np.ndarray, path: str | Path) -> None:
-    """Write ``pixels`` to ``path`` as :func:`encode_png` encodes them."""
-    Path(path).write_bytes(encode_png(pixels))
+def write_png(pixels: np.ndarray, path: str | Path) -> int:
+    """Write ``pixels`` to ``path`` as :func:`encode_png` encodes them, block by block.
+
+    Returns:
+        The file's size in bytes.
+    """
+    with Path(path).open("wb") as fh:
+        for piece in _png_pieces(pixels):
+            fh.write(piece)
+        return fh.tell()
 
 
 def encode_png(pixels: np.ndarray) -> bytes:
     """``pixels`` (grey, RGB or RGBA; 8 or 16 bit) as lossless PNG bytes.
 
-    Our own small encoder, because Pillow cannot write 16-bit RGB(A): filter type 0 on every row,
-    zlib level 6, big-endian samples as the PNG specification requires.
+    Our own small encoder, because Pillow cannot write 16-bit RGB(A): big-endian samples as the PNG
+    specification requires, each row filtered with None, Sub or Up — whichever has the smallest sum
+    of absolute signed bytes (libpng's heuristic; microscopy compresses far better than unfiltered)
+    — and zlib level 6, fed about :data:`_BLOCK_BYTES` of rows at a time, each block's output its
+    own ``IDAT`` chunk, so :func:`write_png` holds a few times one block, never the whole file.
     """
+    return b"".join(_png_pieces(pixels))
+
+
+def _png_pieces(pixels: np.ndarray) -> Iterator[bytes]:
     arr = np.ascontiguousarray(pixels)
     depth = 16 if arr.dtype == np.uint16 else 8
     channels = 1 if arr.ndim == 2 else arr.shape[-1]
     colour = {1: 0, 3: 2, 4: 6}[channels]
     h, w = arr.shape[:2]
-    data = arr.astype(">u2") if depth == 16 else arr.astype(np.uint8)
-    rows = data.reshape(h, -1).view(np.uint8).reshape(h, -1)
-    raw = np.concatenate([np.zeros((h, 1), np.uint8), rows], axis=1).tobytes()
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, colour, 0, 0, 0))
-        + _png_chunk(b"IDAT", zlib.compress(raw, 6))
-        + _png_chunk(b"IEND", b"")
-    )
+    bpp = channels * depth // 8  # bytes per pixel: Sub's distance
+    yield b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, colour, 0, 0, 0))
+    packer = zlib.compressobj(6)
+    previous = np.zeros((1, w * bpp), np.uint8)
+    step = max(1, _BLOCK_BYTES // (w * bpp))
+    for start in range(0, h, step):
+        block = arr[start : start + step]
+        data = block.astype(">u2") if depth == 16 else block.astype(np.uint8)
+        rows = data.reshape(len(block), -1).view(np.uint8)
+        packed = packer.compress(_filter_rows(rows, previous, bpp).tobytes())
+        if packed:  # zlib may hold a block back; an empty IDAT chunk is legal but says nothing
+            yield _png_chunk(b"IDAT", packed)
+        previous = rows[-1:]
+    yield _png_chunk(b"IDAT", packer.flush()) + _png_chunk(b"IEND", b"")
+
+
+def _filter_rows(rows: np.ndarray, previous: np.ndarray, bpp: int) -> np.ndarray:
+    """Rows of bytes, each prefixed with its filter type (0 None, 1 Sub, 2 Up) and filtered."""
+    above = np.concatenate([previous, rows[:-1]], axis=0)
+    left = np.zeros_like(rows)
+    left[:, bpp:] = rows[:, :-bpp]
+    candidates = np.stack([rows, rows - left, rows - above])  # uint8 arithmetic wraps, as PNG's does
+    cost = np.abs(candidates.view(np.int8).astype(np.int16)).sum(axis=2, dtype=np.int64)
+    choice = cost.argmin(axis=0)
+    chosen = candidates[choice, np.arange(len(rows))]
+    return np.concatenate([choice.astype(np.uint8)[:, None], chosen], axis=1)
+
+
+def grey8(pixels: np.ndarray) -> np.ndarray:
+    """``pixels`` as 8-bit grey: colour channels averaged (alpha ignored), 16-bit scaled by 1/257."""
+    # float32 and in place: a few bytes per pixel, whatever the image's size
+    arr = pixels[..., :3].mean(axis=-1, dtype=np.float32) if pixels.ndim == 3 else pixels.astype(np.float32)
+    arr *= 255.0 / (65535.0 if pixels.dtype == np.uint16 else 255.0)
+    np.rint(arr, out=arr)
+    np.clip(arr, 0, 255, out=arr)
+    return arr.astype(np.uint8)
 
 
 def dhash(pixels: np.ndarray) -> str:
-    """64-bit difference hash of ``pixels`` (see the module docstring), as 16 hex digits."""
+    """``imagehash``'s 64-bit difference hash of ``pixels`` as 8-bit grey, as 16 hex digits."""
+    import imagehash
     from PIL import Image
 
-    arr = pixels.astype(np.float64)
-    if arr.ndim == 3:
-        arr = arr[..., :3].mean(axis=-1)
-    top = 65535.0 if pixels.dtype == np.uint16 else 255.0
-    grey = Image.fromarray(np.clip(arr / top * 255.0, 0, 255).astype(np.uint8), mode="L")
-    small = np.asarray(grey.resize((9, 8), Image.Resampling.LANCZOS), dtype=np.int16)
-    bits = (small[:, :-1] > small[:, 1:]).flatten()
-    return f"{int(''.join('1' if b else '0' for b in bits), 2):016x}"
+    return str(imagehash.dhash(Image.fromarray(grey8(pixels)), hash_size=8))
 
 
 def hamming(a: str, b: str) -> int:

@@ -3,49 +3,99 @@
 Every row either becomes a dataset row or is kept out with a :class:`BuildProblem` naming its
 source, row and field; ``StepResult.dropped`` counts the rows kept out by reason, so
 ``items_in == kept + sum(dropped)`` always holds.
+
+The step runs in four passes, none of which holds more than one image per worker in memory:
+
+1. every metadata row is validated (no image is read);
+2. every distinct image file is converted on every core (:mod:`.convert`), into the
+   content-keyed :class:`~.cache.ConversionStore` (a temporary one when no cache is given);
+3. exact repeats and near-duplicates are found from the hashes, near-duplicates confirmed on the
+   pixels (:mod:`.near_duplicates`);
+4. the dataset is written in bounded batches, each PNG read back from the store
+   (:func:`~scopebench.curate.output.write_dataset`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
-from scopebench.curate.ingestion.images import dhash, encode_png, hamming, image_id, pixel_md5, read_image
+from scopebench.curate.ingestion.cache import ConversionStore, FileHashes, sha256_file
+from scopebench.curate.ingestion.convert import Converted, Job, convert_all, default_workers
+from scopebench.curate.ingestion.images import DEFAULT_MAX_PIXELS, image_id
+from scopebench.curate.ingestion.near_duplicates import find_near_duplicates
 from scopebench.curate.manifest import Manifest, Record, Source, load_manifest, read_table
 from scopebench.curate.output import write_dataset
 from scopebench.curate.report import BuildProblem, StepResult
 from scopebench.curate.schema import BUILD_COLUMNS, UBENCH_COLUMNS
 from scopebench.curate.taxonomy import Taxonomy, load_taxonomy
-from scopebench.errors import ImageLoadError
 
-__all__ = ["IngestedImage", "find_near_duplicates", "ingest", "sha256_file"]
+__all__ = ["IngestConfig", "IngestResult", "IngestedImage", "ingest", "sha256_file"]
 
 STEP = "ingest"
 
 
+@dataclass(frozen=True)
+class IngestConfig:
+    """The ingest step's settings (``build.yaml``'s ``ingest:`` section).
+
+    Attributes:
+        max_pixels: Images declaring more pixels are ``oversized_image`` problems, refused from
+            the header before anything is decoded; 0: no limit.
+    """
+
+    max_pixels: int = DEFAULT_MAX_PIXELS
+
+
 @dataclass(slots=True)
 class IngestedImage:
-    """One image that passed every check, with its normalised metadata and PNG bytes."""
+    """One image that passed every check, with its normalised metadata and where its PNG is.
+
+    Attributes:
+        source: The manifest source.
+        row: The metadata row (0-based).
+        record: The dataset row's values (without the image).
+        png: The converted PNG in the conversion store.
+        info: The conversion's hashes and facts.
+    """
 
     source: str
     row: int
     record: dict[str, Any]
-    png: bytes
+    png: Path
     info: dict[str, Any]
 
 
-def sha256_file(path: Path) -> str:
-    """SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+@dataclass
+class IngestResult(StepResult):
+    """:class:`StepResult` plus what this run converted.
+
+    The counts stay out of ``build.json``, which must not depend on what an earlier run cached.
+
+    Attributes:
+        converted: Image files decoded and encoded in this run.
+        reused: Image files whose conversion came from the cache.
+    """
+
+    converted: int = 0
+    reused: int = 0
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A row whose metadata is valid, waiting for its image."""
+
+    source: Source
+    row: int
+    record: Record
+    path: Path
 
 
 def _clean(value: Any) -> Any:
@@ -107,66 +157,90 @@ def _inside(folder: Path, rel: str) -> Path | None:
     return path
 
 
-def _convert(path: Path, cache: Path | None) -> tuple[bytes, dict[str, Any]]:
-    """PNG bytes and hashes of one image, reused from ``cache`` when its bytes were seen before."""
-    file_sha = sha256_file(path)
-    if cache is not None and (cache / f"{file_sha}.json").is_file():
-        info = json.loads((cache / f"{file_sha}.json").read_text(encoding="utf-8"))
-        return (cache / f"{file_sha}.png").read_bytes(), info
-    std = read_image(path)
-    px = std.pixels
-    info = {
-        "file_sha256": file_sha,
-        "pixel_md5": pixel_md5(px),
-        "dhash": dhash(px),
-        "conversion": std.conversion,
-        "source_format": std.source_format,
-        "width": int(px.shape[1]),
-        "height": int(px.shape[0]),
-        "bit_depth": 16 if px.dtype.itemsize == 2 else 8,
-        "channels": 1 if px.ndim == 2 else int(px.shape[-1]),
-    }
-    png = encode_png(px)
-    if cache is not None:
-        (cache / f"{file_sha}.png").write_bytes(png)
-        (cache / f"{file_sha}.json").write_text(json.dumps(info), encoding="utf-8")
-    return png, info
-
-
-def _one_row(
-    manifest: Manifest, source: Source, i: int, raw: dict[str, Any], tax: Taxonomy, cache: Path | None
-) -> tuple[IngestedImage | None, list[BuildProblem]]:
+def _validate(
+    manifest: Manifest, source: Source, i: int, raw: dict[str, Any], tax: Taxonomy
+) -> _Pending | list[BuildProblem]:
+    """Pass 1 for one row: its metadata and its image path, without reading the image."""
     values = _row_values(source, raw)
     try:
         record = Record.model_validate(values, context={"taxonomy": tax})
     except ValidationError as exc:
-        return None, _problems_from(exc, source.name, i, values, tax)
+        return _problems_from(exc, source.name, i, values, tax)
     folder = manifest.path(source.images)
     path = _inside(folder, record.image)
     if path is None:
         msg = (
             f"image path {record.image!r} leaves the source's image folder {folder}; move the file inside it"
         )
-        return None, [BuildProblem(STEP, source.name, str(i), "image", "unsafe_path", msg)]
+        return [BuildProblem(STEP, source.name, str(i), "image", "unsafe_path", msg)]
     if not path.is_file():
         msg = f"image file {record.image!r} not found in {folder}"
-        return None, [BuildProblem(STEP, source.name, str(i), "image", "missing_image", msg)]
-    try:
-        png, info = _convert(path, cache)
-    except ImageLoadError as exc:
-        return None, [BuildProblem(STEP, source.name, str(i), "image", "bad_image", str(exc))]
+        return [BuildProblem(STEP, source.name, str(i), "image", "missing_image", msg)]
+    return _Pending(source, i, record, path)
+
+
+def _row_of(p: _Pending, done: Converted, store: ConversionStore, tax: Taxonomy) -> IngestedImage:
+    """A converted row's dataset values: metadata, hashes, ids and ontology ids."""
+    info = done.info or {}
+    record = p.record
     rel = Path(record.image).as_posix()
     data = record.model_dump()
-    data.update(info, dataset=source.name, source_path=rel)
-    data["image_id"] = image_id(source.name, rel, info["pixel_md5"])
+    data.update({k: v for k, v in info.items() if k != "png_bytes"}, dataset=p.source.name, source_path=rel)
+    data["image_id"] = image_id(p.source.name, rel, info["pixel_md5"])
     sub = tax.get("submodality", record.submodality) if record.submodality else None
     mod = tax.get("modality", record.modality)
     data["modality_id"] = mod.ontology_id if mod else None
     data["submodality_id"] = sub.ontology_id if sub else None
     taxon_names = {v: k for k, v in tax.organisms.items()}
     data["ncbitaxon_name"] = record.organism or taxon_names.get(record.ncbitaxon_id or "")
-    notes = [BuildProblem(STEP, source.name, str(i), f, k, m, severity="warning") for f, k, m in record.notes]
-    return IngestedImage(source.name, i, data, png, info), notes
+    return IngestedImage(p.source.name, p.row, data, store.png_path(done.sha256), info)
+
+
+def _convert_rows(
+    rows: list[_Pending | list[BuildProblem]],
+    store: ConversionStore,
+    hashes: FileHashes,
+    settings: tuple[int, int | None, bool],
+) -> dict[Path, Converted]:
+    """Pass 2: convert every distinct image file once, on ``workers`` processes."""
+    from tqdm import tqdm
+
+    workers, max_pixels, progress = settings
+    paths = list(dict.fromkeys(r.path for r in rows if isinstance(r, _Pending)))
+    jobs = [Job(str(p), hashes.known(p), str(store.root.parent), max_pixels) for p in paths]
+    converted: dict[Path, Converted] = {}
+    with tqdm(total=len(jobs), desc="ingest: convert", unit="img", disable=not progress) as bar:
+        for job, path, done in zip(jobs, paths, convert_all(jobs, workers, on_done=bar.update), strict=True):
+            if job.sha256 is None:
+                hashes.record(path, done.sha256)  # known from now on while the file's stat holds
+            converted[path] = done
+    return converted
+
+
+def _collect(
+    rows: list[_Pending | list[BuildProblem]],
+    converted: dict[Path, Converted],
+    store: ConversionStore,
+    tax: Taxonomy,
+    result: IngestResult,
+) -> list[IngestedImage]:
+    """Rows in manifest order: each an image, or its problems (counted under the first one's kind)."""
+    images: list[IngestedImage] = []
+    for row in rows:
+        if isinstance(row, _Pending):
+            done = converted[row.path]
+            if done.info is not None:
+                images.append(_row_of(row, done, store, tax))
+                result.problems.extend(
+                    BuildProblem(STEP, row.source.name, str(row.row), f, k, m, severity="warning")
+                    for f, k, m in row.record.notes
+                )
+                continue
+            kind, msg = done.kind or "bad_image", done.message or ""
+            row = [BuildProblem(STEP, row.source.name, str(row.row), "image", kind, msg)]
+        result.problems.extend(row)
+        result.dropped[row[0].kind] += 1
+    return images
 
 
 def _report_ignored_columns(source: Source, rows: list[dict[str, Any]], result: StepResult) -> None:
@@ -189,33 +263,8 @@ def _report_ignored_columns(source: Source, rows: list[dict[str, Any]], result: 
         )
 
 
-def find_near_duplicates(hashes: list[str], max_bits: int) -> list[int]:
-    """Group indices whose dHashes are within ``max_bits`` (transitively): each index's group root.
-
-    The root is the smallest index of its group, so groups are deterministic.
-    """
-    import numpy as np
-
-    parent = list(range(len(hashes)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    values = np.array([int(h, 16) for h in hashes], dtype=np.uint64)
-    for i in range(len(values)):
-        diff = np.bitwise_xor(values[i + 1 :], values[i])
-        bits = np.unpackbits(diff.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)
-        for j in np.nonzero(bits <= max_bits)[0]:
-            a, b = find(i), find(i + 1 + int(j))
-            parent[max(a, b)] = min(a, b)
-    return [find(i) for i in range(len(hashes))]
-
-
-def _dedupe(images: list[IngestedImage], max_bits: int, result: StepResult) -> list[IngestedImage]:
-    """Drop repeated ids; mark near-duplicate groups (``dup_group``) and report them."""
+def _drop_repeats(images: list[IngestedImage], result: StepResult) -> list[IngestedImage]:
+    """The same image (same id) listed again is kept out, naming the row that keeps it."""
     kept: list[IngestedImage] = []
     seen: dict[str, IngestedImage] = {}
     for img in images:
@@ -223,53 +272,96 @@ def _dedupe(images: list[IngestedImage], max_bits: int, result: StepResult) -> l
         if iid in seen:
             first = seen[iid]
             result.dropped["duplicate_id"] += 1
-            result.problems.append(
-                BuildProblem(
-                    STEP,
-                    img.source,
-                    str(img.row),
-                    "image",
-                    "duplicate_id",
-                    f"the same image ({img.record['source_path']}) is listed again; row {first.row} keeps it",
-                )
-            )
+            msg = f"the same image ({img.record['source_path']}) is listed again; row {first.row} keeps it"
+            result.problems.append(BuildProblem(STEP, img.source, str(img.row), "image", "duplicate_id", msg))
             continue
         seen[iid] = img
         kept.append(img)
-    roots = find_near_duplicates([k.info["dhash"] for k in kept], max_bits)
-    for img, root in zip(kept, roots, strict=True):
-        head = kept[root]
-        img.record["dup_group"] = head.record["image_id"]
-        if img is not head:
-            d = hamming(img.info["dhash"], head.info["dhash"])
-            same = (
-                "identical pixels" if img.info["pixel_md5"] == head.info["pixel_md5"] else f"{d} bits apart"
-            )
-            result.problems.append(
-                BuildProblem(
-                    STEP,
-                    img.source,
-                    str(img.row),
-                    "image",
-                    "near_duplicate",
-                    f"near-duplicate of {head.source} row {head.row} ({head.record['source_path']}; "
-                    f"dHash {same}); both kept, always in the same split",
-                    severity="warning",
-                )
-            )
     return kept
 
 
+def _grey(png: Path) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(png) as im:
+        return np.asarray(im.convert("F") if im.mode.startswith("I") else im.convert("L"), dtype=np.float32)
+
+
+def _group(kept: list[IngestedImage], max_bits: int, min_similarity: float, result: StepResult) -> None:
+    """Mark near-duplicate groups (``dup_group``): hash-proposed, pixel-confirmed; report them."""
+    found = find_near_duplicates(
+        [k.info["dhash"] for k in kept],
+        max_bits,
+        lambda i: _grey(kept[i].png),
+        min_similarity=min_similarity,
+        same=lambda i, j: kept[i].info["pixel_md5"] == kept[j].info["pixel_md5"],
+    )
+    for index, (img, root) in enumerate(zip(kept, found.roots, strict=True)):
+        head = kept[root]
+        img.record["dup_group"] = head.record["image_id"]
+        if img is head:
+            continue
+        other, bits, score = found.joined[index]
+        peer = kept[other]
+        evidence = (
+            "identical pixels"
+            if score == 1.0 and img.info["pixel_md5"] == peer.info["pixel_md5"]
+            else f"dHash {bits} bits apart, pixel similarity {score:.2f}"
+        )
+        msg = (
+            f"near-duplicate of {head.source} row {head.row} ({head.record['source_path']}): "
+            f"{evidence} with {peer.source} row {peer.row}; both kept, always in the same split"
+        )
+        result.problems.append(
+            BuildProblem(STEP, img.source, str(img.row), "image", "near_duplicate", msg, severity="warning")
+        )
+    result.stats["near_duplicates"] = {
+        "max_bits": max_bits,
+        "min_similarity": min_similarity,
+        "grouped": sum(1 for i, r in enumerate(found.roots) if i != r),
+        "refused_pairs": len(found.refused),
+    }
+
+
+@contextmanager
+def _store(cache_dir: Path | None, out: Path) -> Iterator[tuple[ConversionStore, FileHashes]]:
+    """The conversion store and file hashes: in ``cache_dir``, or temporary beside ``out``."""
+    if cache_dir is not None:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        hashes = FileHashes(cache_dir / "file_sha256.sqlite")
+        try:
+            yield ConversionStore(cache_dir), hashes
+        finally:
+            hashes.close()
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{out.name}.ingest-", dir=out.parent) as tmp:
+        hashes = FileHashes(None)
+        try:
+            yield ConversionStore(Path(tmp)), hashes
+        finally:
+            hashes.close()
+
+
 def ingest(
-    manifest: str | Path, out: str | Path, *, cache_dir: str | Path | None = None, progress: bool = False
-) -> StepResult:
+    manifest: str | Path,
+    out: str | Path,
+    *,
+    cache_dir: str | Path | None = None,
+    workers: int | None = None,
+    max_pixels: int | None = DEFAULT_MAX_PIXELS,
+    progress: bool = False,
+) -> IngestResult:
     """Ingest a manifest's sources into a μ-Bench-format dataset in ``out``.
 
     Args:
         manifest: The manifest YAML file.
         out: Output folder (created; an earlier build output there is replaced).
-        cache_dir: Converted images keyed by the SHA-256 of their file, reused by later runs.
-        progress: Show a progress bar.
+        cache_dir: Conversions keyed by file content and file hashes keyed by stat, reused by later
+            runs (:mod:`.cache`); ``None``: a temporary store, removed at the end.
+        workers: Processes converting images (``None``: every core). The output does not depend on it.
+        max_pixels: Images declaring more pixels are ``oversized_image`` problems (``None``: no limit).
+        progress: Show progress bars.
 
     Returns:
         What was kept and dropped, and every problem (also in ``out/problems.jsonl``).
@@ -277,32 +369,25 @@ def ingest(
     Raises:
         DataNotFoundError: A manifest, taxonomy or metadata file is missing.
         DataFormatError: One of them cannot be read, or ``out`` holds something else.
+        NoItemsError: No row passed the checks.
     """
-    from tqdm import tqdm
-
     man = load_manifest(manifest)
     tax = load_taxonomy(man.path(man.taxonomy) if man.taxonomy else None)
-    cache = Path(cache_dir) if cache_dir is not None else None
-    if cache is not None:
-        cache.mkdir(parents=True, exist_ok=True)
-    result = StepResult(STEP, out=str(out))
+    out = Path(out)
+    result = IngestResult(STEP, out=str(out))
     tables = [(s, read_table(man.path(s.metadata))) for s in man.sources]
     result.items_in = sum(len(rows) for _, rows in tables)
-    for source, rows in tables:
-        _report_ignored_columns(source, rows, result)
-    images: list[IngestedImage] = []
-    with tqdm(total=result.items_in, desc="ingest", unit="img", disable=not progress) as bar:
-        for source, rows in tables:
-            for i, raw in enumerate(rows):
-                img, problems = _one_row(man, source, i, raw, tax, cache)
-                result.problems.extend(problems)
-                if img is None:
-                    result.dropped[problems[0].kind] += 1
-                else:
-                    images.append(img)
-                bar.update(1)
-    kept = _dedupe(images, man.near_duplicate_bits, result)
-    result.kept = len(kept)
-    inputs = {"manifest": str(manifest), **{s.name: str(man.path(s.metadata)) for s in man.sources}}
-    write_dataset(kept, Path(out), man, tax, result, inputs)
+    for source, table in tables:
+        _report_ignored_columns(source, table, result)
+    rows = [_validate(man, source, i, raw, tax) for source, table in tables for i, raw in enumerate(table)]
+    settings = (workers or default_workers(), max_pixels, progress)
+    with _store(Path(cache_dir) if cache_dir is not None else None, out) as (store, hashes):
+        converted = _convert_rows(rows, store, hashes, settings)
+        result.converted = sum(1 for c in converted.values() if c.converted)
+        result.reused = sum(1 for c in converted.values() if c.reused)
+        kept = _drop_repeats(_collect(rows, converted, store, tax, result), result)
+        _group(kept, man.near_duplicate_bits, man.near_duplicate_similarity, result)
+        result.kept = len(kept)
+        inputs = {"manifest": str(manifest), **{s.name: str(man.path(s.metadata)) for s in man.sources}}
+        write_dataset(kept, out, man, tax, result, inputs, progress=progress)
     return result

@@ -19,15 +19,27 @@ from __future__ import annotations
 import bisect
 import re
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from scopebench.parsing._commits import Commit, Ctx, ParseResult, decide
 from scopebench.parsing._labels import LabelStyle
 
-__all__ = ["Language", "LanguageCommit", "language_commits", "language_rule", "languages", "refuses"]
+__all__ = [
+    "Language",
+    "LanguageCommit",
+    "language_commits",
+    "language_rule",
+    "languages",
+    "languages_from",
+    "load_languages",
+    "refuses",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,17 +81,44 @@ class LanguageCommit:
     pos: int
 
 
+#: Where :func:`languages` reads from while :func:`languages_from` is in effect.
+_FOLDER: list[Traversable] = []
+
+
 @cache
 def languages() -> tuple[Language, ...]:
-    """Every language file shipped in this package, in code order.
+    """Every language file shipped in this package, in code order (:func:`load_languages`)."""
+    return load_languages(_FOLDER[-1] if _FOLDER else resources.files(__name__))
+
+
+@contextmanager
+def languages_from(folder: Traversable) -> Iterator[None]:
+    """Read the language files of ``folder`` instead of the package's while the block runs.
+
+    For trying a language file before adding it to the package (docs/parser.md, "Adding a
+    language"); the package's files are read again afterwards.
+    """
+    _FOLDER.append(folder)
+    languages.cache_clear()
+    _patterns.cache_clear()
+    try:
+        yield
+    finally:
+        _FOLDER.pop()
+        languages.cache_clear()
+        _patterns.cache_clear()
+
+
+def load_languages(folder: Traversable) -> tuple[Language, ...]:
+    """Every ``*.toml`` language file in ``folder``, in code order.
 
     Raises:
         ValueError: When a file has a key :class:`Language` does not know (a typo would otherwise
             silently drop its phrases).
     """
-    known = {f.name for f in fields(Language)} - {"code"}
+    # "words": the English rules' vocabulary (en.toml), read by scopebench.parsing.vocabulary
+    known = {f.name for f in fields(Language)} - {"code"} | {"words"}
     found: list[Language] = []
-    folder = resources.files(__name__)
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".toml"):
             continue
@@ -87,7 +126,7 @@ def languages() -> tuple[Language, ...]:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"{entry.name}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
-        lists = {k: tuple(str(p) for p in v) for k, v in data.items() if k != "name"}
+        lists = {k: tuple(str(p) for p in v) for k, v in data.items() if k not in ("name", "words")}
         found.append(Language(code=entry.name.removesuffix(".toml"), name=str(data.get("name", "")), **lists))
     return tuple(found)
 

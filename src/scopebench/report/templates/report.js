@@ -92,6 +92,14 @@
       tr.appendChild(td);
       tr.appendChild(el("td", null, r ? r.answer : ""));
       var detail = el("td");
+      if (r && r.prompt) {
+        var shown = el("details", "prompt");
+        shown.appendChild(el("summary", null, "prompt" + (r.sent_images.length ? " (images: " +
+          r.sent_images.join(", ") + ")" : "")));
+        if (r.system) { shown.appendChild(el("pre", "system", r.system)); }
+        shown.appendChild(el("pre", "prompt", r.prompt));
+        detail.appendChild(shown);
+      }
       if (r && r.response) { detail.appendChild(el("pre", "response", r.response)); }
       if (r) { r.notes.forEach(function (n) { detail.appendChild(el("div", "note", n)); }); }
       tr.appendChild(detail);

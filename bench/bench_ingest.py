@@ -1,0 +1,363 @@
+"""``build ingest`` at scale: peak memory, speed-up over workers, the PIL floor, re-runs, disk.
+
+Data: 512 × 512 images, half 16-bit grey TIFF, half 8-bit RGB PNG, each its own smooth field plus
+noise (seeded; generated once under ``--root`` and reused). Every measurement runs in a fresh
+process; peak memory is the largest sum of the resident set sizes of the ingest process and its
+workers, sampled every 50 ms.
+
+* **memory** — peak RSS at each of ``--sizes`` (stopping before a size whose predicted time passes
+  ``--time-limit``) and the fitted growth (MB per 1,000 images);
+* **speed** — ``--speed`` images with 1 and 2 workers: the speed-up, and the ratio of the bare PIL
+  loop (decode, lossless PNG, MD5 in a pool of the same two processes) to ingest;
+* **re-runs** — ``build run`` cold, again with nothing changed, and after one changed metadata row
+  (the ratios to the cold run; the images converted again);
+* **disk** — input, ingest output and conversion cache sizes;
+* **worker** — the peak memory one worker adds converting a 2048 × 2048 16-bit RGBA image.
+
+Usage: python bench/bench_ingest.py [--sizes 1000,5000,20000] [--speed 300] [--time-limit 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROW = "light microscopy,brightfield microscopy,pathology,hematopathology,Giemsa,Homo sapiens"
+
+
+def make_images(folder: Path, n: int, seed: int = 0) -> None:
+    """Write images 0 … n−1 that are not there yet (``i`` even: 16-bit grey TIFF, odd: RGB PNG)."""
+    import tifffile
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:512, 0:512] / 512
+    noise = rng.normal(0, 0.03, (1024, 1024))
+    for i in range(n):
+        name = folder / (f"im{i:06d}.tif" if i % 2 == 0 else f"im{i:06d}.png")
+        if name.exists():
+            continue
+        r = np.random.default_rng([seed, i])
+        oy, ox = r.integers(0, 512, 2)
+        fx, fy, phase = r.uniform(2, 12, 3)  # each image its own field: no two are near-duplicates
+        field = np.sin(x * fx + y * fy + phase) * 0.3 + 0.5
+        grey = np.clip(field + noise[oy : oy + 512, ox : ox + 512], 0, 1)
+        if i % 2 == 0:
+            tifffile.imwrite(name, (grey * 65535).astype(np.uint16))
+        else:
+            rgb = np.stack([grey, grey**1.3, 1 - grey * 0.5], axis=-1)
+            Image.fromarray((rgb * 255).astype(np.uint8)).save(name, compress_level=1)
+
+
+def write_manifest(root: Path, n: int) -> Path:
+    names = [f"im{i:06d}.tif" if i % 2 == 0 else f"im{i:06d}.png" for i in range(n)]
+    (root / f"meta_{n}.csv").write_text(
+        "image,modality,submodality,domain,subdomain,stain,organism\n"
+        + "".join(f"{m},{ROW}\n" for m in names)
+    )
+    path = root / f"manifest_{n}.yaml"
+    source = f"  - name: s\n    images: images\n    metadata: meta_{n}.csv\n    license: CC0-1.0\n"
+    path.write_text(f"name: bench\nsources:\n{source}")
+    return path
+
+
+CPU: list[float] = []  # CPU seconds of each measured command, in order
+
+
+def _tree_rss(proc: object) -> int:
+    import psutil
+
+    assert isinstance(proc, psutil.Process)
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):  # a worker that exited between listing and reading
+            total += p.memory_info().rss
+    return total
+
+
+def run_measured(cmd: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak tree RSS (bytes) of ``cmd``; its CPU seconds (workers included) in ``CPU``."""
+    import resource
+
+    import psutil
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    start = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = psutil.Process(child.pid)
+    peak = 0
+    while child.poll() is None:
+        peak = max(peak, _tree_rss(proc))
+        time.sleep(0.05)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # workers are reaped by ingest, so they count
+    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    if child.returncode:
+        raise SystemExit(f"{cmd} failed:\n{child.stderr.read().decode() if child.stderr else ''}")
+    return wall, peak
+
+
+def ingest_cmd(manifest: Path, out: Path, workers: int) -> list[str]:
+    cache = str(out.parent / "cache")
+    head = [sys.executable, "-m", "scopebench", "--quiet", "build", "ingest", str(manifest)]
+    return [*head, "--out", str(out), "--workers", str(workers), "--cache", cache]
+
+
+def floor_one(path: str) -> str:
+    """The floor per image: Pillow decodes it, writes lossless PNG, MD5 of the bytes."""
+    import hashlib
+    import io
+
+    from PIL import Image
+
+    with Image.open(path) as im:
+        im.load()
+        buf = io.BytesIO()
+        im.save(buf, format="PNG")
+    return hashlib.md5(buf.getvalue()).hexdigest()
+
+
+def floor_main(workers: int, listing: Path) -> None:
+    """The bare PIL loop over the files listed, in a pool of ``workers`` spawned processes like ingest's."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    files = listing.read_text().split()
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(floor_one, files, chunksize=4))
+
+
+def _fresh(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def bench_memory(root: Path, sizes: list[int], time_limit: float) -> dict:
+    out: dict = {"sizes": [], "peak_mb": [], "seconds": []}
+    per_image = None
+    for n in sizes:
+        if per_image is not None and per_image * n > time_limit:
+            predicted = per_image * n
+            print(f"  {n:>6} images: skipped (predicted {predicted:.0f} s > --time-limit {time_limit:.0f} s)")
+            continue
+        make_images(root / "images", n)
+        manifest = write_manifest(root, n)
+        work = _fresh(root / f"run_{n}")
+        wall, peak = run_measured(ingest_cmd(manifest, work / "out", 2))
+        per_image = wall / n
+        inputs = sum(
+            (root / "images" / (f"im{i:06d}.tif" if i % 2 == 0 else f"im{i:06d}.png")).stat().st_size
+            for i in range(n)
+        )
+        disk = {
+            "input_mb": inputs / 1e6,
+            "output_mb": _size(work / "out") / 1e6,
+            "cache_mb": _size(work / "cache") / 1e6,
+        }
+        mb_in, mb_out, mb_cache = disk["input_mb"], disk["output_mb"], disk["cache_mb"]
+        print(
+            f"  {n:>6} images: peak RSS {peak / 1e6:7.0f} MB, {wall:6.1f} s; disk: input {mb_in:.0f} MB, "
+            f"output {mb_out:.0f} MB ({mb_out / mb_in:.2f}×), "
+            f"cache {mb_cache:.0f} MB ({(mb_out + mb_cache) / mb_in:.2f}× with it)"
+        )
+        out["sizes"].append(n)
+        out["peak_mb"].append(peak / 1e6)
+        out["seconds"].append(wall)
+        out.setdefault("disk", {})[n] = disk
+        shutil.rmtree(work)
+    if len(out["sizes"]) >= 2:
+        slope, _ = np.polyfit(out["sizes"], out["peak_mb"], 1)
+        out["growth_mb_per_1000"] = slope * 1000
+        print(f"  fitted growth: {slope * 1000:+.1f} MB per 1,000 images")
+    return out
+
+
+def stage_cpu(files: list[Path]) -> dict[str, float]:
+    """CPU milliseconds per image of each stage of a conversion, in this process, and of the floor."""
+    from scopebench.curate.ingestion.cache import sha256_file
+    from scopebench.curate.ingestion.images import dhash, encode_png, pixel_md5, read_image
+
+    pixels = [read_image(p).pixels for p in files]  # warm: imports and the page cache
+    stages = {
+        "file SHA-256": lambda k: sha256_file(files[k]),
+        "decode": lambda k: read_image(files[k]),
+        "PNG encode": lambda k: encode_png(pixels[k]),
+        "dHash": lambda k: dhash(pixels[k]),
+        "pixel MD5": lambda k: pixel_md5(pixels[k]),
+        "bare PIL loop": lambda k: floor_one(str(files[k])),
+    }
+    out = {}
+    for name, fn in stages.items():
+        start = time.process_time()
+        for k in range(len(files)):
+            fn(k)
+        out[name] = (time.process_time() - start) / len(files) * 1000
+    ours = sum(v for k, v in out.items() if k != "bare PIL loop")
+    parts = ", ".join(f"{k} {v:.1f}" for k, v in out.items() if k != "bare PIL loop")
+    print(f"  CPU ms per image: {parts}; total {ours:.1f}, the bare PIL loop {out['bare PIL loop']:.1f}")
+    return out
+
+
+def bench_speed(root: Path, n: int) -> dict:
+    make_images(root / "images", n)
+    manifest = write_manifest(root, n)
+    times, cpu = {}, {}
+    for workers in (1, 2):
+        work = _fresh(root / f"speed_{workers}")
+        times[workers], _ = run_measured(ingest_cmd(manifest, work / "out", workers))
+        cpu[workers] = CPU[-1]
+        shutil.rmtree(work)
+    files = [str(root / "images" / (f"im{i:06d}.tif" if i % 2 == 0 else f"im{i:06d}.png")) for i in range(n)]
+    (root / "floor.txt").write_text("\n".join(files))
+    floor, _ = run_measured([sys.executable, __file__, "--floor", "2", "--root", str(root)])
+    floor_cpu = CPU[-1]
+    speedup, ratio, ratio_cpu = times[1] / times[2], floor / times[2], floor_cpu / cpu[2]
+    print(
+        f"  {n} images, wall: 1 worker {times[1]:.1f} s, 2 workers {times[2]:.1f} s: speed-up {speedup:.2f}×"
+    )
+    print(
+        f"  bare PIL loop (2 spawned processes): {floor:.1f} s wall; floor / ingest (2 workers) {ratio:.2f}"
+    )
+    print(
+        f"  CPU s (workers included): 1 worker {cpu[1]:.1f}, 2 workers {cpu[2]:.1f}, floor {floor_cpu:.1f}: "
+        f"floor / ingest {ratio_cpu:.2f}"
+    )
+    print(
+        f"  load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times need an idle one)"
+    )
+    stages = stage_cpu([Path(f) for f in files[:20]])
+    return {
+        "stages_ms": stages,
+        "images": n,
+        "wall": times,
+        "cpu": cpu,
+        "floor": floor,
+        "floor_cpu": floor_cpu,
+        "speedup": speedup,
+    }
+
+
+_WORKER = """
+import resource, sys
+from scopebench.curate.ingestion import convert
+import imagehash, scipy, tifffile  # imported before the baseline: they are a worker's fixed cost
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+convert.convert_one(convert.Job(sys.argv[1], None, sys.argv[2], None))
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)
+"""
+
+
+def bench_worker(root: Path, side: int = 2048) -> dict:
+    """Peak RSS growth of one worker converting one ``side``² 16-bit RGBA TIFF (the worst case per pixel)."""
+    import tifffile
+
+    path = root / f"rgba16_{side}.tif"
+    if not path.exists():
+        pixels = np.random.default_rng(0).integers(0, 65535, (side, side, 4), dtype=np.uint16)
+        tifffile.imwrite(path, pixels, photometric="rgb", extrasamples=["unassalpha"])
+    store = _fresh(root / "worker_store")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER, str(path), str(store)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    grown = int(done.stdout.split()[-1])
+    per_pixel = grown / side**2
+    print(
+        f"  one worker, one {side}² 16-bit RGBA TIFF: peak RSS +{grown / 1e6:.0f} MB = {per_pixel:.1f} B/px"
+    )
+    return {"side": side, "bytes": grown, "bytes_per_pixel": per_pixel}
+
+
+def bench_reruns(root: Path, n: int) -> dict:
+    from scopebench.curate import run_build
+
+    make_images(root / "images", n)
+    write_manifest(root, n)
+    work = _fresh(root / "reruns")
+    (root / f"build_{n}.yaml").write_text(f"manifest: manifest_{n}.yaml\nout: {work / 'build'}\nseed: 0\n")
+    stamps: list[float] = []
+
+    def timed() -> tuple[float, list]:
+        stamps.clear()
+        start = time.perf_counter()
+        outcome = run_build(
+            root / f"build_{n}.yaml", workers=2, on_step=lambda _r: stamps.append(time.perf_counter())
+        )
+        return time.perf_counter() - start, [stamps[0] - start, outcome.steps[0]]
+
+    cold, (cold_ingest, _) = timed()
+    same, _ = timed()
+    meta = root / f"meta_{n}.csv"
+    original = meta.read_text()
+    meta.write_text(original.replace("im000001.png,light microscopy", "im000001.png,Light Microscopy", 1))
+    try:
+        changed, (changed_ingest, step) = timed()
+    finally:
+        meta.write_text(original)
+    print(f"  {n} images, build run: cold {cold:.1f} s (its ingest step {cold_ingest:.1f} s)")
+    print(f"  nothing changed: {same:.2f} s = {same / cold:.1%} of the cold run")
+    print(
+        f"  one metadata row changed: {changed:.1f} s = {changed / cold:.1%} of the cold run; ingest step "
+        f"{changed_ingest:.1f} s = {changed_ingest / cold_ingest:.1%} of the cold ingest; "
+        f"images converted again: {step.converted}"
+    )
+    shutil.rmtree(work)
+    return {"cold": cold, "unchanged": same, "changed_row": changed, "converted_again": step.converted}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,5000,20000")
+    ap.add_argument("--speed", type=int, default=300)
+    ap.add_argument("--reruns", type=int, default=300)
+    ap.add_argument("--time-limit", type=float, default=120.0, help="skip a size predicted to take longer")
+    ap.add_argument("--root", default="/tmp/scopebench-bench-ingest")
+    ap.add_argument("--only", choices=("memory", "speed", "reruns", "worker"), action="append")
+    ap.add_argument("--floor", type=int, help=argparse.SUPPRESS)  # the floor's own process
+    args = ap.parse_args()
+    root = Path(args.root)
+    if args.floor:
+        floor_main(args.floor, root / "floor.txt")
+        return
+    cpu = platform.processor() or platform.machine()
+    print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    only = set(args.only or ("memory", "speed", "reruns", "worker"))
+    results: dict = {}
+    if "worker" in only:
+        print("worker memory:")
+        results["worker"] = bench_worker(root)
+    if "speed" in only:
+        print("speed:")
+        results["speed"] = bench_speed(root, args.speed)
+    if "reruns" in only:
+        print("re-runs:")
+        results["reruns"] = bench_reruns(root, args.reruns)
+    if "memory" in only:
+        print("memory (2 workers):")
+        results["memory"] = bench_memory(root, [int(s) for s in args.sizes.split(",")], args.time_limit)
+    print(json.dumps(results, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""What ingest keeps between runs: file hashes by stat, and conversions by file content.
+
+* :class:`FileHashes` — the SHA-256 of every input file, keyed by its absolute path and stat
+  (size, modification time in nanoseconds, inode). A file whose stat has not changed is not read
+  again; any write to it changes its modification time, and a copy or a move changes its inode, so
+  the hash is recomputed. One SQLite file (``file_sha256.sqlite``).
+* :class:`ConversionStore` — the result of converting one file's bytes: its lossless PNG and a
+  small JSON of hashes and facts (or the reason it could not be converted), named after the file's
+  SHA-256 (``v2/<2 hex>/<sha256>.png`` / ``.json``). A metadata row that changes, a file that
+  moves or a second source listing the same bytes reuse it; changing how images are converted
+  changes the ``v2`` folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ConversionStore", "FileHashes", "sha256_file"]
+
+#: Bumped whenever conversion output changes (encoder, hashes, facts recorded), so old entries are
+#: never reused for new rules.
+_VERSION = "v2"
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _stat_key(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+class FileHashes:
+    """SHA-256 of files, recomputed only when a file's stat changes (see the module docstring).
+
+    Args:
+        path: The SQLite file (created); ``None`` keeps the hashes in memory for this run only.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path) if path is not None else ":memory:")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, "
+            "inode INTEGER, sha256 TEXT)"
+        )
+        self._pending: list[tuple[str, int, int, int, str]] = []
+
+    def known(self, path: Path) -> str | None:
+        """The recorded hash of ``path`` when its stat still matches, else ``None``."""
+        key = _stat_key(path)
+        if key is None:
+            return None
+        row = self._db.execute(
+            "SELECT sha256 FROM files WHERE path = ? AND size = ? AND mtime_ns = ? AND inode = ?",
+            (str(path.resolve()), *key),
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def record(self, path: Path, sha256: str) -> None:
+        """Remember ``sha256`` for ``path`` at its current stat (written by :meth:`save`)."""
+        key = _stat_key(path)
+        if key is not None:
+            self._pending.append((str(path.resolve()), *key, sha256))
+
+    def sha256(self, path: Path) -> str:
+        """The hash of ``path``: the recorded one when its stat matches, else read and recorded."""
+        found = self.known(path)
+        if found is None:
+            found = sha256_file(path)
+            self.record(path, found)
+        return found
+
+    def save(self) -> None:
+        """Write the hashes recorded since the last save."""
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", self._pending)
+        self._pending.clear()
+
+    def close(self) -> None:
+        """Save and close the database."""
+        self.save()
+        self._db.close()
+
+
+class ConversionStore:
+    """Converted images by the SHA-256 of their source file (see the module docstring).
+
+    Args:
+        root: The cache folder (``OUT/../.cache/images`` for ``build ingest``).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root) / _VERSION
+
+    def _base(self, sha: str) -> Path:
+        return self.root / sha[:2] / sha
+
+    def png_path(self, sha: str) -> Path:
+        """Where the PNG converted from the file with hash ``sha`` is stored."""
+        return self._base(sha).with_suffix(".png")
+
+    def get(self, sha: str) -> dict[str, Any] | None:
+        """The stored facts of ``sha`` (``{"error": …}`` for a file that could not be converted)."""
+        meta = self._base(sha).with_suffix(".json")
+        try:
+            info: dict[str, Any] = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # absent, or half-written by a run that was killed: convert again
+        if "error" not in info and not self.png_path(sha).is_file():
+            return None
+        return info
+
+    def put_png(self, sha: str, write: Callable[[Path], int]) -> int:
+        """Store a PNG by ``write(path)`` (which returns its size) into a temporary file, renamed into place.
+
+        The PNG counts only once :meth:`put` has written the JSON beside it.
+        """
+        final = self.png_path(sha)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+        try:
+            size = write(tmp)
+            os.replace(tmp, final)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        return size
+
+    def put(self, sha: str, info: dict[str, Any], png: bytes | None) -> None:
+        """Store a conversion; the JSON is renamed into place last, so a reader sees all or nothing."""
+        base = self._base(sha)
+        base.parent.mkdir(parents=True, exist_ok=True)
+        if png is not None:
+            _atomic_write(base.with_suffix(".png"), png)
+        _atomic_write(base.with_suffix(".json"), json.dumps(info, sort_keys=True).encode())
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    # Two workers converting the same bytes write the same content; the rename makes either win.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()

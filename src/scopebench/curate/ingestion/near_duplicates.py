@@ -1,0 +1,287 @@
+"""Near-duplicate images: a perceptual hash proposes pairs, the pixels confirm them.
+
+**Proposing (sub-quadratic).** Two 64-bit hashes within ``r`` bits of each other agree exactly on
+at least ``m − r`` of any ``m`` disjoint blocks of their bits (pigeonhole: at most ``r`` blocks hold
+a differing bit). With ``m = r + 4`` blocks, every choice of 4 blocks is one table: hashes are
+sorted by their bits in those blocks and only hashes with equal keys become candidates, which are
+then checked bit by bit. Each of the ``C(r + 4, 4)`` tables (210 at ``r = 6``) costs one sort, and
+the keys are ≈ ``256 / (r + 4)`` bits long (25 at ``r = 6``), so unrelated hashes almost never
+collide: the work grows as ``n log n``, not ``n²``. Every pair within ``r`` bits is found.
+
+**Confirming (pixels).** Images sharing a background, a texture or a stain have close hashes
+without being the same picture, so a proposed pair is grouped only when its pixels agree
+(:func:`pixel_similarity`): both images as grey, each stretched between its own 1st and 99th
+percentiles (so contrast and bit-depth changes cancel), compared with SSIM on a common grid; the
+score is the *lowest* SSIM of a 4 × 4 grid of blocks, so one region that differs (a different cell
+on the same background) is enough to refuse the pair. Two alignments are tried: the whole images
+rescaled onto each other (re-encodings, 8/16-bit, rescales, contrast changes), and the smaller image
+located inside the larger at the same pixel size (crops); the better score counts.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_MIN_SIMILARITY",
+    "NearDuplicates",
+    "Thumbnail",
+    "candidate_pairs",
+    "find_near_duplicates",
+    "pixel_similarity",
+    "similarity",
+    "thumbnail",
+]
+
+#: Block-minimum SSIM at or above which a proposed pair is a near-duplicate (docs/build.md gives
+#: the error rates measured at this value).
+DEFAULT_MIN_SIMILARITY = 0.85
+_EXACT_BLOCKS = 4
+_MAX_TABLES = 5000  # beyond this (r ≥ 17 bits) one all-pairs pass in blocks is cheaper
+_GRID = 64  # side of the common grid the pixels are compared on
+_CROP_SIDE = 256  # a thumbnail's long side: where crops are searched for
+_THUMBNAILS = 256  # thumbnails kept while pairs are checked (≤ 256 kB each)
+
+
+def _as_uint64(hashes: Sequence[str] | np.ndarray) -> np.ndarray:
+    if isinstance(hashes, np.ndarray):
+        return hashes.astype(np.uint64, copy=False)
+    return np.array([int(h, 16) for h in hashes], dtype=np.uint64)
+
+
+def _block_masks(blocks: int) -> list[np.uint64]:
+    edges = np.linspace(0, 64, blocks + 1).round().astype(int)
+    return [np.uint64(((1 << int(hi - lo)) - 1) << int(lo)) for lo, hi in itertools.pairwise(edges)]
+
+
+def _pairs_with_equal_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs ``(i, j)``, ``i < j``, of every two entries of ``keys`` that are equal."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    firsts: list[np.ndarray] = []
+    seconds: list[np.ndarray] = []
+    gap = 1
+    while gap < len(ordered):
+        same = np.nonzero(ordered[gap:] == ordered[:-gap])[0]
+        if not len(same):
+            break  # equal keys are contiguous: no run is longer than this gap
+        a, b = order[same], order[same + gap]
+        firsts.append(np.minimum(a, b))
+        seconds.append(np.maximum(a, b))
+        gap += 1
+    if not firsts:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty
+    return np.concatenate(firsts), np.concatenate(seconds)
+
+
+def _all_pairs(values: np.ndarray, max_bits: int) -> np.ndarray:
+    codes: list[np.ndarray] = []
+    n = len(values)
+    for i in range(n - 1):
+        close = np.nonzero(np.bitwise_count(values[i + 1 :] ^ values[i]) <= max_bits)[0]
+        codes.append(i * n + i + 1 + close.astype(np.int64))
+    return np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
+
+
+def candidate_pairs(hashes: Sequence[str] | np.ndarray, max_bits: int) -> np.ndarray:
+    """Every pair of hashes within ``max_bits`` bits, as sorted rows ``(i, j)`` with ``i < j``.
+
+    Args:
+        hashes: 64-bit hashes, as hex strings or unsigned integers.
+        max_bits: The largest Hamming distance of a pair.
+
+    Returns:
+        An ``(k, 2)`` int64 array, sorted by ``i`` then ``j``, each pair once.
+    """
+    values = _as_uint64(hashes)
+    n = len(values)
+    blocks = max_bits + _EXACT_BLOCKS
+    if n < 2:
+        return np.empty((0, 2), dtype=np.int64)
+    if blocks > 64 or _n_tables(blocks) > _MAX_TABLES:
+        codes = _all_pairs(values, max_bits)
+    else:
+        masks = _block_masks(blocks)
+        found: list[np.ndarray] = []
+        for chosen in itertools.combinations(masks, _EXACT_BLOCKS):
+            mask = np.bitwise_or.reduce(np.array(chosen, dtype=np.uint64))
+            i, j = _pairs_with_equal_keys(values & mask)
+            close = np.bitwise_count(values[i] ^ values[j]) <= max_bits
+            found.append(i[close] * n + j[close])
+        codes = np.concatenate(found)
+    codes = np.unique(codes)
+    return np.stack([codes // n, codes % n], axis=1).astype(np.int64)
+
+
+def _n_tables(blocks: int) -> int:
+    return (
+        len(list(itertools.combinations(range(blocks), _EXACT_BLOCKS))) if blocks <= 24 else _MAX_TABLES + 1
+    )
+
+
+def _stretched(grey: np.ndarray) -> np.ndarray:
+    """``grey`` (any numeric dtype) as float32 in [0, 1] between its own 1st and 99th percentiles."""
+    arr = grey.astype(np.float32)
+    lo, hi = np.percentile(arr, (1, 99))
+    if hi <= lo:
+        return np.zeros_like(arr)
+    return np.clip((arr - lo) / (hi - lo), 0.0, 1.0)
+
+
+def _resized(arr: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    from skimage.transform import resize
+
+    return np.asarray(resize(arr, shape, anti_aliasing=True, preserve_range=True), dtype=np.float32)
+
+
+def _block_ssim(a: np.ndarray, b: np.ndarray) -> float:
+    """The lowest mean SSIM over a 4 × 4 grid of blocks of two same-shaped images, each stretched."""
+    from skimage.metrics import structural_similarity
+
+    _, full = structural_similarity(_stretched(a), _stretched(b), data_range=1.0, full=True, win_size=7)
+    rows = np.array_split(np.asarray(full), 4, axis=0)
+    return float(min(block.mean() for row in rows for block in np.array_split(row, 4, axis=1)))
+
+
+@dataclass(frozen=True, slots=True)
+class Thumbnail:
+    """A grey image reduced for comparison, with the size it had.
+
+    Attributes:
+        pixels: Float32 grey, long side at most 256 pixels (never enlarged).
+        shape: The original height and width (crops are searched at the original pixel scale).
+    """
+
+    pixels: np.ndarray
+    shape: tuple[int, int]
+
+
+def thumbnail(grey: np.ndarray) -> Thumbnail:
+    """``grey`` (H × W, any numeric dtype) as a :class:`Thumbnail`."""
+    arr = grey.astype(np.float32)
+    h, w = arr.shape
+    scale = min(1.0, _CROP_SIDE / max(h, w))
+    if scale < 1.0:
+        arr = _resized(arr, (max(8, round(h * scale)), max(8, round(w * scale))))
+    return Thumbnail(arr, (h, w))
+
+
+def _crop_score(big: Thumbnail, small: Thumbnail) -> float:
+    """Locate ``small`` inside ``big`` at the same pixel size; the block SSIM of the best placement.
+
+    The search runs on ``big``'s thumbnail (long side at most 256 pixels, fine enough that the
+    placement is within half a pixel there), with ``small`` brought to the same scale; the
+    comparison then runs on the common grid like a whole-image one.
+    """
+    from skimage.feature import match_template
+
+    scale = big.pixels.shape[0] / big.shape[0]
+    target = (round(small.shape[0] * scale), round(small.shape[1] * scale))
+    if min(target) < 8 or target[0] > big.pixels.shape[0] or target[1] > big.pixels.shape[1]:
+        return -1.0
+    small_s = small.pixels if small.pixels.shape == target else _resized(small.pixels, target)
+    match = match_template(big.pixels, small_s)
+    y, x = np.unravel_index(int(np.argmax(match)), match.shape)
+    window = big.pixels[y : y + target[0], x : x + target[1]]
+    return _block_ssim(_resized(window, (_GRID, _GRID)), _resized(small_s, (_GRID, _GRID)))
+
+
+def similarity(a: Thumbnail, b: Thumbnail) -> float:
+    """:func:`pixel_similarity` of two thumbnails."""
+    scores = [-1.0]
+    (ha, wa), (hb, wb) = a.shape, b.shape
+    if abs((wa / ha) / (wb / hb) - 1.0) <= 0.05:
+        scores.append(_block_ssim(_resized(a.pixels, (_GRID, _GRID)), _resized(b.pixels, (_GRID, _GRID))))
+    big, small = (a, b) if ha * wa >= hb * wb else (b, a)
+    (hg, wg), (hs, ws) = big.shape, small.shape
+    if hs <= hg and ws <= wg and hs * ws < hg * wg:
+        scores.append(_crop_score(big, small))
+    return max(scores)
+
+
+def pixel_similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """How surely two grey images show the same picture: block-minimum SSIM, in [−1, 1].
+
+    Args:
+        a: A grey image (H × W, any numeric dtype).
+        b: Another grey image.
+
+    Returns:
+        The better of the whole-image score (both rescaled to a 64 × 64 grid, for aspect ratios
+        within 5 %) and the crop score (the smaller image found inside the larger at the same pixel
+        size); see the module docstring.
+    """
+    return similarity(thumbnail(a), thumbnail(b))
+
+
+@dataclass
+class NearDuplicates:
+    """Near-duplicate groups of ``n`` images.
+
+    Attributes:
+        roots: Each image's group root: the smallest index of its group (itself when alone).
+        joined: For each image in a group of two or more, the first confirmed pair it was in:
+            ``index → (other index, hash distance, pixel similarity)``.
+        refused: Proposed pairs the pixels refused: ``(i, j, hash distance, pixel similarity)``.
+    """
+
+    roots: list[int]
+    joined: dict[int, tuple[int, int, float]] = field(default_factory=dict)
+    refused: list[tuple[int, int, int, float]] = field(default_factory=list)
+
+
+def find_near_duplicates(
+    hashes: Sequence[str],
+    max_bits: int,
+    grey: Callable[[int], np.ndarray],
+    *,
+    min_similarity: float = DEFAULT_MIN_SIMILARITY,
+    same: Callable[[int, int], bool] | None = None,
+) -> NearDuplicates:
+    """Group images whose hashes are within ``max_bits`` bits *and* whose pixels agree.
+
+    Args:
+        hashes: One 64-bit hash (hex) per image.
+        max_bits: Hamming distance at or below which a pair is proposed.
+        grey: Loads image ``i`` as a grey array (called only for images in a proposed pair).
+        min_similarity: :func:`pixel_similarity` at or above which a proposed pair is confirmed.
+        same: Says two images have identical pixels (confirmed without loading them).
+
+    Returns:
+        The groups (transitive over confirmed pairs; each rooted at its smallest index, so the
+        grouping does not depend on the order pairs are checked in) and the refused pairs.
+    """
+    n = len(hashes)
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    values = _as_uint64(hashes)
+    out = NearDuplicates(roots=[])
+    # Pairs come sorted by their first image, so a small cache of thumbnails serves most loads.
+    thumb = functools.lru_cache(maxsize=_THUMBNAILS)(lambda i: thumbnail(grey(i)))
+    for i, j in candidate_pairs(values, max_bits).tolist():
+        bits = int(np.bitwise_count(values[i] ^ values[j]))
+        if find(i) == find(j):
+            continue  # already joined through other confirmed pairs
+        score = 1.0 if same is not None and same(i, j) else similarity(thumb(i), thumb(j))
+        if score < min_similarity:
+            out.refused.append((i, j, bits, round(score, 4)))
+            continue
+        ri, rj = find(i), find(j)
+        # Every member keeps the first confirmed pair it was in, so each can name its evidence.
+        out.joined.setdefault(i, (j, bits, round(score, 4)))
+        out.joined.setdefault(j, (i, bits, round(score, 4)))
+        parent[max(ri, rj)] = min(ri, rj)
+    out.roots = [find(i) for i in range(n)]
+    return out

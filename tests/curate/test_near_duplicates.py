@@ -1,0 +1,81 @@
+"""Near-duplicates: the hash index finds every close pair, the pixels decide which are the same image."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from scopebench.curate.ingestion.images import dhash, grey8
+from scopebench.curate.ingestion.near_duplicates import (
+    DEFAULT_MIN_SIMILARITY,
+    candidate_pairs,
+    find_near_duplicates,
+    pixel_similarity,
+)
+from scopebench.testing.near_duplicate_set import EDITS, labelled_set
+
+
+def _brute(values: np.ndarray, r: int) -> set[tuple[int, int]]:
+    return {
+        (i, j)
+        for i, j in itertools.combinations(range(len(values)), 2)
+        if int(values[i] ^ values[j]).bit_count() <= r
+    }
+
+
+@pytest.mark.parametrize("r", [0, 1, 3, 6, 9, 20])
+def test_candidate_pairs_are_exactly_the_pairs_within_r_bits(r: int) -> None:
+    """Catches a block index that misses pairs (wrong block masks, a pigeonhole off by one, runs of
+    equal keys longer than two) or reports pairs beyond ``r`` bits; r = 20 takes the all-pairs path."""
+    rng = np.random.default_rng(r)
+    base = rng.integers(0, 2**63, 60, dtype=np.uint64) * np.uint64(2) + rng.integers(
+        0, 2, 60, dtype=np.uint64
+    )
+    planted = []
+    for k in range(40):  # copies of base hashes with 0..r+2 bits flipped, some sharing one base
+        flips = rng.choice(64, size=int(rng.integers(0, r + 3)), replace=False)
+        planted.append(base[k % 7] ^ np.uint64(sum(1 << int(f) for f in flips)))
+    values = np.concatenate([base, np.array(planted, dtype=np.uint64)])
+    found = {tuple(p) for p in candidate_pairs(values, r).tolist()}
+    assert found == _brute(values, r)
+    assert len(found) > 0
+    as_hex = [f"{int(v):016x}" for v in values]
+    assert np.array_equal(candidate_pairs(as_hex, r), candidate_pairs(values, r))
+
+
+def test_each_edit_is_confirmed_and_look_alikes_are_refused() -> None:
+    """Catches a pixel check too strict for the edits a collection picks up (JPEG, 16-bit, rescale,
+    crop, contrast) or too lenient for distinct fields that share their background and stain."""
+    images = labelled_set(1, 2, seed=3, size=192)
+    grey = {im.name: grey8(im.pixels) for im in images}
+    for field in (0, 1):
+        for edit in EDITS:
+            score = pixel_similarity(grey[f"f0_{field}_orig"], grey[f"f0_{field}_{edit}"])
+            assert score >= DEFAULT_MIN_SIMILARITY, (field, edit, score)
+    look = itertools.product(
+        ("f0_0_orig", "f0_0_jpeg", "f0_0_crop"), ("f0_1_orig", "f0_1_contrast", "f0_1_rescale")
+    )
+    for a, b in look:
+        assert pixel_similarity(grey[a], grey[b]) < DEFAULT_MIN_SIMILARITY, (a, b)
+
+
+def test_groups_on_a_labelled_set_are_exactly_the_fields() -> None:
+    """Catches grouping by hash alone (the look-alikes of a family are proposed: their hashes are
+    close) and a grouping that does not follow confirmed pairs transitively (a crop and a rescale of
+    one field only meet through the original)."""
+    images = labelled_set(2, 2, seed=1, size=160)
+    hashes = [dhash(im.pixels) for im in images]
+    found = find_near_duplicates(hashes, 12, lambda i: grey8(images[i].pixels))
+    groups: dict[int, set[tuple[int, int]]] = {}
+    for im, root in zip(images, found.roots, strict=True):
+        groups.setdefault(root, set()).add((im.family, im.field))
+    assert sorted(groups.values(), key=sorted) == [{(0, 0)}, {(0, 1)}, {(1, 0)}, {(1, 1)}]
+    assert [found.roots.count(r) for r in sorted(groups)] == [1 + len(EDITS)] * 4
+    refused_lookalikes = [
+        (i, j)
+        for i, j, _, _ in found.refused
+        if images[i].family == images[j].family and images[i].field != images[j].field
+    ]
+    assert refused_lookalikes  # the hash proposed look-alikes; only the pixels kept them apart
