@@ -142,3 +142,36 @@ def test_majority_ties_go_to_the_first_and_unparsed_do_not_vote() -> None:
     assert majority([None, 2, 1, 1, 2]) == 2
     assert majority([None, None]) is None
     assert majority([3, None, None]) == 3
+
+
+@pytest.fixture(scope="module")
+def tiny_hf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("transformers")
+    from scopebench.testing.tiny import build_tiny_generative
+
+    return build_tiny_generative(tmp_path_factory.mktemp("hf") / "m", "llava", seed=0)
+
+
+def _hf_samples(model: Path, out: Path, seed: int) -> list[list[str]]:
+    cfg = RunConfig.from_options("unit", "4", f"hf:{model}", no_image=True, seed=seed, batch_size=4,
+                                 gen_args={"temperature": 1.5, "n": 3},
+                                 model_args={"max_new_tokens": 6})  # fmt: skip
+    run_benchmark(cfg, out)
+    records = load_run(out).records
+    assert all([s["seed"] for s in r.extra["samples"]] == [seed, seed + 1, seed + 2] for r in records)
+    return [[s["text"] for s in r.extra["samples"]] for r in records]
+
+
+def test_hf_sampling_is_reproducible_with_a_seed(tiny_hf: Path, tmp_path: Path) -> None:
+    # Catches: sampling left greedy (the samples of an item would all be equal), a seed not set
+    # before each pass (the same seed would then give other replies), or --seed not followed.
+    first = _hf_samples(tiny_hf, tmp_path / "a", seed=0)
+    assert first == _hf_samples(tiny_hf, tmp_path / "b", seed=0)
+    assert any(len(set(texts)) > 1 for texts in first)
+    assert first != _hf_samples(tiny_hf, tmp_path / "c", seed=5)
+
+
+def test_hf_choice_logprob_cannot_sample(tiny_hf: Path) -> None:
+    # Catches: choice-logprob (option scores, nothing drawn) accepting --gen-arg and ignoring it.
+    with pytest.raises(ModelSpecError, match="cannot sample"):
+        load_model(f"hf:{tiny_hf}", ModelOptions(mode="choice-logprob", gen_args={"n": 2}))
