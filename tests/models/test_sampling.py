@@ -175,3 +175,98 @@ def test_hf_choice_logprob_cannot_sample(tiny_hf: Path) -> None:
     # Catches: choice-logprob (option scores, nothing drawn) accepting --gen-arg and ignoring it.
     with pytest.raises(ModelSpecError, match="cannot sample"):
         load_model(f"hf:{tiny_hf}", ModelOptions(mode="choice-logprob", gen_args={"n": 2}))
+
+
+def test_vllm_sends_each_sample_with_its_seed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # vLLM is not installed here: a stand-in module records the SamplingParams and answers with
+    # the seed it was given, which checks the wiring real vLLM gets (the real engine is tested by
+    # tests/models/test_vllm_backend.py where it imports).
+    # Catches: samples regrouped to the wrong item or seed (texts[i::n] off by one), all samples
+    # sent with the run's seed, or --gen-arg temperature/top_p not reaching SamplingParams.
+    import sys
+    import types
+
+    from helpers import make_items
+
+    sent: list[dict[str, object]] = []
+
+    class SamplingParams:
+        def __init__(self, **kwargs: object) -> None:
+            sent.append(kwargs)
+            self.kwargs = kwargs
+
+    class LLM:
+        def __init__(self, **kwargs: object) -> None:
+            pass
+
+        def chat(
+            self, convs: list[object], sampling_params: list[SamplingParams], use_tqdm: bool
+        ) -> list[object]:
+            return [
+                types.SimpleNamespace(
+                    prompt_token_ids=[1],
+                    outputs=[
+                        types.SimpleNamespace(
+                            text=f"seed {p.kwargs['seed']} item {k // GEN['n']}",
+                            finish_reason="stop",
+                            token_ids=[1],
+                        )
+                    ],
+                )
+                for k, p in enumerate(sampling_params)
+            ]
+
+    stub = types.ModuleType("vllm")
+    stub.SamplingParams, stub.LLM = SamplingParams, LLM  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", stub)
+    backend = load_model("vllm:m", ModelOptions(seed=2, no_image=True, gen_args=GEN))
+    items = make_items(2)
+    responses = backend.answer([backend.render(it) for it in items])
+    assert all(p["temperature"] == 1.0 and p["top_p"] == 0.9 and "n" not in p for p in sent)
+    for k, resp in enumerate(responses):
+        assert [s["seed"] for s in resp.extra["samples"]] == [2, 3, 4, 5, 6]
+        assert [s["text"] for s in resp.extra["samples"]] == [f"seed {s} item {k}" for s in range(2, 7)]
+
+
+def test_the_documented_sampling_example_runs(
+    tiny_hf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Catches: docs/models.md showing a --gen-arg command the CLI refuses, or one whose run does
+    # not keep the samples and their seeds the docs describe.
+    import re
+    import shlex
+    import shutil
+
+    from helpers import REPO
+    from scopebench.benchmarks.demo import DEMO_VERSION, generate_demo
+    from scopebench.cli import main
+
+    generate_demo(tmp_path / "cache" / "demo" / f"v{DEMO_VERSION}-seed0", seed=0)
+    monkeypatch.setenv("SCOPEBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(tiny_hf, tmp_path / "models" / "tiny-vlm")
+    text = (REPO / "docs" / "models.md").read_text(encoding="utf-8")
+    [block] = re.findall(r"<!-- test: gen-args -->\n```console\n(.*?)```", text, re.S)
+    [line] = [x for x in block.splitlines() if x.startswith("scopebench ")]
+    assert main(["-q", *shlex.split(line)[1:]]) == 0
+    run_json = json.loads((tmp_path / "runs/demo-sampled/run.json").read_text())
+    assert run_json["gen_args"] == {"n": 3, "temperature": 1.2, "top_p": 0.95}
+    records = load_run(tmp_path / "runs/demo-sampled").records
+    assert len(records) == 4
+    assert all([s["seed"] for s in r.extra["samples"]] == [1, 2, 3] for r in records)
+    metrics = json.loads((tmp_path / "runs/demo-sampled/metrics.json").read_text())
+    assert metrics["sampling"]["samples_per_item"] == 3
+
+
+def test_cli_refuses_bad_gen_args_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Catches: a bad --gen-arg reaching the backend (or a traceback instead of the message).
+    from scopebench.cli import main
+
+    run = ["run", "--bench", "unit", "--data", "4", "--model", "random", "--out", str(tmp_path / "r")]
+    assert main([*run, "--gen-arg", "n=0"]) != 0
+    err = capsys.readouterr().err
+    assert "--gen-arg n=0" in err and "Traceback" not in err
+    assert main([*run, "--gen-arg", "n=2"]) != 0
+    assert "cannot sample" in capsys.readouterr().err
