@@ -270,3 +270,31 @@ def test_cli_refuses_bad_gen_args_without_a_traceback(
     assert "--gen-arg n=0" in err and "Traceback" not in err
     assert main([*run, "--gen-arg", "n=2"]) != 0
     assert "cannot sample" in capsys.readouterr().err
+
+
+def test_eval_configs_take_gen_args(tmp_path: Path) -> None:
+    # Catches: an eval config's model entry refusing gen_args, dropping them on the way to the run
+    # config, or letting an out-of-range value through to the backend.
+    from scopebench.paper.grid import load_eval_config, plan_grid
+
+    path = tmp_path / "eval.yaml"
+    path.write_text(
+        "models: [{spec: 'openai:m', gen_args: {temperature: 0.7, n: 4}}]\nbenchmarks: [demo]\n",
+        encoding="utf-8",
+    )
+    [run] = plan_grid(load_eval_config(path), tmp_path / "runs")
+    assert run.config.gen_args == {"n": 4, "temperature": 0.7}
+    path.write_text(
+        "models: [{spec: 'openai:m', gen_args: {top_p: 2}}]\nbenchmarks: [demo]\n", encoding="utf-8"
+    )
+    with pytest.raises(ModelSpecError, match="top_p"):
+        plan_grid(load_eval_config(path), tmp_path / "runs")
+
+
+def test_strategies_refuse_gen_args(server: ChatServer) -> None:
+    # Catches: a chain-of-thought run with --gen-arg silently answering with one greedy-looking reply.
+    from scopebench.models.strategies import StrategyBackend
+
+    inner = load_model("openai:pick:A,B", ModelOptions(base_url=server.base_url, gen_args={"n": 2}))
+    with pytest.raises(ModelSpecError, match="drop --strategy or --gen-arg"):
+        StrategyBackend(inner, "step-by-step")
