@@ -180,10 +180,8 @@ class Server:
         self.sock.bind(("127.0.0.1", 0))
         self.port = int(self.sock.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(
-            # As `review serve` runs it: no proxy headers but those the app itself trusts.
-            uvicorn.Config(app, log_level="warning", proxy_headers=False)
-        )
+        # As `review serve` runs it: no proxy headers but those the app itself trusts.
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", proxy_headers=False))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     def __enter__(self) -> Server:

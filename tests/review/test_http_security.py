@@ -264,7 +264,13 @@ def _png(size: tuple[int, int] = (4, 4)) -> bytes:
 def test_uploads_are_checked(served: dict[str, Any]) -> None:
     client, csrf = login(served["url"], "ann")
     url = f"/api/projects/{served['project_id']}/submissions"
-    form = {"question": "What is shown?", "answer": "A mitotic cell."}
+    form = {
+        "question": "What is shown?",
+        "answer": "A mitotic cell.",
+        "modality": "light microscopy",
+        "domain": "biology",
+        "license": "CC0-1.0",
+    }
     h = {"X-CSRF-Token": csrf}
     r = client.post(
         url, data=form, files={"image": ("cell.txt", b"not an image at all", "text/plain")}, headers=h

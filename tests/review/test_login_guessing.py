@@ -221,7 +221,13 @@ def test_uploads_have_a_per_user_quota(proxied: dict[str, Any]) -> None:
         base_url=proxied["url"], cookies=r.cookies, headers={"X-CSRF-Token": r.json()["csrf_token"]}
     )
     url = f"/api/projects/{proxied['project_id']}/submissions"
-    form = {"question": "What is shown?", "answer": "Noise."}
+    form = {
+        "question": "What is shown?",
+        "answer": "Noise.",
+        "modality": "light microscopy",
+        "domain": "biology",
+        "license": "CC0-1.0",
+    }
 
     def post(data: bytes) -> httpx.Response:
         return client.post(url, data=form, files={"image": ("n.png", data, "image/png")})

@@ -59,6 +59,9 @@ def test_submission_model_answer_feedback_and_export(site: dict[str, Any]) -> No
         "answer": "A HeLa cell in anaphase.",
         "context": "Live imaging, 60x.",
         "ask_model": "true",
+        "modality": "Light Microscopy",
+        "domain": "biology",
+        "license": "CC BY 4.0",
     }
     r = ann.post(url, data=form, files={"image": ("cell.png", _png(), "image/png")}, headers=h)
     assert r.status_code == 200, r.text
@@ -115,6 +118,14 @@ def test_submission_model_answer_feedback_and_export(site: dict[str, Any]) -> No
         "partly",
     )
     assert (out / row["image"]).read_bytes() == _png()
+    # The image keeps its format's extension; the metadata is in the taxonomy's and SPDX's spelling.
+    assert row["image"] == f"images/submission-{sid}.png"
+    assert (row["modality"], row["domain"], row["stain"], row["license"]) == (
+        "light microscopy",
+        "biology",
+        None,
+        "CC-BY-4.0",
+    )
 
 
 def test_dashboard_of_a_fresh_project_and_serve_wiring(

@@ -258,6 +258,7 @@ def cmd_export(args: Args) -> int:
             force=args.force,
             resamples=args.resamples,
             hf=not args.no_hf,
+            balance_seed=args.seed if args.balance else None,
         )
         export_submissions(db, _store_obj(args), project, Path(args.out))
         if summary["gate"]["forced"]:
@@ -313,12 +314,21 @@ def cmd_baseline(args: Args) -> int:
 
 
 def cmd_submissions(args: Args) -> int:
-    """Export the expert submissions as JSONL for `scopebench build`."""
+    """Export the expert submissions as JSONL and as the inputs of `scopebench build run`."""
+    from scopebench.review.cognition import write_build_inputs
     from scopebench.review.submissions import export_submissions
 
     with _session(args) as db:
-        path = export_submissions(db, _store_obj(args), _project(db, args.project), Path(args.out))
+        project = _project(db, args.project)
+        path = export_submissions(db, _store_obj(args), project, Path(args.out))
+        files = write_build_inputs(
+            db, _store_obj(args), project, Path(args.out), model=args.model, seed=args.seed
+        )
     console.print(f"submissions written to {path}")
+    console.print(
+        f"build inputs: {files['manifest']}, {files['metadata']}, {files['texts']}; "
+        f"run `scopebench build run {files['build']}`"
+    )
     return 0
 
 
@@ -456,6 +466,10 @@ def _serve(**kwargs: object) -> int:
 @click.option("--force", is_flag=True, help="export although the α release gate fails (recorded)")
 @click.option("--resamples", type=int, default=1000, help="bootstrap resamples of the agreement intervals")
 @click.option("--no-hf", is_flag=True, help="skip the Hugging Face dataset")
+@click.option(
+    "--balance", is_flag=True, help="place the accepted items' answers balanced over the letters, per task"
+)
+@seed_option("seed of --balance, recorded in summary.json")
 def _export(**kwargs: object) -> int:
     """Accepted items (local + HF), decision log, events, agreement."""
     return _guarded(cmd_export)(**kwargs)
@@ -470,9 +484,15 @@ def _baseline(**kwargs: object) -> int:
     return _guarded(cmd_baseline)(**kwargs)
 
 
-@command("submissions", short_help="export expert submissions as JSONL for `scopebench build`")
+@command("submissions", short_help="export expert submissions (JSONL) and the inputs of `scopebench build`")
 @_common()
 @click.option("--out", required=True, help="output folder")
+@click.option(
+    "--model",
+    default="openai:gpt-4o",
+    help="model that build.yaml's open_to_mcq step asks (default openai:gpt-4o)",
+)
+@seed_option("the seed build.yaml records")
 def _submissions(**kwargs: object) -> int:
     """Export expert submissions as JSONL for `scopebench build`."""
     return _guarded(cmd_submissions)(**kwargs)

@@ -248,6 +248,12 @@ class Submission(Base):
     context: Mapped[str] = mapped_column(Text, default="")
     question: Mapped[str] = mapped_column(Text)
     expert_answer: Mapped[str] = mapped_column(Text)
+    # The image's metadata in the taxonomy's spelling and its licence as SPDX (migration 0003;
+    # empty for submissions made before it).
+    modality: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    domain: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    stain: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    license: Mapped[str | None] = mapped_column(String(255), nullable=True)
     model_spec: Mapped[str | None] = mapped_column(String(255), nullable=True)
     model_answer: Mapped[str | None] = mapped_column(Text, nullable=True)
     model_error: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -144,8 +144,13 @@ def export_project(
     force: bool = False,
     resamples: int = 1000,
     hf: bool = True,
+    balance_seed: int | None = None,
 ) -> dict[str, Any]:
     """Write the accepted items and the review's record into ``out_dir``.
+
+    With ``balance_seed``, the accepted items' answers are placed so each task's letters are
+    balanced (:func:`scopebench.review.cognition.balance_rows`; μ-Bench's last step, A–F for its
+    six-option cognition items); ``summary.json`` records the seed and the letter counts.
 
     Files: ``data.jsonl`` (local format, images under ``images/``; each row's ``review`` column
     holds its provenance), ``hf/`` (a Hugging Face dataset, ``datasets.load_from_disk``),
@@ -184,6 +189,11 @@ def export_project(
                 names.append(name)
         row = _item_row(it, names, prov.get(it.id, {}))
         {"accepted": accepted, "rejected": rejected}.get(it.status, pending).append(row)
+    balance = None
+    if balance_seed is not None:
+        from scopebench.review.cognition import balance_rows
+
+        balance = balance_rows(accepted, balance_seed)
     _jsonl(out_dir / "data.jsonl", accepted)
     _jsonl(
         out_dir / "decisions.jsonl",
@@ -224,6 +234,7 @@ def export_project(
             "failing": failing,
             "forced": bool(force and not ok),
         },
+        "balance": balance,
         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")

@@ -381,9 +381,17 @@ async def api_submit(
     answer: str = Form(...),
     context: str = Form(""),
     ask_model: bool = Form(False),
+    modality: str = Form(""),
+    domain: str = Form(""),
+    stain: str = Form(""),
+    license: str = Form(""),
     a: Auth = Depends(auth),
 ) -> dict[str, Any]:
-    """Upload an image with context, an open question and your answer; optionally ask the model."""
+    """Upload an image with context, an open question and your answer; optionally ask the model.
+
+    ``modality``, ``domain`` and ``stain`` are taxonomy values (``GET /api/vocabulary`` lists them),
+    ``license`` an SPDX id; modality, domain and licence are required.
+    """
     st = state(request)
     data = await image.read(st.settings.max_upload_bytes + 1)
     return await _run_sync(
@@ -397,6 +405,7 @@ async def api_submit(
         answer,
         context,
         ask_model,
+        {"modality": modality, "domain": domain, "stain": stain, "license": license},
     )
 
 
@@ -419,11 +428,19 @@ def submit_sync(
     answer: str,
     context: str,
     ask_model: bool,
+    meta: dict[str, str],
 ) -> dict[str, Any]:
-    """Store a submission, then (outside any transaction: it may take a while) ask the model."""
+    """Store a submission, then (outside any transaction: it may take a while) ask the model.
+
+    ``meta`` holds the form's modality, domain, stain and licence, checked against the taxonomy
+    and SPDX before anything is stored.
+    """
+    from scopebench.review.cognition import check_metadata
+
     st = state(request)
     if ask_model and st.answerer.spec is None:
         raise Invalid("this server has no model to ask; start it with `scopebench review serve --model SPEC`")
+    checked = check_metadata(meta["modality"], meta["domain"], meta["stain"], meta["license"])
     with st.sessions() as db, db.begin():
         user = db.get(User, user_id)
         assert user is not None
@@ -441,6 +458,7 @@ def submit_sync(
             question=question,
             expert_answer=answer,
             context=context,
+            metadata=checked,
         )
         sub_id, sha = sub.id, sub.image_sha
     if ask_model and st.answerer.spec is not None:
@@ -452,6 +470,14 @@ def submit_sync(
         user = db.get(User, user_id)
         assert sub is not None and user is not None
         return submissions.submission_dict(sub, user.pseudonym)
+
+
+@router.get("/vocabulary")
+def api_vocabulary(a: Auth = Depends(auth)) -> dict[str, list[str]]:
+    """The modalities, domains and stains a submission may name (the build's taxonomy)."""
+    from scopebench.review.cognition import suggestions
+
+    return suggestions()
 
 
 @router.get("/projects/{project_id}/submissions")

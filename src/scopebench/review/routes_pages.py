@@ -319,7 +319,9 @@ def submit_page(
     a: Auth = Depends(auth),
     db: Session = DB,
 ) -> HTMLResponse:
-    """The upload form."""
+    """The upload form, with the taxonomy's values as suggestions (HTML datalists)."""
+    from scopebench.review.cognition import suggestions
+
     project = require_project(db, a.user, project_id)
     return render(
         request,
@@ -329,6 +331,7 @@ def submit_page(
         project_id=project.id,
         project=project,
         model=state(request).settings.model,
+        vocabulary=suggestions(),
     )
 
 
@@ -341,6 +344,10 @@ async def submit_form(
     answer: str = Form(...),
     context: str = Form(""),
     ask_model: str = Form(""),
+    modality: str = Form(""),
+    domain: str = Form(""),
+    stain: str = Form(""),
+    license: str = Form(""),
     a: Auth = Depends(auth),
 ) -> Response:
     """Store the upload (and the model's answer), then show it for feedback."""
@@ -358,6 +365,7 @@ async def submit_form(
         answer,
         context,
         ask_model == "on",
+        {"modality": modality, "domain": domain, "stain": stain, "license": license},
     )
     return go(f"/submissions/{sub['id'].removeprefix('submission-')}")
 

@@ -8,6 +8,7 @@ submissions are exported as JSONL for ``scopebench build``'s MCQ conversion (doc
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -112,9 +113,13 @@ def create_submission(
     question: str,
     expert_answer: str,
     context: str = "",
+    metadata: dict[str, str | None] | None = None,
     answerer: ModelAnswerer | None = None,
 ) -> Submission:
     """Store an expert's upload (checked: size, decodable, pixel limit) and the model's answer.
+
+    ``metadata`` is the image's modality, domain, stain and licence as
+    :func:`scopebench.review.cognition.check_metadata` returns them.
 
     Raises:
         Invalid: For an empty question/answer or a file that is not an image.
@@ -122,6 +127,7 @@ def create_submission(
     """
     if not question.strip() or not expert_answer.strip():
         raise Invalid("a submission needs a question and your own answer")
+    meta = metadata or {}
     info = store.put(image, f"upload {filename!r}")
     if (
         db.scalar(select(ImageRow).where(ImageRow.project_id == project.id, ImageRow.sha256 == info.sha256))
@@ -144,6 +150,10 @@ def create_submission(
         context=context,
         question=question,
         expert_answer=expert_answer,
+        modality=meta.get("modality"),
+        domain=meta.get("domain"),
+        stain=meta.get("stain"),
+        license=meta.get("license"),
     )
     db.add(sub)
     db.flush()
@@ -201,13 +211,17 @@ def give_feedback(db: Session, user: User, submission_id: int, verdict: str, fee
     return sub
 
 
-def submission_dict(sub: Submission, pseudonym: str) -> dict[str, Any]:
-    """The JSON form of one submission (one line of the export)."""
+def submission_dict(sub: Submission, pseudonym: str, image: str | None = None) -> dict[str, Any]:
+    """The JSON form of one submission (one line of the export; ``image``: its exported file)."""
     return {
         "format": SUBMISSION_FORMAT,
         "id": f"submission-{sub.id}",
-        "image": f"images/{sub.image_sha}",
+        "image": image,
         "image_sha256": sub.image_sha,
+        "modality": sub.modality,
+        "domain": sub.domain,
+        "stain": sub.stain,
+        "license": sub.license,
         "context": sub.context,
         "question": sub.question,
         "expert_answer": sub.expert_answer,
@@ -222,20 +236,30 @@ def submission_dict(sub: Submission, pseudonym: str) -> dict[str, Any]:
 
 
 def export_submissions(db: Session, store: ImageStore, project: Project, out_dir: Path) -> Path:
-    """Write ``submissions.jsonl`` and the images it names (``images/<sha256>``) into ``out_dir``."""
+    """Write ``submissions.jsonl`` and the images it names into ``out_dir``.
+
+    Each image is ``images/submission-<id>.<ext>``, the extension of its format (the store keeps
+    files by hash alone).
+    """
+    from scopebench.review.cognition import image_name
+
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "images").mkdir(exist_ok=True)
     path = out_dir / "submissions.jsonl"
     rows = db.execute(
-        select(Submission, User)
+        select(Submission, User, ImageRow.mime)
         .join(User, User.id == Submission.user_id)
+        .join(
+            ImageRow,
+            (ImageRow.project_id == Submission.project_id) & (ImageRow.sha256 == Submission.image_sha),
+        )
         .where(Submission.project_id == project.id)
         .order_by(Submission.id)
     ).all()
     with open(path, "w", encoding="utf-8") as fh:
-        for sub, u in rows:
-            target = out_dir / "images" / sub.image_sha
-            if not target.exists():
-                target.write_bytes(store.path(sub.image_sha).read_bytes())
-            fh.write(json.dumps(submission_dict(sub, u.pseudonym), ensure_ascii=False) + "\n")
+        for sub, u, mime in rows:
+            name = f"images/{image_name(sub, mime)}"
+            if not (out_dir / name).exists():
+                shutil.copyfile(store.path(sub.image_sha), out_dir / name)
+            fh.write(json.dumps(submission_dict(sub, u.pseudonym, name), ensure_ascii=False) + "\n")
     return path

@@ -111,7 +111,7 @@ class LoginThrottle:
         if len(times) < free:
             return 0.0
         delay = min(self.settings.max_delay, self.settings.base_delay * 2 ** (len(times) - free))
-        return times[-1] + delay - now
+        return float(times[-1] + delay - now)
 
     def check(self, address: str, username: str, device: str | None) -> None:
         """Refuse the attempt while a delay applies to its address or its username (or device).

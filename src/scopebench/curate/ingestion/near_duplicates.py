@@ -131,7 +131,8 @@ def _stretched(grey: np.ndarray) -> np.ndarray:
     lo, hi = np.percentile(arr, (1, 99))
     if hi <= lo:
         return np.zeros_like(arr)
-    return np.clip((arr - lo) / (hi - lo), 0.0, 1.0)
+    stretched: np.ndarray = np.clip((arr - lo) / (hi - lo), 0.0, 1.0)
+    return stretched
 
 
 def _resized(arr: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
