@@ -89,7 +89,7 @@ def test_greedy_runs_keep_no_samples(server: ChatServer, tmp_path: Path) -> None
     result = run_benchmark(_config(server, gen_args={}), tmp_path / "g")
     assert len(server.state.log) == 6 and all("seed" not in e.body for e in server.state.log)
     assert all("samples" not in r.extra for r in load_run(tmp_path / "g").records)
-    assert result.metrics["sampling"] == {}
+    assert result.metrics["sampling"] is None
     assert json.loads((tmp_path / "g" / "run.json").read_text())["gen_args"] is None
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "compute_metrics",
     "judge_section",
     "localization_section",
+    "sampling_section",
 ]
 
 #: Bumped whenever the layout of the metrics dict changes (documented in docs/metrics-schema.md).
@@ -246,7 +247,7 @@ def compute_metrics(
     Returns:
         A JSON-safe dict (NaN aside): ``schema_version``, ``benchmark``, ``policy``, ``bootstrap``,
         ``overall``, ``by_task``, ``by_subset``, ``by_split``, ``by_metadata``, ``owner``,
-        ``localization``, ``calibration``, ``baselines``, ``counts``, ``judge``.
+        ``localization``, ``calibration``, ``baselines``, ``counts``, ``judge``, ``sampling``.
 
     Raises:
         DataNotFoundError: When a detection record cannot be scored for want of its item's
@@ -281,17 +282,17 @@ def compute_metrics(
     }
 
 
-def sampling_section(records: Sequence[Record], policy: Policy = "wrong") -> dict[str, Any]:
+def sampling_section(records: Sequence[Record], policy: Policy = "wrong") -> dict[str, Any] | None:
     """Accuracy over samples for runs that drew several replies per item (``--gen-arg n=…``).
 
     ``mean_accuracy`` averages each item's share of correct samples; ``majority_accuracy`` scores
     the majority choice, the record's own (so it equals the overall accuracy). Unparsed or failed
     samples count as wrong under ``wrong`` and are left out of their item's share under
-    ``exclude`` (an item with no answered sample then drops out). Empty for greedy runs.
+    ``exclude`` (an item with no answered sample then drops out). ``None`` for greedy runs.
     """
     sampled = [r for r in records if isinstance(r.extra.get("samples"), list) and r.extra["samples"]]
     if not sampled:
-        return {}
+        return None
     shares: list[float] = []
     for rec in sampled:
         marks = [s.get("correct") for s in rec.extra["samples"]]
