@@ -34,7 +34,9 @@ __all__ = [
     "UnknownOptionError",
 ]
 
-#: How a backend answers: ``free`` text read by the parser, or ``constrained`` to one option label.
+#: How a generative backend is asked to answer: ``free`` text (read by the parser), or
+#: ``constrained`` to one option label by the backend itself (structured outputs, guided choice,
+#: a logits restriction; refused where the backend cannot enforce it).
 AnswerFormat = Literal["free", "constrained"]
 
 #: What unscorable records (unparsed, errors, missing images or responses) count as.

@@ -659,6 +659,14 @@ def _execute(
     return written, n_skipped
 
 
+def _logged(config: RunConfig, records: list[Record]) -> list[Record]:
+    """``records`` as stored: without their samples under ``--log-samples false``."""
+    if not config.log_samples:
+        for rec in records:
+            rec.sample = None
+    return records
+
+
 #: Items per call that ``--batch-size auto`` tries first (less for a backend whose default is more).
 AUTO_BATCH_START = 64
 
@@ -683,14 +691,6 @@ def _record_batch_size(run_dir: Path, executor: Executor, first: int) -> None:
     if isinstance(executor, AutoBatchExecutor):
         provenance["batch_size_backoffs"] = executor.backoffs
     path.write_text(json.dumps(provenance, indent=2, sort_keys=True), encoding="utf-8")
-
-
-def _logged(config: RunConfig, records: list[Record]) -> list[Record]:
-    """``records`` as stored: without their samples under ``--log-samples false``."""
-    if not config.log_samples:
-        for rec in records:
-            rec.sample = None
-    return records
 
 
 def _render_all(backend: Backend, items: Sequence[Item]) -> tuple[list[Request], list[Record]]:

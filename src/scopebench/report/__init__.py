@@ -77,16 +77,14 @@ def write_run_outputs(
 ) -> dict[str, Any]:
     """Compute a run's metrics and write them with tables and plots.
 
-    Writes ``metrics.json``, ``metrics.csv``, ``metrics.md``, ``metrics.tex`` (accuracy rows,
-    then the GRIT ``localization`` rows), ``accuracy_by_task.png``/``.svg`` (when any item has an
-    accuracy), ``localization.png``/``.svg`` (GRIT score per class, with detection items) and, when
-    records carry scores,
-    ``reliability.png``/``.svg`` and, for SPUR runs, ``spur_breakdowns.json``/``.md``/``.png``/``.svg``
-    (:mod:`scopebench.report.breakdowns`) into ``out_dir`` (default, or when ``out_dir`` is the run
-    directory: :func:`report_dir`). The run
-    directory's own ``metrics.json`` is rewritten only when the files go there (no other
-    ``out_dir``) and the settings are the run's own (:func:`is_run_default`); another folder, or
-    any other report setting, leaves the run directory untouched.
+    Writes ``metrics.json``/``.csv``/``.md``/``.tex`` (accuracy rows, then the GRIT
+    ``localization`` rows), ``accuracy_by_task.png``/``.svg`` (when any item has an accuracy),
+    ``localization.png``/``.svg`` (GRIT score per class), ``reliability.png``/``.svg`` (when
+    records carry scores) and, for SPUR runs, ``spur_breakdowns.json``/``.md``/``.png``/``.svg``
+    (:mod:`scopebench.report.breakdowns`) into ``out_dir`` (default, or when it is the run
+    directory: :func:`report_dir`). The run directory's own ``metrics.json`` is rewritten only
+    for the run's own settings (:func:`is_run_default`); another folder, or any other policy,
+    seed or resample count, leaves the run directory untouched.
 
     Args:
         run_dir: A run directory.
