@@ -8,6 +8,10 @@ It listens on 127.0.0.1 (a free port) in a background thread and implements
   about being a model rather than a canned string;
 * ``say:TEXT`` — replies ``TEXT`` (for exact accuracy checks through the parser);
 * ``cut:TEXT`` — replies ``TEXT`` with ``finish_reason: "length"``, as a reply the token limit cut;
+* ``pick:A,B,…`` — replies ``Answer: X``: the first label when greedy (no ``temperature`` or 0), else
+  one drawn with ``random.Random(seed)`` from the request's ``seed`` (a sampler that honours the
+  seed: the same seed gives the same reply). ``n`` is answered with ``n`` choices, each drawn
+  from ``seed + i``;
 
 A request with ``response_format`` of type ``json_schema`` whose ``answer`` property is an ``enum``
 (structured outputs) is answered by ``tiny`` as ``{"answer": LABEL}``, the label the model's
@@ -32,6 +36,7 @@ highest number of requests in flight at once.
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -227,6 +232,9 @@ class _Handler(BaseHTTPRequestHandler):
         text, n_images = request_text(body)
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         finish = "stop"
+        if model.startswith("pick:"):
+            self._pick(model[5:].split(","), body)
+            return
         if model.startswith(("say:", "cut:")):
             reply, p_tok, c_tok = model[4:], len(text.split()), 1
             finish = "length" if model.startswith("cut:") else "stop"
@@ -252,6 +260,19 @@ class _Handler(BaseHTTPRequestHandler):
             "n_images_seen": n_images,
         }
         self._send(200, json.dumps(payload).encode())
+
+    def _pick(self, labels: list[str], body: dict[str, Any]) -> None:
+        greedy = not body.get("temperature")
+        seed = int(body.get("seed") or 0)
+        picks = [
+            labels[0] if greedy else random.Random(seed + i).choice(labels)
+            for i in range(int(body.get("n") or 1))
+        ]
+        choices = [
+            {"index": i, "message": {"role": "assistant", "content": f"Answer: {p}"}, "finish_reason": "stop"}
+            for i, p in enumerate(picks)
+        ]
+        self._send(200, json.dumps({"id": "pick", "object": "chat.completion", "choices": choices}).encode())
 
     def _leak(self, form: str, key: str) -> None:
         import base64

@@ -73,6 +73,8 @@ class ModelConfig:
         base_url: Server address for API backends.
         extra: Backend-specific options from ``--model-arg key=value``.
         answer_format: ``free`` or ``constrained`` (``--answer-format``, :data:`AnswerFormat`).
+        gen_args: Generation beyond greedy (``--gen-arg``): ``temperature``, ``top_p`` and ``n``
+            samples per item, each sample seeded ``seed + i``; empty: greedy, one reply.
     """
 
     seed: int = 0
@@ -84,6 +86,7 @@ class ModelConfig:
     base_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     answer_format: AnswerFormat = "free"
+    gen_args: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,9 @@ class RunConfig:
         answer_format: ``free`` text read by the parser, or ``constrained`` to one option label by
             the backend (``--answer-format``; refused for backends that cannot enforce it);
             recorded in ``run.json`` and, when constrained, in the model's identity.
+        gen_args: Generation beyond greedy (``--gen-arg temperature=0.7 top_p=0.9 n=5``), refused
+            for backends that cannot sample; recorded in ``run.json`` and part of the run's
+            identity. With ``n`` > 1 each record keeps every sample and the majority choice.
     """
 
     benchmark: str
@@ -171,6 +177,7 @@ class RunConfig:
     label: str | None = None
     log_samples: bool = True
     answer_format: AnswerFormat = "free"
+    gen_args: dict[str, Any] = field(default_factory=dict)
 
     def model_options(self) -> ModelConfig:
         """The :class:`ModelConfig` the run's backend is built with (the one place it is derived)."""
@@ -185,6 +192,7 @@ class RunConfig:
             base_url=self.base_url,
             extra=dict(self.model_args),
             answer_format=self.answer_format,
+            gen_args=dict(self.gen_args),
         )
 
     @classmethod
@@ -219,7 +227,7 @@ class RunConfig:
             options["tasks"] = tuple(options["tasks"]) or None
         if "exclude_ids" in options:
             options["exclude_ids"] = frozenset(options["exclude_ids"])
-        for name in ("model_args", "judge_args"):
+        for name in ("model_args", "judge_args", "gen_args"):
             if isinstance(options.get(name), Mapping):
                 options[name] = dict(options[name])
         return cls(benchmark=benchmark, data=data, model=model, engine=engine, **options)

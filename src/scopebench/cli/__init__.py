@@ -46,6 +46,7 @@ from scopebench.cli.output import out_console, print_wide
 from scopebench.display import configure_logging, shown
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
 from scopebench.models.registry import ModelSpec
+from scopebench.models.sampling import check_gen_args
 from scopebench.report import render_metrics_table, write_run_outputs
 from scopebench.report.tables import format_interval, format_percent
 
@@ -302,6 +303,7 @@ def _run_config(args: Args, **overrides: Any) -> RunConfig:
         "label": getattr(args, "label", None),
         "log_samples": getattr(args, "log_samples", True),
         "answer_format": getattr(args, "answer_format", "free"),
+        "gen_args": check_gen_args(parse_key_values(getattr(args, "gen_arg", None) or [], "--gen-arg")),
         **overrides,
     }
     return RunConfig.from_options(named.pop("benchmark"), named.pop("data"), named.pop("model"), **named)

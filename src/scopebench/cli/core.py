@@ -91,6 +91,13 @@ def validate(args: Args) -> int:
     "recorded in run.json",
 )
 @click.option(
+    "--gen-arg",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="generation beyond greedy: temperature (≥ 0), top_p (0 < p ≤ 1), n (samples per item; "
+    "the record keeps each with its seed, the majority answers); openai:, vllm:, hf: --mode generate",
+)
+@click.option(
     "--strategy",
     help="chain-of-thought strategy: direct, step-by-step, vot, ddcot, cantor (generative models)",
 )

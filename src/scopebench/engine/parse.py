@@ -18,6 +18,8 @@ from typing import Literal
 from scopebench.errors import ImageLoadError
 from scopebench.items import Record
 from scopebench.models import Response
+from scopebench.models.base import finish_reason
+from scopebench.models.sampling import majority
 from scopebench.parsing import parse_choice
 from scopebench.parsing.boxes import BOX_PARSER_VERSION, parse_boxes
 from scopebench.protocols import Request, detection_class
@@ -56,7 +58,9 @@ def parse(
         return _parse_detection(request, response, rec, box_format=box_format, box_repair=box_repair)
     choice: int | None = response.choice
     reason: str | None = None
-    if choice is None and response.text is not None:
+    if choice is None and isinstance(response.extra.get("samples"), list):
+        choice, reason = _read_samples(request, response, rec)
+    elif choice is None and response.text is not None:
         parsed = parse_choice(
             response.text,
             item.choices,
@@ -84,6 +88,31 @@ def parse(
     else:
         rec.choice, rec.correct = choice, choice == item.answer_index
     return rec
+
+
+def _read_samples(request: Request, response: Response, rec: Record) -> tuple[int | None, str | None]:
+    """Read every sample of a sampled reply (:mod:`scopebench.models.sampling`); the majority decides.
+
+    Each sample in ``rec.extra["samples"]`` gains its ``choice`` and ``correct``; the record's reply
+    becomes the first one that chose the majority option, so the reply shown is one that gave it.
+    """
+    item, chosen, reasons = request.item, [], []
+    samples = [dict(s) for s in response.extra["samples"]]
+    for sample in samples:
+        parsed = (
+            parse_choice(sample["text"], item.choices, labels=request.labels,
+                         finish_reason=finish_reason(sample.get("finish_reason")), prompt=request.text)
+            if isinstance(sample.get("text"), str) else None
+        )  # fmt: skip
+        sample["choice"] = parsed.index if parsed else None
+        sample["correct"] = None if sample["choice"] is None else sample["choice"] == item.answer_index
+        chosen.append(sample["choice"])
+        reasons.append((parsed.reason if parsed else None) or sample.get("error"))
+    choice = majority(chosen)
+    rec.extra["samples"], rec.extra["answer_method"] = samples, "majority"
+    if choice is not None:
+        rec.response = next(s["text"] for s in samples if s["choice"] == choice)
+    return choice, next((r for r in reasons if r), None)
 
 
 def _parse_detection(

@@ -87,6 +87,8 @@ def run_provenance(
         "batch_size": config.batch_size,
         "parser_version": PARSER_VERSION,
         "answer_format": config.answer_format,
+        # Left None for greedy runs, so resuming a run made before --gen-arg existed is not refused.
+        "gen_args": dict(config.gen_args) or None,
         # Detection scoring only: left None on runs without detection items, so that resuming
         # a multiple-choice run made before these keys existed is not refused.
         **box_provenance(config, items),

@@ -74,6 +74,7 @@ _IDENTITY_KEYS = (
     "protocol",
     "mode",
     "no_image",
+    "gen_args",
     "parser_version",
     "box_repair",
     "box_parser_version",

@@ -178,6 +178,14 @@ class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() 
         """
         return False
 
+    def can_sample(self) -> bool:
+        """Whether this backend can generate beyond greedy (``--gen-arg``, :mod:`.sampling`).
+
+        Backends that can override this and answer with every sample in ``extra["samples"]``;
+        :func:`~scopebench.models.load_model` refuses ``--gen-arg`` for the others.
+        """
+        return False
+
     def prepare(self, items: Sequence[Item]) -> None:  # noqa: B027 - optional hook
         """Look at every item of the run once before any prediction (e.g. answer frequencies)."""
 

@@ -39,8 +39,6 @@ forward passes. Answers come back in the order asked.
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import logging
 import math
 import re
@@ -54,7 +52,9 @@ from scopebench.items import ImageRef, Item
 from scopebench.models._shared_prefix import SHAREABLE_FAMILIES, shared_prefix_logprobs
 from scopebench.models.base import Backend, ChatMessage, FinishReason, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
+from scopebench.models.hf_processor import load_processor
 from scopebench.models.registry import ModelSpec, parse_spec
+from scopebench.models.sampling import gather, sample_seeds
 from scopebench.parsing.boxes import parse_boxes
 from scopebench.protocols import DetectionStyle, Request, render_detection_prompt, render_prompt
 
@@ -82,100 +82,6 @@ _FAMILIES: dict[str, Family] = {
 def family_of(model_type: str) -> Family:
     """The prompt-format family of a transformers ``model_type`` (``generic`` when unknown)."""
     return _FAMILIES.get(model_type, "generic")
-
-
-# Processor loading ---------------------------------------------------------------------------------
-
-
-def _images_only(cls: Any) -> Any:
-    """A subclass of processor ``cls`` that accepts a stand-in for its video processor.
-
-    transformers refuses to build Qwen2-VL / SmolVLM processors without torchvision, only because
-    their video processor needs it; evaluating images never touches it.
-    """
-
-    def check_argument_for_proper_class(self: Any, argument_name: str, argument: Any) -> Any:
-        if argument_name == "video_processor":
-            return type(argument)
-        return cls.check_argument_for_proper_class(self, argument_name, argument)
-
-    sub = type(cls.__name__, (cls,), {"check_argument_for_proper_class": check_argument_for_proper_class})
-    sub.__qualname__ = cls.__qualname__
-    return sub
-
-
-def _no_video_processor(**settings: Any) -> Any:
-    """A stand-in video processor that carries the image settings and refuses videos."""
-    from transformers.video_processing_utils import VideoProcessorMixin
-
-    class ImagesOnlyVideoProcessor(VideoProcessorMixin):
-        def __call__(self, *args: Any, **kwargs: Any) -> Any:
-            raise ModelError("videos are not supported here: torchvision is not installed")
-
-    proc = ImagesOnlyVideoProcessor()
-    for k, v in settings.items():
-        setattr(proc, k, v)
-    return proc
-
-
-def build_images_only_processor(cls: Any, image_processor: Any, tokenizer: Any, **kwargs: Any) -> Any:
-    """Build processor ``cls`` for images only (no torchvision needed); used by the tiny builders too."""
-    video = _no_video_processor(
-        merge_size=getattr(image_processor, "merge_size", 2),
-        patch_size=getattr(image_processor, "patch_size", 14),
-        temporal_patch_size=getattr(image_processor, "temporal_patch_size", 2),
-        # Read (never used for images) by SmolVLM's apply_chat_template.
-        num_frames=None,
-        fps=None,
-    )
-    return _images_only(cls)(
-        image_processor=image_processor, tokenizer=tokenizer, video_processor=video, **kwargs
-    )
-
-
-def load_processor(model_id: str) -> Any:
-    """``AutoProcessor.from_pretrained``, or an images-only rebuild where torchvision is missing.
-
-    Raises:
-        ModelError: When no processor can be loaded from ``model_id``.
-    """
-    import transformers
-    from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
-
-    try:
-        return AutoProcessor.from_pretrained(model_id)
-    except (ValueError, ImportError, AttributeError) as exc:
-        if importlib.util.find_spec("torchvision") is not None:
-            raise ModelError(f"cannot load the processor of {model_id!r}: {exc}") from exc
-        first_error = exc
-    cfg_file = Path(model_id) / "processor_config.json"
-    cfg = json.loads(cfg_file.read_text(encoding="utf-8")) if cfg_file.is_file() else {}
-    name = cfg.get("processor_class")
-    if name is None:
-        from transformers.models.auto.processing_auto import (  # type: ignore[attr-defined]
-            PROCESSOR_MAPPING_NAMES,
-        )
-
-        model_type = transformers.AutoConfig.from_pretrained(model_id).model_type
-        name = PROCESSOR_MAPPING_NAMES.get(model_type)
-    cls = getattr(transformers, str(name), None)
-    if cls is None or "video_processor" not in cls.get_attributes():
-        raise ModelError(f"cannot load the processor of {model_id!r}: {first_error}") from first_error
-    import inspect
-
-    params = set(inspect.signature(cls.__init__).parameters) - {
-        "image_processor",
-        "tokenizer",
-        "video_processor",
-    }
-    kwargs = {k: v for k, v in cfg.items() if k in params}
-    template = Path(model_id) / "chat_template.jinja"
-    if template.is_file() and "chat_template" in params:
-        kwargs["chat_template"] = template.read_text(encoding="utf-8")
-    log.info("torchvision is not installed: %s is loaded for images only", name)
-    return build_images_only_processor(
-        cls, AutoImageProcessor.from_pretrained(model_id), AutoTokenizer.from_pretrained(model_id), **kwargs
-    )
 
 
 # The backend ---------------------------------------------------------------------------------------
@@ -477,10 +383,7 @@ class HFGenerativeBackend(Backend):
                 if self._constrained(group):
                     answers = self._constrained_answers(group, inputs)
                 else:
-                    answers = [
-                        Response("", text=t, finish_reason=why)
-                        for t, why in self._generate(inputs, budget, group[0].detection)
-                    ]
+                    answers = self._sampled(inputs, budget, group[0].detection)
             for job, resp in zip(group, answers, strict=True):
                 resp.item_id = items[job.index].id
                 resp.extra["n_images"] = n_images
@@ -565,15 +468,33 @@ class HFGenerativeBackend(Backend):
         eos = getattr(self.model.generation_config, "eos_token_id", None)
         if eos is None:
             eos = tok.eos_token_id
+        temperature = float(self.options.gen_args.get("temperature", 0.0)) if not logits else 0.0
+        sample = {"temperature": temperature, "top_p": self.options.gen_args.get("top_p", 1.0)}
         return GenerationConfig(
             max_new_tokens=max_new_tokens,
-            do_sample=False,
+            do_sample=temperature > 0,
+            **(sample if temperature > 0 else {}),
             num_beams=1,
             pad_token_id=tok.pad_token_id,
             eos_token_id=eos,
             output_logits=logits,
             return_dict_in_generate=logits,
         )
+
+    def _sampled(self, inputs: dict[str, Any], budget: int, keep_special: bool) -> list[Response]:
+        """Greedy replies; under ``--gen-arg`` one pass per sample, seeded ``seed + i`` first."""
+
+        def one_pass() -> list[Response]:
+            replies = self._generate(inputs, budget, keep_special)
+            return [Response("", text=t, finish_reason=why) for t, why in replies]
+
+        if not self.options.gen_args:
+            return one_pass()
+        seeds, passes = sample_seeds(self.options.seed, self.options.gen_args), []
+        for seed in seeds:
+            self._torch.manual_seed(seed)  # the batch draws from it: same seed and batch, same replies
+            passes.append(one_pass())
+        return [gather(list(replies), seeds) for replies in zip(*passes, strict=True)]
 
     def _generate(
         self, inputs: dict[str, Any], max_new_tokens: int, keep_special: bool
@@ -599,6 +520,10 @@ class HFGenerativeBackend(Backend):
 
     def can_constrain(self) -> bool:
         """In ``--mode generate``: one generated token restricted to the options' label tokens."""
+        return self.mode == "generate"
+
+    def can_sample(self) -> bool:
+        """In ``--mode generate`` (choice-logprob reads scores, there is nothing to sample)."""
         return self.mode == "generate"
 
     def _constrained(self, group: list[_Job]) -> bool:
@@ -778,6 +703,7 @@ class HFGenerativeBackend(Backend):
             "share_prefix": self.share_prefix,
             "answer_prefix": self.answer_prefix,
             **({"answer_format": "constrained"} if self.options.answer_format == "constrained" else {}),
+            **({"gen_args": dict(self.options.gen_args)} if self.options.gen_args else {}),
         }
 
     def close(self) -> None:

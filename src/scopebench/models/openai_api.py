@@ -51,7 +51,9 @@ from scopebench.models.base import (
     Response,
     finish_reason,
 )
+from scopebench.models.constrained import label_schema
 from scopebench.models.registry import ModelSpec, parse_spec
+from scopebench.models.sampling import gather, sample_seeds, sampling
 from scopebench.models.scrub import register_secret, scrub_secrets
 from scopebench.protocols import Request
 
@@ -404,28 +406,6 @@ class SeededBackoff(tenacity.wait.wait_base):
         return float(delay)
 
 
-def label_schema(labels: Sequence[str]) -> dict[str, Any]:
-    """The ``response_format`` that constrains a reply to ``{"answer": <one of labels>}``.
-
-    OpenAI's structured outputs (``strict``: the server enforces the schema) and the servers that
-    follow them (vLLM, SGLang, llama.cpp) decode only replies the schema admits; the parser reads
-    ``{"answer": "C"}`` like any JSON answer.
-    """
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": "answer",
-            "strict": True,
-            "schema": {
-                "type": "object",
-                "properties": {"answer": {"type": "string", "enum": list(labels)}},
-                "required": ["answer"],
-                "additionalProperties": False,
-            },
-        },
-    }
-
-
 class OpenAIBackend(Backend):
     """Generative answers from an OpenAI-compatible Chat Completions endpoint.
 
@@ -513,10 +493,13 @@ class OpenAIBackend(Backend):
                 bodies.append(None)
                 extras.append({})
                 errors.append(self._scrub(str(exc)))
-        outcomes = _run_sync(lambda: self._send_all(bodies))
+        seeds = sample_seeds(self.options.seed, self.options.gen_args)  # one request per sample
+        sent = [b if b is None or len(seeds) == 1 else {**b, "seed": s} for b in bodies for s in seeds]
+        outcomes = iter(_run_sync(lambda: self._send_all(sent)))
         out = []
-        for req, outcome, extra, err in zip(requests, outcomes, extras, errors, strict=True):
-            out.append(self._response(req.item_id, outcome, extra, err))
+        for req, extra, err in zip(requests, extras, errors, strict=True):
+            got = [self._response(req.item_id, next(outcomes), extra, err) for _ in seeds]
+            out.append(gather(got, seeds) if self.options.gen_args else got[0])
         return out
 
     def chat(
@@ -548,6 +531,10 @@ class OpenAIBackend(Backend):
         """Yes: structured outputs (``response_format`` with a JSON schema of the labels)."""
         return True
 
+    def can_sample(self) -> bool:
+        """Yes: ``temperature``/``top_p`` go into each request, one request (seed) per sample."""
+        return True
+
     def identity(self) -> dict[str, Any]:
         """Model, server (no credentials) and the request settings that change answers."""
         ident: dict[str, Any] = {
@@ -565,13 +552,16 @@ class OpenAIBackend(Backend):
             ident["extra_body"] = dict(self.settings.extra_body)
         if self._sampling and self.settings.send_seed:
             ident["seed"] = self.options.seed
+        if self.options.gen_args:
+            ident["gen_args"] = dict(self.options.gen_args)
         return ident
 
     # ------------------------------------------------------------------ request building
 
     @property
     def _sampling(self) -> bool:
-        return self.settings.temperature is not None and self.settings.temperature > 0
+        temperature = self.options.gen_args.get("temperature", self.settings.temperature)
+        return (temperature is not None and temperature > 0) or sampling(self.options.gen_args)
 
     def _body(self, conv: Sequence[ChatMessage], max_tokens: int, urls: dict[str, str]) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
@@ -593,6 +583,7 @@ class OpenAIBackend(Backend):
         body[self.settings.max_tokens_field] = max_tokens
         if self.settings.temperature is not None:
             body["temperature"] = self.settings.temperature
+        body.update({k: v for k, v in self.options.gen_args.items() if k != "n"})  # --gen-arg wins
         if self._sampling and self.settings.send_seed:
             # Each --seed is then its own (cached) sample: R tries with R seeds are R requests.
             body["seed"] = self.options.seed

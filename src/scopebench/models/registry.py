@@ -19,6 +19,7 @@ from pathlib import Path
 from scopebench.errors import ModelSpecError
 from scopebench.models.base import Backend, ModelOptions
 from scopebench.models.presets import PRESETS, resolve_preset
+from scopebench.models.sampling import check_gen_args
 from scopebench.plugins import MODEL_GROUP, PluginEntry, discover, load_entry
 from scopebench.registry import Registry
 
@@ -262,4 +263,17 @@ def load_model(spec: str | ModelSpec, options: ModelOptions | None = None) -> Ba
             "--answer-format constrained works with openai: (structured outputs), vllm: (guided choice) "
             "and hf: in --mode generate (a logits restriction); use --answer-format free"
         )
+    _check_sampling(backend, parsed.spec, options)
     return backend
+
+
+def _check_sampling(backend: Backend, spec: str, options: ModelOptions) -> None:
+    """Refuse ``--gen-arg`` for a backend that cannot sample, and check its values."""
+    if not options.gen_args:
+        return
+    check_gen_args(options.gen_args)
+    if not backend.can_sample():
+        raise ModelSpecError(
+            f"model {spec!r} ({backend.mode}) cannot sample; --gen-arg works with openai:, vllm: "
+            "and hf: in --mode generate; leave --gen-arg out for this model"
+        )

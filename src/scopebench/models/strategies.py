@@ -107,6 +107,11 @@ class StrategyBackend(Backend):
                 "--answer-format constrained asks for an option label only, while a chain-of-thought "
                 "strategy needs free text in its turns; drop --strategy or use --answer-format free"
             )
+        if inner.options.gen_args:
+            raise ModelSpecError(
+                "--gen-arg samples single replies, while a chain-of-thought strategy holds a "
+                "conversation; drop --strategy or --gen-arg"
+            )
         if type(inner).chat is Backend.chat:
             inner.chat([], [])  # raises the backend's own "cannot hold a conversation" error
         self.inner = inner

@@ -3,7 +3,8 @@
 A batch becomes one ``LLM.chat`` call over all its conversations, so vLLM schedules them together
 (continuous batching). Images travel as PIL objects in ``image_pil`` content parts (vLLM ≥ 0.10; no
 base64 round trip); the model's own chat template places them. Decoding is greedy
-(``temperature=0``) unless ``--model-arg temperature=…`` says otherwise, with the run's seed.
+(``temperature=0``) unless ``--model-arg temperature=…`` or ``--gen-arg`` says otherwise, with the
+run's seed (``--gen-arg n=K``: K samples per item in the same call, sample ``i`` seeded seed + i).
 
 The request building — messages from an :class:`~scopebench.items.Item` or a
 :class:`~scopebench.models.base.ChatMessage` list — is plain Python in :func:`build_messages` and
@@ -25,6 +26,7 @@ from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError
 from scopebench.items import Item
 from scopebench.models.base import Backend, ChatMessage, ModelOptions, Response, finish_reason
 from scopebench.models.registry import ModelSpec, parse_spec
+from scopebench.models.sampling import gather, sample_seeds
 from scopebench.protocols import Request, render
 
 __all__ = ["ChatRequest", "VLLMBackend", "build_messages", "chat_messages"]
@@ -245,14 +247,18 @@ class VLLMBackend(Backend):
                 raise ModelError(f"vLLM cannot load {self.model_name!r}: {exc}") from exc
         return self._llm
 
-    def _sampling(self, max_tokens: int, choice: Sequence[str] | None = None) -> Any:
-        """Sampling settings; with ``choice``, guided decoding to exactly one of those strings."""
+    def _sampling(self, max_tokens: int, choice: Sequence[str] | None = None, seed: int | None = None) -> Any:
+        """Sampling settings: ``--gen-arg`` over ``--model-arg temperature``, ``seed`` (the run's by default).
+
+        With ``choice``, guided decoding to exactly one of those strings.
+        """
         from vllm import SamplingParams
 
         kwargs: dict[str, Any] = {
             "temperature": self.temperature,
             "max_tokens": max_tokens,
-            "seed": self.options.seed,
+            "seed": self.options.seed if seed is None else seed,
+            **{k: v for k, v in self.options.gen_args.items() if k != "n"},
         }
         if choice is not None:
             try:  # vLLM ≥ 0.11 names it structured outputs; earlier releases, guided decoding
@@ -267,6 +273,10 @@ class VLLMBackend(Backend):
 
     def can_constrain(self) -> bool:
         """Yes: guided decoding to one of the option labels (vLLM's ``choice``)."""
+        return True
+
+    def can_sample(self) -> bool:
+        """Yes: ``temperature``/``top_p`` in each request's ``SamplingParams``, one seed per sample."""
         return True
 
     def answer(self, requests: Sequence[Request]) -> list[Response]:
@@ -287,11 +297,19 @@ class VLLMBackend(Backend):
             for r, c in zip(requests, chats, strict=True)
             if c is not None
         ]
-        texts = self._generate([c.messages for c in chats if c is not None], self.max_tokens, choices)
+        seeds = sample_seeds(self.options.seed, self.options.gen_args)
+        sent = [c.messages for c in chats if c is not None]
+        # Every sample of every item in one call (vLLM batches them), sample i seeded seed + i.
+        texts = self._generate([m for m in sent for _ in seeds], self.max_tokens,
+                               [c for c in choices for _ in seeds], seeds * len(sent))  # fmt: skip
         request_extras = [
             {} if c is None else {"protocol": c.protocol, "n_images": c.n_images} for c in chats
         ]
-        return _responses([r.item_id for r in requests], errors, texts, request_extras)
+        ids = [r.item_id for r in requests]
+        passes = [_responses(ids, errors, texts[i :: len(seeds)], request_extras) for i in range(len(seeds))]
+        if not self.options.gen_args:
+            return passes[0]
+        return [gather(list(samples), seeds) for samples in zip(*passes, strict=True)]
 
     def chat(
         self,
@@ -319,16 +337,19 @@ class VLLMBackend(Backend):
         conversations: list[list[dict[str, Any]]],
         max_tokens: int,
         choices: Sequence[Sequence[str] | None] | None = None,
+        seeds: Sequence[int | None] | None = None,
     ) -> list[tuple[str | None, dict[str, Any]]]:
         """One batched ``LLM.chat``; if vLLM rejects the batch, each conversation alone (to isolate it).
 
-        ``choices``: per conversation, the labels its reply is constrained to (``None``: free).
+        ``choices``: per conversation, the labels its reply is constrained to (``None``: free);
+        ``seeds``: per conversation, its sample's seed (``None``: the run's).
         """
         if not conversations:
             return []
         per = list(choices) if choices is not None else [None] * len(conversations)
+        per_seed = list(seeds) if seeds is not None else [None] * len(conversations)
         llm = self._engine()
-        params = [self._sampling(max_tokens, c) for c in per]
+        params = [self._sampling(max_tokens, c, s) for c, s in zip(per, per_seed, strict=True)]
         try:
             outputs = llm.chat(conversations, sampling_params=params, use_tqdm=False)
             return [self._read(o) for o in outputs]
@@ -370,6 +391,8 @@ class VLLMBackend(Backend):
         }
         if self.options.answer_format == "constrained":
             ident["answer_format"] = "constrained"
+        if self.options.gen_args:
+            ident["gen_args"] = dict(self.options.gen_args)
         for key in ("dtype", "revision", "quantization", "max_model_len"):
             if key in self.engine_kwargs:
                 ident[key] = self.engine_kwargs[key]

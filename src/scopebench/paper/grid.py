@@ -27,6 +27,7 @@ from scopebench.config import RunConfig
 from scopebench.engine.limits import select_tasks
 from scopebench.engine.runner import load_items
 from scopebench.errors import DataFormatError, DataNotFoundError
+from scopebench.models.sampling import check_gen_args
 
 __all__ = [
     "BenchmarkEntry",
@@ -61,6 +62,7 @@ class ModelEntry(_Strict):
         mode: Backend mode (``generate``/``choice-logprob``).
         batch_size: Items per model call, or ``auto`` (default: the engine's ``batch_size``).
         no_image: Text-only prompts.
+        gen_args: Generation beyond greedy (``--gen-arg``: ``temperature``, ``top_p``, ``n``).
     """
 
     spec: str = Field(min_length=1)
@@ -69,6 +71,7 @@ class ModelEntry(_Strict):
     mode: str | None = None
     batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] | None = None
     no_image: bool = False
+    gen_args: dict[str, Any] = Field(default_factory=dict)
 
     def display_name(self) -> str:
         """``name``, else the spec with any path shortened to its last part."""
@@ -249,6 +252,7 @@ def plan_grid(cfg: EvalConfig, root: str | Path) -> list[GridRun]:
                     device=cfg.engine.device,
                     base_url=cfg.engine.base_url,
                     model_args=dict(model.args),
+                    gen_args=check_gen_args(model.gen_args),
                     max_fail_fraction=cfg.engine.max_fail_fraction,
                     executor=cfg.engine.executor,
                     ray_address=cfg.engine.ray_address,

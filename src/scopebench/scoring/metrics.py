@@ -17,7 +17,7 @@ from typing import Any
 from scopebench.benchmarks.registry import find_benchmark
 from scopebench.items import Record
 from scopebench.parsing.judge import answered_by_judge, judge_free
-from scopebench.scoring.accuracy import Policy, accuracy_row, group_rows
+from scopebench.scoring.accuracy import Policy, accuracy_row, group_rows, outcomes
 from scopebench.scoring.aggregate import owner_aggregation
 from scopebench.scoring.baselines import baseline_section
 from scopebench.scoring.bootstrap import (
@@ -39,6 +39,7 @@ __all__ = [
     "compute_metrics",
     "judge_section",
     "localization_section",
+    "sampling_section",
 ]
 
 #: Bumped whenever the layout of the metrics dict changes (documented in docs/metrics-schema.md).
@@ -246,7 +247,7 @@ def compute_metrics(
     Returns:
         A JSON-safe dict (NaN aside): ``schema_version``, ``benchmark``, ``policy``, ``bootstrap``,
         ``overall``, ``by_task``, ``by_subset``, ``by_split``, ``by_metadata``, ``owner``,
-        ``localization``, ``calibration``, ``baselines``, ``counts``, ``judge``.
+        ``localization``, ``calibration``, ``baselines``, ``counts``, ``judge``, ``sampling``.
 
     Raises:
         DataNotFoundError: When a detection record cannot be scored for want of its item's
@@ -277,4 +278,32 @@ def compute_metrics(
         "baselines": baseline_section(mcq, items, benchmark=benchmark, **kw) if baselines else {},
         "counts": {"records": len(records), **dict(kinds)},
         "judge": judge_section(mcq, policy, seed=seed, resamples=resamples),
+        "sampling": sampling_section(mcq, policy),
+    }
+
+
+def sampling_section(records: Sequence[Record], policy: Policy = "wrong") -> dict[str, Any] | None:
+    """Accuracy over samples for runs that drew several replies per item (``--gen-arg n=…``).
+
+    ``mean_accuracy`` averages each item's share of correct samples; ``majority_accuracy`` scores
+    the majority choice, the record's own (so it equals the overall accuracy). Unparsed or failed
+    samples count as wrong under ``wrong`` and are left out of their item's share under
+    ``exclude`` (an item with no answered sample then drops out). ``None`` for greedy runs.
+    """
+    sampled = [r for r in records if isinstance(r.extra.get("samples"), list) and r.extra["samples"]]
+    if not sampled:
+        return None
+    shares: list[float] = []
+    for rec in sampled:
+        marks = [s.get("correct") for s in rec.extra["samples"]]
+        if policy == "exclude":
+            marks = [m for m in marks if m is not None]
+        if marks:
+            shares.append(sum(m is True for m in marks) / len(marks))
+    majority = outcomes(sampled, policy)
+    return {
+        "items": len(sampled),
+        "samples_per_item": max(len(r.extra["samples"]) for r in sampled),
+        "mean_accuracy": sum(shares) / len(shares) if shares else float("nan"),
+        "majority_accuracy": sum(majority) / len(majority) if majority else float("nan"),
     }

@@ -14,7 +14,7 @@ import string
 from pathlib import Path
 from typing import Any, Literal
 
-from scopebench.models.hf_generative import build_images_only_processor
+from scopebench.models.hf_processor import build_images_only_processor
 
 __all__ = [
     "GENERATIVE_FAMILIES",
