@@ -59,9 +59,14 @@ MODULES: tuple[str, ...] = (
 )
 
 #: The functions of engine/runner.py that decide what a re-run keeps, redoes or reuses.
+#: (the lock and item loading are not among them: they decide whether a run starts, not what it reuses).
 RESUME_FUNCTIONS: tuple[str, ...] = (
     "_check_config",
+    "_discard",
     "run_benchmark",
+    "_write_provenance",
+    "_answer_and_store",
+    "_write_metrics",
     "_execute",
     "_metrics_stamp",
     "_cached_metrics",

@@ -161,7 +161,7 @@ def test_report_checks_runs_before_writing(html_runs, tmp_path, capsys):
     assert "holds none" in " ".join(capsys.readouterr().err.split())
     assert not out.exists()
     # A parent folder of runs (runs/demo after `make demo`) stands for its runs, in name order
-    # (it used to be refused, so the README's `report runs/* --html` failed).
+    # (a refusal here would break the README's `report runs/* --html`).
     parent = html_runs[0].parent
     assert main(["report", str(parent), "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["a", "b"]

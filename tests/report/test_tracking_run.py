@@ -45,7 +45,8 @@ def test_eval_logs_each_run_to_mlflow(tmp_path: Path) -> None:
 
 def test_run_logs_a_wandb_samples_table_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Catches: no samples table; rows that do not match the stored records (reply, parsed letter,
-    # correct); a table with a row missing.
+    # correct); a table with a row missing; a prompt column read from anywhere but the stored
+    # sample (it was empty while the prompt moved from ``extra`` to ``Record.sample``).
     pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -64,7 +65,9 @@ def test_run_logs_a_wandb_samples_table_offline(tmp_path: Path, monkeypatch: pyt
     assert table["columns"] == ["item_id", "prompt", "reply", "parsed", "correct", "status"]
     stored = {r.item_id: r for r in load_run(out).records}
     assert len(table["data"]) == len(stored) == 6
-    for item_id, _prompt, reply, parsed, correct, status in table["data"]:
+    for item_id, prompt, reply, parsed, correct, status in table["data"]:
         rec = stored[item_id]
+        assert rec.sample is not None and rec.sample.prompt
+        assert prompt == rec.sample.prompt
         assert (reply, correct, status) == (rec.response or "", rec.correct, rec.status)
         assert parsed == "ABCD"[rec.choice]

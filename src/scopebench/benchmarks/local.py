@@ -453,33 +453,10 @@ class _RowBuilder:
         if found_boxes is None:
             return None
         has_boxes, boxes = found_boxes
-        kind: ItemKind
-        answer_index: int | None = None
-        if choices:
-            kind = "mcq"
-            if "answer" not in v:
-                self.problem(
-                    record,
-                    "row has choices but no answer; it cannot be scored and was skipped",
-                    kind="answer_mismatch",
-                )
-                return None
-            answer_index, reason = resolve_answer(v["answer"], choices)
-            if answer_index is None:
-                self.problem(
-                    record, f"{reason}; the row cannot be scored and was skipped", kind="answer_mismatch"
-                )
-                return None
-        elif has_boxes:
-            kind = "detection"
-        else:
-            self.problem(
-                record,
-                "row has neither choices (multiple choice) nor boxes (detection); skipped",
-                kind="malformed",
-            )
+        kind_answer = self._kind_and_answer(v, choices, has_boxes, record)
+        if kind_answer is None:
             return None
-
+        kind, answer_index = kind_answer
         found = self._images(v, record)
         if found is None:
             return None
@@ -509,6 +486,34 @@ class _RowBuilder:
             targets=boxes if kind == "detection" else (),
             problems=("missing_image",) if missing else (),
         )
+
+    def _kind_and_answer(
+        self, v: Mapping[str, Any], choices: tuple[str, ...], has_boxes: bool, record: str
+    ) -> tuple[ItemKind, int | None] | None:
+        """The row's kind and (multiple choice) answer index, or record why it has none."""
+        if choices:
+            if "answer" not in v:
+                self.problem(
+                    record,
+                    "row has choices but no answer; it cannot be scored and was skipped",
+                    kind="answer_mismatch",
+                )
+                return None
+            answer_index, reason = resolve_answer(v["answer"], choices)
+            if answer_index is None:
+                self.problem(
+                    record, f"{reason}; the row cannot be scored and was skipped", kind="answer_mismatch"
+                )
+                return None
+            return "mcq", answer_index
+        if has_boxes:
+            return "detection", None
+        self.problem(
+            record,
+            "row has neither choices (multiple choice) nor boxes (detection); skipped",
+            kind="malformed",
+        )
+        return None
 
     def _id_is_text(self, row: _Row) -> bool:
         """Whether the row's ``id`` (when it has one) is non-empty text; else record why not.

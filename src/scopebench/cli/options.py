@@ -387,8 +387,8 @@ def run_options(
     """The run settings shared by ``run``, ``strategies`` and the probes.
 
     ``--fresh`` and ``--retry-errors`` stay flags of the invocation (``args.fresh``,
-    ``args.retry_errors``), not settings of the run. Declared once: ``strategies`` once had its
-    own ``--device`` without the ``auto`` default.
+    ``args.retry_errors``), not settings of the run. Declared once, so every command that takes
+    them has the same flags and defaults (``--device``'s ``auto`` included).
     """
     names = ("split", "tasks", "limit", "seed", "protocol", "no_image", "exclude", "max_fail_fraction")
 

@@ -128,13 +128,14 @@ def run_params(run_json: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[
 def sample_rows(records: Iterable[Record]) -> list[list[Any]]:
     """One row of :data:`SAMPLE_COLUMNS` per record: what the model was asked and what it said.
 
-    ``prompt`` is the rendered prompt where the record keeps it (``extra["prompt"]``), else empty;
-    ``parsed`` the chosen option's letter (empty when the reply committed to none).
+    ``prompt`` is the rendered prompt the record stores (:attr:`Record.sample`), empty when the run
+    kept no samples (``--log-samples false``) or no prompt was rendered; ``parsed`` the chosen
+    option's letter (empty when the reply committed to none).
     """
     rows: list[list[Any]] = []
     for r in records:
         parsed = "" if r.choice is None else chr(ord("A") + r.choice)
-        prompt = r.extra.get("prompt") if isinstance(r.extra.get("prompt"), str) else ""
+        prompt = (r.sample.prompt if r.sample is not None else None) or ""
         rows.append([r.item_id, prompt, r.response or "", parsed, r.correct, r.status])
     return rows
 

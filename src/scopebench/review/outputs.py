@@ -136,6 +136,60 @@ def _item_row(it: ItemRow, images: list[str], prov: dict[str, Any]) -> dict[str,
     return row
 
 
+def _export_rows(
+    db: Session, store: ImageStore, project: Project, out_dir: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The project's item rows as (accepted, rejected, pending); accepted items' images copied.
+
+    Images go to ``out_dir/images/<sha256><ext>``, each copied once however many items share it.
+    """
+    (out_dir / "images").mkdir(exist_ok=True)
+    mime_of = dict(
+        db.execute(select(ImageRow.sha256, ImageRow.mime).where(ImageRow.project_id == project.id)).all()
+    )
+    prov = _provenance(db, project)
+    items = db.scalars(
+        select(ItemRow).where(ItemRow.project_id == project.id).order_by(ItemRow.position)
+    ).all()
+    accepted: list[dict[str, Any]] = []
+    rejected: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for it in items:
+        names = []
+        if it.status == "accepted":
+            for sha in it.image_shas:
+                name = f"images/{sha}{_EXT.get(mime_of.get(sha, ''), '')}"
+                if not (out_dir / name).exists():
+                    shutil.copyfile(store.path(sha), out_dir / name)
+                names.append(name)
+        row = _item_row(it, names, prov.get(it.id, {}))
+        {"accepted": accepted, "rejected": rejected}.get(it.status, pending).append(row)
+    return accepted, rejected, pending
+
+
+def _write_undecided(out_dir: Path, rejected: list[dict[str, Any]], pending: list[dict[str, Any]]) -> None:
+    """``decisions.jsonl`` (rejected items with their reasons) and ``pending.jsonl`` (not decided yet)."""
+    _jsonl(
+        out_dir / "decisions.jsonl",
+        [
+            {
+                "id": r["id"],
+                "question": r["question"],
+                "choices": r["choices"],
+                "answer": r["answer"],
+                "decision": "rejected",
+                "reasons": _reasons(r["review"]),
+                "review": r["review"],
+            }
+            for r in rejected
+        ],
+    )
+    _jsonl(
+        out_dir / "pending.jsonl",
+        [{"id": r["id"], "status": r["review"]["status"], "review": r["review"]} for r in pending],
+    )
+
+
 def export_project(
     db: Session,
     store: ImageStore,
@@ -169,50 +223,12 @@ def export_project(
             f"({'; '.join(failing)}); review more, or pass --force to export anyway (recorded)"
         )
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "images").mkdir(exist_ok=True)
-    mime_of = dict(
-        db.execute(select(ImageRow.sha256, ImageRow.mime).where(ImageRow.project_id == project.id)).all()
-    )
-    prov = _provenance(db, project)
-    items = db.scalars(
-        select(ItemRow).where(ItemRow.project_id == project.id).order_by(ItemRow.position)
-    ).all()
-    accepted: list[dict[str, Any]] = []
-    rejected: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
-    for it in items:
-        names = []
-        if it.status == "accepted":
-            for sha in it.image_shas:
-                name = f"images/{sha}{_EXT.get(mime_of.get(sha, ''), '')}"
-                if not (out_dir / name).exists():
-                    shutil.copyfile(store.path(sha), out_dir / name)
-                names.append(name)
-        row = _item_row(it, names, prov.get(it.id, {}))
-        {"accepted": accepted, "rejected": rejected}.get(it.status, pending).append(row)
+    accepted, rejected, pending = _export_rows(db, store, project, out_dir)
     balance = None
     if balance_seed is not None:
         balance = balance_rows(accepted, balance_seed)
     _jsonl(out_dir / "data.jsonl", accepted)
-    _jsonl(
-        out_dir / "decisions.jsonl",
-        [
-            {
-                "id": r["id"],
-                "question": r["question"],
-                "choices": r["choices"],
-                "answer": r["answer"],
-                "decision": "rejected",
-                "reasons": _reasons(r["review"]),
-                "review": r["review"],
-            }
-            for r in rejected
-        ],
-    )
-    _jsonl(
-        out_dir / "pending.jsonl",
-        [{"id": r["id"], "status": r["review"]["status"], "review": r["review"]} for r in pending],
-    )
+    _write_undecided(out_dir, rejected, pending)
     _jsonl(out_dir / "events.jsonl", _events(db, project))
     (out_dir / "agreement.json").write_text(json.dumps(agree, indent=2), encoding="utf-8")
     summary = {

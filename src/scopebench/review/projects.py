@@ -103,12 +103,7 @@ def create_project(
         Conflict: When a project of that name exists.
         Invalid: For bad settings or a benchmark without multiple-choice items.
     """
-    if db.scalar(select(Project).where(Project.name == name)) is not None:
-        raise Conflict(f"a project named {name!r} exists already; choose another --name")
-    if n_reviewers < 1:
-        raise Invalid(f"--reviewers must be at least 1 (got {n_reviewers})")
-    if alpha_threshold is not None and not -1.0 <= alpha_threshold <= 1.0:
-        raise Invalid(f"--alpha-threshold must be between -1 and 1 (got {alpha_threshold})")
+    _check_settings(db, name, n_reviewers, alpha_threshold)
     loaded = get_benchmark(benchmark).load(data, split=split)
     items = list(loaded.items)
     problems = [f"loader: {p}" for p in loaded.problems]
@@ -136,29 +131,7 @@ def create_project(
     db.add(project)
     db.flush()
     for pos, item in enumerate(mcq):
-        shas, image_problems = _store_images(db, store, project, item)
-        problems.extend(image_problems)
-        row = ItemRow(
-            project_id=project.id,
-            key=item.id,
-            position=pos,
-            version=1,
-            question=item.question,
-            choices=list(item.choices),
-            answer_index=item.answer_index,
-            context=item.context,
-            task=item.task,
-            subset=item.subset,
-            split=item.split,
-            meta=_json_safe(item.metadata),
-            image_shas=shas,
-            original=_json_safe(item.to_summary()),
-            status="open",
-            routed_reasons=[],
-        )
-        db.add(row)
-        db.flush()
-        db.add(ItemVersion(item_id=row.id, version=1, data=item_text(row), reason="loaded at init"))
+        problems.extend(_add_item(db, store, project, pos, item))
     log_event(
         db,
         project.id,
@@ -180,6 +153,43 @@ def create_project(
         },
     )
     return project, problems
+
+
+def _check_settings(db: Session, name: str, n_reviewers: int, alpha_threshold: float | None) -> None:
+    """Refuse a taken project name or settings out of range, before anything is loaded."""
+    if db.scalar(select(Project).where(Project.name == name)) is not None:
+        raise Conflict(f"a project named {name!r} exists already; choose another --name")
+    if n_reviewers < 1:
+        raise Invalid(f"--reviewers must be at least 1 (got {n_reviewers})")
+    if alpha_threshold is not None and not -1.0 <= alpha_threshold <= 1.0:
+        raise Invalid(f"--alpha-threshold must be between -1 and 1 (got {alpha_threshold})")
+
+
+def _add_item(db: Session, store: ImageStore, project: Project, pos: int, item: Item) -> list[str]:
+    """Copy ``item`` and its images into ``project`` as its first version; returns the image problems."""
+    shas, image_problems = _store_images(db, store, project, item)
+    row = ItemRow(
+        project_id=project.id,
+        key=item.id,
+        position=pos,
+        version=1,
+        question=item.question,
+        choices=list(item.choices),
+        answer_index=item.answer_index,
+        context=item.context,
+        task=item.task,
+        subset=item.subset,
+        split=item.split,
+        meta=_json_safe(item.metadata),
+        image_shas=shas,
+        original=_json_safe(item.to_summary()),
+        status="open",
+        routed_reasons=[],
+    )
+    db.add(row)
+    db.flush()
+    db.add(ItemVersion(item_id=row.id, version=1, data=item_text(row), reason="loaded at init"))
+    return image_problems
 
 
 def _json_safe(value: Any) -> Any:

@@ -327,7 +327,7 @@ def test_probe_parser_lists_every_probe(monkeypatch: pytest.MonkeyPatch) -> None
 def test_absent_cli_extension_modules_are_skipped_but_missing_deps_raise(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    # (The probe subcommands used to be discovered this way; the CLI's extension modules still are.)
+    # (The CLI's optional extension modules are discovered this way.)
     from scopebench.cli import _present_modules
 
     monkeypatch.setitem(sys.modules, "scopebench.absent_extension", None)  # importing it fails

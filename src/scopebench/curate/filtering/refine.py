@@ -225,7 +225,36 @@ def _round(answerer: Answerer, states: list[_State], k: int, cfg: RefineConfig) 
     """One round for every question still answerable (module docstring, steps 2–5)."""
     rewriter = cfg.rewriters[(k - 1) % len(cfg.rewriters)]
     seed = cfg.seeds[0] + k
-    recs = [{"round": k, "rewriter": rewriter, "seed": seed} for _ in states]
+    recs: list[dict[str, Any]] = [{"round": k, "rewriter": rewriter, "seed": seed} for _ in states]
+    candidates = _rewrite(answerer, states, recs, rewriter, k, seed)
+    verdicts = _judge_equivalence(answerer, states, candidates, cfg.judges, k, seed)
+    accepted = []
+    for i, new in candidates:
+        same = all(v["verdict"] is True for v in verdicts[i].values())
+        recs[i].update(equivalence=verdicts[i], equivalent=same)
+        if same:
+            states[i].equivalent_rewrites += 1
+            accepted.append((i, new))
+    flagged, info, replies_by_id = _blind(answerer, [new for _, new in accepted], cfg, f"@round{k}")
+    for i, new in accepted:
+        s = states[i]
+        s.current = new
+        recs[i].update(blind=info[new.id], answerable=flagged[new.id])
+        if flagged[new.id]:
+            s.last_reply = replies_by_id[new.id]
+        else:
+            s.code = "fixed"
+    for s, rec in zip(states, recs, strict=True):
+        s.rounds.append(rec)
+
+
+def _rewrite(
+    answerer: Answerer, states: list[_State], recs: list[dict[str, Any]], rewriter: str, k: int, seed: int
+) -> list[tuple[int, GateItem]]:
+    """Steps 2–3: a cue and a rewrite per question; returns the valid rewrites by state index.
+
+    Each state's round record (``recs[i]``) gets its cue, raw and parsed rewrite and why it is invalid.
+    """
     cur = [s.current for s in states]
     cues = answerer.chat(
         rewriter,
@@ -268,8 +297,20 @@ def _round(answerer: Answerer, states: list[_State], k: int, cfg: RefineConfig) 
         if new is not None:
             s.valid_rewrites += 1
             candidates.append((i, new))
+    return candidates
+
+
+def _judge_equivalence(
+    answerer: Answerer,
+    states: list[_State],
+    candidates: list[tuple[int, GateItem]],
+    judges: Sequence[str],
+    k: int,
+    seed: int,
+) -> dict[int, dict[str, Any]]:
+    """Step 4: every judge's verdict on whether each rewrite asks what the original asked."""
     verdicts: dict[int, dict[str, Any]] = {i: {} for i, _ in candidates}
-    for judge in cfg.judges:
+    for judge in judges:
         replies = answerer.chat(
             judge,
             [
@@ -288,24 +329,7 @@ def _round(answerer: Answerer, states: list[_State], k: int, cfg: RefineConfig) 
         )
         for (i, _), rep in zip(candidates, replies, strict=True):
             verdicts[i][judge] = {"verdict": parse_equivalence(rep.text), "raw": rep.text, "error": rep.error}
-    accepted = []
-    for i, new in candidates:
-        same = all(v["verdict"] is True for v in verdicts[i].values())
-        recs[i].update(equivalence=verdicts[i], equivalent=same)
-        if same:
-            states[i].equivalent_rewrites += 1
-            accepted.append((i, new))
-    flagged, info, replies_by_id = _blind(answerer, [new for _, new in accepted], cfg, f"@round{k}")
-    for i, new in accepted:
-        s = states[i]
-        s.current = new
-        recs[i].update(blind=info[new.id], answerable=flagged[new.id])
-        if flagged[new.id]:
-            s.last_reply = replies_by_id[new.id]
-        else:
-            s.code = "fixed"
-    for s, rec in zip(states, recs, strict=True):
-        s.rounds.append(rec)
+    return verdicts
 
 
 def run_refine(items: Sequence[GateItem], config: RefineConfig, answerer: Answerer) -> RefineOutcome:
