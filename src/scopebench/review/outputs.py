@@ -20,6 +20,7 @@ from scopebench.benchmarks.local import ITEM_COLUMNS
 from scopebench.engine.provenance import package_versions  # the same provenance fields as a run
 from scopebench.items import Item, Record
 from scopebench.parsing import PARSER_VERSION
+from scopebench.review.cognition import balance_rows
 from scopebench.review.db import Arbitration, Event, ImageRow, ItemRow, ItemVersion, Member, Project, User
 from scopebench.review.errors import Conflict
 from scopebench.review.stats import agreement, gate, review_rows
@@ -191,8 +192,6 @@ def export_project(
         {"accepted": accepted, "rejected": rejected}.get(it.status, pending).append(row)
     balance = None
     if balance_seed is not None:
-        from scopebench.review.cognition import balance_rows
-
         balance = balance_rows(accepted, balance_seed)
     _jsonl(out_dir / "data.jsonl", accepted)
     _jsonl(

@@ -22,6 +22,7 @@ from scopebench.review.accounts import (
     start_session,
 )
 from scopebench.review.app import COOKIE, DB, Auth, auth, state
+from scopebench.review.cognition import check_metadata, suggestions
 from scopebench.review.db import ImageRow, Member, Project, Submission, User
 from scopebench.review.errors import Invalid, NotFound, Unauthenticated
 from scopebench.review.rubrics import load_rubric
@@ -435,8 +436,6 @@ def submit_sync(
     ``meta`` holds the form's modality, domain, stain and licence, checked against the taxonomy
     and SPDX before anything is stored.
     """
-    from scopebench.review.cognition import check_metadata
-
     st = state(request)
     if ask_model and st.answerer.spec is None:
         raise Invalid("this server has no model to ask; start it with `scopebench review serve --model SPEC`")
@@ -475,8 +474,6 @@ def submit_sync(
 @router.get("/vocabulary")
 def api_vocabulary(a: Auth = Depends(auth)) -> dict[str, list[str]]:
     """The modalities, domains and stains a submission may name (the build's taxonomy)."""
-    from scopebench.review.cognition import suggestions
-
     return suggestions()
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from scopebench.review import navigation, stats, workflow
 from scopebench.review.accounts import end_session, not_found, require_project
 from scopebench.review.app import COOKIE, DB, LOGIN_CSRF_COOKIE, Auth, auth, state
+from scopebench.review.cognition import suggestions
 from scopebench.review.db import ImageRow, ItemRow, Submission
 from scopebench.review.errors import Invalid, NotFound, ReviewError
 from scopebench.review.routes_api import login_user, set_session_cookie, submit_sync, visible_projects
@@ -320,8 +321,6 @@ def submit_page(
     db: Session = DB,
 ) -> HTMLResponse:
     """The upload form, with the taxonomy's values as suggestions (HTML datalists)."""
-    from scopebench.review.cognition import suggestions
-
     project = require_project(db, a.user, project_id)
     return render(
         request,

@@ -21,6 +21,7 @@ from scopebench.items import ImageRef
 from scopebench.models import ModelOptions, load_model
 from scopebench.models.base import ChatMessage
 from scopebench.review.accounts import log_event, not_found, require_project
+from scopebench.review.cognition import image_name
 from scopebench.review.db import ImageRow, Project, Submission, User
 from scopebench.review.errors import Forbidden, Invalid
 from scopebench.review.store import ImageStore
@@ -241,8 +242,6 @@ def export_submissions(db: Session, store: ImageStore, project: Project, out_dir
     Each image is ``images/submission-<id>.<ext>``, the extension of its format (the store keeps
     files by hash alone).
     """
-    from scopebench.review.cognition import image_name
-
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "images").mkdir(exist_ok=True)
     path = out_dir / "submissions.jsonl"
