@@ -31,7 +31,10 @@ from pathlib import Path
 
 from _data import make_data
 
-_HEAVY = ("matplotlib", "pandas", "datasets", "torch", "transformers", "ray", "pyarrow", "scipy")
+_HEAVY = (
+    "matplotlib", "pandas", "datasets", "torch", "transformers", "ray", "pyarrow", "scipy", "numpy",
+    "pydantic", "sqlite3", "tqdm", "scopebench.scoring", "scopebench.parsing",
+)  # fmt: skip
 
 _MODEL_WORK = """
 import json, sys, time, logging

@@ -9,9 +9,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tqdm.auto import tqdm
+if TYPE_CHECKING:
+    from tqdm.auto import tqdm
 
 __all__ = ["adopt_library_logs", "configure_logging", "is_quiet", "progress", "set_quiet", "shown"]
 
@@ -109,6 +110,10 @@ class _ShownOnce(logging.Filter):
 @contextmanager
 def progress(total: int, desc: str, unit: str = "item") -> Iterator[tqdm[Any]]:
     """A progress bar with rate and ETA on stderr; silent under ``--quiet`` or when not a TTY."""
+    # Imported here: tqdm.auto loads asyncio and package metadata (≈0.1 s), which every CLI
+    # invocation, `--help` included, would pay through this module.
+    from tqdm.auto import tqdm
+
     bar = tqdm(
         total=total,
         desc=shown(desc),  # a model spec may name a file under the home folder

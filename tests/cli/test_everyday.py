@@ -153,7 +153,8 @@ def test_progress_bars_show_the_home_folder_as_tilde(tmp_path: Path, monkeypatch
             pass
 
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setattr(display, "tqdm", Bar)  # the bar as tqdm is asked for it, shown or not
+    # The bar as tqdm is asked for it, shown or not (display imports tqdm when a bar starts).
+    monkeypatch.setattr("tqdm.auto.tqdm", Bar)
     with display.progress(1, desc=f"local × clip:{tmp_path}/models/tiny-clip"):
         pass
     assert seen["desc"] == "local × clip:~/models/tiny-clip"

@@ -45,10 +45,6 @@ from scopebench.cli.options import Args, Group, parse_key_values, read_exclude
 from scopebench.cli.output import out_console, print_wide
 from scopebench.display import configure_logging, shown
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
-from scopebench.models.registry import ModelSpec
-from scopebench.models.sampling import check_gen_args
-from scopebench.report import render_metrics_table, write_run_outputs
-from scopebench.report.tables import format_interval, format_percent
 
 if TYPE_CHECKING:
     from scopebench.benchmarks.base import LoadedBenchmark, Problem
@@ -264,12 +260,15 @@ def _write_problems_json(path: Path, loaded: LoadedBenchmark, problems: Sequence
 def _print_metrics(metrics: dict[str, Any], title: str) -> None:
     # crop=False: in a log or pipe (120 columns) a wide table (judge columns) must not lose its
     # right-hand columns; rich crops every line at the console width otherwise.
+    from scopebench.report import render_metrics_table
+
     console.print(render_metrics_table(metrics, title=title), crop=False)
 
 
 def _write_outputs(run_dir: Path, seed: int) -> dict[str, Any]:
     """Metrics with bootstrap CIs, plus the per-run report files (CSV, Markdown, LaTeX, plots)."""
     from scopebench.config import ReportConfig
+    from scopebench.report import write_run_outputs
 
     result: dict[str, Any] = write_run_outputs(run_dir, ReportConfig(seed=seed))
     return result
@@ -289,6 +288,8 @@ def _run_config(args: Args, **overrides: Any) -> RunConfig:
     ``benchmark``, ``data`` and ``label``).
     """
     from scopebench.config import RunConfig
+    from scopebench.models.registry import ModelSpec
+    from scopebench.models.sampling import check_gen_args
 
     spec = _single(args.model)
     named: dict[str, Any] = {
@@ -359,6 +360,7 @@ def cmd_demo(args: Args) -> int:
     from scopebench.benchmarks.demo import generate_demo
     from scopebench.config import RunConfig
     from scopebench.engine import run_benchmark
+    from scopebench.report.tables import format_interval, format_percent
 
     data_dir = generate_demo(Path(args.data) if args.data else None, seed=args.seed)
     console.print(f"demo benchmark: {data_dir}")

@@ -14,17 +14,21 @@ runs, with the registry's did-you-mean message.
 
 from __future__ import annotations
 
+import ast
 import functools
+import importlib.util
 import json
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from scopebench.errors import DataFormatError, DataNotFoundError
-from scopebench.models.registry import ModelSpec, parse_spec
+
+if TYPE_CHECKING:
+    from scopebench.models.registry import ModelSpec
 
 __all__ = [
     "CONTEXT_SETTINGS",
@@ -38,6 +42,7 @@ __all__ = [
     "engine_options",
     "group",
     "model_options",
+    "module_summary",
     "pass_args",
     "run_options",
     "tracking_options",
@@ -58,7 +63,7 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_
 # Parameter types -------------------------------------------------------------------------------
 
 
-class ModelSpecType(click.ParamType[ModelSpec]):
+class ModelSpecType(click.ParamType["ModelSpec"]):
     """A ``--model`` value parsed into a :class:`~scopebench.models.registry.ModelSpec`.
 
     An unknown scheme raises our :class:`~scopebench.errors.ModelSpecError` (with the did-you-mean
@@ -69,6 +74,10 @@ class ModelSpecType(click.ParamType[ModelSpec]):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> ModelSpec:
         """Parse ``value`` once (a ModelSpec given as default is kept)."""
+        # Imported here: the model registry pulls in the prompt and parsing layers, which --help
+        # must not pay for.
+        from scopebench.models.registry import parse_spec
+
         return parse_spec(value)
 
 
@@ -131,10 +140,19 @@ class Command(click.Command):
     argparse's ``nargs="+"`` did; they are declared ``multiple=True``.
     """
 
-    def __init__(self, *args: Any, greedy: Sequence[str] = (), **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, greedy: Sequence[str] = (), help_module: str | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("context_settings", CONTEXT_SETTINGS)
         super().__init__(*args, **kwargs)
         self.greedy = tuple(greedy)
+        self.help_module = help_module
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The help text; with ``help_module``, its docstring's first paragraph, read when shown."""
+        if self.help is None and self.help_module is not None:
+            self.help = module_summary(self.help_module)
+        super().format_help_text(ctx, formatter)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """Expand ``--opt a b`` of a greedy option into ``--opt a --opt b``, then parse."""
@@ -203,6 +221,19 @@ class Group(click.Group):
 
 
 Group.group_class = Group
+
+
+def module_summary(name: str) -> str | None:
+    """The first paragraph of module ``name``'s docstring, read from its source, not imported.
+
+    A command whose help is its module's docstring (``help_module=``) would otherwise import that
+    module, and everything it imports, only to print ``--help``.
+    """
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        return None
+    doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text(encoding="utf-8")))
+    return doc.split("\n\n")[0].replace("``", "") if doc else None
 
 
 def command(name: str, **attrs: Any) -> Callable[[Callable[..., Any]], Command]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -27,12 +27,15 @@ from scopebench.cli.options import (
     run_options,
 )
 from scopebench.cli.output import out_console, print_wide
-from scopebench.config import RunConfig
 from scopebench.errors import ScopebenchError
-from scopebench.experiments.probes import image_probes, matching, shortcut, text_probes
-from scopebench.experiments.probes.base import ProbeRun, fmt_pct
-from scopebench.report.tables import format_interval
-from scopebench.transforms.image import CORRUPTIONS
+from scopebench.experiments.probes import DEFAULT_MATCHING_MODELS
+
+if TYPE_CHECKING:
+    from scopebench.config import RunConfig
+    from scopebench.experiments.probes.base import ProbeRun
+
+# The probes (the engine, numpy, plotting) are imported inside the commands that run them:
+# `scopebench --help` builds every command and must not pay for them (tests/cli/test_import_cost.py).
 
 __all__ = [
     "config_from_args",
@@ -126,6 +129,8 @@ def config_from_args(args: Args, *, model: str | None = None) -> RunConfig:
 
 def probe_from_args(args: Args, *, model: str | None = None) -> ProbeRun:
     """A :class:`~scopebench.experiments.probes.base.ProbeRun` from the common options."""
+    from scopebench.experiments.probes.base import ProbeRun
+
     return ProbeRun(
         config=config_from_args(args, model=model),
         out=Path(args.out),
@@ -162,6 +167,10 @@ def register(group: click.Group) -> None:
 
 
 def _cmd_corruptions(args: Args) -> int:
+    from scopebench.experiments.probes import image_probes
+    from scopebench.experiments.probes.base import fmt_pct
+    from scopebench.transforms.image import CORRUPTIONS
+
     names = [c.strip() for c in (args.corruptions or ",".join(CORRUPTIONS)).split(",") if c.strip()]
     with probe_from_args(args) as probe:
         report = image_probes.corruptions_probe(
@@ -178,6 +187,8 @@ def _print_report(report: dict[str, Any], title: str) -> None:
 
 
 def _cmd_noise(args: Args) -> int:
+    from scopebench.experiments.probes import image_probes
+
     with probe_from_args(args) as probe:
         report = image_probes.noise_probe(probe)
     _print_report(report, f"noise images — {args.model.raw} (accuracy % [95% CI])")
@@ -185,6 +196,8 @@ def _cmd_noise(args: Args) -> int:
 
 
 def _cmd_no_image(args: Args) -> int:
+    from scopebench.experiments.probes import image_probes
+
     with probe_from_args(args) as probe:
         report = image_probes.no_image_probe(probe)
     _print_report(report, f"no image — {args.model.raw} (accuracy % [95% CI])")
@@ -226,6 +239,8 @@ def _table(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _cmd_swap(args: Args) -> int:
+    from scopebench.experiments.probes import text_probes
+
     with probe_from_args(args) as probe:
         report = text_probes.swap_probe(probe, args.scope)
     print_table(f"swapped questions — {args.model.raw} (accuracy % [95% CI])", **_table(report))
@@ -237,6 +252,9 @@ def _cmd_swap(args: Args) -> int:
 
 
 def _cmd_permutation(args: Args) -> int:
+    from scopebench.experiments.probes import text_probes
+    from scopebench.experiments.probes.base import fmt_pct
+
     with probe_from_args(args) as probe:
         report = text_probes.permutation_probe(probe, args.rotations)
     print_table(
@@ -282,6 +300,8 @@ def _permutation(args: Args) -> int:
 
 def cmd_shortcut(args: Args) -> int:
     """Run the text-shortcut filter and print its counts."""
+    from scopebench.experiments.probes import shortcut
+
     models = models_from_args(args)
     if not models:
         raise ScopebenchError("give the text-only models with --models SPEC1,SPEC2,… (any backends)")
@@ -318,14 +338,10 @@ def cmd_shortcut(args: Args) -> int:
     return 0
 
 
-def _first_paragraph(doc: str | None) -> str | None:
-    return doc.split("\n\n")[0].replace("``", "") if doc else None
-
-
 @command(
     "shortcut",
     short_help="flag items text-only models answer correctly (PathMMU 3-of-4, SPUR 5-of-10 filters)",
-    help=_first_paragraph(shortcut.__doc__),
+    help_module="scopebench.experiments.probes.shortcut",
 )
 @probe_options(
     models_help="comma-separated text-only model specs (any backends), e.g. hf:…,openai:…", bootstrap=False
@@ -350,6 +366,9 @@ def _shortcut(args: Args) -> int:
 
 def cmd_matching(args: Args) -> int:
     """Run the matching baselines and print the accuracy table."""
+    from scopebench.experiments.probes import matching
+    from scopebench.report.tables import format_interval
+
     result = matching.run_matching(
         config_from_args(args, model="random"),  # the model is replaced per run
         models_from_args(args, matching.DEFAULT_MODELS),
@@ -377,10 +396,10 @@ def cmd_matching(args: Args) -> int:
 @command(
     "matching",
     short_help="question–option matching baselines: BERT next-sentence prediction and sentence embeddings",
-    help=_first_paragraph(matching.__doc__),
+    help_module="scopebench.experiments.probes.matching",
 )
 @probe_options(
-    models_help="comma-separated matching models (default: " + ",".join(matching.DEFAULT_MODELS) + ")"
+    models_help="comma-separated matching models (default: " + ",".join(DEFAULT_MATCHING_MODELS) + ")"
 )
 @click.option(
     "--items", help="evaluate only the item ids in this file (e.g. the flagged.txt of probe shortcut)"

@@ -6,7 +6,7 @@ import functools
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -21,18 +21,17 @@ from scopebench.cli.options import (
     with_tracking,
 )
 from scopebench.cli.output import out_console, print_wide
-from scopebench.config import ReportConfig
 from scopebench.display import shown
 from scopebench.errors import RunDirReadOnlyError
-from scopebench.report import json_safe, render_metrics_table, report_dir, write_run_outputs
-from scopebench.report.html import heatmap_values
-from scopebench.report.labels import expand_run_dirs
-from scopebench.report.published import PUBLISHED_NOTE, published_leaderboard, published_rows
-from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows, truncated_note
-from scopebench.scoring.compare import compare_runs, run_folder_names
-from scopebench.store import rundir
 
-__all__ = ["cmd_compare", "cmd_report", "leaderboard_table", "register"]
+if TYPE_CHECKING:
+    from scopebench.config import ReportConfig
+
+# The report, scoring and store modules (numpy, the answer parser, plotting helpers) are imported
+# inside the commands that use them: `scopebench --help` builds every command and must not pay
+# for them (tests/cli/test_import_cost.py).
+
+__all__ = ["cmd_compare", "cmd_report", "register"]
 
 # As the main CLI's console: the terminal's width, or 120 columns when piped or redirected (rich's
 # default 80 would truncate the accuracy and interval cells of a file or a log).
@@ -144,6 +143,13 @@ def _file_errors_as_messages(func: _FileFunc) -> _FileFunc:
 
 def cmd_compare(args: Args) -> int:
     """Print the leaderboard and pairwise tests; write md/csv/json/tex to ``--out``."""
+    from scopebench.report import json_safe
+    from scopebench.report.html import heatmap_values
+    from scopebench.report.labels import expand_run_dirs
+    from scopebench.report.published import published_leaderboard
+    from scopebench.report.tables import leaderboard_columns, leaderboard_table, pairwise_rows, truncated_note
+    from scopebench.scoring.compare import compare_runs
+
     args.runs = expand_run_dirs(args.runs)  # a folder of runs (runs/demo) stands for its runs
     _check_runs(args.runs, one_benchmark=True)
     report: ReportConfig = args.report
@@ -273,6 +279,12 @@ def cmd_report(args: Args) -> int:
     a report never changes the run's headline ``metrics.json`` (see docs/report.md).
     With ``--html FILE`` also writes the single-file HTML report of all the runs.
     """
+    from scopebench.report import render_metrics_table, report_dir, write_run_outputs
+    from scopebench.report.labels import expand_run_dirs
+    from scopebench.report.published import PUBLISHED_NOTE, published_rows
+    from scopebench.scoring.compare import run_folder_names
+    from scopebench.store import rundir
+
     # Checked first: a wrong argument must not leave half of the report files written.
     args.runs = expand_run_dirs(args.runs)  # a folder of runs (runs/demo) stands for its runs
     _check_runs(args.runs, one_benchmark=bool(args.html))
@@ -376,6 +388,8 @@ def _collect_report(f: Callable[..., int]) -> Callable[..., int]:
 
     @functools.wraps(f)
     def wrapper(**kwargs: Any) -> int:
+        from scopebench.config import ReportConfig
+
         names = ("seed", "resamples", "policy", "published")
         kwargs["report"] = ReportConfig(**{k: kwargs.pop(k) for k in names})
         return f(**kwargs)

@@ -12,3 +12,12 @@ engine, in :mod:`scopebench.transforms`, because the engine applies them. The ``
 commands are in the CLI (:mod:`scopebench.cli.probe`). Nothing here is imported by
 ``import scopebench``.
 """
+
+# Here, not in matching.py: the CLI's option help names them, and printing help must not import
+# the engine (tests/cli/test_import_cost.py).
+#: PathMMU's two NSP models and the offline embedding baseline of ``probe matching``.
+DEFAULT_MATCHING_MODELS = (
+    "nsp:bert-large-uncased",
+    "nsp:microsoft/BiomedNLP-BiomedBERT-large-uncased-abstract",
+    "embed:default",
+)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from scopebench.engine import load_items, run_benchmark
 from scopebench.errors import ScopebenchError
+from scopebench.experiments.probes import DEFAULT_MATCHING_MODELS
 from scopebench.experiments.probes.shortcut import model_slug, read_id_file
 from scopebench.items import Item, Record
 from scopebench.models import parse_spec
@@ -55,11 +56,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: PathMMU's two NSP models and the offline embedding baseline.
-DEFAULT_MODELS = (
-    "nsp:bert-large-uncased",
-    "nsp:microsoft/BiomedNLP-BiomedBERT-large-uncased-abstract",
-    "embed:default",
-)
+DEFAULT_MODELS = DEFAULT_MATCHING_MODELS
 CHANCE_LABEL = "chance (1/#options)"
 _OURS = "this run"
 
