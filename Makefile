@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-EXTRAS ?= dev,hf,embed,ray,probe,browser,review,build,track-tensorboard,track-mlflow,track-wandb,finetune
+EXTRAS ?= dev,hf,embed,ray,probe,browser,review,build,urls,track-tensorboard,track-mlflow,track-wandb,finetune
 STAMP := $(VENV)/.scopebench-installed
 
 .PHONY: venv demo test test-quick lint typecheck check browser postgres clean mutation
