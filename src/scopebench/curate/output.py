@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ __all__ = [
     "save_dataset",
     "save_split_stream",
     "write_dataset",
+    "write_step_card",
 ]
 
 #: The file that marks a folder as a build output (so a re-run may replace it).
@@ -366,3 +367,26 @@ def local_items(row: dict[str, Any]) -> list[dict[str, Any]]:
         item.update({k: row.get(k) for k in _META if row.get(k) is not None})
         items.append(item)
     return items
+
+
+def write_step_card(
+    data: Path,
+    out: Path,
+    result: StepResult,
+    *,
+    title: str,
+    rows: Iterable[Mapping[str, Any]],
+    extra: Sequence[str] = (),
+    role: str = "previous build.json",
+) -> None:
+    """The card of a step's output that continues ``data``: its sources, and the previous summary as input."""
+    write_card(
+        out,
+        title=title,
+        description="",
+        rows=rows,
+        sources=read_sources(out),
+        result=result,
+        inputs={role: str(data / "build.json")},
+        extra=extra,
+    )

@@ -33,13 +33,13 @@ from typing import Any, Literal
 import numpy as np
 
 from scopebench.curate.balance import Layout, assign_positions, position_stats, rng_for, stats_markdown
-from scopebench.curate.card import coverage_lines, write_card
+from scopebench.curate.card import coverage_lines
 from scopebench.curate.output import (
     copy_sources,
     prepare_out,
     read_rows,
-    read_sources,
     save_dataset,
+    write_step_card,
     write_summary,
 )
 from scopebench.curate.report import BuildProblem, StepResult
@@ -252,13 +252,12 @@ def _write(
         if q
     )
     extra += coverage_lines(cells)
-    write_card(
+    write_step_card(
+        data,
         out,
+        result,
         title=f"{data.name} questions",
-        description="",
         rows=[r for rs in splits.values() for r in rs],
-        sources=read_sources(out),
-        result=result,
-        inputs={"ingest build.json": str(data / "build.json")},
         extra=extra,
+        role="ingest build.json",
     )

@@ -34,13 +34,12 @@ from scopebench.curate.balance import (
     rng_for,
     stats_markdown,
 )
-from scopebench.curate.card import write_card
 from scopebench.curate.output import (
     copy_sources,
     prepare_out,
     read_rows,
-    read_sources,
     save_dataset,
+    write_step_card,
     write_summary,
 )
 from scopebench.curate.report import BuildProblem, StepResult
@@ -293,14 +292,5 @@ def split(
     extra += ["", f"Split by near-duplicate group, stratified by source and task set; seed {cfg.seed}. "
               "`test_tiny` is a sample of `test`.", ""]  # fmt: skip
     extra += stats_markdown(result.stats["answer_positions"])
-    write_card(
-        out,
-        title=f"{data.name} splits",
-        description="",
-        rows=rows,
-        sources=read_sources(out),
-        result=result,
-        inputs={"previous build.json": str(data / "build.json")},
-        extra=extra,
-    )
+    write_step_card(data, out, result, title=f"{data.name} splits", rows=rows, extra=extra)
     return result

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from scopebench.curate.card import filter_sections, write_card
+from scopebench.curate.card import filter_sections
 from scopebench.curate.filtering.caption import (
     CaptionGateConfig,
     CaptionSection,
@@ -55,8 +55,8 @@ from scopebench.curate.output import (
     local_items,
     prepare_out,
     read_rows,
-    read_sources,
     save_dataset,
+    write_step_card,
     write_summary,
 )
 from scopebench.curate.report import BuildProblem, StepResult
@@ -567,15 +567,8 @@ def filter_questions(
     save_dataset({"test": kept_rows}, labels, out)
     copy_sources(data, out)
     write_summary(out, result)
-    write_card(
-        out,
-        title=f"{data.name} filtered",
-        description="",
-        rows=kept_rows,
-        sources=read_sources(out),
-        result=result,
-        inputs={"previous build.json": str(data / "build.json")},
-        extra=filter_sections(stats),
+    write_step_card(
+        data, out, result, title=f"{data.name} filtered", rows=kept_rows, extra=filter_sections(stats)
     )
     _check_failures(stats.get("ledger"), cfg.max_fail_fraction, out)
     return result

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from scopebench.curate.balance import stats_markdown
-from scopebench.curate.card import ledger_lines, write_card
+from scopebench.curate.card import ledger_lines
 from scopebench.curate.llm import Ledger
 from scopebench.curate.output import (
     copy_sources,
     prepare_out,
-    read_sources,
     save_dataset,
+    write_step_card,
     write_summary,
 )
 from scopebench.curate.report import StepResult
@@ -71,13 +71,4 @@ def write_generate_output(
         *ledger_lines(ledger),
     ]
     rows = [r for name, rs in splits.items() if name != "test_tiny" for r in rs]
-    write_card(
-        out,
-        title=f"{data.name} + generated items",
-        description="",
-        rows=rows,
-        sources=read_sources(out),
-        result=result,
-        inputs={"previous build.json": str(data / "build.json")},
-        extra=extra,
-    )
+    write_step_card(data, out, result, title=f"{data.name} + generated items", rows=rows, extra=extra)
