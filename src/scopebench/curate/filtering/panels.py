@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
+from pydantic import ConfigDict
 
 from scopebench.errors import DataFormatError, MissingDependencyError
 from scopebench.items import open_image
@@ -48,6 +49,9 @@ class PanelConfig:
         weights: Detector weights (``yolo``).
         conf: Smallest detector confidence (``yolo``).
     """
+
+    # A build.yaml section validated into this class refuses a misspelt key (pydantic reads it).
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     min_panels: int = 2
     method: Method = "xycut"

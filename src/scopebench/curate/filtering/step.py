@@ -67,18 +67,6 @@ __all__ = ["FilterConfig", "FilterSection", "filter_questions"]
 STEP = "filter"
 
 
-class _Figures(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    min_panels: int = 2
-    method: str = "xycut"
-    tol: float = 0.04
-    min_gutter: int = 2
-    min_area: float = 0.01
-    min_side: int = 8
-    weights: str | None = None
-    conf: float = 0.25
-
-
 class ModelBlock(BaseModel):
     """A gate's model, as ``generate:`` names its own: ``model`` and ``model_args``."""
 
@@ -127,7 +115,7 @@ class FilterSection(BaseModel):
     """The ``filter:`` section of ``build.yaml`` (each gate is off when its key is absent)."""
 
     model_config = ConfigDict(extra="forbid")
-    figures: _Figures | None = None
+    figures: PanelConfig | None = None
     refine: _Refine | None = None
     shortcut: _Shortcut | None = None
     caption: CaptionSection | None = None
@@ -194,7 +182,7 @@ class FilterSection(BaseModel):
             models=self.models(),
             max_fail_fraction=self.max_fail_fraction,
             max_consecutive_failures=self.max_consecutive_failures,
-            figures=PanelConfig(**self.figures.model_dump()) if self.figures else None,
+            figures=self.figures,
             refine=_refine_config(self.refine) if self.refine else None,
             shortcut=_shortcut_config(self.shortcut) if self.shortcut else None,
             caption=self.caption.to_config() if self.caption else None,
