@@ -18,7 +18,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from scopebench.review.db import Assignment, Event, ItemRow, LoginSession, Member, Project, User, utcnow
+from scopebench.review.db import READ_ONLY, Assignment, Event, ItemRow, LoginSession, Member, Project, User, utcnow
 from scopebench.review.errors import Conflict, Forbidden, Invalid, NotFound, Unauthenticated
 from scopebench.review.passwords import check_password
 
@@ -98,11 +98,19 @@ def authenticate(db: Session, username: str, password: str) -> User:
     Raises:
         Unauthenticated: For a wrong username or password (one message for both).
     """
-    user = db.scalar(select(User).where(User.username == username))
+    # The hash is read in a read-only transaction and checked after it ends: argon2 takes tens of
+    # milliseconds of CPU (seconds on a loaded machine), and a write transaction held meanwhile
+    # queues every other writer on SQLite's lock — forty reviewers logging in at once ran past the
+    # busy timeout ("database is locked").
+    if not db.in_transaction():
+        db.connection(execution_options={READ_ONLY: True})
+    row = db.execute(select(User.id, User.password_hash).where(User.username == username)).first()
+    db.commit()
     try:
-        _HASHER.verify(user.password_hash if user else _DUMMY_HASH, password)
+        _HASHER.verify(row.password_hash if row else _DUMMY_HASH, password)
     except (VerificationError, InvalidHashError):
-        user = None
+        row = None
+    user = db.get(User, row.id) if row else None
     if user is None or not user.active:
         raise Unauthenticated("wrong username or password")
     return user
