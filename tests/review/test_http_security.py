@@ -353,14 +353,18 @@ def test_concurrent_submissions_lose_nothing(load_site: dict[str, Any]) -> None:
 
     good = {"scientific_validity": 4, "task_alignment": 4, "visual_reasoning_necessity": 4}
     verdicts = {"problem": "valid", "answer": "valid", "rationale": "valid"}
-    barrier = threading.Barrier(len(names), timeout=60)
+    barrier = threading.Barrier(len(names))  # no time limit: a failed login aborts it
 
     def work(name: str) -> int:
-        client, csrf = login(served["url"], name)
+        try:
+            client, csrf = login(served["url"], name)
+            reply = client.get(f"/api/projects/{served['project_id']}/queue")
+            assert reply.status_code == 200, reply.text
+        except BaseException:
+            barrier.abort()  # the others stop waiting at once and the first failure is reported
+            raise
         h = {"X-CSRF-Token": csrf}
         ok = 0
-        reply = client.get(f"/api/projects/{served['project_id']}/queue")
-        assert reply.status_code == 200, reply.text
         queue = reply.json()
         requests = 1
         barrier.wait()  # all four start on the same item at once

@@ -18,7 +18,17 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from scopebench.review.db import READ_ONLY, Assignment, Event, ItemRow, LoginSession, Member, Project, User, utcnow
+from scopebench.review.db import (
+    READ_ONLY,
+    Assignment,
+    Event,
+    ItemRow,
+    LoginSession,
+    Member,
+    Project,
+    User,
+    utcnow,
+)
 from scopebench.review.errors import Conflict, Forbidden, Invalid, NotFound, Unauthenticated
 from scopebench.review.passwords import check_password
 
