@@ -4,7 +4,8 @@ A worker hashes the file (unless its hash is known from an unchanged stat), reus
 :class:`~.cache.ConversionStore` entry of those bytes or decodes, checks, encodes and hashes the
 image and stores it. It returns only the small facts (the PNG stays on disk), so the parent's
 memory does not grow with the images. Results come back in job order whatever the number of
-workers, which is what makes the output byte-identical for any ``--workers``.
+workers, which is what makes the output byte-identical for any ``--workers``. With
+``--executor ray`` the same conversion runs as Ray tasks on a cluster (:mod:`.cluster`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scopebench.curate.ingestion.cache import ConversionStore, sha256_file
 from scopebench.curate.ingestion.images import (
@@ -24,9 +25,12 @@ from scopebench.curate.ingestion.images import (
     read_image,
     write_png,
 )
-from scopebench.errors import ImageLoadError
+from scopebench.errors import ImageLoadError, ScopebenchError
 
-__all__ = ["Converted", "Job", "convert_all", "convert_one", "default_workers"]
+if TYPE_CHECKING:
+    from scopebench.config import EngineConfig
+
+__all__ = ["Converted", "Job", "convert_all", "convert_new", "convert_one", "default_workers", "stored"]
 
 _CHUNK = 4  # jobs handed to a worker at a time: small enough to balance, large enough to amortise
 #: Fewer files than this per worker convert in this process: starting a worker (a fresh interpreter
@@ -102,11 +106,25 @@ def convert_one(job: Job) -> Converted:
     path = Path(job.path)
     store = ConversionStore(Path(job.store))
     sha = job.sha256 or sha256_file(path)
-    stored = store.get(sha)
-    if stored is not None:
-        return _refusal(sha, stored, job) or Converted(sha, stored, reused=True)
+    return stored(store, sha, job) or convert_new(path, sha, job.max_pixels, store)
+
+
+def stored(store: ConversionStore, sha: str, job: Job) -> Converted | None:
+    """The conversion of the bytes ``sha`` already in ``store`` (or its refusal); ``None``: not there."""
+    info = store.get(sha)
+    if info is None:
+        return None
+    return _refusal(sha, info, job) or Converted(sha, info, reused=True)
+
+
+def convert_new(path: Path, sha: str, max_pixels: int | None, store: ConversionStore) -> Converted:
+    """Decode, check, encode and hash ``path`` (whose SHA-256 is ``sha``) into ``store``.
+
+    Never raises for a bad image: it becomes a refusal (stored, as the same bytes fail again) or an
+    ``oversized_image`` result (not stored: the limit may change).
+    """
     try:
-        std = read_image(path, job.max_pixels)
+        std = read_image(path, max_pixels)
     except OversizedImageError as exc:
         return Converted(sha, None, "oversized_image", str(exc))  # not stored: the limit may change
     except ImageLoadError as exc:
@@ -130,18 +148,35 @@ def convert_one(job: Job) -> Converted:
 
 
 def convert_all(
-    jobs: Sequence[Job], workers: int, on_done: Callable[[], object] | None = None
+    jobs: Sequence[Job],
+    workers: int | None,
+    on_done: Callable[[], object] | None = None,
+    engine: EngineConfig | None = None,
 ) -> Iterator[Converted]:
-    """Convert ``jobs`` with ``workers`` processes, yielding results in job order.
+    """Convert ``jobs`` with ``workers`` processes (or on Ray), yielding results in job order.
 
     One worker, or fewer than :data:`MIN_JOBS_PER_WORKER` jobs per worker, convert in this process.
 
     Args:
         jobs: The files to convert.
-        workers: Processes to use.
+        workers: Conversions at once: processes here (``None``: every core), or Ray tasks
+            (``None``: the cluster's CPUs).
         on_done: Called after each result (the progress bar).
+        engine: Where to convert: ``executor="ray"`` sends the files to the Ray cluster at
+            ``ray_address`` (:mod:`.cluster`); ``None`` or ``local``: a process pool here.
     """
-    workers = min(workers, len(jobs) // MIN_JOBS_PER_WORKER)
+    if engine is not None and engine.executor == "ray":
+        from scopebench.curate.ingestion.cluster import convert_on_ray
+
+        store = ConversionStore(Path(jobs[0].store)) if jobs else None
+        if store is not None:
+            yield from convert_on_ray(
+                jobs, store, address=engine.ray_address, workers=workers, on_done=on_done
+            )
+        return
+    if engine is not None and engine.executor != "local":
+        raise ScopebenchError(f"unknown executor {engine.executor!r}; use local or ray")
+    workers = min(workers or default_workers(), len(jobs) // MIN_JOBS_PER_WORKER)
     if workers <= 1:
         for job in jobs:
             yield convert_one(job)
