@@ -148,10 +148,10 @@ def test_a_batch_lost_every_time_and_a_failing_task_stop_with_a_message(tmp_path
     (a worker without scopebench) resent or shown as a traceback instead of what to do."""
     paths = _images(tmp_path / "images", 3)
     ray = FakeRay(lose=set(range(ATTEMPTS)))
-    with pytest.raises(ScopebenchError, match=f"lost {ATTEMPTS} times.*ray status"):
+    with pytest.raises(ScopebenchError, match=rf"lost {ATTEMPTS} times.*ray status"):
         list(_Driver(ray, ConversionStore(tmp_path / "a"), 2, None).run(_jobs(paths, tmp_path)))
     assert len(ray.sent) == ATTEMPTS
-    with pytest.raises(ScopebenchError, match="No module named 'scopebench'.*build extra"):
+    with pytest.raises(ScopebenchError, match=r"No module named 'scopebench'.*build extra"):
         list(
             _Driver(FakeRay(crash=True), ConversionStore(tmp_path / "b"), 2, None).run(_jobs(paths, tmp_path))
         )

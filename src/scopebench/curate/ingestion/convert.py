@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scopebench.curate.ingestion.cache import ConversionStore, sha256_file
 from scopebench.curate.ingestion.images import (
@@ -25,10 +25,7 @@ from scopebench.curate.ingestion.images import (
     read_image,
     write_png,
 )
-from scopebench.errors import ImageLoadError, ScopebenchError
-
-if TYPE_CHECKING:
-    from scopebench.config import EngineConfig
+from scopebench.errors import ImageLoadError
 
 __all__ = ["Converted", "Job", "convert_all", "convert_new", "convert_one", "default_workers", "stored"]
 
@@ -148,34 +145,17 @@ def convert_new(path: Path, sha: str, max_pixels: int | None, store: ConversionS
 
 
 def convert_all(
-    jobs: Sequence[Job],
-    workers: int | None,
-    on_done: Callable[[], object] | None = None,
-    engine: EngineConfig | None = None,
+    jobs: Sequence[Job], workers: int | None, on_done: Callable[[], object] | None = None
 ) -> Iterator[Converted]:
-    """Convert ``jobs`` with ``workers`` processes (or on Ray), yielding results in job order.
+    """Convert ``jobs`` with ``workers`` processes, yielding results in job order.
 
     One worker, or fewer than :data:`MIN_JOBS_PER_WORKER` jobs per worker, convert in this process.
 
     Args:
         jobs: The files to convert.
-        workers: Conversions at once: processes here (``None``: every core), or Ray tasks
-            (``None``: the cluster's CPUs).
+        workers: Processes to use (``None``: every core).
         on_done: Called after each result (the progress bar).
-        engine: Where to convert: ``executor="ray"`` sends the files to the Ray cluster at
-            ``ray_address`` (:mod:`.cluster`); ``None`` or ``local``: a process pool here.
     """
-    if engine is not None and engine.executor == "ray":
-        from scopebench.curate.ingestion.cluster import convert_on_ray
-
-        store = ConversionStore(Path(jobs[0].store)) if jobs else None
-        if store is not None:
-            yield from convert_on_ray(
-                jobs, store, address=engine.ray_address, workers=workers, on_done=on_done
-            )
-        return
-    if engine is not None and engine.executor != "local":
-        raise ScopebenchError(f"unknown executor {engine.executor!r}; use local or ray")
     workers = min(workers or default_workers(), len(jobs) // MIN_JOBS_PER_WORKER)
     if workers <= 1:
         for job in jobs:

@@ -29,6 +29,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from scopebench.curate.ingestion.cache import ConversionStore, FileHashes, sha256_file
+from scopebench.curate.ingestion.cluster import convert_on_ray
 from scopebench.curate.ingestion.convert import Converted, Job, convert_all
 from scopebench.curate.ingestion.images import DEFAULT_MAX_PIXELS, image_id
 from scopebench.curate.ingestion.near_duplicates import find_near_duplicates
@@ -37,6 +38,7 @@ from scopebench.curate.output import write_dataset
 from scopebench.curate.report import BuildProblem, StepResult
 from scopebench.curate.schema import BUILD_COLUMNS, UBENCH_COLUMNS
 from scopebench.curate.taxonomy import Taxonomy, load_taxonomy
+from scopebench.errors import UsageError
 
 if TYPE_CHECKING:
     from scopebench.config import EngineConfig
@@ -214,7 +216,15 @@ def _convert_rows(
     jobs = [Job(str(p), hashes.known(p), str(store.root.parent), max_pixels) for p in paths]
     converted: dict[Path, Converted] = {}
     with tqdm(total=len(jobs), desc="ingest: convert", unit="img", disable=not progress) as bar:
-        for job, path, done in zip(jobs, paths, convert_all(jobs, workers, bar.update, engine), strict=True):
+        if engine is not None and engine.executor == "ray":
+            results = convert_on_ray(
+                jobs, store, address=engine.ray_address, workers=workers, on_done=bar.update
+            )
+        elif engine is None or engine.executor == "local":
+            results = convert_all(jobs, workers, on_done=bar.update)
+        else:
+            raise UsageError(f"unknown executor {engine.executor!r}: use local or ray")
+        for job, path, done in zip(jobs, paths, results, strict=True):
             if job.sha256 is None:
                 hashes.record(path, done.sha256)  # known from now on while the file's stat holds
             converted[path] = done
