@@ -12,7 +12,12 @@ workers, sampled every 50 ms.
 * **re-runs** — ``build run`` cold, again with nothing changed, and after one changed metadata row
   (the ratios to the cold run; the images converted again);
 * **disk** — input, ingest output and conversion cache sizes;
-* **worker** — the peak memory one worker adds converting a 2048 × 2048 16-bit RGBA image.
+* **worker** — the peak memory one worker adds converting a 2048 × 2048 16-bit RGBA image;
+* **ray** — ``--speed`` images converted by 2 Ray tasks at once on a running one-node Ray cluster
+  of 2 CPUs (``--executor ray --ray-address``, the driver shipping each file's bytes) against the
+  process pool of 2 workers: the wall-clock ratio and the driver's peak memory. The cluster is
+  started first (a lab's is already running) and, like the driver, in a network namespace of its
+  own (``unshare -n``, loopback only; root needed), so nothing listens beyond 127.0.0.1.
 
 Usage: python bench/bench_ingest.py [--sizes 1000,5000,20000] [--speed 300] [--time-limit 120]
 """
@@ -109,10 +114,10 @@ def run_measured(cmd: list[str]) -> tuple[float, int]:
     return wall, peak
 
 
-def ingest_cmd(manifest: Path, out: Path, workers: int) -> list[str]:
+def ingest_cmd(manifest: Path, out: Path, workers: int, *extra: str) -> list[str]:
     cache = str(out.parent / "cache")
     head = [sys.executable, "-m", "scopebench", "--quiet", "build", "ingest", str(manifest)]
-    return [*head, "--out", str(out), "--workers", str(workers), "--cache", cache]
+    return [*head, "--out", str(out), "--workers", str(workers), "--cache", cache, *extra]
 
 
 def floor_one(path: str) -> str:
@@ -326,6 +331,39 @@ def bench_reruns(root: Path, n: int) -> dict:
     return {"cold": cold, "unchanged": same, "changed_row": changed, "converted_again": step.converted}
 
 
+def bench_ray(root: Path, n: int) -> dict:
+    """The process pool against Ray tasks on a running local cluster (inside ``unshare -n``)."""
+    import tempfile
+
+    make_images(root / "images", n)
+    manifest = write_manifest(root, n)
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    ray = str(Path(sys.executable).with_name("ray"))
+    temp = tempfile.mkdtemp(prefix="sb-bench-ray-")  # short: Ray's socket paths are limited to 107 bytes
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    start = [ray, "start", "--head", "--port", "6398", "--node-ip-address", "127.0.0.1", "--num-cpus", "2"]
+    subprocess.run([*start, "--include-dashboard", "false", "--temp-dir", temp, "--disable-usage-stats"],
+                   check=True, env=env, capture_output=True)  # fmt: skip
+    try:
+        times, peaks = {}, {}
+        for name, extra in (("pool", ()), ("ray", ("--executor", "ray", "--ray-address", "127.0.0.1:6398"))):
+            work = _fresh(root / f"ray_{name}")
+            times[name], peaks[name] = run_measured(ingest_cmd(manifest, work / "out", 2, *extra))
+            shutil.rmtree(work)
+    finally:
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True)
+        shutil.rmtree(temp, ignore_errors=True)
+    ratio = times["pool"] / times["ray"]
+    print(f"  {n} images, wall: process pool (2) {times['pool']:.1f} s, Ray (2 tasks) {times['ray']:.1f} s")
+    print(f"  pool / Ray {ratio:.2f} (above 1: Ray faster)")
+    print(
+        f"  peak RSS: pool with its workers {peaks['pool'] / 1e6:.0f} MB, "
+        f"Ray driver {peaks['ray'] / 1e6:.0f} MB (the cluster's processes not counted)"
+    )
+    print(f"  load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    return {"images": n, "wall": times, "peak_rss": peaks, "pool_over_ray": ratio}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,5000,20000")
@@ -333,7 +371,7 @@ def main() -> None:
     ap.add_argument("--reruns", type=int, default=300)
     ap.add_argument("--time-limit", type=float, default=120.0, help="skip a size predicted to take longer")
     ap.add_argument("--root", default="/tmp/scopebench-bench-ingest")
-    ap.add_argument("--only", choices=("memory", "speed", "reruns", "worker"), action="append")
+    ap.add_argument("--only", choices=("memory", "speed", "reruns", "worker", "ray"), action="append")
     ap.add_argument("--floor", type=int, help=argparse.SUPPRESS)  # the floor's own process
     args = ap.parse_args()
     root = Path(args.root)
@@ -342,6 +380,7 @@ def main() -> None:
         return
     cpu = platform.processor() or platform.machine()
     print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    # ray needs root (a network namespace): only when asked for.
     only = set(args.only or ("memory", "speed", "reruns", "worker"))
     results: dict = {}
     if "worker" in only:
@@ -353,6 +392,14 @@ def main() -> None:
     if "reruns" in only:
         print("re-runs:")
         results["reruns"] = bench_reruns(root, args.reruns)
+    if "ray" in only:
+        print("ray (a local cluster of 2 CPUs, inside unshare -n):")
+        if os.environ.get("SB_BENCH_NETNS") != "1":  # start again in a network namespace of our own
+            own = [__file__, "--only", "ray", "--speed", str(args.speed), "--root", str(root)]
+            cmd = ["unshare", "-n", sys.executable, *own]
+            subprocess.run(cmd, check=True, env={**os.environ, "SB_BENCH_NETNS": "1"})
+        else:
+            results["ray"] = bench_ray(root, args.speed)
     if "memory" in only:
         print("memory (2 workers):")
         results["memory"] = bench_memory(root, [int(s) for s in args.sizes.split(",")], args.time_limit)
