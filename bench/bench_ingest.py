@@ -91,24 +91,47 @@ def _tree_rss(proc: object) -> int:
     return total
 
 
-def run_measured(cmd: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak tree RSS (bytes) of ``cmd``; its CPU seconds (workers included) in ``CPU``."""
+def _cpu_seen(root: object, seen: dict[int, float]) -> None:
+    """Record the CPU seconds of ``root``'s descendants in ``seen`` (by pid, the latest reading)."""
+    import psutil
+
+    assert isinstance(root, psutil.Process)
+    with contextlib.suppress(psutil.Error):
+        for p in root.children(recursive=True):
+            with contextlib.suppress(psutil.Error):  # exited between listing and reading
+                t = p.cpu_times()
+                seen[p.pid] = t.user + t.system
+
+
+def run_measured(cmd: list[str], watch: object = None) -> tuple[float, int]:
+    """Wall seconds and peak tree RSS (bytes) of ``cmd``; its CPU seconds (workers included) in ``CPU``.
+
+    ``watch`` (a ``psutil.Process``): the CPU its descendants used meanwhile (sampled every 50 ms,
+    so a process living less than that is missed) is added to ``CPU``'s entry.
+    """
     import resource
 
     import psutil
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    watched: dict[int, float] = {}
+    if watch is not None:
+        _cpu_seen(watch, watched)
+    start_cpu = dict(watched)
     start = time.perf_counter()
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     proc = psutil.Process(child.pid)
     peak = 0
     while child.poll() is None:
         peak = max(peak, _tree_rss(proc))
+        if watch is not None:
+            _cpu_seen(watch, watched)
         time.sleep(0.05)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # workers are reaped by ingest, so they count
-    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    extra = sum(cpu - start_cpu.get(pid, 0.0) for pid, cpu in watched.items())
+    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime + extra)
     if child.returncode:
         raise SystemExit(f"{cmd} failed:\n{child.stderr.read().decode() if child.stderr else ''}")
     return wall, peak
@@ -331,37 +354,72 @@ def bench_reruns(root: Path, n: int) -> dict:
     return {"cold": cold, "unchanged": same, "changed_row": changed, "converted_again": step.converted}
 
 
+def _start_cluster(temp: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A one-node cluster of 2 CPUs on 127.0.0.1:6398, in its own process group (``ray stop`` would
+    stop every Ray process on the machine, other users' included); returns once it answers."""
+    ray = str(Path(sys.executable).with_name("ray"))
+    head = subprocess.Popen(
+        [ray, "start", "--head", "--port", "6398", "--node-ip-address", "127.0.0.1", "--num-cpus", "2",
+         "--include-dashboard", "false", "--temp-dir", temp, "--disable-usage-stats", "--block"],
+        env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    status = [ray, "status", "--address", "127.0.0.1:6398"]
+    while subprocess.run(status, env=env, capture_output=True).returncode != 0:
+        if head.poll() is not None:
+            raise SystemExit("ray start --head exited")
+        time.sleep(0.5)
+    return head
+
+
+def _stop_cluster(head: subprocess.Popen[bytes], temp: str) -> None:
+    import signal
+
+    import psutil
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(head.pid, signal.SIGKILL)
+    head.wait()
+    for proc in psutil.process_iter(["cmdline"]):  # its workers and daemons, found by its temp folder
+        if any(temp in arg for arg in proc.info["cmdline"] or ()):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+    shutil.rmtree(temp, ignore_errors=True)
+
+
 def bench_ray(root: Path, n: int) -> dict:
     """The process pool against Ray tasks on a running local cluster (inside ``unshare -n``)."""
     import tempfile
 
+    import psutil
+
     make_images(root / "images", n)
     manifest = write_manifest(root, n)
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    ray = str(Path(sys.executable).with_name("ray"))
     temp = tempfile.mkdtemp(prefix="sb-bench-ray-")  # short: Ray's socket paths are limited to 107 bytes
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    start = [ray, "start", "--head", "--port", "6398", "--node-ip-address", "127.0.0.1", "--num-cpus", "2"]
-    subprocess.run([*start, "--include-dashboard", "false", "--temp-dir", temp, "--disable-usage-stats"],
-                   check=True, env=env, capture_output=True)  # fmt: skip
+    head = _start_cluster(temp, {**os.environ, "RAY_AUTH_MODE": "disabled"})
     try:
-        times, peaks = {}, {}
+        times, peaks, cpu = {}, {}, {}
         for name, extra in (("pool", ()), ("ray", ("--executor", "ray", "--ray-address", "127.0.0.1:6398"))):
             work = _fresh(root / f"ray_{name}")
-            times[name], peaks[name] = run_measured(ingest_cmd(manifest, work / "out", 2, *extra))
+            watch = psutil.Process(head.pid) if name == "ray" else None  # the cluster's processes
+            times[name], peaks[name] = run_measured(ingest_cmd(manifest, work / "out", 2, *extra), watch)
+            cpu[name] = CPU[-1]
             shutil.rmtree(work)
     finally:
-        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True)
-        shutil.rmtree(temp, ignore_errors=True)
-    ratio = times["pool"] / times["ray"]
+        _stop_cluster(head, temp)
+    ratio, ratio_cpu = times["pool"] / times["ray"], cpu["pool"] / cpu["ray"]
     print(f"  {n} images, wall: process pool (2) {times['pool']:.1f} s, Ray (2 tasks) {times['ray']:.1f} s")
     print(f"  pool / Ray {ratio:.2f} (above 1: Ray faster)")
+    print(
+        f"  CPU s: pool with its workers {cpu['pool']:.1f}, Ray driver and cluster {cpu['ray']:.1f}: "
+        f"pool / Ray {ratio_cpu:.2f}"
+    )
     print(
         f"  peak RSS: pool with its workers {peaks['pool'] / 1e6:.0f} MB, "
         f"Ray driver {peaks['ray'] / 1e6:.0f} MB (the cluster's processes not counted)"
     )
     print(f"  load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    return {"images": n, "wall": times, "peak_rss": peaks, "pool_over_ray": ratio}
+    return {"images": n, "wall": times, "cpu": cpu, "peak_rss": peaks, "pool_over_ray": ratio}
 
 
 def main() -> None:
