@@ -195,3 +195,23 @@ def test_cli_refuses_an_address_without_the_ray_executor_and_an_unanswered_one(
     monkeypatch.chdir(tmp_path)
     assert main(["build", "ingest", "m.yaml", "--out", "o", "--ray-address", "127.0.0.1:1"]) != 0
     assert "add --executor ray" in capsys.readouterr().err.replace("\n", " ")
+
+
+def test_build_run_hands_the_executor_to_ingest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Catches ``build run --executor ray`` converting locally all the same (the option dropped
+    between the CLI, the pipeline and the ingest step): the unanswered cluster must be reported."""
+    pytest.importorskip("ray", reason="ray is an optional extra (pip install 'scopebench[ray]')")
+    from curate_helpers import make_sources
+
+    make_sources(tmp_path)
+    (tmp_path / "build.yaml").write_text("manifest: manifest.yaml\nout: out\n")
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.chdir(tmp_path)
+    code = main(["build", "run", "build.yaml", "--executor", "ray", "--ray-address", f"127.0.0.1:{port}"])
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert code != 0 and f"no Ray cluster answers at --ray-address 127.0.0.1:{port}" in err
+    assert "Traceback" not in err
