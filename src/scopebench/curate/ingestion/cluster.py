@@ -64,7 +64,8 @@ def convert_batch(files: Sequence[tuple[str, bytes, str]], max_pixels: int | Non
             folder = Path(tmp) / str(k)
             folder.mkdir()
             # The bare name (its suffix picks the decoder, messages quote it), never a path.
-            path = folder / (Path(name).name or "image")
+            bare = Path(name).name
+            path = folder / (bare if bare not in ("", ".", "..") else "image")
             path.write_bytes(data)
             done = convert_new(path, sha, max_pixels, store)
             path.unlink()
@@ -165,8 +166,9 @@ class _Driver:
             if batch.attempts >= ATTEMPTS:
                 raise ScopebenchError(
                     f"a batch of {len(batch.indices)} images was lost {batch.attempts} times (the last: "
-                    f"{type(exc).__name__}); check the cluster (`ray status` on its head node) and run "
-                    "the same command again: conversions already stored are reused"
+                    f"{type(exc).__name__}); check the cluster (`ray status` on its head node; every node "
+                    "needs scopebench with its build extra) and run the same command again: "
+                    "conversions already stored are reused"
                 ) from exc
             log.warning(
                 "ray node lost (%s); its batch of %d images is converted again",
