@@ -325,7 +325,7 @@ _workers_options = [
         help="images converting at once: processes (default: every core), or Ray tasks (default: the "
         "cluster's CPUs); the output is the same for any number",
     ),
-    *executor_options("images are converted (ray: the driver ships each file's bytes to the cluster)"),
+    *executor_options("where images are converted (ray: the driver ships each file's bytes to the cluster)"),
 ]
 
 

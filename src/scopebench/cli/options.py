@@ -469,14 +469,14 @@ def _task_list(value: str | None) -> tuple[str, ...] | None:
     return tuple(t.strip() for t in value.split(",") if t.strip()) or None
 
 
-def executor_options(what: str) -> list[Decorator[Any]]:
-    """``--executor local|ray`` and ``--ray-address``: where ``what`` runs (evaluation and build alike)."""
+def executor_options(help: str) -> list[Decorator[Any]]:
+    """``--executor local|ray`` (described by ``help``) and ``--ray-address``: evaluation and build alike."""
     return [
         click.option(
             "--executor",
             type=click.Choice(["local", "ray"]),
             default="local",
-            help=f"where {what} run",
+            help=help,
         ),
         click.option("--ray-address", help="Ray cluster address for --executor ray (default: local Ray)"),
     ]
@@ -492,7 +492,7 @@ def engine_options(f: F) -> F:
     return _stack(
         f,
         [
-            *executor_options("model calls"),
+            *executor_options("where model calls run"),
             click.option("--workers", type=int, help="Ray actors (default: one per GPU, else 2)"),
         ],
     )
