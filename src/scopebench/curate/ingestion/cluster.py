@@ -206,10 +206,12 @@ def convert_on_ray(
         ScopebenchError: The cluster does not answer, a task fails, or a batch is lost
             :data:`ATTEMPTS` times.
     """
+    if not jobs:  # nothing to convert: no reason to join (or start) a cluster
+        return
     ray, owns = connect_ray(address, local_cpus=workers or default_workers())
     try:
         slots = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        max_pixels = jobs[0].max_pixels if jobs else None
+        max_pixels = jobs[0].max_pixels
         for done in _Driver(ray, store, 2 * slots, max_pixels).run(jobs):
             yield done
             if on_done is not None:
