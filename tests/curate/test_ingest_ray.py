@@ -178,7 +178,8 @@ def test_cli_refuses_an_address_without_the_ray_executor_and_an_unanswered_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Catches ``--ray-address`` silently ignored (the user meant the cluster; the run goes
-    local), and an address nothing answers at hanging in ``ray.init`` instead of failing."""
+    local), an address nothing answers at hanging in ``ray.init`` instead of failing, and a
+    cluster joined (seconds of start-up) when there is nothing to convert."""
     pytest.importorskip("ray", reason="ray is an optional extra (pip install 'scopebench[ray]')")
     from scopebench.cli.build import _engine
     from scopebench.cli.options import Args
@@ -196,6 +197,11 @@ def test_cli_refuses_an_address_without_the_ray_executor_and_an_unanswered_one(
             )
         )
     monkeypatch.chdir(tmp_path)
+    # Nothing to convert (every row refused, or everything cached): no cluster is asked.
+    assert (
+        list(cluster.convert_on_ray([], ConversionStore(tmp_path), address=f"127.0.0.1:{port}", workers=1))
+        == []
+    )
     assert main(["build", "ingest", "m.yaml", "--out", "o", "--ray-address", "127.0.0.1:1"]) != 0
     assert "add --executor ray" in capsys.readouterr().err.replace("\n", " ")
 
