@@ -4,7 +4,8 @@ Every row either becomes a dataset row or is kept out with a :class:`BuildProble
 source, row and field; ``StepResult.dropped`` counts the rows kept out by reason, so
 ``items_in == kept + sum(dropped)`` always holds.
 
-The step runs in four passes, none of which holds more than one image per worker in memory:
+The step runs in four passes, none of which holds more than one image per worker in memory (on
+Ray, the driver also holds the files of the batches in flight, a bounded number; :mod:`.cluster`):
 
 1. every metadata row is validated (no image is read);
 2. every distinct image file is converted on every core (:mod:`.convert`), or as Ray tasks on a
