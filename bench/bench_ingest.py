@@ -12,7 +12,12 @@ workers, sampled every 50 ms.
 * **re-runs** — ``build run`` cold, again with nothing changed, and after one changed metadata row
   (the ratios to the cold run; the images converted again);
 * **disk** — input, ingest output and conversion cache sizes;
-* **worker** — the peak memory one worker adds converting a 2048 × 2048 16-bit RGBA image.
+* **worker** — the peak memory one worker adds converting a 2048 × 2048 16-bit RGBA image;
+* **ray** — ``--speed`` images converted by 2 Ray tasks at once on a running one-node Ray cluster
+  of 2 CPUs (``--executor ray --ray-address``, the driver shipping each file's bytes) against the
+  process pool of 2 workers: the wall-clock ratio and the driver's peak memory. The cluster is
+  started first (a lab's is already running) and, like the driver, in a network namespace of its
+  own (``unshare -n``, loopback only; root needed), so nothing listens beyond 127.0.0.1.
 
 Usage: python bench/bench_ingest.py [--sizes 1000,5000,20000] [--speed 300] [--time-limit 120]
 """
@@ -86,33 +91,56 @@ def _tree_rss(proc: object) -> int:
     return total
 
 
-def run_measured(cmd: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak tree RSS (bytes) of ``cmd``; its CPU seconds (workers included) in ``CPU``."""
+def _cpu_seen(root: object, seen: dict[int, float]) -> None:
+    """Record the CPU seconds of ``root``'s descendants in ``seen`` (by pid, the latest reading)."""
+    import psutil
+
+    assert isinstance(root, psutil.Process)
+    with contextlib.suppress(psutil.Error):
+        for p in root.children(recursive=True):
+            with contextlib.suppress(psutil.Error):  # exited between listing and reading
+                t = p.cpu_times()
+                seen[p.pid] = t.user + t.system
+
+
+def run_measured(cmd: list[str], watch: object = None) -> tuple[float, int]:
+    """Wall seconds and peak tree RSS (bytes) of ``cmd``; its CPU seconds (workers included) in ``CPU``.
+
+    ``watch`` (a ``psutil.Process``): the CPU its descendants used meanwhile (sampled every 50 ms,
+    so a process living less than that is missed) is added to ``CPU``'s entry.
+    """
     import resource
 
     import psutil
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    watched: dict[int, float] = {}
+    if watch is not None:
+        _cpu_seen(watch, watched)
+    start_cpu = dict(watched)
     start = time.perf_counter()
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     proc = psutil.Process(child.pid)
     peak = 0
     while child.poll() is None:
         peak = max(peak, _tree_rss(proc))
+        if watch is not None:
+            _cpu_seen(watch, watched)
         time.sleep(0.05)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # workers are reaped by ingest, so they count
-    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    extra = sum(cpu - start_cpu.get(pid, 0.0) for pid, cpu in watched.items())
+    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime + extra)
     if child.returncode:
         raise SystemExit(f"{cmd} failed:\n{child.stderr.read().decode() if child.stderr else ''}")
     return wall, peak
 
 
-def ingest_cmd(manifest: Path, out: Path, workers: int) -> list[str]:
+def ingest_cmd(manifest: Path, out: Path, workers: int, *extra: str) -> list[str]:
     cache = str(out.parent / "cache")
     head = [sys.executable, "-m", "scopebench", "--quiet", "build", "ingest", str(manifest)]
-    return [*head, "--out", str(out), "--workers", str(workers), "--cache", cache]
+    return [*head, "--out", str(out), "--workers", str(workers), "--cache", cache, *extra]
 
 
 def floor_one(path: str) -> str:
@@ -326,6 +354,77 @@ def bench_reruns(root: Path, n: int) -> dict:
     return {"cold": cold, "unchanged": same, "changed_row": changed, "converted_again": step.converted}
 
 
+def _start_cluster(temp: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A one-node cluster of 2 CPUs on 127.0.0.1:6398, in its own process group (``ray stop`` would
+    stop every Ray process on the machine, other users' included); returns once it answers."""
+    ray = str(Path(sys.executable).with_name("ray"))
+    head = subprocess.Popen(
+        [ray, "start", "--head", "--port", "6398", "--node-ip-address", "127.0.0.1", "--num-cpus", "2",
+         "--include-dashboard", "false", "--temp-dir", temp, "--disable-usage-stats", "--block"],
+        env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    status = [ray, "status", "--address", "127.0.0.1:6398"]
+    while subprocess.run(status, env=env, capture_output=True).returncode != 0:
+        if head.poll() is not None:
+            raise SystemExit("ray start --head exited")
+        time.sleep(0.5)
+    return head
+
+
+def _stop_cluster(head: subprocess.Popen[bytes], temp: str) -> None:
+    """Kill the cluster by process id: ``ray start`` and every process it started (listed first)."""
+    import signal
+
+    import psutil
+
+    started: list[psutil.Process] = []
+    with contextlib.suppress(psutil.Error):
+        started = psutil.Process(head.pid).children(recursive=True)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(head.pid, signal.SIGKILL)
+    head.wait()
+    for proc in started:  # Ray's daemons and workers leave the group: killed by their ids
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+def bench_ray(root: Path, n: int) -> dict:
+    """The process pool against Ray tasks on a running local cluster (inside ``unshare -n``)."""
+    import tempfile
+
+    import psutil
+
+    make_images(root / "images", n)
+    manifest = write_manifest(root, n)
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    temp = tempfile.mkdtemp(prefix="sb-bench-ray-")  # short: Ray's socket paths are limited to 107 bytes
+    head = _start_cluster(temp, {**os.environ, "RAY_AUTH_MODE": "disabled"})
+    try:
+        times, peaks, cpu = {}, {}, {}
+        for name, extra in (("pool", ()), ("ray", ("--executor", "ray", "--ray-address", "127.0.0.1:6398"))):
+            work = _fresh(root / f"ray_{name}")
+            watch = psutil.Process(head.pid) if name == "ray" else None  # the cluster's processes
+            times[name], peaks[name] = run_measured(ingest_cmd(manifest, work / "out", 2, *extra), watch)
+            cpu[name] = CPU[-1]
+            shutil.rmtree(work)
+    finally:
+        _stop_cluster(head, temp)
+    ratio, ratio_cpu = times["pool"] / times["ray"], cpu["pool"] / cpu["ray"]
+    print(f"  {n} images, wall: process pool (2) {times['pool']:.1f} s, Ray (2 tasks) {times['ray']:.1f} s")
+    print(f"  pool / Ray {ratio:.2f} (above 1: Ray faster)")
+    print(
+        f"  CPU s: pool with its workers {cpu['pool']:.1f}, Ray driver and cluster {cpu['ray']:.1f}: "
+        f"pool / Ray {ratio_cpu:.2f}"
+    )
+    print(
+        f"  peak RSS: pool with its workers {peaks['pool'] / 1e6:.0f} MB, "
+        f"Ray driver {peaks['ray'] / 1e6:.0f} MB (the cluster's processes not counted)"
+    )
+    print(f"  load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    return {"images": n, "wall": times, "cpu": cpu, "peak_rss": peaks, "pool_over_ray": ratio}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,5000,20000")
@@ -333,7 +432,7 @@ def main() -> None:
     ap.add_argument("--reruns", type=int, default=300)
     ap.add_argument("--time-limit", type=float, default=120.0, help="skip a size predicted to take longer")
     ap.add_argument("--root", default="/tmp/scopebench-bench-ingest")
-    ap.add_argument("--only", choices=("memory", "speed", "reruns", "worker"), action="append")
+    ap.add_argument("--only", choices=("memory", "speed", "reruns", "worker", "ray"), action="append")
     ap.add_argument("--floor", type=int, help=argparse.SUPPRESS)  # the floor's own process
     args = ap.parse_args()
     root = Path(args.root)
@@ -342,6 +441,7 @@ def main() -> None:
         return
     cpu = platform.processor() or platform.machine()
     print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    # ray needs root (a network namespace): only when asked for.
     only = set(args.only or ("memory", "speed", "reruns", "worker"))
     results: dict = {}
     if "worker" in only:
@@ -353,6 +453,14 @@ def main() -> None:
     if "reruns" in only:
         print("re-runs:")
         results["reruns"] = bench_reruns(root, args.reruns)
+    if "ray" in only:
+        print("ray (a local cluster of 2 CPUs, inside unshare -n):")
+        if os.environ.get("SB_BENCH_NETNS") != "1":  # start again in a network namespace of our own
+            own = [__file__, "--only", "ray", "--speed", str(args.speed), "--root", str(root)]
+            cmd = ["unshare", "-n", sys.executable, *own]
+            subprocess.run(cmd, check=True, env={**os.environ, "SB_BENCH_NETNS": "1"})
+        else:
+            results["ray"] = bench_ray(root, args.speed)
     if "memory" in only:
         print("memory (2 workers):")
         results["memory"] = bench_memory(root, [int(s) for s in args.sizes.split(",")], args.time_limit)

@@ -1,11 +1,17 @@
-"""A two-node Ray cluster on loopback that loses its worker node in the middle of a `scopebench run`.
+"""A two-node Ray cluster on loopback that loses its second node in the middle of a `scopebench run`,
+then, with a fresh second node, in the middle of a `scopebench build ingest`.
 
 Run as ``unshare -n python ray_cluster.py SPEC.json`` (a fresh network namespace where only ``lo``
 exists: Ray 2.60 advertises the machine's interface address otherwise, even when told
 ``--node-ip-address 127.0.0.1``). SPEC holds ``temp`` (Ray's temp folder), ``cmd`` (the
 ``scopebench run`` command line), ``out`` (its run directory), ``kill_after`` (records stored before
-the worker node is killed) and ``timeout`` (seconds for any one wait). It prints one JSON line:
-the node addresses, the records stored when the node was killed, the run's exit code and stderr.
+the node is killed), ``timeout`` (seconds for any one wait) and optionally ``ingest`` (a
+``build ingest`` command line, ``cmd``, and its working folder, ``cwd``). It prints one JSON line:
+the node addresses, what was seen when the node was killed (``at_kill``), the command's exit code
+and stderr; under ``ingest`` the same for the ingest.
+
+The ingest's node is killed while it converts: the second node's temporary folder (its ``TMPDIR``)
+is watched for the folder a conversion task makes there, so the node dies holding a batch.
 """
 
 from __future__ import annotations
@@ -33,14 +39,14 @@ _RAY_ENV = {
 }
 
 
-def _wait(what: str, check: Any, timeout: float) -> Any:
+def _wait(what: str, check: Any, timeout: float, interval: float = 0.1) -> Any:
     """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = check()
         if value:
             return value
-        time.sleep(0.1)
+        time.sleep(interval)
     raise SystemExit(f"timed out waiting for {what}")
 
 
@@ -101,47 +107,79 @@ def _cleanup(nodes: list[subprocess.Popen[bytes]], temp: Path) -> None:
             proc.kill()
 
 
+_COMMON = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
+
+
+def _join(
+    name: str, temp: Path, env: dict[str, str], timeout: float
+) -> tuple[subprocess.Popen[bytes], list[str]]:
+    """Start a second node, wait until the head lists two nodes; the node and both addresses."""
+    node = _start(name, ["--address", _ADDRESS, "--resources", json.dumps({"second_node": 1}), *_COMMON],
+                  temp, env)  # fmt: skip
+    listed = _wait("two nodes", lambda: _alive(name, node, temp) or (n if len(n := _nodes()) == 2 else None),
+                   timeout)  # fmt: skip
+    return node, sorted(n["ip"] for n in listed)
+
+
 def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     timeout, temp = float(spec["timeout"]), Path(spec["temp"])
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     env = {**os.environ, **_RAY_ENV}
-    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
     head = _start("head", ["--head", "--port", str(_PORT), "--include-dashboard", "false",
-                           "--temp-dir", str(temp), *common], temp, env)  # fmt: skip
+                           "--temp-dir", str(temp), *_COMMON], temp, env)  # fmt: skip
     nodes = [head]
     try:
         _wait("the head node", lambda: _alive("head", head, temp) or len(_nodes()) == 1, timeout)
-        worker = _start("worker", ["--address", _ADDRESS, "--resources", json.dumps({"second_node": 1}),
-                                   *common], temp, env)  # fmt: skip
-        nodes.append(worker)
-        listed = _wait("two nodes", lambda: _alive("worker", worker, temp) or (n if len(n := _nodes()) == 2 else None),
-                       timeout)  # fmt: skip
-        result: dict[str, Any] = {"addresses": sorted(n["ip"] for n in listed)}
-        if any(n["ip"] != "127.0.0.1" for n in listed):  # never talk to anything but loopback
-            print(json.dumps(result))
-            return
-        _run_and_kill(spec, worker, env, result)
+        out, enough = Path(spec["out"]), int(spec["kill_after"])
+        result = _run_phase(
+            spec, "worker", env, env, nodes, lambda: n if (n := _stored(out)) >= enough else None
+        )
+        if "ingest" in spec and result["addresses"] == ["127.0.0.1", "127.0.0.1"]:
+            result["ingest"] = _ingest_phase(spec, env, nodes)
         print(json.dumps(result))
     finally:
         _cleanup(nodes, temp)
 
 
-def _run_and_kill(spec: dict[str, Any], worker: subprocess.Popen[bytes], env: dict[str, str],
-                  result: dict[str, Any]) -> None:  # fmt: skip
-    """Start the run, kill the worker node once records are stored, wait for the run to end."""
-    timeout, out = float(spec["timeout"]), Path(spec["out"])
-    log = Path(spec["temp"]) / "run.stderr"
+def _ingest_phase(
+    spec: dict[str, Any], env: dict[str, str], nodes: list[subprocess.Popen[bytes]]
+) -> dict[str, Any]:
+    """A fresh second node (the same cluster, the same head) and the ingest, killing the node while
+    it converts (a conversion task's folder appears in its ``TMPDIR``)."""
+    tmpdir = Path(spec["temp"]) / "second-node-tmp"
+    tmpdir.mkdir()
+
+    def converting() -> str | None:
+        return next((p.name for p in tmpdir.iterdir() if p.name.startswith("scopebench-ingest-")), None)
+
+    ingest = {**spec, **spec["ingest"]}
+    return _run_phase(ingest, "worker-ingest", {**env, "TMPDIR": str(tmpdir)}, env, nodes, converting)
+
+
+def _run_phase(spec: dict[str, Any], name: str, node_env: dict[str, str], env: dict[str, str],
+               nodes: list[subprocess.Popen[bytes]], ready: Any) -> dict[str, Any]:  # fmt: skip
+    """Join a second node, start ``spec["cmd"]``, kill the node once ``ready()`` says something
+    (reported as ``at_kill``), wait for the command.
+
+    Refuses (returns only the addresses) when a node advertises anything but loopback.
+    """
+    timeout, temp = float(spec["timeout"]), Path(spec["temp"])
+    worker, addresses = _join(name, temp, node_env, timeout)
+    nodes.append(worker)
+    result: dict[str, Any] = {"addresses": addresses}
+    if any(ip != "127.0.0.1" for ip in addresses):  # never talk to anything but loopback
+        return result
+    log = temp / f"{name}.stderr"
     # A file, not a pipe: nobody reads a pipe while we wait, and a full one would stall the run.
     with open(log, "w") as err:
-        run = subprocess.Popen(spec["cmd"], env=env, stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        # A tuple: truthy even when the run ended with nothing stored.
-        (result["stored_at_kill"],) = _wait(
-            "records before the kill",
-            lambda: (n,) if (n := _stored(out)) >= spec["kill_after"] or run.poll() is not None else None,
-            timeout,
+        run = subprocess.Popen(
+            spec["cmd"], cwd=spec.get("cwd"), env=env, stdout=subprocess.DEVNULL, stderr=err
         )
+    try:
+        # Polled often: a conversion's folder lives a fraction of a second.
+        seen = _wait(f"the moment to kill {name}", lambda: ready() or run.poll() is not None, timeout, 0.01)
+        result["at_kill"] = seen if seen is not True else None  # None: the command ended first
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
         result["finished_before_kill"] = run.poll() is not None
@@ -151,6 +189,7 @@ def _run_and_kill(spec: dict[str, Any], worker: subprocess.Popen[bytes], env: di
             run.kill()
             print(log.read_text()[-4000:], file=sys.stderr)
     result.update(rc=run.returncode, stderr=log.read_text()[-4000:])
+    return result
 
 
 if __name__ == "__main__":

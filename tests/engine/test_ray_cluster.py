@@ -1,9 +1,11 @@
-"""`scopebench run` across a real two-node Ray cluster that loses a node in the middle.
+"""`scopebench run` and `scopebench build ingest` across a real two-node Ray cluster that loses a
+node in the middle of each.
 
 The cluster (a head and a second node with its own resources, each its own raylet) and the
-driver run in a network namespace the test creates, so every connection stays on loopback;
+drivers run in a network namespace the test creates, so every connection stays on loopback;
 tests/ray_cluster.py starts it, refuses to go on if a node advertises any address but 127.0.0.1,
-kills the second node (its raylet and workers, SIGKILL) once some records are stored, and reports.
+kills the second node (its raylet and workers, SIGKILL) once some records are stored, starts a
+fresh second node, runs the ingest and kills that node while it converts, and reports.
 """
 
 from __future__ import annotations
@@ -16,13 +18,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from helpers import REPO
+from scopebench.cli import main
 from scopebench.store import load_run
 
 # 30 calls of 0.5 s over two workers: the run outlasts the polling that kills a node after 6 records.
 N_ITEMS = 60
+# Image files of the ingest: a dozen batches of eight, so the second node converts several.
+N_IMAGES = 96
+ROW = "light microscopy,brightfield microscopy,pathology,hematopathology,Giemsa,Homo sapiens"
 
 
 def _namespaces_work() -> str | None:
@@ -61,11 +68,54 @@ def _run_cmd(data: Path, out: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
+def _lab(root: Path) -> Path:
+    """A source of ``N_IMAGES`` files in three formats: noisy fields (slow enough to encode that the
+    ingest outlasts the kill), near-duplicates, exact copies, one truncated file and one listed twice."""
+    import tifffile
+    from PIL import Image
+
+    rng = np.random.default_rng(7)
+    images = root / "images"
+    images.mkdir(parents=True)
+    names: list[str] = []
+    base = rng.integers(0, 256, (192, 192, 3), dtype=np.uint8)
+    for i in range(N_IMAGES - 2):
+        field = base if i % 10 == 0 else rng.integers(0, 256, (192, 192, 3), dtype=np.uint8)
+        if i % 3 == 0:
+            names.append(f"f{i:03d}.tif")
+            tifffile.imwrite(images / names[-1], field[..., 0].astype(np.uint16) * 257)
+        else:
+            names.append(f"f{i:03d}.{'png' if i % 3 == 1 else 'jpg'}")
+            Image.fromarray(field).save(images / names[-1], quality=95)
+    (images / "truncated.png").write_bytes((images / names[1]).read_bytes()[:300])
+    names += ["truncated.png", names[5]]
+    rows = "".join(f"{n},{ROW}\n" for n in names)
+    (root / "meta.csv").write_text("image,modality,submodality,domain,subdomain,stain,organism\n" + rows)
+    (root / "manifest.yaml").write_text(
+        "name: lab\nsources:\n  - name: lab\n    images: images\n    metadata: meta.csv\n    license: CC-BY-4.0\n"
+    )
+    return root / "manifest.yaml"
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def _ingest_cmd(*extra: str) -> list[str]:
+    # Relative paths, each run in its own folder: whatever a file records of them is the same.
+    return ["build", "ingest", "../lab/manifest.yaml", "--out", "out", "--cache", "cache", *extra]
+
+
 @pytest.mark.slow
-def test_a_run_survives_losing_a_node_and_equals_the_local_run(tmp_path: Path) -> None:
-    """Catches: a lost node's batch dropped (missing records) or answered twice (duplicates), a
-    run that hangs or fails when a worker dies, and a cluster result that differs from a local
-    one; and a cluster that listens on the machine's interface address instead of loopback."""
+def test_a_run_and_an_ingest_survive_losing_a_node_and_equal_local_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Catches: a lost node's batch dropped (missing records, rows) or done twice (duplicates), a
+    run or ingest that hangs or fails when a node dies, a cluster result that differs from a local
+    one (records, metrics, every file of the dataset); and a cluster that listens on the machine's
+    interface address instead of loopback."""
     pytest.importorskip("ray", reason="ray is an optional extra (pip install 'scopebench[ray]')")
     if (why := _namespaces_work()) is not None:
         pytest.skip(why)
@@ -77,6 +127,11 @@ def test_a_run_survives_losing_a_node_and_equals_the_local_run(tmp_path: Path) -
     env = _env(_site(tmp_path))
     local = tmp_path / "local"
     subprocess.run(_run_cmd(data, local), env=env, check=True, capture_output=True, timeout=300)
+    _lab(tmp_path / "lab")
+    (tmp_path / "local-ingest").mkdir()
+    (tmp_path / "ray-ingest").mkdir()
+    monkeypatch.chdir(tmp_path / "local-ingest")
+    assert main(["-q", *_ingest_cmd("--workers", "1")]) == 0
 
     cluster = tmp_path / "cluster"
     # Ray's sockets live under its temp folder and a socket path may not exceed 107 bytes:
@@ -90,7 +145,12 @@ def test_a_run_survives_losing_a_node_and_equals_the_local_run(tmp_path: Path) -
         "cmd": _run_cmd(
             data, cluster, "--executor", "ray", "--ray-address", "127.0.0.1:6399", "--workers", "2"
         ),
-    }
+        "ingest": {
+            "cwd": str(tmp_path / "ray-ingest"),
+            "cmd": [sys.executable, "-m", "scopebench", *_ingest_cmd("--executor", "ray", "--ray-address",
+                                                                     "127.0.0.1:6399", "--workers", "2")],
+        },
+    }  # fmt: skip
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     with ray_temp:
         done = subprocess.run(
@@ -101,7 +161,7 @@ def test_a_run_survives_losing_a_node_and_equals_the_local_run(tmp_path: Path) -
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["addresses"] == ["127.0.0.1", "127.0.0.1"], "a node advertised a non-loopback address"
     assert not report["finished_before_kill"], "the run ended before the node was lost: nothing tested"
-    assert 6 <= report["stored_at_kill"] < N_ITEMS
+    assert 6 <= report["at_kill"] < N_ITEMS
     assert report["rc"] == 0, report["stderr"]
 
     records = load_run(cluster).records
@@ -112,3 +172,24 @@ def test_a_run_survives_losing_a_node_and_equals_the_local_run(tmp_path: Path) -
         assert (cluster / name).read_bytes() == (local / name).read_bytes(), name
     # The second node's worker held a batch when it went, and another worker redid it.
     assert "ray worker lost" in report["stderr"]
+
+    ingest = report["ingest"]
+    assert ingest["addresses"] == ["127.0.0.1", "127.0.0.1"], "a node advertised a non-loopback address"
+    assert not ingest["finished_before_kill"], "the ingest ended before the node was lost: nothing tested"
+    assert ingest["at_kill"], "the node was killed before it converted anything"
+    assert ingest["rc"] == 0, ingest["stderr"]
+    # The node held a batch when it went; the driver sent it again.
+    assert "ray node lost" in ingest["stderr"], ingest["stderr"]
+    local_files, ray_files = (
+        _files(tmp_path / "local-ingest" / "out"),
+        _files(tmp_path / "ray-ingest" / "out"),
+    )
+    assert ray_files.keys() == local_files.keys() and "test/state.json" in ray_files
+    assert [k for k in local_files if local_files[k] != ray_files[k]] == []
+    from datasets import load_from_disk
+
+    rows = load_from_disk(str(tmp_path / "ray-ingest" / "out"))["test"]
+    paths = rows["source_path"]
+    assert (
+        len(paths) == len(set(paths)) == N_IMAGES - 2
+    )  # each file once; the repeat and the truncated file out

@@ -12,9 +12,19 @@ from typing import Any
 import click
 from rich.table import Table
 
-from scopebench.cli.options import Args, Group, argument, command, model_arg_option, pass_args, seed_option
+from scopebench.cli.options import (
+    Args,
+    Group,
+    argument,
+    command,
+    executor_options,
+    model_arg_option,
+    pass_args,
+    seed_option,
+)
 from scopebench.cli.output import out_console
-from scopebench.errors import DataFormatError
+from scopebench.config import EngineConfig
+from scopebench.errors import DataFormatError, UsageError
 
 #: The default of ``--max-pixels`` (8192 × 8192), as ``scopebench.curate.ingestion.images`` has it;
 #: repeated so that ``--help`` does not import the build package.
@@ -99,6 +109,13 @@ def _fractions(text: str) -> dict[str, float]:
     return out
 
 
+def _engine(args: Args) -> EngineConfig:
+    """Where the image steps convert: ``--executor``, ``--ray-address``, ``--workers``."""
+    if args.ray_address and args.executor != "ray":
+        raise UsageError("--ray-address names a Ray cluster: add --executor ray (or leave the address out)")
+    return EngineConfig(executor=args.executor, ray_address=args.ray_address, workers=args.workers)
+
+
 def cmd_ingest(args: Args) -> int:
     """Ingest a manifest's sources into a standardised dataset."""
     from pathlib import Path
@@ -111,7 +128,13 @@ def cmd_ingest(args: Args) -> int:
     cache = args.cache or Path(args.out).resolve().parent / ".cache" / "images"
     progress = not getattr(args, "quiet", False)
     result = step.run(
-        args.manifest, args.out, config, progress=progress, cache_dir=cache, workers=args.workers
+        args.manifest,
+        args.out,
+        config,
+        progress=progress,
+        cache_dir=cache,
+        workers=args.workers,
+        engine=_engine(args),
     )
     code = _show([result])
     if isinstance(result, IngestResult):
@@ -261,7 +284,8 @@ def cmd_run(args: Args) -> int:
     """Run every step of build.yaml, reusing the unchanged ones."""
     from scopebench.curate.pipeline import run_build
 
-    outcome = run_build(args.config, progress=not getattr(args, "quiet", False), workers=args.workers)
+    progress = not getattr(args, "quiet", False)
+    outcome = run_build(args.config, progress=progress, workers=args.workers, engine=_engine(args))
     code = _show(outcome.steps)
     for r in outcome.steps:
         if r.step == "filter":
@@ -292,12 +316,25 @@ _Deco = Callable[[Callable[..., int]], Callable[..., int]]
 _out: _Deco = click.option(
     "--out", required=True, help="output folder (an earlier build output there is replaced)"
 )
-#: ``--workers`` of the image steps: processes converting images (the output does not depend on it).
-_workers: _Deco = click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    help="processes converting images (default: every core); the output is the same for any number",
-)
+#: ``--workers``, ``--executor`` and ``--ray-address`` of the image steps: where and how many images
+#: convert at once (the output does not depend on them).
+_workers_options = [
+    click.option(
+        "--workers",
+        type=click.IntRange(min=1),
+        help="images converting at once: processes (default: every core), or Ray tasks (default: the "
+        "cluster's CPUs); the output is the same for any number",
+    ),
+    *executor_options("where images are converted (ray: the driver ships each file's bytes to the cluster)"),
+]
+
+
+def _workers(f: Callable[..., int]) -> Callable[..., int]:
+    for option in reversed(_workers_options):
+        f = option(f)
+    return f
+
+
 #: ``--cache`` of the LLM steps.
 _llm_cache: _Deco = click.option("--cache", help="LLM call cache file (default OUT/../.cache/llm.sqlite)")
 

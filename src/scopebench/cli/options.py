@@ -40,6 +40,7 @@ __all__ = [
     "argument",
     "command",
     "engine_options",
+    "executor_options",
     "group",
     "model_options",
     "module_summary",
@@ -468,6 +469,19 @@ def _task_list(value: str | None) -> tuple[str, ...] | None:
     return tuple(t.strip() for t in value.split(",") if t.strip()) or None
 
 
+def executor_options(help: str) -> list[Decorator[Any]]:
+    """``--executor local|ray`` (described by ``help``) and ``--ray-address``: evaluation and build alike."""
+    return [
+        click.option(
+            "--executor",
+            type=click.Choice(["local", "ray"]),
+            default="local",
+            help=help,
+        ),
+        click.option("--ray-address", help="Ray cluster address for --executor ray (default: local Ray)"),
+    ]
+
+
 def engine_options(f: F) -> F:
     """``--executor``, ``--ray-address``, ``--workers``: where the model calls run."""
 
@@ -478,13 +492,7 @@ def engine_options(f: F) -> F:
     return _stack(
         f,
         [
-            click.option(
-                "--executor",
-                type=click.Choice(["local", "ray"]),
-                default="local",
-                help="where model calls run",
-            ),
-            click.option("--ray-address", help="Ray cluster address for --executor ray (default: local Ray)"),
+            *executor_options("where model calls run"),
             click.option("--workers", type=int, help="Ray actors (default: one per GPU, else 2)"),
         ],
     )

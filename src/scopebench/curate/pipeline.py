@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from scopebench.config import EngineConfig
 from scopebench.curate.exporting import export
 from scopebench.curate.filtering.step import FilterSection, filter_questions
 from scopebench.curate.generation.step import GenerateConfig, generate
@@ -40,11 +41,20 @@ __all__ = ["STEPS", "BuildConfig", "BuildOutcome", "load_build_config", "run_bui
 
 
 def _run_ingest(
-    d: Path, o: Path, c: IngestConfig, p: bool, cache_dir: Path | None = None, workers: int | None = None
+    d: Path,
+    o: Path,
+    c: IngestConfig,
+    p: bool,
+    cache_dir: Path | None = None,
+    workers: int | None = None,
+    engine: EngineConfig | None = None,
 ) -> StepResult:
-    # The worker count is a runner option, not configuration: the output does not depend on it, so
-    # it stays out of the cache signature.
-    return ingest(d, o, cache_dir=cache_dir, workers=workers, max_pixels=c.max_pixels or None, progress=p)
+    # The worker count and the executor are runner options, not configuration: the output does not
+    # depend on them, so they stay out of the cache signature.
+    max_pixels = c.max_pixels or None
+    return ingest(
+        d, o, cache_dir=cache_dir, workers=workers, max_pixels=max_pixels, progress=p, engine=engine
+    )
 
 
 def _run_generate(d: Path, o: Path, c: GenerateConfig, p: bool, cache: Path | None = None) -> StepResult:
@@ -305,7 +315,9 @@ def _file_hash(path: str) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "missing"
 
 
-def _plan(cfg: BuildConfig, out: Path, workers: int | None = None) -> list[_Planned]:
+def _plan(
+    cfg: BuildConfig, out: Path, workers: int | None = None, engine: EngineConfig | None = None
+) -> list[_Planned]:
     """Every step of build.yaml with its configuration, checked before any step runs."""
     taxonomy = str(cfg.path(cfg.taxonomy)) if cfg.taxonomy else None
     tax_hash = None
@@ -329,7 +341,10 @@ def _plan(cfg: BuildConfig, out: Path, workers: int | None = None) -> list[_Plan
     finally:
         hashes.close()  # ingest opens the same file: one writer at a time
     ingest_step = _Planned(
-        STEPS["ingest"], ingest_config, (inputs_key,), {"cache_dir": cache, "workers": workers}
+        STEPS["ingest"],
+        ingest_config,
+        (inputs_key,),
+        {"cache_dir": cache, "workers": workers, "engine": engine},
     )
     return [ingest_step, *later]
 
@@ -340,6 +355,7 @@ def run_build(
     progress: bool = False,
     on_step: Callable[[StepResult], None] | None = None,
     workers: int | None = None,
+    engine: EngineConfig | None = None,
 ) -> BuildOutcome:
     """Run ingest → questions → generate → filter (when configured) → split → export, reusing steps.
 
@@ -347,7 +363,8 @@ def run_build(
         config: The ``build.yaml`` file.
         progress: Show a progress bar per step.
         on_step: Called with each step's result as it finishes.
-        workers: Processes converting images at ingest (``None``: every core).
+        workers: Conversions at once at ingest: processes (``None``: every core), or Ray tasks.
+        engine: Where ingest converts images (``executor="ray"``: on a Ray cluster; ``None``: here).
 
     Returns:
         Each step's result (``cached`` says which were reused).
@@ -357,7 +374,7 @@ def run_build(
     outcome = BuildOutcome(out=out)
     key = ""
     previous = cfg.path(cfg.manifest)
-    for planned in _plan(cfg, out, workers):
+    for planned in _plan(cfg, out, workers, engine):
         name = planned.step.name
         key = planned.step.signature(planned.config, key, *planned.inputs)
         folder = out / name

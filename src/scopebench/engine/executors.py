@@ -37,6 +37,7 @@ __all__ = [
     "RayExecutor",
     "WorkerSetup",
     "answer_batch",
+    "connect_ray",
     "is_oom",
 ]
 
@@ -211,6 +212,45 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         ) from exc
 
 
+def connect_ray(address: str | None, *, local_cpus: int) -> tuple[Any, bool]:
+    """Join the Ray cluster at ``address`` (``None``: start a local instance), once per process.
+
+    The one place where scopebench starts Ray, for evaluation (:class:`RayExecutor`) and for the
+    build's image conversion alike.
+
+    Args:
+        address: ``HOST:PORT``, ``ray://HOST:PORT``, ``auto`` or ``None`` (a local instance).
+        local_cpus: CPUs of a local instance (ignored when joining a cluster).
+
+    Returns:
+        The ``ray`` module and whether this call started Ray (the caller then shuts it down).
+
+    Raises:
+        MissingDependencyError: Ray is not installed.
+        ScopebenchError: Nothing answers at ``address``.
+    """
+    try:
+        import ray
+    except ImportError as exc:
+        raise MissingDependencyError("ray", "ray", "--executor ray") from exc
+    if ray.is_initialized():
+        return ray, False
+    if address:
+        _check_reachable(address)
+    init_kwargs: dict[str, Any] = {"address": address, "include_dashboard": False}
+    if address is None:
+        init_kwargs["num_cpus"] = local_cpus
+    # Ray's own log lines follow scopebench's level (-q: errors only).
+    level = max(logging.getLogger("scopebench").getEffectiveLevel(), logging.WARNING)
+    previous = signal.getsignal(signal.SIGTERM)
+    ray.init(**init_kwargs, log_to_driver=False, logging_level=level)
+    if callable(previous) and threading.current_thread() is threading.main_thread():
+        # ray.init makes SIGTERM a bare sys.exit; the CLI's handler stops the run like
+        # Ctrl-C instead (finished records exported, exit 143).
+        signal.signal(signal.SIGTERM, previous)
+    return ray, True
+
+
 class RayExecutor:
     """Shard batches over Ray actors and stream results back.
 
@@ -235,28 +275,8 @@ class RayExecutor:
         gpus_per_worker: float | None = None,
         item_hook: ItemHook | None = None,
     ) -> None:
-        try:
-            import ray
-        except ImportError as exc:
-            raise MissingDependencyError("ray", "ray", "--executor ray") from exc
+        ray, self._owns_ray = connect_ray(address, local_cpus=max(2, num_workers or 2))
         self._ray = ray
-        if not ray.is_initialized() and address:
-            _check_reachable(address)
-        if not ray.is_initialized():
-            init_kwargs: dict[str, Any] = {"address": address, "include_dashboard": False}
-            if address is None:
-                init_kwargs["num_cpus"] = max(2, num_workers or 2)
-            # Ray's own log lines follow scopebench's level (-q: errors only).
-            level = max(logging.getLogger("scopebench").getEffectiveLevel(), logging.WARNING)
-            previous = signal.getsignal(signal.SIGTERM)
-            ray.init(**init_kwargs, log_to_driver=False, logging_level=level)
-            if callable(previous) and threading.current_thread() is threading.main_thread():
-                # ray.init makes SIGTERM a bare sys.exit; the CLI's handler stops the run like
-                # Ctrl-C instead (finished records exported, exit 143).
-                signal.signal(signal.SIGTERM, previous)
-            self._owns_ray = True
-        else:
-            self._owns_ray = False
         n_gpus = float(ray.cluster_resources().get("GPU", 0))
         gpus = gpus_per_worker if gpus_per_worker is not None else (1.0 if n_gpus >= 1 else 0.0)
         n = num_workers or (int(n_gpus) if n_gpus >= 1 else 2)

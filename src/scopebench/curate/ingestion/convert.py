@@ -4,7 +4,8 @@ A worker hashes the file (unless its hash is known from an unchanged stat), reus
 :class:`~.cache.ConversionStore` entry of those bytes or decodes, checks, encodes and hashes the
 image and stores it. It returns only the small facts (the PNG stays on disk), so the parent's
 memory does not grow with the images. Results come back in job order whatever the number of
-workers, which is what makes the output byte-identical for any ``--workers``.
+workers, which is what makes the output byte-identical for any ``--workers``. With
+``--executor ray`` the same conversion runs as Ray tasks on a cluster (:mod:`.cluster`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from scopebench.curate.ingestion.images import (
 )
 from scopebench.errors import ImageLoadError
 
-__all__ = ["Converted", "Job", "convert_all", "convert_one", "default_workers"]
+__all__ = ["Converted", "Job", "convert_all", "convert_new", "convert_one", "default_workers", "stored"]
 
 _CHUNK = 4  # jobs handed to a worker at a time: small enough to balance, large enough to amortise
 #: Fewer files than this per worker convert in this process: starting a worker (a fresh interpreter
@@ -102,11 +103,25 @@ def convert_one(job: Job) -> Converted:
     path = Path(job.path)
     store = ConversionStore(Path(job.store))
     sha = job.sha256 or sha256_file(path)
-    stored = store.get(sha)
-    if stored is not None:
-        return _refusal(sha, stored, job) or Converted(sha, stored, reused=True)
+    return stored(store, sha, job) or convert_new(path, sha, job.max_pixels, store)
+
+
+def stored(store: ConversionStore, sha: str, job: Job) -> Converted | None:
+    """The conversion of the bytes ``sha`` already in ``store`` (or its refusal); ``None``: not there."""
+    info = store.get(sha)
+    if info is None:
+        return None
+    return _refusal(sha, info, job) or Converted(sha, info, reused=True)
+
+
+def convert_new(path: Path, sha: str, max_pixels: int | None, store: ConversionStore) -> Converted:
+    """Decode, check, encode and hash ``path`` (whose SHA-256 is ``sha``) into ``store``.
+
+    Never raises for a bad image: it becomes a refusal (stored, as the same bytes fail again) or an
+    ``oversized_image`` result (not stored: the limit may change).
+    """
     try:
-        std = read_image(path, job.max_pixels)
+        std = read_image(path, max_pixels)
     except OversizedImageError as exc:
         return Converted(sha, None, "oversized_image", str(exc))  # not stored: the limit may change
     except ImageLoadError as exc:
@@ -130,7 +145,7 @@ def convert_one(job: Job) -> Converted:
 
 
 def convert_all(
-    jobs: Sequence[Job], workers: int, on_done: Callable[[], object] | None = None
+    jobs: Sequence[Job], workers: int | None, on_done: Callable[[], object] | None = None
 ) -> Iterator[Converted]:
     """Convert ``jobs`` with ``workers`` processes, yielding results in job order.
 
@@ -138,10 +153,10 @@ def convert_all(
 
     Args:
         jobs: The files to convert.
-        workers: Processes to use.
+        workers: Processes to use (``None``: every core).
         on_done: Called after each result (the progress bar).
     """
-    workers = min(workers, len(jobs) // MIN_JOBS_PER_WORKER)
+    workers = min(workers or default_workers(), len(jobs) // MIN_JOBS_PER_WORKER)
     if workers <= 1:
         for job in jobs:
             yield convert_one(job)

@@ -4,11 +4,13 @@ Every row either becomes a dataset row or is kept out with a :class:`BuildProble
 source, row and field; ``StepResult.dropped`` counts the rows kept out by reason, so
 ``items_in == kept + sum(dropped)`` always holds.
 
-The step runs in four passes, none of which holds more than one image per worker in memory:
+The step runs in four passes, none of which holds more than one image per worker in memory (on
+Ray, the driver also holds the files of the batches in flight, a bounded number; :mod:`.cluster`):
 
 1. every metadata row is validated (no image is read);
-2. every distinct image file is converted on every core (:mod:`.convert`), into the
-   content-keyed :class:`~.cache.ConversionStore` (a temporary one when no cache is given);
+2. every distinct image file is converted on every core (:mod:`.convert`), or as Ray tasks on a
+   cluster (:mod:`.cluster`), into the content-keyed :class:`~.cache.ConversionStore` (a
+   temporary one when no cache is given);
 3. exact repeats and near-duplicates are found from the hashes, near-duplicates confirmed on the
    pixels (:mod:`.near_duplicates`);
 4. the dataset is written in bounded batches, each PNG read back from the store
@@ -22,13 +24,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError
 
 from scopebench.curate.ingestion.cache import ConversionStore, FileHashes, sha256_file
-from scopebench.curate.ingestion.convert import Converted, Job, convert_all, default_workers
+from scopebench.curate.ingestion.cluster import convert_on_ray
+from scopebench.curate.ingestion.convert import Converted, Job, convert_all
 from scopebench.curate.ingestion.images import DEFAULT_MAX_PIXELS, image_id
 from scopebench.curate.ingestion.near_duplicates import find_near_duplicates
 from scopebench.curate.manifest import Manifest, Record, Source, load_manifest, read_table
@@ -36,6 +39,10 @@ from scopebench.curate.output import write_dataset
 from scopebench.curate.report import BuildProblem, StepResult
 from scopebench.curate.schema import BUILD_COLUMNS, UBENCH_COLUMNS
 from scopebench.curate.taxonomy import Taxonomy, load_taxonomy
+from scopebench.errors import UsageError
+
+if TYPE_CHECKING:
+    from scopebench.config import EngineConfig
 
 __all__ = ["IngestConfig", "IngestResult", "IngestedImage", "ingest", "sha256_file"]
 
@@ -200,17 +207,25 @@ def _convert_rows(
     rows: list[_Pending | list[BuildProblem]],
     store: ConversionStore,
     hashes: FileHashes,
-    settings: tuple[int, int | None, bool],
+    settings: tuple[int | None, int | None, bool, EngineConfig | None],
 ) -> dict[Path, Converted]:
-    """Pass 2: convert every distinct image file once, on ``workers`` processes."""
+    """Pass 2: convert every distinct image file once, on ``workers`` processes (or Ray tasks)."""
     from tqdm import tqdm
 
-    workers, max_pixels, progress = settings
+    workers, max_pixels, progress, engine = settings
     paths = list(dict.fromkeys(r.path for r in rows if isinstance(r, _Pending)))
     jobs = [Job(str(p), hashes.known(p), str(store.root.parent), max_pixels) for p in paths]
     converted: dict[Path, Converted] = {}
     with tqdm(total=len(jobs), desc="ingest: convert", unit="img", disable=not progress) as bar:
-        for job, path, done in zip(jobs, paths, convert_all(jobs, workers, on_done=bar.update), strict=True):
+        if engine is not None and engine.executor == "ray":
+            results = convert_on_ray(
+                jobs, store, address=engine.ray_address, workers=workers, on_done=bar.update
+            )
+        elif engine is None or engine.executor == "local":
+            results = convert_all(jobs, workers, on_done=bar.update)
+        else:
+            raise UsageError(f"unknown executor {engine.executor!r}: use local or ray")
+        for job, path, done in zip(jobs, paths, results, strict=True):
             if job.sha256 is None:
                 hashes.record(path, done.sha256)  # known from now on while the file's stat holds
             converted[path] = done
@@ -351,6 +366,7 @@ def ingest(
     workers: int | None = None,
     max_pixels: int | None = DEFAULT_MAX_PIXELS,
     progress: bool = False,
+    engine: EngineConfig | None = None,
 ) -> IngestResult:
     """Ingest a manifest's sources into a μ-Bench-format dataset in ``out``.
 
@@ -359,9 +375,13 @@ def ingest(
         out: Output folder (created; an earlier build output there is replaced).
         cache_dir: Conversions keyed by file content and file hashes keyed by stat, reused by later
             runs (:mod:`.cache`); ``None``: a temporary store, removed at the end.
-        workers: Processes converting images (``None``: every core). The output does not depend on it.
+        workers: Conversions at once: processes (``None``: every core), or with ``engine`` on Ray,
+            Ray tasks (``None``: the cluster's CPUs). The output does not depend on it.
         max_pixels: Images declaring more pixels are ``oversized_image`` problems (``None``: no limit).
         progress: Show progress bars.
+        engine: Where images are converted (``executor="ray"``: as Ray tasks on the cluster at
+            ``ray_address``, the driver shipping each file's bytes; ``None``: a process pool here).
+            The output does not depend on it.
 
     Returns:
         What was kept and dropped, and every problem (also in ``out/problems.jsonl``).
@@ -380,7 +400,7 @@ def ingest(
     for source, table in tables:
         _report_ignored_columns(source, table, result)
     rows = [_validate(man, source, i, raw, tax) for source, table in tables for i, raw in enumerate(table)]
-    settings = (workers or default_workers(), max_pixels, progress)
+    settings = (workers, max_pixels, progress, engine)
     with _store(Path(cache_dir) if cache_dir is not None else None, out) as (store, hashes):
         converted = _convert_rows(rows, store, hashes, settings)
         result.converted = sum(1 for c in converted.values() if c.converted)
