@@ -47,6 +47,10 @@ def _run_ingest(
     return ingest(d, o, cache_dir=cache_dir, workers=workers, max_pixels=c.max_pixels or None, progress=p)
 
 
+def _run_questions(d: Path, o: Path, c: QuestionConfig, p: bool, cache: Path | None = None) -> StepResult:
+    return make_questions(d, o, c, progress=p, cache=cache)
+
+
 def _run_generate(d: Path, o: Path, c: GenerateConfig, p: bool, cache: Path | None = None) -> StepResult:
     return generate(d, o, c, cache=cache, progress=p)
 
@@ -76,7 +80,7 @@ STEPS: dict[str, Step] = {
             "an ingest output",
             (f"{_DATASET} with questions and captions",),
             QuestionConfig,
-            lambda d, o, c, p: make_questions(d, o, c, progress=p),
+            _run_questions,
         ),
         Step(
             "generate",
@@ -315,7 +319,12 @@ def _plan(cfg: BuildConfig, out: Path, workers: int | None = None) -> list[_Plan
         tax_hash = hashlib.sha256(Path(taxonomy).read_bytes()).hexdigest()
     # Every section is checked first: a misspelt setting must stop the build before it writes a file.
     later = [
-        _Planned(STEPS["questions"], cfg.section("questions", taxonomy=taxonomy), (tax_hash,)),
+        _Planned(
+            STEPS["questions"],
+            cfg.section("questions", taxonomy=taxonomy),
+            (tax_hash,),
+            {"cache": out / ".cache" / "questions.sqlite"},
+        ),
         *_generate_plan(cfg, out),
         *_filter_plan(cfg),
         _Planned(STEPS["split"], cfg.section("split")),

@@ -10,7 +10,7 @@ workers, which is what makes the output byte-identical for any ``--workers``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +26,7 @@ from scopebench.curate.ingestion.images import (
 )
 from scopebench.errors import ImageLoadError
 
-__all__ = ["Converted", "Job", "convert_all", "convert_one", "default_workers"]
+__all__ = ["Converted", "Job", "convert_all", "convert_one", "default_workers", "stored"]
 
 _CHUNK = 4  # jobs handed to a worker at a time: small enough to balance, large enough to amortise
 #: Fewer files than this per worker convert in this process: starting a worker (a fresh interpreter
@@ -97,14 +97,25 @@ def _refusal(sha: str, info: dict[str, Any], job: Job) -> Converted | None:
     return None
 
 
+def stored(job: Job, sha: str | None = None) -> Converted | None:
+    """The stored result of ``job`` when its hash (``sha``, else the job's) has a store entry."""
+    sha = sha or job.sha256
+    if sha is None:
+        return None
+    info = ConversionStore(Path(job.store)).get(sha)
+    if info is None:
+        return None
+    return _refusal(sha, info, job) or Converted(sha, info, reused=True)
+
+
 def convert_one(job: Job) -> Converted:
     """Convert one file (see the module docstring); never raises for a bad image."""
     path = Path(job.path)
     store = ConversionStore(Path(job.store))
     sha = job.sha256 or sha256_file(path)
-    stored = store.get(sha)
-    if stored is not None:
-        return _refusal(sha, stored, job) or Converted(sha, stored, reused=True)
+    found = stored(job, sha)
+    if found is not None:
+        return found
     try:
         std = read_image(path, job.max_pixels)
     except OversizedImageError as exc:
@@ -134,26 +145,35 @@ def convert_all(
 ) -> Iterator[Converted]:
     """Convert ``jobs`` with ``workers`` processes, yielding results in job order.
 
-    One worker, or fewer than :data:`MIN_JOBS_PER_WORKER` jobs per worker, convert in this process.
+    Jobs whose hash is known and stored are answered in this process first (a re-run starts no
+    worker for them); one worker, or fewer than :data:`MIN_JOBS_PER_WORKER` remaining jobs per
+    worker, convert in this process.
 
     Args:
         jobs: The files to convert.
         workers: Processes to use.
         on_done: Called after each result (the progress bar).
     """
-    workers = min(workers, len(jobs) // MIN_JOBS_PER_WORKER)
-    if workers <= 1:
-        for job in jobs:
-            yield convert_one(job)
+    known = [stored(job) for job in jobs]
+    todo = [job for job, found in zip(jobs, known, strict=True) if found is None]
+    fresh = _convert(todo, min(workers, len(todo) // MIN_JOBS_PER_WORKER))
+    try:
+        for found in known:
+            yield found if found is not None else next(fresh)
             if on_done is not None:
                 on_done()
+    finally:
+        fresh.close()  # shuts the pool down now, not when the generator is collected
+
+
+def _convert(jobs: Sequence[Job], workers: int) -> Generator[Converted, None, None]:
+    """:func:`convert_one` of every job, in job order, on ``workers`` processes (≤ 1: this one)."""
+    if workers <= 1:
+        yield from map(convert_one, jobs)
         return
     import multiprocessing
 
     # spawn: a clean interpreter per worker, never a fork of a parent that holds threads or locks.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for result in pool.map(convert_one, jobs, chunksize=_CHUNK):
-            yield result
-            if on_done is not None:
-                on_done()
+        yield from pool.map(convert_one, jobs, chunksize=_CHUNK)
