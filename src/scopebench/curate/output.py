@@ -67,42 +67,15 @@ def prepare_out(out: Path) -> None:
 
 
 def save_dataset(splits: Mapping[str, list[dict[str, Any]]], label_names: list[str], out: Path) -> None:
-    """Save rows per split with the build features: ``save_to_disk`` and Parquet shards."""
-    from datasets import Dataset, DatasetDict
-    from datasets.utils import logging as ds_logging
+    """Save rows per split with the build features: ``save_to_disk`` and Parquet shards.
 
-    feats = features(label_names)
-    # datasets' own bars would interleave with ours; put their setting back afterwards.
-    was_enabled = ds_logging.is_progress_bar_enabled()
-    ds_logging.disable_progress_bar()
-    try:
-        _save(splits, feats, out, Dataset, DatasetDict)
-    finally:
-        if was_enabled:
-            ds_logging.enable_progress_bar()
-
-
-def _save(
-    splits: Mapping[str, list[dict[str, Any]]], feats: Any, out: Path, Dataset: Any, DatasetDict: Any
-) -> None:
-    dd = DatasetDict(
-        {
-            # from_list cannot type an empty list; an empty dict of columns keeps the features.
-            name: Dataset.from_list([{c: r.get(c) for c in feats} for r in rows], features=feats)
-            if rows
-            else Dataset.from_dict({c: [] for c in feats}, features=feats)
-            for name, rows in splits.items()
-        }
-    )
-    dd.save_to_disk(str(out))
-    (out / "data").mkdir(exist_ok=True)
-    for name, ds in dd.items():
-        size = sum(len((r.get("image") or {}).get("bytes") or b"") for r in splits[name])
-        n = max(1, math.ceil(size / _SHARD_BYTES))
-        for i in range(n):
-            ds.shard(n, i, contiguous=True).to_parquet(
-                str(out / "data" / f"{name}-{i:05d}-of-{n:05d}.parquet")
-            )
+    Each split goes through :func:`save_split_stream` (one encoding of each row, into both layouts),
+    so the files depend on the rows only and a re-run with the same rows writes the same bytes.
+    """
+    for name, rows in splits.items():
+        size = sum(len((r.get("image") or {}).get("bytes") or b"") for r in rows)
+        save_split_stream(name, rows, label_names, out, n_rows=len(rows), total_bytes=size)
+    (out / "dataset_dict.json").write_text(json.dumps({"splits": list(splits)}), encoding="utf-8")
 
 
 def _contiguous(n_rows: int, n_shards: int) -> list[int]:
@@ -178,7 +151,6 @@ def save_split_stream(
     info = asdict(DatasetInfo(features=feats))
     info_text = json.dumps({key: info[key] for key in sorted(info)}, indent=2)  # as save_to_disk sorts it
     (out / name / "dataset_info.json").write_text(info_text, encoding="utf-8")
-    (out / "dataset_dict.json").write_text(json.dumps({"splits": [name]}), encoding="utf-8")
     return digest.hexdigest()
 
 
@@ -313,6 +285,7 @@ def write_dataset(
     with tqdm(total=len(images), desc="ingest: write", unit="img", disable=not progress) as bar:
         rows = _counted(_ingest_rows(images, labels), bar.update)
         save_split_stream("test", rows, labels, out, n_rows=len(images), total_bytes=total)
+    (out / "dataset_dict.json").write_text(json.dumps({"splits": ["test"]}), encoding="utf-8")
     sources = [s.model_dump(exclude={"defaults", "columns"}) for s in manifest.sources]
     (out / "sources.json").write_text(json.dumps(sources, indent=2), encoding="utf-8")
     # The checksums of the inputs travel to the exported card (the manifest's above all).
