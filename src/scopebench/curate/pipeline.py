@@ -6,8 +6,11 @@ metadata table and every file in the sources' image folders. A step whose output
 same key is reused as it is; a changed step reruns, and so does every step after it (its key
 changes with its predecessor's). Image files are hashed once and then recognised by their stat
 (size, modification time, inode: :class:`~scopebench.curate.ingestion.cache.FileHashes`), so a
-re-run with nothing changed reads no image; ingest also keeps converted images keyed by file
-content (``OUT/.cache/images``), so a re-run after fixing one row converts no image twice.
+re-run with nothing changed reads no image. Inside a step that reruns, the work that grows with the
+rows is kept by content under ``OUT/.cache``: ingest's conversions and near-duplicate pair scores
+(``images/``), each image's question per task (``questions.sqlite``) and the LLM calls
+(``llm.sqlite``); so a re-run after one changed row converts no image and draws only the questions
+that row changes, and its output is byte-identical to a cold build (docs/build.md).
 """
 
 from __future__ import annotations

@@ -18,7 +18,10 @@ For each image and task (μ-Bench's coarse ``modality``, ``submodality``, ``doma
   ``curate/question_templates.py``).
 
 Everything random derives from ``seed`` and the image id, so a question does not change when other
-images are added or removed (the position sequence of a task does).
+images are added or removed (the position sequence of a task does). That is what lets each image's
+question of a task be kept by content (``OUT/.cache/questions.sqlite``): a re-run draws only the
+questions whose inputs changed and places every task's answer positions afresh, which gives the
+output a cold run would.
 """
 
 from __future__ import annotations
