@@ -351,11 +351,16 @@ def bench_reruns(root: Path, n: int) -> dict:
     build, meta, tax = _rerun_project(root, n)
     steps: dict[str, list] = {}
 
+    per_step: dict[str, dict[str, float]] = {}
+
     def in_process() -> tuple[float, float]:
         cpu, start = _process_cpu(), time.perf_counter()
-        outcome = run_build(build, workers=2)
+        marks = [cpu]
+        outcome = run_build(build, workers=2, on_step=lambda _r: marks.append(_process_cpu()))
         wall, used = time.perf_counter() - start, _process_cpu() - cpu
-        steps[f"run {len(steps)}"] = outcome.steps
+        run = f"run {len(steps)}"
+        steps[run] = outcome.steps
+        per_step[run] = {r.step: b - a for r, a, b in zip(outcome.steps, marks, marks[1:], strict=True)}
         return used, wall
 
     def command() -> tuple[float, float]:
@@ -378,6 +383,11 @@ def bench_reruns(root: Path, n: int) -> dict:
             print(f"    one row: images converted again {row[0].converted}, questions drawn {row[1].made} "
                   f"(reused {row[1].reused}); one template: questions drawn {template[1].made} "
                   f"(reused {template[1].reused}), ingest reused: {template[0].cached}")  # fmt: skip
+            for run, name in (("run 0", "cold"), ("run 2", "one row"), ("run 4", "one template")):
+                print(
+                    f"    CPU s per step, {name}: "
+                    + ", ".join(f"{k} {v:.2f}" for k, v in per_step[run].items())
+                )
     shutil.rmtree(root / "reruns")
     return results
 
