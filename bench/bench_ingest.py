@@ -360,7 +360,7 @@ def bench_reruns(root: Path, n: int) -> dict:
         wall, used = time.perf_counter() - start, _process_cpu() - cpu
         run = f"run {len(steps)}"
         steps[run] = outcome.steps
-        per_step[run] = {r.step: b - a for r, a, b in zip(outcome.steps, marks, marks[1:], strict=True)}
+        per_step[run] = {r.step: marks[i + 1] - marks[i] for i, r in enumerate(outcome.steps)}
         return used, wall
 
     def command() -> tuple[float, float]:
