@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,10 @@ from PIL import Image
 
 from scopebench.curate import run_build
 from scopebench.curate.ingestion import step as ingest_step
+from scopebench.curate.ingestion.cache import ConversionStore
 from scopebench.curate.ingestion.step import IngestResult
-from scopebench.curate.questions import QuestionResult
+from scopebench.curate.questions import QuestionResult, make_questions
+from scopebench.errors import DataFormatError
 
 TEMPLATES = "templates:\n  questions:\n    stain: {text}\n"
 
@@ -139,3 +142,33 @@ def test_changed_template_redoes_only_its_task(tmp_path: Path) -> None:
     assert (questions.made, questions.reused) == (stains, total - stains)
     assert _question(root / "out", "stain", "img1.png")["question"] == "Which dye or label is shown?"
     _same_as_cold(root, tmp_path)
+
+
+def test_damaged_caches_are_redone_or_refused(tmp_path: Path, built: dict[str, Any]) -> None:
+    """Catches a cache entry of the wrong shape (or unreadable JSON) served as a question, a damaged
+    pair-score file that stops ingest, and a cache file that is not SQLite failing with a
+    traceback instead of saying to delete it."""
+    data = Path(str(built["root"])) / "ingest"
+    cache = tmp_path / "q.sqlite"
+    first = make_questions(data, tmp_path / "q1", cache=cache)
+    with sqlite3.connect(cache) as db:
+        keys = [k for (k,) in db.execute("SELECT key FROM memo")]
+        db.execute("UPDATE memo SET value = ?", (json.dumps({"distractors": 5}),))
+        db.execute("UPDATE memo SET value = 'not json' WHERE key = ?", (keys[0],))
+    again = make_questions(data, tmp_path / "q2", cache=cache)
+    assert (again.made, again.reused) == (first.made, 0) and first.made == len(keys)
+    arrow = sorted((tmp_path / "q1" / "test").glob("*.arrow"))
+    assert arrow and [p.read_bytes() for p in arrow] == [
+        (tmp_path / "q2" / "test" / p.name).read_bytes() for p in arrow
+    ]
+
+    store = ConversionStore(tmp_path / "images")
+    store.root.mkdir(parents=True)
+    (store.root / "similarity.json").write_text('{"1:a:b": "high", "1:c:d": 0.5')  # cut short
+    assert store.similarities() == {}
+    (store.root / "similarity.json").write_text('{"1:a:b": "high", "1:c:d": 0.5}')
+    assert store.similarities() == {"1:c:d": 0.5}
+
+    cache.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(DataFormatError, match="delete it and run again"):
+        make_questions(data, tmp_path / "q3", cache=cache)

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from scopebench.errors import DataFormatError
+
 __all__ = ["ContentCache", "content_key"]
 
 
@@ -28,13 +30,24 @@ class ContentCache:
 
     Args:
         path: The SQLite file (created with its folder).
+
+    Raises:
+        DataFormatError: When ``path`` exists and is not such a cache (the message says to delete it).
     """
 
     def __init__(self, path: Path | None) -> None:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path) if path is not None else ":memory:")
-        self._db.execute("CREATE TABLE IF NOT EXISTS memo (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        try:
+            self._db.execute("CREATE TABLE IF NOT EXISTS memo (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._db.execute("SELECT key, value FROM memo LIMIT 1").fetchall()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise DataFormatError(
+                f"{path} is not a readable scopebench cache ({exc}); delete it and run again "
+                "(the run makes again what it held)"
+            ) from exc
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         """The stored values of those of ``keys`` that have one."""
