@@ -155,6 +155,8 @@ def test_damaged_caches_are_redone_or_refused(tmp_path: Path, built: dict[str, A
         keys = [k for (k,) in db.execute("SELECT key FROM memo")]
         db.execute("UPDATE memo SET value = ?", (json.dumps({"distractors": 5}),))
         db.execute("UPDATE memo SET value = 'not json' WHERE key = ?", (keys[0],))
+        twice = {"distractors": ["x", "X"], "filled": False, "question": "q", "caption": "c"}
+        db.execute("UPDATE memo SET value = ? WHERE key = ?", (json.dumps(twice), keys[1]))
     again = make_questions(data, tmp_path / "q2", cache=cache)
     assert (again.made, again.reused) == (first.made, 0) and first.made == len(keys)
     arrow = sorted((tmp_path / "q1" / "test").glob("*.arrow"))

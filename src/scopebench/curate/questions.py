@@ -217,11 +217,11 @@ def _wanted(
 ) -> list[tuple[dict[str, Any], str, str, str, list[str], list[str]]]:
     """Every (row, task) that has a value: ``(row, task, value, cache key, first, second)``.
 
-    The key covers everything the drawn question depends on: the seed, the option count and
-    difficulty, the image id (which seeds its generator), the task and the answer, both distractor
-    pools in order (from the taxonomy and the source's classes), and the task's question and
-    caption templates for the image's source; so a changed row, taxonomy branch or template misses
-    exactly the questions it changes.
+    The key covers everything the drawn question depends on: the seed, the option count, the image
+    id (which seeds its generator), the task and the answer, both distractor pools (from the
+    taxonomy and the source's classes) in the order the difficulty puts them, and the task's
+    question and caption templates for the image's source; so a changed row, taxonomy branch or
+    template misses exactly the questions it changes.
     """
     from tqdm import tqdm
 
@@ -250,12 +250,21 @@ def _wanted(
     return wanted
 
 
-def _valid(entry: Any) -> bool:
-    """Whether a cached entry has the shape :func:`_draw_all` stores (a damaged one is drawn again)."""
+def _valid(entry: Any, value: str, options: int) -> bool:
+    """Whether a cached entry is one :func:`_draw_all` could have stored for ``value``.
+
+    Anything else (a damaged or edited cache) is drawn again rather than trusted: at most
+    ``options - 1`` distinct distractors, none of them the answer, and the texts as strings.
+    """
+    if not isinstance(entry, dict) or not isinstance(entry.get("distractors"), list):
+        return False
+    drawn = entry["distractors"]
+    if not all(isinstance(d, str) for d in drawn) or len(drawn) > options - 1:
+        return False
+    folded = {d.casefold() for d in drawn}
     return (
-        isinstance(entry, dict)
-        and isinstance(entry.get("distractors"), list)
-        and all(isinstance(d, str) for d in entry["distractors"])
+        len(folded) == len(drawn)
+        and value.casefold() not in folded
         and isinstance(entry.get("filled"), bool)
         and isinstance(entry.get("question"), str)
         and isinstance(entry.get("caption"), str)
@@ -279,7 +288,7 @@ def _draw_all(
     drafts: dict[str, list[_Draft]] = defaultdict(list)
     for r, task, value, key, first, second in wanted:
         entry = found.get(key)
-        if _valid(entry):
+        if _valid(entry, value, cfg.options):
             result.reused += 1
         else:
             distractors, filled = _pick(
