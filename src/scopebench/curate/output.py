@@ -49,6 +49,9 @@ __all__ = [
 #: The file that marks a folder as a build output (so a re-run may replace it).
 MARKER = "build.json"
 _SHARD_BYTES = 500 * 1024 * 1024
+#: Rows encoded into one Arrow table and written to both layouts at a time (``datasets`` flushes an
+#: image dataset every 100 rows too).
+_BATCH_ROWS = 100
 
 
 def prepare_out(out: Path) -> None:
@@ -67,42 +70,15 @@ def prepare_out(out: Path) -> None:
 
 
 def save_dataset(splits: Mapping[str, list[dict[str, Any]]], label_names: list[str], out: Path) -> None:
-    """Save rows per split with the build features: ``save_to_disk`` and Parquet shards."""
-    from datasets import Dataset, DatasetDict
-    from datasets.utils import logging as ds_logging
+    """Save rows per split with the build features: ``save_to_disk`` and Parquet shards.
 
-    feats = features(label_names)
-    # datasets' own bars would interleave with ours; put their setting back afterwards.
-    was_enabled = ds_logging.is_progress_bar_enabled()
-    ds_logging.disable_progress_bar()
-    try:
-        _save(splits, feats, out, Dataset, DatasetDict)
-    finally:
-        if was_enabled:
-            ds_logging.enable_progress_bar()
-
-
-def _save(
-    splits: Mapping[str, list[dict[str, Any]]], feats: Any, out: Path, Dataset: Any, DatasetDict: Any
-) -> None:
-    dd = DatasetDict(
-        {
-            # from_list cannot type an empty list; an empty dict of columns keeps the features.
-            name: Dataset.from_list([{c: r.get(c) for c in feats} for r in rows], features=feats)
-            if rows
-            else Dataset.from_dict({c: [] for c in feats}, features=feats)
-            for name, rows in splits.items()
-        }
-    )
-    dd.save_to_disk(str(out))
-    (out / "data").mkdir(exist_ok=True)
-    for name, ds in dd.items():
-        size = sum(len((r.get("image") or {}).get("bytes") or b"") for r in splits[name])
-        n = max(1, math.ceil(size / _SHARD_BYTES))
-        for i in range(n):
-            ds.shard(n, i, contiguous=True).to_parquet(
-                str(out / "data" / f"{name}-{i:05d}-of-{n:05d}.parquet")
-            )
+    Each split goes through :func:`save_split_stream` (one encoding of each row, into both layouts),
+    so the files depend on the rows only and a re-run with the same rows writes the same bytes.
+    """
+    for name, rows in splits.items():
+        size = sum(len((r.get("image") or {}).get("bytes") or b"") for r in rows)
+        save_split_stream(name, rows, label_names, out, n_rows=len(rows), total_bytes=size)
+    (out / "dataset_dict.json").write_text(json.dumps({"splits": list(splits)}), encoding="utf-8")
 
 
 def _contiguous(n_rows: int, n_shards: int) -> list[int]:
@@ -140,6 +116,7 @@ def save_split_stream(
         The SHA-256 of the rows written; its first 16 digits are the dataset's fingerprint, so the
         saved files depend on the rows only.
     """
+    import pyarrow as pa
     from datasets import DatasetInfo
     from datasets.arrow_writer import ArrowWriter, ParquetWriter
     from datasets.utils.py_utils import asdict  # features as save_to_disk writes them
@@ -155,14 +132,19 @@ def save_split_stream(
         arrow = ArrowWriter(features=feats, path=str(out / name / f"data-{k:05d}-of-{n:05d}.arrow"))
         parquet = ParquetWriter(features=feats, path=str(out / "data" / f"{name}-{k:05d}-of-{n:05d}.parquet"))
         with arrow, parquet:
-            for _ in range(bounds[k + 1] - bounds[k]):
+            batch: list[dict[str, Any]] = []
+            for left in range(bounds[k + 1] - bounds[k], 0, -1):
                 row = next(source)
                 meta = {key: v for key, v in row.items() if key != "image"}
                 digest.update(json.dumps(meta, sort_keys=True, default=str).encode())
                 digest.update((row.get("image") or {}).get("bytes") or b"")
-                example = feats.encode_example({c: row.get(c) for c in feats})
-                arrow.write(example)
-                parquet.write(example)
+                batch.append(feats.encode_example({c: row.get(c) for c in feats}))
+                if len(batch) == _BATCH_ROWS or left == 1:
+                    # One Arrow table per batch, written to both layouts (encoded once, not twice).
+                    table = pa.Table.from_pylist(batch, schema=feats.arrow_schema)
+                    arrow.write_table(table)
+                    parquet.write_table(table)
+                    batch.clear()
             arrow.finalize()
             parquet.finalize()
     state: dict[str, Any] = {
@@ -178,7 +160,6 @@ def save_split_stream(
     info = asdict(DatasetInfo(features=feats))
     info_text = json.dumps({key: info[key] for key in sorted(info)}, indent=2)  # as save_to_disk sorts it
     (out / name / "dataset_info.json").write_text(info_text, encoding="utf-8")
-    (out / "dataset_dict.json").write_text(json.dumps({"splits": [name]}), encoding="utf-8")
     return digest.hexdigest()
 
 
@@ -313,6 +294,7 @@ def write_dataset(
     with tqdm(total=len(images), desc="ingest: write", unit="img", disable=not progress) as bar:
         rows = _counted(_ingest_rows(images, labels), bar.update)
         save_split_stream("test", rows, labels, out, n_rows=len(images), total_bytes=total)
+    (out / "dataset_dict.json").write_text(json.dumps({"splits": ["test"]}), encoding="utf-8")
     sources = [s.model_dump(exclude={"defaults", "columns"}) for s in manifest.sources]
     (out / "sources.json").write_text(json.dumps(sources, indent=2), encoding="utf-8")
     # The checksums of the inputs travel to the exported card (the manifest's above all).

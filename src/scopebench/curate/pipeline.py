@@ -6,8 +6,11 @@ metadata table and every file in the sources' image folders. A step whose output
 same key is reused as it is; a changed step reruns, and so does every step after it (its key
 changes with its predecessor's). Image files are hashed once and then recognised by their stat
 (size, modification time, inode: :class:`~scopebench.curate.ingestion.cache.FileHashes`), so a
-re-run with nothing changed reads no image; ingest also keeps converted images keyed by file
-content (``OUT/.cache/images``), so a re-run after fixing one row converts no image twice.
+re-run with nothing changed reads no image. Inside a step that reruns, the work that grows with the
+rows is kept by content under ``OUT/.cache``: ingest's conversions and near-duplicate pair scores
+(``images/``), each image's question per task (``questions.sqlite``) and the LLM calls
+(``llm.sqlite``); so a re-run after one changed row converts no image and draws only the questions
+that row changes, and its output is byte-identical to a cold build (docs/build.md).
 """
 
 from __future__ import annotations
@@ -57,6 +60,10 @@ def _run_ingest(
     )
 
 
+def _run_questions(d: Path, o: Path, c: QuestionConfig, p: bool, cache: Path | None = None) -> StepResult:
+    return make_questions(d, o, c, progress=p, cache=cache)
+
+
 def _run_generate(d: Path, o: Path, c: GenerateConfig, p: bool, cache: Path | None = None) -> StepResult:
     return generate(d, o, c, cache=cache, progress=p)
 
@@ -86,7 +93,7 @@ STEPS: dict[str, Step] = {
             "an ingest output",
             (f"{_DATASET} with questions and captions",),
             QuestionConfig,
-            lambda d, o, c, p: make_questions(d, o, c, progress=p),
+            _run_questions,
         ),
         Step(
             "generate",
@@ -327,7 +334,12 @@ def _plan(
         tax_hash = hashlib.sha256(Path(taxonomy).read_bytes()).hexdigest()
     # Every section is checked first: a misspelt setting must stop the build before it writes a file.
     later = [
-        _Planned(STEPS["questions"], cfg.section("questions", taxonomy=taxonomy), (tax_hash,)),
+        _Planned(
+            STEPS["questions"],
+            cfg.section("questions", taxonomy=taxonomy),
+            (tax_hash,),
+            {"cache": out / ".cache" / "questions.sqlite"},
+        ),
         *_generate_plan(cfg, out),
         *_filter_plan(cfg),
         _Planned(STEPS["split"], cfg.section("split")),

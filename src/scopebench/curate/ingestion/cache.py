@@ -8,7 +8,9 @@
   small JSON of hashes and facts (or the reason it could not be converted), named after the file's
   SHA-256 (``v2/<2 hex>/<sha256>.png`` / ``.json``). A metadata row that changes, a file that
   moves or a second source listing the same bytes reuse it; changing how images are converted
-  changes the ``v2`` folder.
+  changes the ``v2`` folder. Beside them, ``similarity.json`` keeps the pixel similarity of every
+  near-duplicate pair the hashes proposed, keyed by the two images' pixel MD5s, so a re-run loads
+  no image to confirm a pair it has already scored.
 """
 
 from __future__ import annotations
@@ -116,6 +118,21 @@ class ConversionStore:
     def png_path(self, sha: str) -> Path:
         """Where the PNG converted from the file with hash ``sha`` is stored."""
         return self._base(sha).with_suffix(".png")
+
+    def similarities(self) -> dict[str, float]:
+        """The remembered near-duplicate pair scores (empty when none, or unreadable)."""
+        try:
+            raw = json.loads((self.root / "similarity.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}  # absent or damaged: scores are recomputed, never guessed
+        if not isinstance(raw, dict):
+            return {}
+        return {str(k): float(v) for k, v in raw.items() if isinstance(v, int | float)}
+
+    def save_similarities(self, scores: dict[str, float]) -> None:
+        """Write the pair scores (see :meth:`similarities`)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.root / "similarity.json", json.dumps(scores, sort_keys=True).encode())
 
     def get(self, sha: str) -> dict[str, Any] | None:
         """The stored facts of ``sha`` (``{"error": …}`` for a file that could not be converted)."""

@@ -11,7 +11,7 @@ workers, which is what makes the output byte-identical for any ``--workers``. Wi
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,31 +144,47 @@ def convert_new(path: Path, sha: str, max_pixels: int | None, store: ConversionS
     return Converted(sha, info, converted=True)
 
 
+def _stored(job: Job) -> Converted | None:
+    """The stored result of ``job`` when it comes with its hash and the store has it."""
+    if job.sha256 is None:
+        return None
+    return stored(ConversionStore(Path(job.store)), job.sha256, job)
+
+
 def convert_all(
     jobs: Sequence[Job], workers: int | None, on_done: Callable[[], object] | None = None
 ) -> Iterator[Converted]:
     """Convert ``jobs`` with ``workers`` processes, yielding results in job order.
 
-    One worker, or fewer than :data:`MIN_JOBS_PER_WORKER` jobs per worker, convert in this process.
+    Jobs whose hash is known and stored are answered in this process first (a re-run starts no
+    worker for them); one worker, or fewer than :data:`MIN_JOBS_PER_WORKER` remaining jobs per
+    worker, convert in this process.
 
     Args:
         jobs: The files to convert.
         workers: Processes to use (``None``: every core).
         on_done: Called after each result (the progress bar).
     """
-    workers = min(workers or default_workers(), len(jobs) // MIN_JOBS_PER_WORKER)
-    if workers <= 1:
-        for job in jobs:
-            yield convert_one(job)
+    known = [_stored(job) for job in jobs]
+    todo = [job for job, found in zip(jobs, known, strict=True) if found is None]
+    fresh = _convert(todo, min(workers or default_workers(), len(todo) // MIN_JOBS_PER_WORKER))
+    try:
+        for found in known:
+            yield found if found is not None else next(fresh)
             if on_done is not None:
                 on_done()
+    finally:
+        fresh.close()  # shuts the pool down now, not when the generator is collected
+
+
+def _convert(jobs: Sequence[Job], workers: int) -> Generator[Converted, None, None]:
+    """:func:`convert_one` of every job, in job order, on ``workers`` processes (≤ 1: this one)."""
+    if workers <= 1:
+        yield from map(convert_one, jobs)
         return
     import multiprocessing
 
     # spawn: a clean interpreter per worker, never a fork of a parent that holds threads or locks.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for result in pool.map(convert_one, jobs, chunksize=_CHUNK):
-            yield result
-            if on_done is not None:
-                on_done()
+        yield from pool.map(convert_one, jobs, chunksize=_CHUNK)

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 __all__ = [
     "DEFAULT_MIN_SIMILARITY",
+    "SIMILARITY_VERSION",
     "NearDuplicates",
     "Thumbnail",
     "candidate_pairs",
@@ -41,6 +42,9 @@ __all__ = [
 #: Block-minimum SSIM at or above which a proposed pair is a near-duplicate (docs/build.md gives
 #: the error rates measured at this value).
 DEFAULT_MIN_SIMILARITY = 0.85
+#: Part of every remembered score's key: bumped whenever :func:`similarity` changes, so a score
+#: computed by older rules is never reused.
+SIMILARITY_VERSION = "1"
 _EXACT_BLOCKS = 4
 _MAX_TABLES = 5000  # beyond this (r ≥ 17 bits) one all-pairs pass in blocks is cheaper
 _GRID = 64  # side of the common grid the pixels are compared on
@@ -221,6 +225,23 @@ def pixel_similarity(a: np.ndarray, b: np.ndarray) -> float:
     return similarity(thumbnail(a), thumbnail(b))
 
 
+def _scored(
+    i: int,
+    j: int,
+    thumb: Callable[[int], Thumbnail],
+    scores: MutableMapping[str, float] | None,
+    key: Callable[[int], str] | None,
+) -> float:
+    """The similarity of pair ``(i, j)``: remembered by content, or computed and remembered."""
+    if scores is None or key is None:
+        return similarity(thumb(i), thumb(j))
+    # Ordered as proposed (the score of a pair is not exactly symmetric), with the algorithm's version.
+    pair = f"{SIMILARITY_VERSION}:{key(i)}:{key(j)}"
+    if pair not in scores:
+        scores[pair] = similarity(thumb(i), thumb(j))
+    return scores[pair]
+
+
 @dataclass
 class NearDuplicates:
     """Near-duplicate groups of ``n`` images.
@@ -244,6 +265,8 @@ def find_near_duplicates(
     *,
     min_similarity: float = DEFAULT_MIN_SIMILARITY,
     same: Callable[[int, int], bool] | None = None,
+    scores: MutableMapping[str, float] | None = None,
+    key: Callable[[int], str] | None = None,
 ) -> NearDuplicates:
     """Group images whose hashes are within ``max_bits`` bits *and* whose pixels agree.
 
@@ -253,6 +276,9 @@ def find_near_duplicates(
         grey: Loads image ``i`` as a grey array (called only for images in a proposed pair).
         min_similarity: :func:`pixel_similarity` at or above which a proposed pair is confirmed.
         same: Says two images have identical pixels (confirmed without loading them).
+        scores: Pixel similarities computed before, by ``"<key(i)>:<key(j)>"``; read and filled in,
+            so a re-run loads no image of a pair it has scored (ingest keeps it between runs).
+        key: The content key of image ``i`` (its pixel MD5) for ``scores``.
 
     Returns:
         The groups (transitive over confirmed pairs; each rooted at its smallest index, so the
@@ -275,7 +301,7 @@ def find_near_duplicates(
         bits = int(np.bitwise_count(values[i] ^ values[j]))
         if find(i) == find(j):
             continue  # already joined through other confirmed pairs
-        score = 1.0 if same is not None and same(i, j) else similarity(thumb(i), thumb(j))
+        score = 1.0 if same is not None and same(i, j) else _scored(i, j, thumb, scores, key)
         if score < min_similarity:
             out.refused.append((i, j, bits, round(score, 4)))
             continue

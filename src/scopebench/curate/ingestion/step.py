@@ -302,15 +302,23 @@ def _grey(png: Path) -> np.ndarray:
         return np.asarray(im.convert("F") if im.mode.startswith("I") else im.convert("L"), dtype=np.float32)
 
 
-def _group(kept: list[IngestedImage], max_bits: int, min_similarity: float, result: StepResult) -> None:
+def _group(
+    kept: list[IngestedImage], store: ConversionStore, bits: int, min_similarity: float, result: StepResult
+) -> None:
     """Mark near-duplicate groups (``dup_group``): hash-proposed, pixel-confirmed; report them."""
+    scores = store.similarities()
+    before = len(scores)
     found = find_near_duplicates(
         [k.info["dhash"] for k in kept],
-        max_bits,
+        bits,
         lambda i: _grey(kept[i].png),
         min_similarity=min_similarity,
         same=lambda i, j: kept[i].info["pixel_md5"] == kept[j].info["pixel_md5"],
+        scores=scores,
+        key=lambda i: str(kept[i].info["pixel_md5"]),
     )
+    if len(scores) > before:
+        store.save_similarities(scores)
     for index, (img, root) in enumerate(zip(kept, found.roots, strict=True)):
         head = kept[root]
         img.record["dup_group"] = head.record["image_id"]
@@ -331,7 +339,7 @@ def _group(kept: list[IngestedImage], max_bits: int, min_similarity: float, resu
             BuildProblem(STEP, img.source, str(img.row), "image", "near_duplicate", msg, severity="warning")
         )
     result.stats["near_duplicates"] = {
-        "max_bits": max_bits,
+        "max_bits": bits,
         "min_similarity": min_similarity,
         "grouped": sum(1 for i, r in enumerate(found.roots) if i != r),
         "refused_pairs": len(found.refused),
@@ -406,7 +414,7 @@ def ingest(
         result.converted = sum(1 for c in converted.values() if c.converted)
         result.reused = sum(1 for c in converted.values() if c.reused)
         kept = _drop_repeats(_collect(rows, converted, store, tax, result), result)
-        _group(kept, man.near_duplicate_bits, man.near_duplicate_similarity, result)
+        _group(kept, store, man.near_duplicate_bits, man.near_duplicate_similarity, result)
         result.kept = len(kept)
         inputs = {"manifest": str(manifest), **{s.name: str(man.path(s.metadata)) for s in man.sources}}
         write_dataset(kept, out, man, tax, result, inputs, progress=progress)
