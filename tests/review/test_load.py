@@ -30,8 +30,20 @@ VALID = {"problem": "valid", "answer": "valid", "rationale": "valid"}
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture
+def real_argon2(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Passwords hashed with the default argon2 profile, as a lab's server does (the suite's other
+    tests use the cheapest): forty logins at once are then as costly as in a real session."""
+    from scopebench.review.accounts import PASSWORD_PROFILE_ENV, password_hasher
+
+    monkeypatch.delenv(PASSWORD_PROFILE_ENV, raising=False)
+    password_hasher.cache_clear()
+    yield
+    password_hasher.cache_clear()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+def site(request: pytest.FixtureRequest, tmp_path: Path, real_argon2: None) -> Iterator[dict[str, Any]]:
     """A project of four items, 40 more reviewers each assigned all four, behind a live server."""
     from scopebench.review.app import AppSettings, create_app
 
@@ -43,16 +55,18 @@ def site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, A
 
 
 def _add_reviewers(info: dict[str, Any]) -> None:
-    """40 reviewers in group ``load``, each on every item (one hash for all: 40 argon2 hashes would
-    only slow the setup)."""
+    """40 reviewers in group ``load``, each on every item (one default-cost hash for all: 40 argon2
+    hashes would only slow the setup)."""
     from sqlalchemy import select
 
+    from scopebench.review.accounts import password_hasher
     from scopebench.review.db import Assignment, ItemRow, Project, User
     from scopebench.review.projects import add_member
 
+    password_hash = password_hasher().hash(PASSWORD)
+    assert password_hash.startswith("$argon2id$v=19$m=65536,t=3,p=4$")  # the cost a lab's server pays
     with info["sessions"]() as db, db.begin():
         project = db.get(Project, info["project_id"])
-        password_hash = db.scalar(select(User.password_hash).where(User.username == "ann"))
         items = db.scalars(select(ItemRow).where(ItemRow.project_id == project.id)).all()
         for k in range(REVIEWERS):
             user = User(

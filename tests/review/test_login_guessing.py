@@ -262,3 +262,30 @@ def test_no_server_path_in_any_response(proxied: dict[str, Any]) -> None:
             bodies.append(r.text)
     assert len(bodies) > 30
     assert not [b for b in bodies if root in b or "/tmp/" in b]
+
+
+def test_passwords_get_argon2s_default_cost_unless_a_profile_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The suite hashes with the cheapest profile (tests/conftest.py); a server without the variable
+    must not. Catches the test profile leaking into the default, a misspelt profile falling back
+    silently, and stored hashes failing to verify once the profile changes."""
+    from scopebench.review.accounts import PASSWORD_PROFILE_ENV, password_hasher
+    from scopebench.review.errors import Invalid
+
+    try:
+        monkeypatch.setenv(PASSWORD_PROFILE_ENV, "CHEAPEST")
+        password_hasher.cache_clear()
+        cheap = password_hasher().hash("correct horse")
+        assert cheap.startswith("$argon2id$v=19$m=8,t=1,p=1$")
+        monkeypatch.delenv(PASSWORD_PROFILE_ENV)
+        password_hasher.cache_clear()
+        assert password_hasher().hash("x").startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+        assert password_hasher().verify(cheap, "correct horse")  # a hash keeps its own parameters
+        for wrong in ("cheapest", "Parameters", "get_default_parameters"):
+            monkeypatch.setenv(PASSWORD_PROFILE_ENV, wrong)
+            password_hasher.cache_clear()
+            with pytest.raises(Invalid, match="RFC_9106_LOW_MEMORY"):
+                password_hasher()
+    finally:
+        password_hasher.cache_clear()

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import secrets
+from functools import cache
 from typing import Any
 
-from argon2 import PasswordHasher
+from argon2 import Parameters, PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
@@ -33,12 +35,15 @@ from scopebench.review.errors import Conflict, Forbidden, Invalid, NotFound, Una
 from scopebench.review.passwords import check_password
 
 __all__ = [
+    "DEFAULT_PASSWORD_PROFILE",
+    "PASSWORD_PROFILE_ENV",
     "ROLES",
     "authenticate",
     "create_user",
     "end_session",
     "log_event",
     "member_of",
+    "password_hasher",
     "require_not_reviewer_of",
     "require_nothing_pending",
     "require_project",
@@ -48,9 +53,36 @@ __all__ = [
 ]
 
 ROLES = ("admin", "senior", "reviewer")
-_HASHER = PasswordHasher()
-# Verified against when the username is unknown, so a login takes as long either way.
-_DUMMY_HASH = _HASHER.hash("scopebench-no-such-user")
+#: The environment variable naming the argon2 parameter profile new password hashes use.
+PASSWORD_PROFILE_ENV = "SCOPEBENCH_ARGON2_PROFILE"
+#: The profile used when the variable is unset: argon2-cffi's default (RFC 9106's low-memory
+#: choice: time cost 3, 64 MiB, parallelism 4).
+DEFAULT_PASSWORD_PROFILE = "RFC_9106_LOW_MEMORY"
+
+
+@cache
+def password_hasher() -> PasswordHasher:
+    """The argon2id hasher of new passwords, with the profile named by ``SCOPEBENCH_ARGON2_PROFILE``.
+
+    A profile is one of argon2-cffi's (``RFC_9106_LOW_MEMORY``, the default; ``RFC_9106_HIGH_MEMORY``;
+    ``PRE_21_2``; ``CHEAPEST``, which is for test suites only: it protects nothing). A hash keeps its
+    own parameters, so every stored password still verifies after the profile changes.
+
+    Raises:
+        Invalid: When the variable names no profile; the message lists them.
+    """
+    name = os.environ.get(PASSWORD_PROFILE_ENV) or DEFAULT_PASSWORD_PROFILE
+    params = getattr(profiles, name, None) if name.isupper() else None
+    if not isinstance(params, Parameters):
+        known = ", ".join(n for n in dir(profiles) if n.isupper())
+        raise Invalid(f"{PASSWORD_PROFILE_ENV}={name!r} is not an argon2 profile; use one of {known}")
+    return PasswordHasher.from_parameters(params)
+
+
+@cache
+def _dummy_hash() -> str:
+    # Verified against when the username is unknown, so a login takes as long either way.
+    return password_hasher().hash("scopebench-no-such-user")
 
 
 def log_event(
@@ -91,7 +123,7 @@ def create_user(db: Session, username: str, password: str, role: str) -> User:
         raise Conflict(f"user {username!r} exists already")
     user = User(
         username=username,
-        password_hash=_HASHER.hash(password),
+        password_hash=password_hasher().hash(password),
         role=role,
         pseudonym=f"pending-{secrets.token_hex(8)}",
     )
@@ -117,7 +149,7 @@ def authenticate(db: Session, username: str, password: str) -> User:
     row = db.execute(select(User.id, User.password_hash).where(User.username == username)).first()
     db.commit()
     try:
-        _HASHER.verify(row.password_hash if row else _DUMMY_HASH, password)
+        password_hasher().verify(row.password_hash if row else _dummy_hash(), password)
     except (VerificationError, InvalidHashError):
         row = None
     user = db.get(User, row.id) if row else None

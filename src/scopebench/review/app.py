@@ -8,6 +8,7 @@ Every route except the login page, the login call and the static files needs a s
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -22,7 +23,7 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session, sessionmaker
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from scopebench.review.accounts import session_user
+from scopebench.review.accounts import PASSWORD_PROFILE_ENV, password_hasher, session_user
 from scopebench.review.db import READ_ONLY, LoginSession, User, open_database
 from scopebench.review.errors import Forbidden, ReviewError, Unauthenticated
 from scopebench.review.guard import RequestGate
@@ -190,6 +191,12 @@ def create_app(settings: AppSettings) -> FastAPI:
     # Local: the route modules import this module's dependencies (DB, auth, state).
     from scopebench.review import routes_admin, routes_api, routes_pages
 
+    # A misspelt profile stops the server here rather than at the first login.
+    if password_hasher().memory_cost < 1024:
+        logging.getLogger(__name__).warning(
+            "%s selects argon2's test profile: passwords are hashed at no real cost; unset it",
+            PASSWORD_PROFILE_ENV,
+        )
     sessions = open_database(settings.db)
     store = ImageStore(settings.store, max_bytes=settings.max_upload_bytes, max_pixels=settings.max_pixels)
     templates = Jinja2Templates(directory=str(_HERE / "templates"))  # autoescape on for .html
