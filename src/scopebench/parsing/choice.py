@@ -87,7 +87,6 @@ from scopebench.parsing.vocabulary import (
     DOUBTED,
     EXPLICIT,
     FILLER,
-    HEDGE,
     HEDGED_LEAD,
     INTRO,
     JOINED,
@@ -102,8 +101,6 @@ from scopebench.parsing.vocabulary import (
     ORDINAL_OBJECT,
     ORDINAL_SUBJECT,
     ORDINAL_WORDS,
-    PHRASE,
-    PREFIX,
     REVERSE_LETTERS,
     REVERSE_NUMBERS,
     SHORT,
@@ -115,6 +112,7 @@ from scopebench.parsing.vocabulary import (
     VERDICT_TEXT,
     WINDOW,
     WRONG_AFTER,
+    english,
 )
 
 __all__ = ["PARSER_VERSION", "RULES", "LabelStyle", "ParseResult", "parse_choice"]
@@ -188,7 +186,7 @@ def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
     for m in (*TAG.finditer(text), *BOXED.finditer(text)):
         body = m["body"][:WINDOW]
         # "<ANSWER>Answer: B</ANSWER>": an answer phrase nested in the tag; its label is the answer.
-        nested = PHRASE.match(body, skip_space(body, 0))
+        nested = english().phrase.match(body, skip_space(body, 0))
         if nested is not None and nested["conn"] is not None:
             body = body[nested.end() :]
         c = _read_answer(body, ctx)
@@ -241,13 +239,14 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
             # is B, but …") then stands before the answer, as it does in the reply.
             found.append(_Commit(commit.labels, commit.conflict, end))
 
-    for m in PHRASE.finditer(text):
+    patterns = english()
+    for m in patterns.phrase.finditer(text):
         add(m.start(), m.end(), loose=m["conn"] is not None or m["choose"] is not None)
     for m in VERDICT_TEXT.finditer(text):
         add(m.start(), m.end(), loose=True)
-    for m in HEDGE.finditer(text):
+    for m in patterns.hedge.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True, single=True)
-    for m in PREFIX.finditer(text):
+    for m in patterns.prefix.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True, single=True, at_end=True)
     for m in CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)

@@ -10,16 +10,34 @@ underscore.
 from __future__ import annotations
 
 import re
-import tomllib
-from functools import cache
-from pathlib import Path
+from dataclasses import dataclass
+
+from scopebench.errors import LanguageFileError
+from scopebench.parsing._language_files import alternation, expand, folder_cached, read_language
+
+#: The keys of en.toml's [phrases], each read by one pattern of :class:`English`.
+PHRASE_KEYS = ("answer", "choose", "hedge", "prefix_key", "prefix_lead", "prefix_clause")
 
 
-@cache
-def _english() -> dict[str, tuple[str, ...]]:
-    # Read by path, not through the languages package, which imports the rules built from it.
-    data = tomllib.loads((Path(__file__).parent / "languages" / "en.toml").read_text(encoding="utf-8"))
-    return {key: tuple(str(w) for w in words) for key, words in data.get("words", {}).items()}
+@dataclass(frozen=True, slots=True)
+class _EnglishFile:
+    words: dict[str, tuple[str, ...]]
+    phrases: dict[str, tuple[str, ...]]
+
+
+@folder_cached
+def _english_file() -> _EnglishFile:
+    """``en.toml``'s ``[words]`` and ``[phrases]``, checked: every key known, every slot a list."""
+    data = read_language("en.toml")
+    words = {key: tuple(str(w) for w in entries) for key, entries in data.get("words", {}).items()}
+    phrases = {key: tuple(str(p) for p in entries) for key, entries in data.get("phrases", {}).items()}
+    unknown = set(phrases) - set(PHRASE_KEYS)
+    if unknown:
+        raise LanguageFileError(
+            f"en.toml: unknown keys {sorted(unknown)} in [phrases]; known: {list(PHRASE_KEYS)} "
+            "(a new kind of phrase needs a rule that reads it: scopebench/parsing/vocabulary.py)"
+        )
+    return _EnglishFile(words, phrases)
 
 
 def english_phrases(key: str) -> tuple[str, ...]:
@@ -28,7 +46,7 @@ def english_phrases(key: str) -> tuple[str, ...]:
     Raises:
         KeyError: When en.toml has no such list (a renamed key would otherwise read as empty).
     """
-    return _english()[key]
+    return _english_file().words[key]
 
 
 def english_words(key: str) -> frozenset[str]:
@@ -36,9 +54,16 @@ def english_words(key: str) -> frozenset[str]:
     return frozenset(english_phrases(key))
 
 
-def alternation(phrases: tuple[str, ...]) -> str:
-    """A non-capturing group matching any of ``phrases`` in order; a space matches any whitespace."""
-    return "(?:" + "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in phrases) + ")"
+def _phrasings(key: str) -> str:
+    """The alternation of en.toml's ``[phrases]`` ``key``, slots expanded, in order (none: no match)."""
+    english = _english_file()
+    forms = [expand(p, english.words, where=f"en.toml [phrases] {key}") for p in english.phrases.get(key, ())]
+    return "(?:" + "|".join(forms) + ")" if forms else "(?!)"
+
+
+def _one_of(key: str) -> str:
+    """Any entry of en.toml's ``[words]`` ``key``, in order (a space matches any whitespace)."""
+    return alternation(english_phrases(key))
 
 
 # also <final_answer> and <ans> tags; BBCode-style "[ANSWER] D [/ANSWER]"
@@ -49,40 +74,41 @@ TAG = re.compile(
 )
 BOXED = re.compile(r"\\boxed\s*\{(?P<body>[^{}]*)\}")
 
-_QUALIFIER = alternation(english_phrases("answer_qualifier"))
-PHRASE = re.compile(
-    rf"""
+
+def _phrase() -> re.Pattern[str]:
+    """Answer phrases ("The answer is", "My final answer:", "I'd go with", "Changing from A to D").
+
+    The group ``conn`` is the connector after the phrase ("is", ":"), ``choose`` a choice in the
+    first person; with either, option text after the phrase is read too.
+    """
+    change = _one_of("change")
+    return re.compile(
+        rf"""
     (?<![\w<>/])                       # not inside a word or an <ANSWER> tag name
     (?:
-        (?:{_QUALIFIER}[\s_]+)*answers?  # also the JSON key "final_answer"
-        (?:\s+here|\s+to\s+(?:the|this)\s+question|\s+after\s+(?:review|reflection|reconsideration|consideration))?
-        (?:\s+(?:choice|option|letter))?
-      | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
-        |only\s+(?:remaining|viable|surviving)  # "The only remaining option is D"
-        |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting)
-        |likeliest)  # "The likeliest option is A"
-        \s+(?:(?:letter|option)/(?:number|letter|option)|options?|choices?|response|one|letter|label)(?:\s+here)?
-      | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
-          (?:(?:probably|tentatively|likely|definitely|still|ultimately|personally|rather|now|therefore)\s+)?
-          (?:choose|select|pick|go\s+with)
-        | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
-        | (?:change|changing|switch|switching)\s+(?:(?:my\s+)?answer|it|that)\s+to
+        (?:{_one_of("answer_qualifier")}[\s_]+)*answers?  # also the JSON key "final_answer"
+        (?:\s+{_one_of("answer_tail")})?
+        (?:\s+{_one_of("answer_kind")})?
+      | {_phrasings("answer")}
+      | (?P<choose>{_phrasings("choose")}
         # "Changing from A to D"
-        | (?:change|changing|switch|switching)(?:\s+(?:(?:my\s+)?answer|it|that))?
+        | {change}(?:\s+{_one_of("change_what")})?
           \s+from\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{{1,2}}[)\]]?\s+to
         # "I'll change A to B"
-        | (?:change|changing|switch|switching)\s+(?:options?\s+)?[(\[]?[A-Z0-9]{{1,2}}[)\]]?\s+to)
+        | {change}\s+(?:options?\s+)?[(\[]?[A-Z0-9]{{1,2}}[)\]]?\s+to)
     )
     (?![\w>])
     ["']?[ \t]*                       # a JSON key: {{"answer": "C"}}
     (?P<conn>
-        (?:is|are|would\s+be|should\s+be|will\s+be|must\s+be|ha(?:s|ve)\s+to\s+be|seems\s+to\s+be|appears\s+to\s+be)\b
+        {_one_of("answer_verb")}\b
         [ \t]*[:\-]?
       | [:=]|->|=>|→|-(?!\w)
     )?
     """,
-    re.I | re.X,
-)
+        re.I | re.X,
+    )
+
+
 # "B is the correct answer" / "(B) is correct." — an upper-case or bracketed label first. The
 # lookahead keeps "A is correct in stating…" (a remark about one option) out.
 _VERDICT = (
@@ -163,88 +189,42 @@ _OBJECT = (
 OBJECT_LETTERS = re.compile(_OBJECT.format(lab="[A-Za-z]", bare="[A-Z]"))
 OBJECT_NUMBERS = re.compile(_OBJECT.format(lab=r"\d{1,2}", bare=r"\d{1,2}"))
 
-# Hedged or first-person commitments ("I would say D", "I believe it's D", "It is probably B", "My
-# choice: C"): only an explicit label may follow, never option text or a bare lower-case letter.
-HEDGE = re.compile(
-    r"""
-    (?<![\w'])
-    (?:
-        I(?:'d|\s+would|\s+will|'ll)?\s+(?:(?:now|still|rather|then|also|personally)\s+)?(?:say|guess|answer)
-      | I\s+(?:believe|think|guess|suspect|feel|reckon)(?:\s+that)?
-      | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?(?:\s+(?:towards?|for))?
-          |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
-      | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
-      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|hazard(?:\s+a\s+guess(?:\s+of)?)?|meant|mean)
-      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:(?:still|now|rather|then|personally|ultimately)\s+)?
-        (?:settle\s+(?:on|for)|commit\s+to|land\s+on|prefer|favou?r|stick\s+with|stay\s+with|plump\s+for
-          |come\s+down\s+on\s+the\s+side\s+of)
-      | I(?:'m|\s+am)\s+(?:(?:still|now)\s+)?(?:settling\s+(?:on|for)|committing\s+to|landing\s+on
-          |sticking\s+with|staying\s+with|plumping\s+for|coming\s+down\s+on\s+the\s+side\s+of)
-      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:identify|give|mark|pick|choose|select)\s+the\s+answer\s+as
-      | the\s+(?:answer|option|choice|one)\s+I(?:'d|\s+would|'ll|\s+will)?\s+
-        (?:give|choose|pick|go\s+with|favou?r|prefer|select)\s+is
-      | I(?:'m|\s+am)\s+(?:not\s+(?:entirely\s+|completely\s+|100%\s+)?sure|unsure),?\s+but
-      | (?:(?<=\band\s)|(?<=\bthen\s))(?:choose|select|pick|go\s+with)  # "rule out D and choose A"
-      # "Leaning towards **D**, although …", "… makes me go with B"
+
+def _hedge() -> re.Pattern[str]:
+    """Hedged or first-person commitments ("I would say D", "I believe it's D", "My choice: C").
+
+    Only an explicit label may follow, never option text or a bare lower-case letter. The
+    phrasings are en.toml's ``hedge``; the forms below need a sentence start, a label or a
+    preceding word, which a phrasing cannot say.
+    """
+    forms = r"""
+      # "rule out D and choose A"
+      | (?:(?<=\band\s)|(?<=\bthen\s))(?:choose|select|pick|go\s+with)
+      # "Leaning towards **D**, although …"
       | (?:^|(?<=[.!?]\s))leaning\s+(?:towards?|for)
-      | (?:makes?|made)\s+me\s+(?:go\s+with|choose|pick|favou?r|lean\s+towards?)
       # "… X and Y can be excluded, choose D." (after a comma or semicolon only, never
       # a prompt's "Choose A, B, C or D" at a sentence start)
       | (?:(?<=,\s)|(?<=;\s))(?:(?:so|thus|hence|therefore)\s+)?(?:choose|select|pick)
       | (?:^|(?<=[.!?]\s))
         (?:definitely|definitively|certainly|clearly|surely|absolutely|undoubtedly|unquestionably)
-      | let(?:'s|\s+us)\s+go\s+with
-      | (?:my\s+)?(?:instinct|gut|hunch|gut\s+feeling|intuition|feeling|sense)\s+(?:says|tells\s+me)
-      | (?:my|our)\s+(?:gut\s+feeling|intuition|feeling|sense|belief|opinion|view)\s+(?:is|would\s+be)
-      | I(?:'m|\s+am)\s+(?:(?:fairly|pretty|quite|very|reasonably|fully)\s+)?(?:sure|confident|certain)
-        (?:\s+(?:that\s+)?(?:it's|it\s+is))?
-      | (?:gonna|going\s+to)\s+(?:go\s+with|say)
-      | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
-      | (?:should|must)\s+be
-      | the\s+(?:option|choice|one|answer)\s+that\s+(?:best\s+)?(?:fits|matches)(?:\s+best)?\s+is
-      | (?:suggests?|indicates?|supports?)(?:\s+that)?
-      | I(?:'d|\s+would|'ll|\s+will)?(?:\s+(?:like|want|have|need)\s+to)?
+      # "I'll change my answer from A to D"
+      | I(?:'d|\s+would|\s+will|'ll)?(?:\s+(?:like|want|have|need)\s+to)?
         \s+(?:revise|change|update|amend|switch)
         (?:\s+(?:my\s+answer|my\s+choice|it|that|this))?
-        (?:\s+from\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?)?\s+to
-      | (?:(?:this|that|which|it)\s+leaves|leaving)(?:\s+(?:us|me)\s+with)?(?:\s+(?:only|just))?
-        (?:\s+(?:options?|choices?))?
-      | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
-      # "the image is best described by option B", "most closely matched by (3)"
-      | (?:best|most\s+(?:accurately|closely|aptly))
-        \s+(?:described|represented|explained|captured|characteri[sz]ed|matched|summari[sz]ed)\s+(?:by|as|with)
-      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response|hunch|instinct|impression
-          |inclination|leaning|preference|verdict|call|conclusion|estimate|assessment|reading|take|reply
-          |pick\s+here|answer\s+choice)
-        (?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
-      # "The reply is B", "The verdict is C", "The selection would be 2"
-      | the\s+(?:reply|response|verdict|selection|pick|call|conclusion|label|letter)
-        \s+(?:is|would\s+be|here\s+is)
-      # "It corresponds to option C", "which maps to (3)", "this matches 2": a label only
-      | (?:corresponds?|corresponding|maps?|mapping|matches|aligns?|equates?)(?:\s+(?:best|most\s+closely))?
-        \s+(?:to|with)
+        \s+from\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?\s+to
       # "The option that applies is D", "the choice that is correct here is 2"
       | the\s+(?:option|choice|one|answer|letter)\s+(?:that|which)\s+(?:best\s+|most\s+closely\s+)?
         (?:applies|fits|matches|works|holds|describes\s+(?:it|this|the\s+\w+)|is\s+(?:correct|right|true|supported)
           |I(?:'d|\s+would)?\s+(?:choose|pick|select|go\s+with|favou?r|prefer))(?:\s+(?:best|here|most))?\s+is
-      | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
-      | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
-      # "The choice is D", "Somewhat confident in A", "Mine is B"
+      # "Mine is B"
       | (?:^|(?<=[.!?]\s))mine\s+(?:is|would\s+be)
-      | the\s+(?:choice|option|pick|selection)\s+(?:is|would\s+be)
-      | (?:(?:fairly|pretty|quite|very|reasonably|fully|somewhat|moderately|highly|most)\s+)?
-        (?:confident|certain)\s+(?:in|of|about)(?:\s+(?:option|answer|choice))?
-      | (?:my|our)\s+money\s+(?:is|would\s+be)\s+on
-      | I(?:'d|\s+would)?\s+put\s+my\s+money\s+on
-      | I(?:'d|\s+would|'ll|\s+will)\s+put
-      | I(?:'d|\s+would|'ll|\s+will)?\s+bet(?:\s+on)?
+      # "Not D, but C", "not C; B"
       | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?(?:\s+after\s+all)?
         (?:\s*[,;]?\s*but(?:\s+rather)?|[ \t]*[;,:]|[ \t]+-)
-    )
-    (?![\w'])[ \t]*[:\-]?
-    """,
-    re.I | re.X,
-)
+    """
+    return re.compile(r"(?<![\w'])(?:" + _phrasings("hedge") + forms + r")(?![\w'])[ \t]*[:\-]?", re.I | re.X)
+
+
 # Verdicts that name an option by its text ("The most likely diagnosis is squamous cell carcinoma",
 # "most consistent with necrosis", "Diagnosis: necrosis").
 VERDICT_TEXT = re.compile(
@@ -271,36 +251,58 @@ VERDICT_TEXT = re.compile(
     """,
     re.I | re.X,
 )
-# Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
-PREFIX = re.compile(
-    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
-    r"|letter|label|verdict|call|guess|bet|reply|solution|key|update|revision|edit|(?:updated|revised|new)\s+answer"
-    r"|answering|rethinking|best\s+estimate|answer[ \t]*\((?:low|moderate|medium|high)\s+confidence\)"
-    r"|(?:pick|choose|select)\s+one)\s*(?::|=(?!=)|->|=>)"  # also "Response = C"
-    r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
-    r"|(?:therefore|thus|hence|so|correction|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead(?!\s+of\s)|rather"
-    r"|on\s+second\s+thought"
-    r"|tentatively|(?:up)?on\s+(?:closer|further)\s+(?:inspection|review|examination|look)"
-    r"|after\s+(?:a\s+)?(?:closer|further|second|more\s+careful)\s+(?:inspection|review|examination|look)"
-    r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait"
-    # hedge adverbs before a lone label ("Plausibly C.", "Maybe 2.") and a change of mind
-    r"|"
-    + alternation(english_phrases("hedge_adverb"))
-    + r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
-    r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?(?:again|more)|on\s+a\s+second\s+look"
-    r"|make\s+(?:that|it)|revising(?:\s+(?:to|my\s+answer(?:\s+to)?))?|looking\s+(?:again|closer)|let\s+me\s+correct\s+(?:myself|that)|hold\s+on|hang\s+on"
-    r"|let\s+me\s+fix\s+(?:that|this)|re-?considering"
-    # "Easy one - A.", "Instead of A, choose B."
-    r"|(?:an?\s+)?(?:easy|simple|straightforward)\s+one|(?:which|this|that)\s+brings\s+me\s+to"
-    r"|instead\s+of\s+[^,.;:\n]{1,60},[ \t]*(?:choose|pick|select|go\s+with))"
-    r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
-    r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
-    r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
-    r"|(?:all|everything)(?:\s+things)?\s+considered|putting\s+(?:\w+\s+){0,4}together"
-    r"|to\s+summari[sz]e|in\s+short|ultimately)[^.;:\n]{0,80}[,:])"
-    r"|(?:selected|chosen|picked)(?:\s+(?:options?|answers?|choices?))?\s*[:=]|=>|->|→|\u27a1\ufe0f?",
-    re.I,
-)
+
+
+def _prefix() -> re.Pattern[str]:
+    """Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
+
+    The words are en.toml's ``prefix_key`` (before ":" or "="), ``prefix_lead`` (a lead-in) and
+    ``prefix_clause`` (a clause up to its comma); the forms here hold a label or punctuation.
+    """
+    return re.compile(
+        r"(?<![\w'])(?:(?:"
+        + _phrasings("prefix_key")
+        + r"|answer[ \t]*\((?:low|moderate|medium|high)\s+confidence\))"
+        r"\s*(?::|=(?!=)|->|=>)"  # also "Response = C"
+        r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
+        r"|(?:" + _phrasings("prefix_lead") + r"|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead(?!\s+of\s)"
+        # "Instead of A, choose B."
+        r"|instead\s+of\s+[^,.;:\n]{1,60},[ \t]*(?:choose|pick|select|go\s+with))"
+        r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
+        r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
+        r"|going\s+with|(?:"
+        + _phrasings("prefix_clause")
+        + r"|putting\s+(?:\w+\s+){0,4}together)[^.;:\n]{0,80}[,:])"
+        r"|(?:selected|chosen|picked)(?:\s+(?:options?|answers?|choices?))?\s*[:=]|=>|->|→|\u27a1\ufe0f?",
+        re.I,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class English:
+    """The English answer patterns, compiled from ``languages/en.toml`` (:func:`english`).
+
+    Attributes:
+        phrase: Answer phrases; a label, or option text after a connector, is the answer.
+        hedge: Hedged or first-person commitments; only an explicit label after them commits.
+        prefix: Terse prefixes and lead-ins; only an explicit label after them commits.
+    """
+
+    phrase: re.Pattern[str]
+    hedge: re.Pattern[str]
+    prefix: re.Pattern[str]
+
+
+@folder_cached
+def english() -> English:
+    """The English answer patterns of the language files read now (built once per folder).
+
+    Raises:
+        LanguageFileError: When en.toml has an unknown ``[phrases]`` key or a slot naming no list.
+    """
+    return English(_phrase(), _hedge(), _prefix())
+
+
 # A short introductory clause, then a label ending the sentence ("After careful consideration,
 # E.", "If I had to pick one, 1."): the label is the answer. Not after a negated, conditional or
 # contrasting clause ("If it were A, B.", "Unless …, C."), nor after a label ("It is B, C.").
