@@ -15,13 +15,18 @@ compare with ``diff``. The replies read are:
 Usage::
 
     python bench/parser_readings.py > before.jsonl
+    git archive HEAD tests/parsing | tar -x -C /tmp/before   # the inputs as they were
     # … the change …
-    python bench/parser_readings.py > after.jsonl
+    python bench/parser_readings.py --tests /tmp/before/tests/parsing > after.jsonl
     diff before.jsonl after.jsonl && wc -l after.jsonl
+
+``--tests`` reads the corpus, exams and test literals from another copy of ``tests/parsing``, so
+a change that also edits the tests is compared on the same replies.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import json
 import sys
@@ -32,24 +37,23 @@ from typing import Any
 from scopebench.parsing import parse_choice
 
 ROOT = Path(__file__).resolve().parent.parent
-PARSING = ROOT / "tests" / "parsing"
 FOUR = ("Whorled pattern", "Spindle cells", "Rosette formation", "Necrosis")
 OTHER = {"letters": "numbers", "numbers": "letters"}
 
 
-def _rows() -> Iterator[tuple[str, dict[str, Any]]]:
+def _rows(tests: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every labelled row of the corpus and the exams, named by file and line."""
     for folder in ("corpus", "exams"):
-        for path in sorted((PARSING / folder).glob("*.jsonl")):
+        for path in sorted((tests / folder).glob("*.jsonl")):
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
                 if line.strip():
                     yield f"{folder}/{path.stem}:{n + 1}", json.loads(line)
 
 
-def _literals() -> Iterator[tuple[str, str]]:
+def _literals(tests: Path) -> Iterator[tuple[str, str]]:
     """Every string literal of the parsing tests (duplicates once), named by file and line."""
     seen: set[str] = set()
-    for path in sorted(PARSING.glob("test_*.py")):
+    for path in sorted(tests.glob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value not in seen:
                 seen.add(node.value)
@@ -65,9 +69,9 @@ def _shapes() -> Iterator[tuple[str, str]]:
         yield f"shape/{name}", (unit * (2000 // len(unit) + 1))[:2000]
 
 
-def readings() -> Iterator[dict[str, Any]]:
+def readings(tests: Path) -> Iterator[dict[str, Any]]:
     """One reading per reply and label style, in a fixed order."""
-    for rid, row in _rows():
+    for rid, row in _rows(tests):
         for style in (row["labels"], OTHER[row["labels"]]):
             got = parse_choice(
                 row["response"],
@@ -77,7 +81,7 @@ def readings() -> Iterator[dict[str, Any]]:
                 prompt=row.get("prompt"),
             )
             yield {"id": f"{rid}/{style}", "index": got.index, "method": got.method, "reason": got.reason}
-    for rid, text in (*_literals(), *_shapes()):
+    for rid, text in (*_literals(tests), *_shapes()):
         for style in ("letters", "numbers"):
             got = parse_choice(text, FOUR, labels=style)
             yield {"id": f"{rid}/{style}", "index": got.index, "method": got.method, "reason": got.reason}
@@ -85,7 +89,9 @@ def readings() -> Iterator[dict[str, Any]]:
 
 def main() -> None:
     """Print every reading as a JSON line."""
-    for reading in readings():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tests", type=Path, default=ROOT / "tests" / "parsing", help="a copy of tests/parsing")
+    for reading in readings(ap.parse_args().tests):
         print(json.dumps(reading, ensure_ascii=False))
 
 

@@ -99,10 +99,7 @@ from scopebench.parsing.vocabulary import (
     OBJECT_LETTERS,
     OBJECT_NUMBERS,
     ORDINAL_OBJECT,
-    ORDINAL_SUBJECT,
     ORDINAL_WORDS,
-    REVERSE_LETTERS,
-    REVERSE_NUMBERS,
     SHORT,
     SWITCH,
     TAG,
@@ -254,7 +251,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         raw = str(m["c"] or m.groupdict().get("d"))
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
-    for m in ORDINAL_SUBJECT.finditer(text):
+    for m in patterns.ordinal_subject.finditer(text):
         label = _ordinal_label(m, ctx)
         if (
             label is not None
@@ -262,7 +259,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
             and not ALTERNATIVE_BEFORE.search(text, max(0, m.start() - 12), m.start())
         ):
             found.append(_Commit((label,), pos=m.start()))
-    reverse = REVERSE_LETTERS if ctx.style == "letters" else REVERSE_NUMBERS
+    reverse = patterns.reverse_letters if ctx.style == "letters" else patterns.reverse_numbers
     objects = OBJECT_LETTERS if ctx.style == "letters" else OBJECT_NUMBERS
     mine = THATS_MINE_LETTERS if ctx.style == "letters" else THATS_MINE_NUMBERS
     for m in (*reverse.finditer(text), *objects.finditer(text), *mine.finditer(text)):

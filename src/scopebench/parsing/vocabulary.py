@@ -16,7 +16,7 @@ from scopebench.errors import LanguageFileError
 from scopebench.parsing._language_files import alternation, expand, folder_cached, read_language
 
 #: The keys of en.toml's [phrases], each read by one pattern of :class:`English`.
-PHRASE_KEYS = ("answer", "choose", "hedge", "prefix_key", "prefix_lead", "prefix_clause")
+PHRASE_KEYS = ("answer", "choose", "hedge", "prefix_key", "prefix_lead", "prefix_clause", "verdict")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,50 +109,9 @@ def _phrase() -> re.Pattern[str]:
     )
 
 
-# "B is the correct answer" / "(B) is correct." — an upper-case or bracketed label first. The
-# lookahead keeps "A is correct in stating…" (a remark about one option) out.
-_VERDICT = (
-    r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+"
-    r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?"
-    r"(?i:(?:plausible|reasonable|possible)\s+and\s+)?(?:"  # "E seems plausible and most likely"
-    # never plain "consistent" (one remark of a walk) or "plausible" (a possibility)
-    r"(?i:most\s+(?:consistent|compatible|plausible|defensible|reasonable)"
-    # "C (4) is more consistent." — never before "than" (the lookahead below)
-    r"|more\s+(?:consistent|compatible|likely|plausible|fitting)"
-    r"|(?:most\s+)?(?:correct|right|best|better|safest|appropriate|accurate|likely|probable|strongest|final)"
-    # "D is the best fit", "C seems the likeliest", "B is the closest match", "A is my top pick"
-    r"|likeliest|closest|top|leading|most\s+fitting|strongest)"
-    r"(?:\s+(?i:answer|option|choice|one|candidate|pick|fit|match|bet|guess|call|estimate))?"
-    r"|(?i:(?:tentative|preferred|favou?red|top)\s+)?(?i:answer|one|pick|choice|guess|bet|hunch|instinct|inclination"
-    r"|call|vote|response|reply|selection))"
-    r"|(?i:feels|sounds)\s+(?i:right|correct|best)|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
-    r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
-    r"|(?i:does)|(?i:gets\s+my\s+vote)|(?i:makes\s+(?:the\s+)?most\s+sense)"
-    # "C is what I'd choose", "2 is what I would go with"
-    r"|(?i:is\s+(?:what|the\s+one|the\s+option|the\s+letter)\s+I(?:'d|\s+would|'ll|\s+will)?\s+"
-    r"(?:choose|pick|select|go\s+with|say|answer))"
-    # "B is what the image shows."
-    r"|(?i:is\s+what\s+the\s+(?:image|figure|micrograph|panel|slide|section|data|plot)\s+shows))"
-    r"(?:\s+(?i:to\s+me|here|overall|(?:with|for)\s+(?:the|these|this|those|all|our)(?:\s+[\w-]+){1,3}))?"
-    r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
-)
 # the label's option text in brackets between a label and its verdict ("C (4) is more
 # consistent"); the caller checks that it is the label's own text.
 _GLOSS = r"(?:[ \t]+\((?P<gl>[^()\n]{1,60})\))?"
-REVERSE_LETTERS = re.compile(
-    r"(?<![\w'])(?:(?i:options?|choices?)\s*)?(?:\((?P<a>[A-Za-z])\)|\[(?P<b>[A-Za-z])\]|(?P<c>[A-Z]))"
-    + _GLOSS
-    + _VERDICT
-)
-REVERSE_NUMBERS = re.compile(
-    r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*\#?\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
-    # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
-    # or after an introductory comma ("Looking at the blot, 2 stands out.") or ", but", never in a
-    # list ("1, 2")
-    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t])"
-    r"|(?<=,\sbut\s))(?P<d>\d{1,2}))" + _GLOSS + _VERDICT,
-    re.M,
-)
 # An option named by its place ("the second option", "the last choice"): as the subject
 # of a verdict ("The second option is correct") or as what an answer phrase names ("I'd go with
 # the third option"). Never "the final answer" (not a place) and never "one" (too vague).
@@ -161,8 +120,42 @@ _ORDINAL = (
     r"(?<![\w'])(?i:the\s+(?P<ord>first|second|third|fourth|fifth|sixth|last)\s+(?:listed\s+)?"
     r"(?:option|choice|alternative))"
 )
-ORDINAL_SUBJECT = re.compile(_ORDINAL + r"(?:\s*\([^()\n]{1,80}\))?" + _VERDICT)
 ORDINAL_OBJECT = re.compile(_ORDINAL + r"(?![\w'])(?!\s+(?i:is|was|would|seems|looks|and|or)\b)")
+
+
+def _verdict() -> str:
+    """A verdict after a label ("B is the correct answer", "(B) is correct.", "C stands out").
+
+    The phrasings are en.toml's ``verdict``; here are the space before them, what may close them
+    ("to me", "for these findings") and the lookahead that keeps "A is correct in stating…" (a
+    remark about one option) out. Labels stay case-sensitive, the verdict's words do not.
+    """
+    return (
+        r"(?!\w)\s+(?i:" + _phrasings("verdict") + ")"
+        r"(?:\s+(?i:to\s+me|here|overall|(?:with|for)\s+(?:the|these|this|those|all|our)(?:\s+[\w-]+){1,3}))?"
+        r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
+    )
+
+
+def _reverse(style: str) -> re.Pattern[str]:
+    """A label, perhaps with its text in brackets, then a verdict (:func:`_verdict`)."""
+    if style == "letters":  # an upper-case or bracketed letter
+        label = (
+            r"(?<![\w'])(?:(?i:options?|choices?)\s*)?"
+            r"(?:\((?P<a>[A-Za-z])\)|\[(?P<b>[A-Za-z])\]|(?P<c>[A-Z]))"
+        )
+        return re.compile(label + _GLOSS + _verdict())
+    label = (
+        r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*\#?\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
+        # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
+        # or after an introductory comma ("Looking at the blot, 2 stands out.") or ", but", never in a
+        # list ("1, 2")
+        r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t])"
+        r"|(?<=,\sbut\s))(?P<d>\d{1,2}))"
+    )
+    return re.compile(label + _GLOSS + _verdict(), re.M)
+
+
 # "It might be D; that's my pick.", "(3) - that is my final answer": a label, then a clause that
 # makes it the answer.
 _THATS_MINE = (
@@ -286,11 +279,17 @@ class English:
         phrase: Answer phrases; a label, or option text after a connector, is the answer.
         hedge: Hedged or first-person commitments; only an explicit label after them commits.
         prefix: Terse prefixes and lead-ins; only an explicit label after them commits.
+        reverse_letters: A letter, then a verdict on it ("B is the correct answer").
+        reverse_numbers: A number, then a verdict on it ("(2) seems right").
+        ordinal_subject: An option named by its place, then a verdict ("The second option is correct").
     """
 
     phrase: re.Pattern[str]
     hedge: re.Pattern[str]
     prefix: re.Pattern[str]
+    reverse_letters: re.Pattern[str]
+    reverse_numbers: re.Pattern[str]
+    ordinal_subject: re.Pattern[str]
 
 
 @folder_cached
@@ -300,7 +299,8 @@ def english() -> English:
     Raises:
         LanguageFileError: When en.toml has an unknown ``[phrases]`` key or a slot naming no list.
     """
-    return English(_phrase(), _hedge(), _prefix())
+    ordinal_subject = re.compile(_ORDINAL + r"(?:\s*\([^()\n]{1,80}\))?" + _verdict())
+    return English(_phrase(), _hedge(), _prefix(), _reverse("letters"), _reverse("numbers"), ordinal_subject)
 
 
 # A short introductory clause, then a label ending the sentence ("After careful consideration,
