@@ -17,7 +17,8 @@ are reported, not mapped.
 The rules are the named units of :data:`RULES`, in precedence order; the first that decides wins
 (also when it decides that no single option was chosen). Each says what it reads and why;
 docs/parser.md lists them with examples and figures (``tests/parsing/test_rules.py`` checks that
-the page and the list agree). Languages other than English are data (:mod:`.languages`).
+the page and the list agree). Every language's phrases are data (:mod:`.languages`; English's
+are compiled by :func:`.vocabulary.english`).
 
 Guards that apply throughout: an English "a"/"A" or pronoun "I" inside a sentence is not a label
 ("A cell shows…", "I'd say B"); lower-case letters count only in explicit forms; a label directly

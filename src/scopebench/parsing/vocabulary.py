@@ -5,6 +5,12 @@ name (answer phrases, hedges, markers, labels), so no private name crosses modul
 pattern's comment says what it matches and why. All are bounded or anchored so parsing stays
 linear in the reply's length; a helper pattern used only inside this module keeps a leading
 underscore.
+
+The English answer phrases, hedges, prefixes and verdicts are data: :func:`english` compiles them
+from ``languages/en.toml``'s ``[phrases]`` (phrasings with slots, :func:`._language_files.expand`)
+and ``[words]`` (the slot lists), adding here only what a phrase list cannot say: label shapes,
+sentence starts, lookarounds, JSON keys and the punctuation after a phrase (docs/parser.md,
+"Languages").
 """
 
 from __future__ import annotations

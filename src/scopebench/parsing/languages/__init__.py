@@ -10,6 +10,8 @@ A, sondern C", "AではなくC") is; two labels joined by an alternative ("A ode
 nothing ("Je ne peux pas dire s'il s'agit de X").
 
 Adding a language is adding its file here and its rows to ``tests/parsing/corpus/languages.jsonl``.
+English (``en.toml``) holds only refusals under these keys: its answer phrases are its
+``[phrases]`` and ``[words]`` tables, read by the answer-marker rule (:func:`.vocabulary.english`).
 Matching is case-insensitive; a space in a phrase matches any run of whitespace. Every search is
 one pass of a compiled pattern over the reply, so the rule stays linear in the reply's length.
 """
