@@ -128,15 +128,23 @@ def _edit_english(folder: Path, old: str, new: str) -> None:
 
 
 def test_english_phrases_are_what_the_rules_are_compiled_from(tmp_path: Path) -> None:
-    # Catches: en.toml's [phrases] and slot lists being decorative (the English rules compiled
-    # from a copy in code, or cached from the package's file, so an added phrase reads nothing),
-    # and the package's phrases not coming back after languages_from.
+    # Catches: en.toml's [phrases], slot lists and word sets being decorative (the English rules
+    # compiled from a copy in code, or cached from the package's file, so an added phrase or word
+    # reads nothing), and the package's phrases not coming back after languages_from.
     folder = _package_copy(tmp_path)
     _edit_english(folder, "hedge = [\n", 'hedge = [\n  "the slide {screams} for",\n')
     _edit_english(folder, 'say = ["say",', 'say = ["posit", "say",')
     _edit_english(folder, "[words]\n", '[words]\nscreams = ["screams", "shouts"]\n')
-    replies = {"The slide screams for C.": 2, "The slide shouts for D.": 3, "I would posit B.": 1}
-    assert [parse_choice(r, FOUR).index for r in replies] == [None, None, None]
+    _edit_english(folder, 'negation_after = ["absent",', 'negation_after = ["nixed", "absent",')
+    _edit_english(folder, 'walk_no = ["absent",', 'walk_no = ["nah", "absent",')
+    replies = {
+        "The slide screams for C.": 2,  # a new phrasing with a new slot
+        "The slide shouts for D.": 3,
+        "I would posit B.": 1,  # a new entry of an existing slot
+        "Necrosis is nixed. Rosette formation.": 2,  # a new word of a set the clause index reads
+        "A: nah. B: nah. C: yes. D: nah.": 2,  # a new word of a set the walk-through reads
+    }
+    assert [parse_choice(r, FOUR).index for r in replies] == [None] * len(replies)
     with languages_from(folder):
         assert [parse_choice(r, FOUR).index for r in replies] == list(replies.values())
         assert parse_choice("I'd say A.", FOUR).index == 0  # the rest of en.toml still read

@@ -237,14 +237,13 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
             # is B, but …") then stands before the answer, as it does in the reply.
             found.append(_Commit(commit.labels, commit.conflict, end))
 
-    patterns = english()
-    for m in patterns.phrase.finditer(text):
+    for m in english().phrase.finditer(text):
         add(m.start(), m.end(), loose=m["conn"] is not None or m["choose"] is not None)
     for m in VERDICT_TEXT.finditer(text):
         add(m.start(), m.end(), loose=True)
-    for m in patterns.hedge.finditer(text):
+    for m in english().hedge.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True, single=True)
-    for m in patterns.prefix.finditer(text):
+    for m in english().prefix.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True, single=True, at_end=True)
     for m in CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
@@ -252,7 +251,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         raw = str(m["c"] or m.groupdict().get("d"))
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
-    for m in patterns.ordinal_subject.finditer(text):
+    for m in english().ordinal_subject.finditer(text):
         label = _ordinal_label(m, ctx)
         if (
             label is not None
@@ -260,7 +259,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
             and not ALTERNATIVE_BEFORE.search(text, max(0, m.start() - 12), m.start())
         ):
             found.append(_Commit((label,), pos=m.start()))
-    reverse = patterns.reverse_letters if ctx.style == "letters" else patterns.reverse_numbers
+    reverse = english().reverse_letters if ctx.style == "letters" else english().reverse_numbers
     objects = OBJECT_LETTERS if ctx.style == "letters" else OBJECT_NUMBERS
     mine = THATS_MINE_LETTERS if ctx.style == "letters" else THATS_MINE_NUMBERS
     for m in (*reverse.finditer(text), *objects.finditer(text), *mine.finditer(text)):

@@ -55,9 +55,21 @@ def english_phrases(key: str) -> tuple[str, ...]:
     return _english_file().words[key]
 
 
+@folder_cached
+def _word_sets() -> dict[str, frozenset[str]]:
+    return {key: frozenset(words) for key, words in _english_file().words.items()}
+
+
 def english_words(key: str) -> frozenset[str]:
-    """The words under ``key`` of ``languages/en.toml``'s ``[words]``, as a set (:func:`english_phrases`)."""
-    return frozenset(english_phrases(key))
+    """The words under ``key`` of ``languages/en.toml``'s ``[words]``, as a set (:func:`english_phrases`).
+
+    The same set object until :func:`.languages_from` changes the folder, so a rule may fetch it
+    once per reply.
+
+    Raises:
+        KeyError: When en.toml has no such list.
+    """
+    return _word_sets()[key]
 
 
 def _phrasings(key: str) -> str:
@@ -648,6 +660,5 @@ ALTERNATIVE_BEFORE = re.compile(r"(?<![\w'])(?i:or|and|nor|and/or)[ \t]+[(\[]?\Z
 CONTRASTED = re.compile(r"(?<![\w'])(?i:whereas|unlike|than|not|versus|vs\.?|over|instead\s+of)[ \t]+\Z")
 # A label that is an echoed format placeholder ("The answer is (X)"), ignored next to real ones.
 PLACEHOLDER = "X"
-# Words after a label on the first line that make it an answer with its reason ("B because …").
+# Label forms whose lower-case letter still counts after a hedge or prefix ("I'd say (c)").
 EXPLICIT = frozenset({"bracketed", "closed", "keyword"})
-REASON_WORDS = english_words("reason")
