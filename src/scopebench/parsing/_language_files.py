@@ -128,14 +128,28 @@ def expand(phrasing: str, words: Mapping[str, tuple[str, ...]], *, where: str) -
             )
         entries = [_words(e) for e in words[spec["name"]]]
         optional = spec["optional"] == "?"
-        if m["space"] and spaced:
-            entries = [e if e.startswith("'") else r"\s+" + e for e in entries]
-        spaced = not (optional and m.start() == 0 and phrasing[at : at + 1] == " ")
-        if not spaced:  # "{the?} final": "final" alone too
-            entries = [e + r"\s+" for e in entries]
-        out.append("(?:" + "|".join(entries) + ")" + ("?" if optional else ""))
+        opening = optional and m.start() == 0 and phrasing[at : at + 1] == " "
+        out.append(
+            _slot(entries, before=bool(m["space"]) and spaced, after=opening) + ("?" if optional else "")
+        )
+        spaced = not opening  # "{the?} final": the slot took the space, so "final" alone too
     out.append(_literal(phrasing[at:], spaced=spaced))
     return "(?:" + "".join(out) + ")"
+
+
+def _slot(entries: list[str], *, before: bool, after: bool) -> str:
+    r"""One slot's group: its entries, with the whitespace before or after them that it owns.
+
+    The whitespace is matched once for all entries (``\s+(?:a|b)``), not once per entry; an
+    entry starting with an apostrophe ("'d") takes none before it.
+    """
+    if after:
+        return "(?:(?:" + "|".join(entries) + r")\s+)"
+    if not before:
+        return "(?:" + "|".join(entries) + ")"
+    attached = [e for e in entries if e.startswith("'")]
+    spaced = [e for e in entries if not e.startswith("'")]
+    return "(?:" + "|".join([*attached, *([r"\s+(?:" + "|".join(spaced) + ")"] if spaced else [])]) + ")"
 
 
 def _literal(text: str, *, spaced: bool) -> str:
