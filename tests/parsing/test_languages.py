@@ -154,11 +154,14 @@ def test_english_phrases_are_what_the_rules_are_compiled_from(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("old", "new", "named"),
     [
-        # a misspelt slot, an unclosed one, an unknown [phrases] key, an unknown top-level key
+        # a misspelt slot, an unclosed one, an unknown [phrases] key, an unknown top-level key,
         ('"I {would?} {opt_for}",', '"I {wuold?} {opt_for}",', ["en.toml", "hedge", "{wuold?}"]),
         ('"{pick} one",', '"{pick one",', ["en.toml", "prefix_key", "brace"]),
         ("prefix_clause = [", "prefix_clauses = [", ["en.toml", "prefix_clauses", "[phrases]"]),
         ('name = "English"', 'name = "English"\nwords_typo = []', ["en.toml", "words_typo"]),
+        # a word list that is no list, and a file that is not TOML
+        ('that = ["that"]', 'that = "that"', ["en.toml", "that", "list"]),
+        ('name = "English"', 'name = "English', ["en.toml", "TOML"]),
     ],
 )
 def test_unknown_slot_or_key_in_a_language_file_is_an_error(

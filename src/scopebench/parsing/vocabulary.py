@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from scopebench.errors import LanguageFileError
 from scopebench.parsing._language_files import alternation, expand, folder_cached, read_language
@@ -33,10 +34,9 @@ class _EnglishFile:
 
 @folder_cached
 def _english_file() -> _EnglishFile:
-    """``en.toml``'s ``[words]`` and ``[phrases]``, checked: every key known, every slot a list."""
+    """``en.toml``'s ``[words]`` and ``[phrases]``, checked: every key known, every value a list."""
     data = read_language("en.toml")
-    words = {key: tuple(str(w) for w in entries) for key, entries in data.get("words", {}).items()}
-    phrases = {key: tuple(str(p) for p in entries) for key, entries in data.get("phrases", {}).items()}
+    words, phrases = _lists(data, "words"), _lists(data, "phrases")
     unknown = set(phrases) - set(PHRASE_KEYS)
     if unknown:
         raise LanguageFileError(
@@ -44,6 +44,18 @@ def _english_file() -> _EnglishFile:
             "(a new kind of phrase needs a rule that reads it: scopebench/parsing/vocabulary.py)"
         )
     return _EnglishFile(words, phrases)
+
+
+def _lists(data: dict[str, Any], table: str) -> dict[str, tuple[str, ...]]:
+    """The lists of strings of ``data[table]``; anything else is refused, naming the key."""
+    found: dict[str, tuple[str, ...]] = {}
+    for key, entries in data.get(table, {}).items():
+        if not isinstance(entries, list) or not all(isinstance(e, str) and e.strip() for e in entries):
+            raise LanguageFileError(
+                f"en.toml: [{table}] {key} must be a list of non-empty strings, not {entries!r}"
+            )
+        found[key] = tuple(entries)
+    return found
 
 
 def english_phrases(key: str) -> tuple[str, ...]:

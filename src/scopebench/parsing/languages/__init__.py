@@ -104,12 +104,15 @@ def load_languages(folder: Traversable) -> tuple[Language, ...]:
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".toml"):
             continue
-        data = tomllib.loads(entry.read_text(encoding="utf-8"))
+        try:
+            data = tomllib.loads(entry.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as e:
+            raise LanguageFileError(f"{entry.name}: not valid TOML ({e}); fix the file's syntax") from e
         unknown = set(data) - known
         if unknown:
             raise LanguageFileError(f"{entry.name}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
-        english = ("name", "words", "phrases")  # not phrase lists of the language rule
-        lists = {k: tuple(str(p) for p in v) for k, v in data.items() if k not in english}
+        not_phrases = ("name", "words", "phrases")  # not phrase lists of the language rule
+        lists = {k: tuple(str(p) for p in v) for k, v in data.items() if k not in not_phrases}
         found.append(Language(code=entry.name.removesuffix(".toml"), name=str(data.get("name", "")), **lists))
     return tuple(found)
 
