@@ -101,7 +101,6 @@ from scopebench.parsing.vocabulary import (
     OBJECT_NUMBERS,
     ORDINAL_OBJECT,
     ORDINAL_WORDS,
-    SHORT,
     SWITCH,
     TAG,
     TEXT_THEN_LABEL,
@@ -319,7 +318,7 @@ def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         if not clauses.not_asserted(m.start()):
             # placed at the label, after its interjections ("Hmm, no. A."), which may be markers
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=at))
-    for m in (*INTRO.finditer(text), *SHORT.finditer(text), *HEDGED_LEAD.finditer(text)):
+    for m in (*INTRO.finditer(text), *english().short.finditer(text), *HEDGED_LEAD.finditer(text)):
         if LABEL_WORD.search(m.group(1)) is None:
             c = _read_answer(text[m.end() : m.end() + WINDOW], ctx, loose=False, strict_case=True)
             if c is not None and len(c.labels) == 1:

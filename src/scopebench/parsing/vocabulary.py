@@ -301,6 +301,25 @@ def _prefix() -> re.Pattern[str]:
     )
 
 
+def _short() -> re.Pattern[str]:
+    """A short sentence ending in a label right after a verb or particle of choosing.
+
+    At most eight words, the word before the label being one of en.toml's ``short_verb`` ("I
+    suppose D.", "I'd probably go with C.", "This appears to be D."; never a noun: "The signal is
+    in panel C.", "It is vitamin D."), none of ``short_doubt`` in the sentence (negation,
+    condition, alternative, mere possibility) and no other label.
+    """
+    return re.compile(
+        r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
+        r"(?![^.!?\n]*(?<![\w'])(?i:" + _one_of("short_doubt") + r")(?![\w']))"
+        r"(?![^.!?\n]*n't)"
+        r"(?P<lead>(?:[\w']+[ \t]+){0,7}?)"
+        r"(?i:" + _one_of("short_verb") + r")[ \t]+"
+        r"(?=(?:(?i:option|choice|letter)[ \t]+)?\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
+        re.M,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class English:
     """The English answer patterns, compiled from ``languages/en.toml`` (:func:`english`).
@@ -312,6 +331,7 @@ class English:
         reverse_letters: A letter, then a verdict on it ("B is the correct answer").
         reverse_numbers: A number, then a verdict on it ("(2) seems right").
         ordinal_subject: An option named by its place, then a verdict ("The second option is correct").
+        short: A short sentence ending in a label after a verb of choosing ("I suppose D.").
     """
 
     phrase: re.Pattern[str]
@@ -320,6 +340,7 @@ class English:
     reverse_letters: re.Pattern[str]
     reverse_numbers: re.Pattern[str]
     ordinal_subject: re.Pattern[str]
+    short: re.Pattern[str]
 
 
 @folder_cached
@@ -330,7 +351,9 @@ def english() -> English:
         LanguageFileError: When en.toml has an unknown ``[phrases]`` key or a slot naming no list.
     """
     ordinal_subject = re.compile(_ORDINAL + r"(?:\s*\([^()\n]{1,80}\))?" + _verdict())
-    return English(_phrase(), _hedge(), _prefix(), _reverse("letters"), _reverse("numbers"), ordinal_subject)
+    return English(
+        _phrase(), _hedge(), _prefix(), _reverse("letters"), _reverse("numbers"), ordinal_subject, _short()
+    )
 
 
 # A short introductory clause, then a label ending the sentence ("After careful consideration,
@@ -342,24 +365,6 @@ INTRO = re.compile(
     r"(?![^.;:!?\n,]*(?<!\w)(?i:not|no|never|unless|whether|were)(?!\w))"
     r"(?P<intro>[^.;:!?\n,]{3,80}),[ \t]*"
     r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]+[ \t]*)?(?:$|\n|(?<=[.!])[ \t]*\S))",
-    re.M,
-)
-# A short sentence (at most eight words) ending in a label, where the word before the label is a
-# verb or particle of choosing, not a noun ("I suppose D.", "I'd probably go with C.", "This
-# appears to be D."; never "The signal is in panel C." or "It is vitamin D."). No negation,
-# condition, alternative or mere possibility ("could", "might") in it, and no other label.
-SHORT = re.compile(
-    r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
-    r"(?![^.!?\n]*(?<![\w'])(?i:not|no|never|if|unless|whether|without|cannot|either|neither|or|nor|could|might"
-    r"|may|also)(?![\w']))"
-    r"(?![^.!?\n]*n't)"
-    r"(?P<lead>(?:[\w']+[ \t]+){0,7}?)"
-    r"(?i:say|guess|guessing|suppose|be|(?:go|going|goes)\s+with|(?:go|going|opt|opting|vote|voting)\s+for"
-    r"|toward|towards|lean\s+to|choose|choosing|pick|picking|select|selecting|wager|thinking|take"
-    r"|probably|presumably|likely|think|believe|reckon"
-    # "I'd go C.", "I'm answering A.", "Selecting option 4."
-    r"|go|answering|answer|answer\s+with|saying|opting|mark|circle|tick|vote)[ \t]+"
-    r"(?=(?:(?i:option|choice|letter)[ \t]+)?\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
     re.M,
 )
 # A hedged lead-in, then a label ending the sentence ("With moderate confidence: C.", "Hard to be
