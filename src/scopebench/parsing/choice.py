@@ -106,7 +106,6 @@ from scopebench.parsing.vocabulary import (
     TEXT_THEN_LABEL,
     THATS_MINE_LETTERS,
     THATS_MINE_NUMBERS,
-    VERDICT_TEXT,
     WINDOW,
     WRONG_AFTER,
     english,
@@ -238,7 +237,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
 
     for m in english().phrase.finditer(text):
         add(m.start(), m.end(), loose=m["conn"] is not None or m["choose"] is not None)
-    for m in VERDICT_TEXT.finditer(text):
+    for m in english().verdict_text.finditer(text):
         add(m.start(), m.end(), loose=True)
     for m in english().hedge.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True, single=True)

@@ -23,7 +23,16 @@ from scopebench.errors import LanguageFileError
 from scopebench.parsing._language_files import alternation, expand, folder_cached, read_language
 
 #: The keys of en.toml's [phrases], each read by one pattern of :class:`English`.
-PHRASE_KEYS = ("answer", "choose", "hedge", "prefix_key", "prefix_lead", "prefix_clause", "verdict")
+PHRASE_KEYS = (
+    "answer",
+    "choose",
+    "hedge",
+    "prefix_key",
+    "prefix_lead",
+    "prefix_clause",
+    "verdict",
+    "verdict_text",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,21 +257,20 @@ def _hedge() -> re.Pattern[str]:
     return re.compile(r"(?<![\w'])(?:" + _phrasings("hedge") + forms + r")(?![\w'])[ \t]*[:\-]?", re.I | re.X)
 
 
-# Verdicts that name an option by its text ("The most likely diagnosis is squamous cell carcinoma",
-# "most consistent with necrosis", "Diagnosis: necrosis").
-VERDICT_TEXT = re.compile(
-    r"""
+def _verdict_text() -> re.Pattern[str]:
+    """Verdicts that name an option by its text ("The most likely diagnosis is X", "favours X").
+
+    The phrasings are en.toml's ``verdict_text`` (and ``text_verdict_adjective``); here are the
+    forms with up to three free words ("the most likely *underlying diagnosis* is"), a colon, a
+    conclusion's punctuation or a clause's comma.
+    """
+    return re.compile(
+        rf"""
     (?<![\w'])
     (?:
-        (?:the\s+)?(?:most\s+(?:likely|probable|plausible|appropriate|consistent|accurate)|best|final|likely
-          |probable|correct)
-        \s+(?:[a-z]+\s+){0,3}?(?:is|would\s+be)
-      | (?:most|best)\s+consistent\s+with
-      | (?:favou?rs?|points?\s+(?:to|towards?)|supports?\s+a\s+diagnosis\s+of)
-      | (?:best|most\s+accurately)\s+(?:described|classified|characterized|identified)\s+as
-      | (?:best|most\s+likely)\s+(?:explained|represented|accounted\s+for)\s+by
-      | (?:aligns?|corresponds?|agrees?)\s+(?:most\s+closely|best)\s+with
-      | (?:which|this|that)\s+(?:corresponds|matches)(?:\s+to)?
+        (?:the\s+)?{_one_of("text_verdict_adjective")}
+        \s+(?:[a-z]+\s+){{0,3}}?(?:is|would\s+be)
+      | {_phrasings("verdict_text")}
       | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
       # a conclusion naming the option's text ("So this is anaphase.")
       | (?:so|therefore|thus|hence)[ \t]*,?[ \t]+(?:this|it|that)\s+(?:is|must\s+be|would\s+be)
@@ -272,8 +280,8 @@ VERDICT_TEXT = re.compile(
     )
     (?![\w'])
     """,
-    re.I | re.X,
-)
+        re.I | re.X,
+    )
 
 
 def _prefix() -> re.Pattern[str]:
@@ -332,6 +340,7 @@ class English:
         reverse_numbers: A number, then a verdict on it ("(2) seems right").
         ordinal_subject: An option named by its place, then a verdict ("The second option is correct").
         short: A short sentence ending in a label after a verb of choosing ("I suppose D.").
+        verdict_text: Verdicts naming an option by its text ("most consistent with necrosis").
     """
 
     phrase: re.Pattern[str]
@@ -341,6 +350,7 @@ class English:
     reverse_numbers: re.Pattern[str]
     ordinal_subject: re.Pattern[str]
     short: re.Pattern[str]
+    verdict_text: re.Pattern[str]
 
 
 @folder_cached
@@ -352,7 +362,14 @@ def english() -> English:
     """
     ordinal_subject = re.compile(_ORDINAL + r"(?:\s*\([^()\n]{1,80}\))?" + _verdict())
     return English(
-        _phrase(), _hedge(), _prefix(), _reverse("letters"), _reverse("numbers"), ordinal_subject, _short()
+        _phrase(),
+        _hedge(),
+        _prefix(),
+        _reverse("letters"),
+        _reverse("numbers"),
+        ordinal_subject,
+        _short(),
+        _verdict_text(),
     )
 
 
