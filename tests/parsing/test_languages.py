@@ -134,7 +134,7 @@ def test_english_phrases_are_what_the_rules_are_compiled_from(tmp_path: Path) ->
     folder = _package_copy(tmp_path)
     _edit_english(folder, "hedge = [\n", 'hedge = [\n  "the slide {screams} for",\n')
     _edit_english(folder, 'say = ["say",', 'say = ["posit", "say",')
-    _edit_english(folder, "[words]\n", '[words]\nscreams = ["screams", "shouts"]\n')
+    _edit_english(folder, "\n[words]\n", '\n[words]\nscreams = ["screams", "shouts"]\n')
     _edit_english(folder, 'negation_after = ["absent",', 'negation_after = ["nixed", "absent",')
     _edit_english(folder, 'walk_no = ["absent",', 'walk_no = ["nah", "absent",')
     replies = {
