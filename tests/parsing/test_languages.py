@@ -176,6 +176,18 @@ def test_unknown_slot_or_key_in_a_language_file_is_an_error(
     assert all(part in str(err.value) for part in named), str(err.value)
 
 
+def test_english_tables_in_another_language_file_are_refused(tmp_path: Path) -> None:
+    # Catches: a [phrases] or [words] table in de.toml (en.toml copied as a template) silently
+    # ignored, since only en.toml's are compiled.
+    folder = _package_copy(tmp_path)
+    (folder / "de.toml").write_text(
+        (folder / "de.toml").read_text(encoding="utf-8") + '\n[phrases]\nhedge = ["ich sage"]\n',
+        encoding="utf-8",
+    )
+    with languages_from(folder), pytest.raises(LanguageFileError, match=r"de\.toml.*phrases.*en\.toml only"):
+        parse_choice("The cells are round.", FOUR)
+
+
 @pytest.mark.parametrize(
     ("phrasing", "matches", "misses"),
     [

@@ -58,7 +58,10 @@ def _english_file() -> _EnglishFile:
 def _lists(data: dict[str, Any], table: str) -> dict[str, tuple[str, ...]]:
     """The lists of strings of ``data[table]``; anything else is refused, naming the key."""
     found: dict[str, tuple[str, ...]] = {}
-    for key, entries in data.get(table, {}).items():
+    lists = data.get(table, {})
+    if not isinstance(lists, dict):
+        raise LanguageFileError(f"en.toml: [{table}] must be a table of lists, not {lists!r}")
+    for key, entries in lists.items():
         if not isinstance(entries, list) or not all(isinstance(e, str) and e.strip() for e in entries):
             raise LanguageFileError(
                 f"en.toml: [{table}] {key} must be a list of non-empty strings, not {entries!r}"

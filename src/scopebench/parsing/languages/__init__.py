@@ -97,9 +97,10 @@ def load_languages(folder: Traversable) -> tuple[Language, ...]:
         LanguageFileError: When a file has a key :class:`Language` does not know (a typo would
             otherwise silently drop its phrases).
     """
-    # "words" and "phrases": the English rules' vocabulary and phrasings (en.toml), read by
-    # scopebench.parsing.vocabulary
-    known = {f.name for f in fields(Language)} - {"code"} | {"words", "phrases"}
+    known = {f.name for f in fields(Language)} - {"code"}
+    # "words" and "phrases": the English rules' vocabulary and phrasings, read from en.toml only
+    # (scopebench.parsing.vocabulary); in another file they would be silently ignored
+    english = {"words", "phrases"}
     found: list[Language] = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".toml"):
@@ -108,9 +109,13 @@ def load_languages(folder: Traversable) -> tuple[Language, ...]:
             data = tomllib.loads(entry.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as e:
             raise LanguageFileError(f"{entry.name}: not valid TOML ({e}); fix the file's syntax") from e
-        unknown = set(data) - known
+        allowed = known | english if entry.name == "en.toml" else known
+        unknown = set(data) - allowed
         if unknown:
-            raise LanguageFileError(f"{entry.name}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+            raise LanguageFileError(
+                f"{entry.name}: unknown keys {sorted(unknown)}; known: {sorted(allowed)}"
+                + (" ([words] and [phrases] are read from en.toml only)" if unknown & english else "")
+            )
         not_phrases = ("name", "words", "phrases")  # not phrase lists of the language rule
         lists = {k: tuple(str(p) for p in v) for k, v in data.items() if k not in not_phrases}
         found.append(Language(code=entry.name.removesuffix(".toml"), name=str(data.get("name", "")), **lists))
