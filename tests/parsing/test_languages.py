@@ -176,6 +176,19 @@ def test_unknown_slot_or_key_in_a_language_file_is_an_error(
     assert all(part in str(err.value) for part in named), str(err.value)
 
 
+def test_a_folder_without_en_toml_is_refused(tmp_path: Path) -> None:
+    # Catches: languages_from on a folder holding only a new language file failing with a bare
+    # FileNotFoundError (or reading English from nowhere) instead of saying what to copy.
+    (tmp_path / "nl.toml").write_text(
+        'name = "Dutch"\nrefusal = ["ik kan het niet zeggen"]\n', encoding="utf-8"
+    )
+    with (
+        languages_from(tmp_path),
+        pytest.raises(LanguageFileError, match=r"en\.toml.*copy the package's files"),
+    ):
+        parse_choice("Het antwoord is C.", FOUR)
+
+
 def test_english_tables_in_another_language_file_are_refused(tmp_path: Path) -> None:
     # Catches: a [phrases] or [words] table in de.toml (en.toml copied as a template) silently
     # ignored, since only en.toml's are compiled.

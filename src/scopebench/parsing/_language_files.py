@@ -45,10 +45,16 @@ def read_language(name: str) -> dict[str, Any]:
     """The parsed TOML of the language file ``name`` (``"en.toml"``) in :func:`language_folder`.
 
     Raises:
-        LanguageFileError: When the file is not valid TOML.
+        LanguageFileError: When the file is missing or not valid TOML.
     """
+    path = language_folder() / name
+    if not path.is_file():
+        raise LanguageFileError(
+            f"{name} is not in {language_folder()}: a folder given to languages_from needs every "
+            "language file the parser reads (copy the package's files next to yours)"
+        )
     try:
-        return tomllib.loads((language_folder() / name).read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise LanguageFileError(f"{name}: not valid TOML ({e}); fix the file's syntax") from e
 
