@@ -14,6 +14,7 @@ __all__ = [
     "DataFormatError",
     "DataNotFoundError",
     "ImageLoadError",
+    "LanguageFileError",
     "MissingDependencyError",
     "ModelError",
     "ModelSpecError",
@@ -53,6 +54,10 @@ class UnsafePathError(ScopebenchError):
 
 class ImageLoadError(ScopebenchError):
     """An image could not be opened or decoded."""
+
+
+class LanguageFileError(ScopebenchError, ValueError):
+    """A parser language file (``parsing/languages/<code>.toml``) has an unknown key or slot."""
 
 
 class ModelSpecError(ScopebenchError):

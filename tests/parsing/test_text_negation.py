@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from scopebench.parsing import parse_choice
-from scopebench.parsing._text import _NEG_AFTER, _NEG_BEFORE, _is_negation
+from scopebench.parsing._text import _cues, _is_negation
 
 TUMOURS = ["Lymphoma", "Adenocarcinoma", "Carcinoid tumour", "Melanoma"]
 MICROSCOPY = ["Phase contrast", "Differential interference contrast", "Fluorescence", "Dark field"]
@@ -76,13 +76,13 @@ def test_first_token_has_no_left_neighbour() -> None:
     # _is_negation 10, 20, 31 (i >= 0): at token 0, tokens[i - 1] is the reply's LAST token.
     # Tested on the helper: a public reply must open with "differential"/"t"/"out" and end with
     # a determiner/contraction stem/rule verb, which no reply shape we know does.
-    assert not _is_negation(["differential", "contrast", "the"], 0, _NEG_AFTER)
-    assert not _is_negation(["t", "cells", "isn"], 0, _NEG_BEFORE)
-    assert not _is_negation(["out", "of", "rule"], 0, _NEG_BEFORE)
+    assert not _is_negation(["differential", "contrast", "the"], 0, _cues().after)
+    assert not _is_negation(["t", "cells", "isn"], 0, _cues().before)
+    assert not _is_negation(["out", "of", "rule"], 0, _cues().before)
     # ...while the same words after their neighbour are negations
-    assert _is_negation(["in", "the", "differential"], 2, _NEG_AFTER)
-    assert _is_negation(["isn", "t", "lymphoma"], 1, _NEG_BEFORE)
-    assert _is_negation(["rule", "out", "lymphoma"], 1, _NEG_BEFORE)
+    assert _is_negation(["in", "the", "differential"], 2, _cues().after)
+    assert _is_negation(["isn", "t", "lymphoma"], 1, _cues().before)
+    assert _is_negation(["rule", "out", "lymphoma"], 1, _cues().before)
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scopebench.parsing._language_files import folder_cached
 from scopebench.parsing.vocabulary import english_words
 
 # emoji and pictographs that chat models put after an answer ("The answer is B 😀",
@@ -240,12 +241,42 @@ def named_options(
 
 # --- ruling out --------------------------------------------------------------------------------
 
-# Words that, earlier in the same clause, make an option's mention a ruling-out ("not X", "no
-# evidence of X", "rather than X", "X is more likely than Y" for Y, "rules out X").
-_NEG_BEFORE = english_words("negation_before")
-# Words shortly after a mention, in the same clause, that rule it out ("X is unlikely", "X is not
-# seen", "X can be ruled out", "X isn't present").
-_NEG_AFTER = english_words("negation_after")
+
+@dataclass(frozen=True, slots=True)
+class _Cues:
+    """The word sets of ``en.toml``'s ``[words]`` that rule a mention out or make it a hypothesis.
+
+    Attributes:
+        before: Earlier in the same clause, they make an option's mention a ruling-out ("not X",
+            "no evidence of X", "rather than X", "X is more likely than Y" for Y, "rules out X").
+        after: Shortly after a mention, in the same clause, they rule it out ("X is unlikely", "X
+            is not seen", "X can be ruled out", "X isn't present").
+        contractions: Tokens before "t" that form a negative contraction once the apostrophe is
+            split off.
+        not_asserted: Before an answer phrase, they keep it from committing: ``before`` and the
+            conditionals ("If it is A, …").
+        conditionals: They make what follows them a hypothesis, within the same sentence.
+    """
+
+    before: frozenset[str]
+    after: frozenset[str]
+    contractions: frozenset[str]
+    not_asserted: frozenset[str]
+    conditionals: frozenset[str]
+
+
+@folder_cached
+def _cues() -> _Cues:
+    before = english_words("negation_before")
+    return _Cues(
+        before=before,
+        after=english_words("negation_after"),
+        contractions=english_words("negative_contractions"),
+        not_asserted=before | {"if", "whether", "unless", "suppose", "assuming", "doubt"},
+        conditionals=english_words("conditionals"),
+    )
+
+
 _DETERMINERS = frozenset({"the", "a", "my", "our", "this"})
 # "The features of X include …": X is the topic of a description, not the verdict. The noun must
 # open its sentence (after at most two words: "The typical features of X").
@@ -255,17 +286,11 @@ _ATTRIBUTES = frozenset(
         "definition", "differential", "signs", "findings", "appearance", "mimics",
     }
 )  # fmt: skip
-#: Tokens before "t" that form a negative contraction once the apostrophe is split off.
-_NEG_CONTRACTIONS = english_words("negative_contractions")
-# Before an answer phrase, conditionals also keep it from committing ("If it is A, …").
-_NOT_ASSERTED = _NEG_BEFORE | {"if", "whether", "unless", "suppose", "assuming", "doubt"}
 #: "and"/"then" before one of these verbs opens a new clause (see :func:`clause_starts`).
 _CHOICE_JOINS = frozenset({"and", "then"})
 _CHOICE_VERBS = frozenset(
     {"choose", "select", "pick", "favour", "favor", "prefer", "settle", "commit", "opt", "land", "go"}
 )
-#: Words that make what follows them a hypothesis, within the same sentence.
-_CONDITIONALS = english_words("conditionals")
 #: After "if", words that make the clause a way of choosing, not a hypothesis ("If I had to
 #: choose, I'd say C", "If forced to pick, C", "If we look closely, the answer is C").
 _FORCED = frozenset({"forced", "pressed", "asked", "pushed", "required", "anything"})
@@ -296,11 +321,11 @@ def _is_negation(tokens: Sequence[str], i: int, cues: frozenset[str]) -> bool:
     word = tokens[i]
     if word in cues:
         return True
-    if word == "differential" and cues is _NEG_AFTER:
+    if word == "differential" and cues is _cues().after:
         # "X is in the differential" keeps X open; "X rather than differential interference
         # contrast" names an option whose text starts with the word.
         return i > 0 and tokens[i - 1] in _DETERMINERS
-    if word == "t" and i > 0 and tokens[i - 1] in _NEG_CONTRACTIONS:
+    if word == "t" and i > 0 and tokens[i - 1] in _cues().contractions:
         return True
     return word == "out" and i > 0 and tokens[i - 1] in _RULE_VERBS
 
@@ -312,7 +337,8 @@ def _so_is(values: Sequence[str], sentences: Sequence[int], start: int) -> bool:
     """Whether the mention at ``start`` follows "so is"/"as is" after a ruling-out in its sentence."""
     if start < 2 or values[start - 2] not in ("so", "as") or values[start - 1] not in _SO_VERBS:
         return False
-    return any(_is_negation(values, i, _NEG_AFTER) for i in range(sentences[start], start - 2))
+    after = _cues().after
+    return any(_is_negation(values, i, after) for i in range(sentences[start], start - 2))
 
 
 def _described(values: Sequence[str], sentences: Sequence[int], start: int) -> bool:
@@ -413,12 +439,15 @@ def ruled_out(
         return True
     first = max(starts[start], start - _BEFORE_SPAN)
     if any(
-        _is_negation(values, i, _NEG_BEFORE) and not _less_than(values, i, start) for i in range(first, start)
+        _is_negation(values, i, _cues().before) and not _less_than(values, i, start)
+        for i in range(first, start)
     ):
         return True
     if _among_others(values, sentences, start):
         return True
-    if any(values[i] in _CONDITIONALS for i in range(max(sentences[start], start - _BEFORE_SPAN), start)):
+    if any(
+        values[i] in _cues().conditionals for i in range(max(sentences[start], start - _BEFORE_SPAN), start)
+    ):
         return True  # "If it is A, we would expect X": X is a hypothesis, not an answer
     if any(values[i] in _GENERIC for i in range(end, min(len(values), end + 3))):
         return True  # "X is typically seen in older patients": a remark about X
@@ -433,7 +462,7 @@ def ruled_out(
             clause = i  # "X, which is not seen": the relative clause still speaks of X
         if i > end and values[i - 1] in ("and", "or") and values[i] == "not":
             break  # "consistent with X and not with Y": the "not" speaks of Y
-        if _is_negation(values, i, _NEG_AFTER):
+        if _is_negation(values, i, _cues().after):
             return True
     return False
 
@@ -467,7 +496,8 @@ def question_sentences(text: str, tokens: Sequence[Token], sentences: Sequence[i
 
 def negated_after(words: Sequence[str], end: int) -> bool:
     """Whether a ruling-out word follows shortly after ``words[:end]`` (one clause's tokens)."""
-    return any(_is_negation(words, i, _NEG_AFTER) for i in range(end, min(len(words), end + _AFTER_SPAN)))
+    after = _cues().after
+    return any(_is_negation(words, i, after) for i in range(end, min(len(words), end + _AFTER_SPAN)))
 
 
 _VERDICT_GAP = re.compile(r"[ \t]*(?:[:?]|[ \t]-)[ \t]*\Z")
@@ -511,7 +541,8 @@ class ClauseIndex:
         if _CLAUSE_GAP.search(self._text, self._tokens[idx - 1].end, pos):
             return False
         first = max(self._starts[idx - 1], idx - _BEFORE_SPAN)
-        return any(_is_negation(self._values, i, _NOT_ASSERTED) for i in range(first, idx))
+        not_asserted = _cues().not_asserted
+        return any(_is_negation(self._values, i, not_asserted) for i in range(first, idx))
 
     def _conditional(self, i: int) -> bool:
         """Whether token ``i`` opens a hypothesis.
@@ -520,7 +551,7 @@ class ClauseIndex:
         mistaken", "Even if …" (a concession) or "Regardless of whether …".
         """
         values = self._values
-        if values[i] not in _CONDITIONALS or (i > 0 and values[i - 1] in _CONCESSIVE):
+        if values[i] not in _cues().conditionals or (i > 0 and values[i - 1] in _CONCESSIVE):
             return False
         after = values[i + 1 : i + 3]
         if values[i] == "unless" and after[:1] == ["i"]:

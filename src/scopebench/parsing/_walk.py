@@ -47,8 +47,6 @@ _SEG_LETTERS = re.compile(
 _SEG_NUMBERS = re.compile(
     _START + r"(?:\((?P<a>\d{1,2})\)|(?P<b>\d{1,2})[.):]|(?P<e>\d{1,2})" + _GLOSSED + r")(?=[ \t])", re.M
 )
-_POSITIVE = english_words("walk_yes")
-_NEGATIVE = english_words("walk_no")
 #: Longest walk-through looked at: bounded, so the rule stays linear.
 _WALK_LIMIT = 20_000
 
@@ -93,9 +91,10 @@ def _verdict(words: list[str], idx: int, options: Sequence[tuple[str, ...]]) -> 
         words = words[len(own) :]  # the option's own text may hold "no"/"true" ("No change")
     elif any(o and tuple(words[: len(o)]) == o for o in options):
         return None  # a label followed by another option's text contradicts itself
-    if any(w in _NEGATIVE for w in words):
+    negative, positive = english_words("walk_no"), english_words("walk_yes")
+    if any(w in negative for w in words):
         return "no"
-    if any(w in _POSITIVE for w in words):
+    if any(w in positive for w in words):
         return "yes"
     return None
 

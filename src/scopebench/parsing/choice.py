@@ -17,7 +17,8 @@ are reported, not mapped.
 The rules are the named units of :data:`RULES`, in precedence order; the first that decides wins
 (also when it decides that no single option was chosen). Each says what it reads and why;
 docs/parser.md lists them with examples and figures (``tests/parsing/test_rules.py`` checks that
-the page and the list agree). Languages other than English are data (:mod:`.languages`).
+the page and the list agree). Every language's phrases are data (:mod:`.languages`; English's
+are compiled by :func:`.vocabulary.english`).
 
 Guards that apply throughout: an English "a"/"A" or pronoun "I" inside a sentence is not a label
 ("A cell shows…", "I'd say B"); lower-case letters count only in explicit forms; a label directly
@@ -87,7 +88,6 @@ from scopebench.parsing.vocabulary import (
     DOUBTED,
     EXPLICIT,
     FILLER,
-    HEDGE,
     HEDGED_LEAD,
     INTRO,
     JOINED,
@@ -100,21 +100,15 @@ from scopebench.parsing.vocabulary import (
     OBJECT_LETTERS,
     OBJECT_NUMBERS,
     ORDINAL_OBJECT,
-    ORDINAL_SUBJECT,
     ORDINAL_WORDS,
-    PHRASE,
-    PREFIX,
-    REVERSE_LETTERS,
-    REVERSE_NUMBERS,
-    SHORT,
     SWITCH,
     TAG,
     TEXT_THEN_LABEL,
     THATS_MINE_LETTERS,
     THATS_MINE_NUMBERS,
-    VERDICT_TEXT,
     WINDOW,
     WRONG_AFTER,
+    english,
 )
 
 __all__ = ["PARSER_VERSION", "RULES", "LabelStyle", "ParseResult", "parse_choice"]
@@ -188,7 +182,7 @@ def _answer_markers(text: str, ctx: _Ctx) -> ParseResult | None:
     for m in (*TAG.finditer(text), *BOXED.finditer(text)):
         body = m["body"][:WINDOW]
         # "<ANSWER>Answer: B</ANSWER>": an answer phrase nested in the tag; its label is the answer.
-        nested = PHRASE.match(body, skip_space(body, 0))
+        nested = english().phrase.match(body, skip_space(body, 0))
         if nested is not None and nested["conn"] is not None:
             body = body[nested.end() :]
         c = _read_answer(body, ctx)
@@ -241,13 +235,13 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
             # is B, but …") then stands before the answer, as it does in the reply.
             found.append(_Commit(commit.labels, commit.conflict, end))
 
-    for m in PHRASE.finditer(text):
+    for m in english().phrase.finditer(text):
         add(m.start(), m.end(), loose=m["conn"] is not None or m["choose"] is not None)
-    for m in VERDICT_TEXT.finditer(text):
+    for m in english().verdict_text.finditer(text):
         add(m.start(), m.end(), loose=True)
-    for m in HEDGE.finditer(text):
+    for m in english().hedge.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True, single=True)
-    for m in PREFIX.finditer(text):
+    for m in english().prefix.finditer(text):
         add(m.start(), m.end(), loose=False, strict_case=True, single=True, at_end=True)
     for m in CHINESE.finditer(text):
         add(m.start(), m.end(), loose=False)
@@ -255,7 +249,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         raw = str(m["c"] or m.groupdict().get("d"))
         if raw.isdigit() == (ctx.style == "numbers") and not clauses.not_asserted(m.start()):
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=m.start()))
-    for m in ORDINAL_SUBJECT.finditer(text):
+    for m in english().ordinal_subject.finditer(text):
         label = _ordinal_label(m, ctx)
         if (
             label is not None
@@ -263,7 +257,7 @@ def _phrase_commits(text: str, ctx: _Ctx) -> list[_Commit]:
             and not ALTERNATIVE_BEFORE.search(text, max(0, m.start() - 12), m.start())
         ):
             found.append(_Commit((label,), pos=m.start()))
-    reverse = REVERSE_LETTERS if ctx.style == "letters" else REVERSE_NUMBERS
+    reverse = english().reverse_letters if ctx.style == "letters" else english().reverse_numbers
     objects = OBJECT_LETTERS if ctx.style == "letters" else OBJECT_NUMBERS
     mine = THATS_MINE_LETTERS if ctx.style == "letters" else THATS_MINE_NUMBERS
     for m in (*reverse.finditer(text), *objects.finditer(text), *mine.finditer(text)):
@@ -323,7 +317,7 @@ def _lone_commits(text: str, ctx: _Ctx) -> list[_Commit]:
         if not clauses.not_asserted(m.start()):
             # placed at the label, after its interjections ("Hmm, no. A."), which may be markers
             found.append(_Commit((raw.upper() if ctx.style == "letters" else str(int(raw)),), pos=at))
-    for m in (*INTRO.finditer(text), *SHORT.finditer(text), *HEDGED_LEAD.finditer(text)):
+    for m in (*INTRO.finditer(text), *english().short.finditer(text), *HEDGED_LEAD.finditer(text)):
         if LABEL_WORD.search(m.group(1)) is None:
             c = _read_answer(text[m.end() : m.end() + WINDOW], ctx, loose=False, strict_case=True)
             if c is not None and len(c.labels) == 1:

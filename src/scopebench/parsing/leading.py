@@ -34,12 +34,12 @@ from scopebench.parsing.vocabulary import (
     INLINE_NUMBERS,
     INTERJECTION,
     NOUN_BEFORE,
-    REASON_WORDS,
     REST_OK,
     SENTENCE_CUT,
     TENTATIVE,
     TRAILING_LABEL,
     WRONG_AFTER,
+    english_words,
 )
 
 __all__ = [
@@ -58,7 +58,7 @@ __all__ = [
 def reason_follows(text: str, read: LabelRead) -> bool:
     """Whether the word after a label is a reason ("B because …"), not a remark ("B is wrong")."""
     word = text[read.end :].split(None, 1)
-    return bool(word) and word[0].casefold() in REASON_WORDS
+    return bool(word) and word[0].casefold() in english_words("reason")
 
 
 def accepts(read: LabelRead, ctx: _Ctx, *, loose: bool) -> bool:

@@ -5,21 +5,69 @@ name (answer phrases, hedges, markers, labels), so no private name crosses modul
 pattern's comment says what it matches and why. All are bounded or anchored so parsing stays
 linear in the reply's length; a helper pattern used only inside this module keeps a leading
 underscore.
+
+The English answer phrases, hedges, prefixes and verdicts are data: :func:`english` compiles them
+from ``languages/en.toml``'s ``[phrases]`` (phrasings with slots, :func:`._language_files.expand`)
+and ``[words]`` (the slot lists), adding here only what a phrase list cannot say: label shapes,
+sentence starts, lookarounds, JSON keys and the punctuation after a phrase (docs/parser.md,
+"Languages").
 """
 
 from __future__ import annotations
 
 import re
-import tomllib
-from functools import cache
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Any
+
+from scopebench.errors import LanguageFileError
+from scopebench.parsing._language_files import alternation, expand, folder_cached, read_language
+
+#: The keys of en.toml's [phrases], each read by one pattern of :class:`English`.
+PHRASE_KEYS = (
+    "answer",
+    "choose",
+    "hedge",
+    "prefix_key",
+    "prefix_lead",
+    "prefix_clause",
+    "verdict",
+    "verdict_text",
+)
 
 
-@cache
-def _english() -> dict[str, tuple[str, ...]]:
-    # Read by path, not through the languages package, which imports the rules built from it.
-    data = tomllib.loads((Path(__file__).parent / "languages" / "en.toml").read_text(encoding="utf-8"))
-    return {key: tuple(str(w) for w in words) for key, words in data.get("words", {}).items()}
+@dataclass(frozen=True, slots=True)
+class _EnglishFile:
+    words: dict[str, tuple[str, ...]]
+    phrases: dict[str, tuple[str, ...]]
+
+
+@folder_cached
+def _english_file() -> _EnglishFile:
+    """``en.toml``'s ``[words]`` and ``[phrases]``, checked: every key known, every value a list."""
+    data = read_language("en.toml")
+    words, phrases = _lists(data, "words"), _lists(data, "phrases")
+    unknown = set(phrases) - set(PHRASE_KEYS)
+    if unknown:
+        raise LanguageFileError(
+            f"en.toml: unknown keys {sorted(unknown)} in [phrases]; known: {list(PHRASE_KEYS)} "
+            "(a new kind of phrase needs a rule that reads it: scopebench/parsing/vocabulary.py)"
+        )
+    return _EnglishFile(words, phrases)
+
+
+def _lists(data: dict[str, Any], table: str) -> dict[str, tuple[str, ...]]:
+    """The lists of strings of ``data[table]``; anything else is refused, naming the key."""
+    found: dict[str, tuple[str, ...]] = {}
+    lists = data.get(table, {})
+    if not isinstance(lists, dict):
+        raise LanguageFileError(f"en.toml: [{table}] must be a table of lists, not {lists!r}")
+    for key, entries in lists.items():
+        if not isinstance(entries, list) or not all(isinstance(e, str) and e.strip() for e in entries):
+            raise LanguageFileError(
+                f"en.toml: [{table}] {key} must be a list of non-empty strings, not {entries!r}"
+            )
+        found[key] = tuple(entries)
+    return found
 
 
 def english_phrases(key: str) -> tuple[str, ...]:
@@ -28,17 +76,36 @@ def english_phrases(key: str) -> tuple[str, ...]:
     Raises:
         KeyError: When en.toml has no such list (a renamed key would otherwise read as empty).
     """
-    return _english()[key]
+    return _english_file().words[key]
+
+
+@folder_cached
+def _word_sets() -> dict[str, frozenset[str]]:
+    return {key: frozenset(words) for key, words in _english_file().words.items()}
 
 
 def english_words(key: str) -> frozenset[str]:
-    """The words under ``key`` of ``languages/en.toml``'s ``[words]``, as a set (:func:`english_phrases`)."""
-    return frozenset(english_phrases(key))
+    """The words under ``key`` of ``languages/en.toml``'s ``[words]``, as a set (:func:`english_phrases`).
+
+    The same set object until :func:`.languages_from` changes the folder, so a rule may fetch it
+    once per reply.
+
+    Raises:
+        KeyError: When en.toml has no such list.
+    """
+    return _word_sets()[key]
 
 
-def alternation(phrases: tuple[str, ...]) -> str:
-    """A non-capturing group matching any of ``phrases`` in order; a space matches any whitespace."""
-    return "(?:" + "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in phrases) + ")"
+def _phrasings(key: str) -> str:
+    """The alternation of en.toml's ``[phrases]`` ``key``, slots expanded, in order (none: no match)."""
+    english = _english_file()
+    forms = [expand(p, english.words, where=f"en.toml [phrases] {key}") for p in english.phrases.get(key, ())]
+    return "(?:" + "|".join(forms) + ")" if forms else "(?!)"
+
+
+def _one_of(key: str) -> str:
+    """Any entry of en.toml's ``[words]`` ``key``, in order (a space matches any whitespace)."""
+    return alternation(english_phrases(key))
 
 
 # also <final_answer> and <ans> tags; BBCode-style "[ANSWER] D [/ANSWER]"
@@ -49,84 +116,44 @@ TAG = re.compile(
 )
 BOXED = re.compile(r"\\boxed\s*\{(?P<body>[^{}]*)\}")
 
-_QUALIFIER = alternation(english_phrases("answer_qualifier"))
-PHRASE = re.compile(
-    rf"""
+
+def _phrase() -> re.Pattern[str]:
+    """Answer phrases ("The answer is", "My final answer:", "I'd go with", "Changing from A to D").
+
+    The group ``conn`` is the connector after the phrase ("is", ":"), ``choose`` a choice in the
+    first person; with either, option text after the phrase is read too.
+    """
+    change = _one_of("change")
+    return re.compile(
+        rf"""
     (?<![\w<>/])                       # not inside a word or an <ANSWER> tag name
     (?:
-        (?:{_QUALIFIER}[\s_]+)*answers?  # also the JSON key "final_answer"
-        (?:\s+here|\s+to\s+(?:the|this)\s+question|\s+after\s+(?:review|reflection|reconsideration|consideration))?
-        (?:\s+(?:choice|option|letter))?
-      | (?:(?:the|my|our)\s+)?(?:final|correct|best|right|true|appropriate
-        |only\s+(?:remaining|viable|surviving)  # "The only remaining option is D"
-        |most\s+(?:likely|appropriate|reasonable|plausible|defensible|probable|accurate|fitting)
-        |likeliest)  # "The likeliest option is A"
-        \s+(?:(?:letter|option)/(?:number|letter|option)|options?|choices?|response|one|letter|label)(?:\s+here)?
-      | (?P<choose>\bI(?:'d|'ll|\s+would|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)?\s+
-          (?:(?:probably|tentatively|likely|definitely|still|ultimately|personally|rather|now|therefore)\s+)?
-          (?:choose|select|pick|go\s+with)
-        | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|selecting|picking|opting\s+for)
-        | (?:change|changing|switch|switching)\s+(?:(?:my\s+)?answer|it|that)\s+to
+        (?:{_one_of("answer_qualifier")}[\s_]+)*answers?  # also the JSON key "final_answer"
+        (?:\s+{_one_of("answer_tail")})?
+        (?:\s+{_one_of("answer_kind")})?
+      | {_phrasings("answer")}
+      | (?P<choose>{_phrasings("choose")}
         # "Changing from A to D"
-        | (?:change|changing|switch|switching)(?:\s+(?:(?:my\s+)?answer|it|that))?
+        | {change}(?:\s+{_one_of("change_what")})?
           \s+from\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{{1,2}}[)\]]?\s+to
         # "I'll change A to B"
-        | (?:change|changing|switch|switching)\s+(?:options?\s+)?[(\[]?[A-Z0-9]{{1,2}}[)\]]?\s+to)
+        | {change}\s+(?:options?\s+)?[(\[]?[A-Z0-9]{{1,2}}[)\]]?\s+to)
     )
     (?![\w>])
     ["']?[ \t]*                       # a JSON key: {{"answer": "C"}}
     (?P<conn>
-        (?:is|are|would\s+be|should\s+be|will\s+be|must\s+be|ha(?:s|ve)\s+to\s+be|seems\s+to\s+be|appears\s+to\s+be)\b
+        {_one_of("answer_verb")}\b
         [ \t]*[:\-]?
       | [:=]|->|=>|→|-(?!\w)
     )?
     """,
-    re.I | re.X,
-)
-# "B is the correct answer" / "(B) is correct." — an upper-case or bracketed label first. The
-# lookahead keeps "A is correct in stating…" (a remark about one option) out.
-_VERDICT = (
-    r"(?!\w)\s+(?:(?i:is|would\s+be|seems(?:\s+to\s+be)?|looks|appears(?:\s+to\s+be)?)\s+"
-    r"(?i:(?:probably|likely|most\s+likely|clearly|definitely|certainly)\s+)?(?i:the\s+|my\s+|our\s+)?"
-    r"(?i:(?:plausible|reasonable|possible)\s+and\s+)?(?:"  # "E seems plausible and most likely"
-    # never plain "consistent" (one remark of a walk) or "plausible" (a possibility)
-    r"(?i:most\s+(?:consistent|compatible|plausible|defensible|reasonable)"
-    # "C (4) is more consistent." — never before "than" (the lookahead below)
-    r"|more\s+(?:consistent|compatible|likely|plausible|fitting)"
-    r"|(?:most\s+)?(?:correct|right|best|better|safest|appropriate|accurate|likely|probable|strongest|final)"
-    # "D is the best fit", "C seems the likeliest", "B is the closest match", "A is my top pick"
-    r"|likeliest|closest|top|leading|most\s+fitting|strongest)"
-    r"(?:\s+(?i:answer|option|choice|one|candidate|pick|fit|match|bet|guess|call|estimate))?"
-    r"|(?i:(?:tentative|preferred|favou?red|top)\s+)?(?i:answer|one|pick|choice|guess|bet|hunch|instinct|inclination"
-    r"|call|vote|response|reply|selection))"
-    r"|(?i:feels|sounds)\s+(?i:right|correct|best)|(?i:fits|matches)\s+(?i:the\s+)?(?i:best|better)|(?i:remains)"
-    r"|(?i:best|most\s+closely)\s+(?i:fits|matches)|(?i:stands\s+out)(?:\s+(?i:as\s+(?:correct|the\s+answer|best)))?"
-    r"|(?i:does)|(?i:gets\s+my\s+vote)|(?i:makes\s+(?:the\s+)?most\s+sense)"
-    # "C is what I'd choose", "2 is what I would go with"
-    r"|(?i:is\s+(?:what|the\s+one|the\s+option|the\s+letter)\s+I(?:'d|\s+would|'ll|\s+will)?\s+"
-    r"(?:choose|pick|select|go\s+with|say|answer))"
-    # "B is what the image shows."
-    r"|(?i:is\s+what\s+the\s+(?:image|figure|micrograph|panel|slide|section|data|plot)\s+shows))"
-    r"(?:\s+(?i:to\s+me|here|overall|(?:with|for)\s+(?:the|these|this|those|all|our)(?:\s+[\w-]+){1,3}))?"
-    r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
-)
+        re.I | re.X,
+    )
+
+
 # the label's option text in brackets between a label and its verdict ("C (4) is more
 # consistent"); the caller checks that it is the label's own text.
 _GLOSS = r"(?:[ \t]+\((?P<gl>[^()\n]{1,60})\))?"
-REVERSE_LETTERS = re.compile(
-    r"(?<![\w'])(?:(?i:options?|choices?)\s*)?(?:\((?P<a>[A-Za-z])\)|\[(?P<b>[A-Za-z])\]|(?P<c>[A-Z]))"
-    + _GLOSS
-    + _VERDICT
-)
-REVERSE_NUMBERS = re.compile(
-    r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*\#?\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
-    # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
-    # or after an introductory comma ("Looking at the blot, 2 stands out.") or ", but", never in a
-    # list ("1, 2")
-    r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t])"
-    r"|(?<=,\sbut\s))(?P<d>\d{1,2}))" + _GLOSS + _VERDICT,
-    re.M,
-)
 # An option named by its place ("the second option", "the last choice"): as the subject
 # of a verdict ("The second option is correct") or as what an answer phrase names ("I'd go with
 # the third option"). Never "the final answer" (not a place) and never "one" (too vague).
@@ -135,8 +162,42 @@ _ORDINAL = (
     r"(?<![\w'])(?i:the\s+(?P<ord>first|second|third|fourth|fifth|sixth|last)\s+(?:listed\s+)?"
     r"(?:option|choice|alternative))"
 )
-ORDINAL_SUBJECT = re.compile(_ORDINAL + r"(?:\s*\([^()\n]{1,80}\))?" + _VERDICT)
 ORDINAL_OBJECT = re.compile(_ORDINAL + r"(?![\w'])(?!\s+(?i:is|was|would|seems|looks|and|or)\b)")
+
+
+def _verdict() -> str:
+    """A verdict after a label ("B is the correct answer", "(B) is correct.", "C stands out").
+
+    The phrasings are en.toml's ``verdict``; here are the space before them, what may close them
+    ("to me", "for these findings") and the lookahead that keeps "A is correct in stating…" (a
+    remark about one option) out. Labels stay case-sensitive, the verdict's words do not.
+    """
+    return (
+        r"(?!\w)\s+(?i:" + _phrasings("verdict") + ")"
+        r"(?:\s+(?i:to\s+me|here|overall|(?:with|for)\s+(?:the|these|this|those|all|our)(?:\s+[\w-]+){1,3}))?"
+        r"(?=\s*(?:[.!,;:\n]|$|(?i:because|since|as|given)\b))"
+    )
+
+
+def _reverse(style: str) -> re.Pattern[str]:
+    """A label, perhaps with its text in brackets, then a verdict (:func:`_verdict`)."""
+    if style == "letters":  # an upper-case or bracketed letter
+        label = (
+            r"(?<![\w'])(?:(?i:options?|choices?)\s*)?"
+            r"(?:\((?P<a>[A-Za-z])\)|\[(?P<b>[A-Za-z])\]|(?P<c>[A-Z]))"
+        )
+        return re.compile(label + _GLOSS + _verdict())
+    label = (
+        r"(?<![\w'])(?:(?:(?i:options?|choices?)\s*\#?\s*)(?P<c>\d{1,2})|\((?P<a>\d{1,2})\)|\[(?P<b>\d{1,2})\]"
+        # a bare number only opening a sentence or after "I believe/think" ("2 seems right.")
+        # or after an introductory comma ("Looking at the blot, 2 stands out.") or ", but", never in a
+        # list ("1, 2")
+        r"|(?:^|(?<=[.!?:;][ \t])|(?<=\bI\sbelieve\s)|(?<=\bI\sthink\s)|(?<=[A-Za-z],[ \t])"
+        r"|(?<=,\sbut\s))(?P<d>\d{1,2}))"
+    )
+    return re.compile(label + _GLOSS + _verdict(), re.M)
+
+
 # "It might be D; that's my pick.", "(3) - that is my final answer": a label, then a clause that
 # makes it the answer.
 _THATS_MINE = (
@@ -163,103 +224,56 @@ _OBJECT = (
 OBJECT_LETTERS = re.compile(_OBJECT.format(lab="[A-Za-z]", bare="[A-Z]"))
 OBJECT_NUMBERS = re.compile(_OBJECT.format(lab=r"\d{1,2}", bare=r"\d{1,2}"))
 
-# Hedged or first-person commitments ("I would say D", "I believe it's D", "It is probably B", "My
-# choice: C"): only an explicit label may follow, never option text or a bare lower-case letter.
-HEDGE = re.compile(
-    r"""
-    (?<![\w'])
-    (?:
-        I(?:'d|\s+would|\s+will|'ll)?\s+(?:(?:now|still|rather|then|also|personally)\s+)?(?:say|guess|answer)
-      | I\s+(?:believe|think|guess|suspect|feel|reckon)(?:\s+that)?
-      | I(?:'d|'m|\s+am|\s+would|'ll|\s+will)?\s+(?:go\s+for|lean(?:ing)?(?:\s+(?:towards?|for))?
-          |inclined\s+to\s+(?:say|choose|pick|go\s+with)|going\s+to\s+(?:say|go\s+with))
-      | I\s+conclude(?:\s+that)?(?:\s+(?:it|this)(?:'s|\s+is))?
-      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:opt\s+for|venture|hazard(?:\s+a\s+guess(?:\s+of)?)?|meant|mean)
-      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:(?:still|now|rather|then|personally|ultimately)\s+)?
-        (?:settle\s+(?:on|for)|commit\s+to|land\s+on|prefer|favou?r|stick\s+with|stay\s+with|plump\s+for
-          |come\s+down\s+on\s+the\s+side\s+of)
-      | I(?:'m|\s+am)\s+(?:(?:still|now)\s+)?(?:settling\s+(?:on|for)|committing\s+to|landing\s+on
-          |sticking\s+with|staying\s+with|plumping\s+for|coming\s+down\s+on\s+the\s+side\s+of)
-      | I(?:'d|\s+would|'ll|\s+will)?\s+(?:identify|give|mark|pick|choose|select)\s+the\s+answer\s+as
-      | the\s+(?:answer|option|choice|one)\s+I(?:'d|\s+would|'ll|\s+will)?\s+
-        (?:give|choose|pick|go\s+with|favou?r|prefer|select)\s+is
-      | I(?:'m|\s+am)\s+(?:not\s+(?:entirely\s+|completely\s+|100%\s+)?sure|unsure),?\s+but
-      | (?:(?<=\band\s)|(?<=\bthen\s))(?:choose|select|pick|go\s+with)  # "rule out D and choose A"
-      # "Leaning towards **D**, although …", "… makes me go with B"
+
+def _hedge() -> re.Pattern[str]:
+    """Hedged or first-person commitments ("I would say D", "I believe it's D", "My choice: C").
+
+    Only an explicit label may follow, never option text or a bare lower-case letter. The
+    phrasings are en.toml's ``hedge``; the forms below need a sentence start, a label or a
+    preceding word, which a phrasing cannot say.
+    """
+    forms = r"""
+      # "rule out D and choose A"
+      | (?:(?<=\band\s)|(?<=\bthen\s))(?:choose|select|pick|go\s+with)
+      # "Leaning towards **D**, although …"
       | (?:^|(?<=[.!?]\s))leaning\s+(?:towards?|for)
-      | (?:makes?|made)\s+me\s+(?:go\s+with|choose|pick|favou?r|lean\s+towards?)
       # "… X and Y can be excluded, choose D." (after a comma or semicolon only, never
       # a prompt's "Choose A, B, C or D" at a sentence start)
       | (?:(?<=,\s)|(?<=;\s))(?:(?:so|thus|hence|therefore)\s+)?(?:choose|select|pick)
       | (?:^|(?<=[.!?]\s))
         (?:definitely|definitively|certainly|clearly|surely|absolutely|undoubtedly|unquestionably)
-      | let(?:'s|\s+us)\s+go\s+with
-      | (?:my\s+)?(?:instinct|gut|hunch|gut\s+feeling|intuition|feeling|sense)\s+(?:says|tells\s+me)
-      | (?:my|our)\s+(?:gut\s+feeling|intuition|feeling|sense|belief|opinion|view)\s+(?:is|would\s+be)
-      | I(?:'m|\s+am)\s+(?:(?:fairly|pretty|quite|very|reasonably|fully)\s+)?(?:sure|confident|certain)
-        (?:\s+(?:that\s+)?(?:it's|it\s+is))?
-      | (?:gonna|going\s+to)\s+(?:go\s+with|say)
-      | (?:(?:it|this|that)\s+)?(?:looks|seems)\s+like
-      | (?:should|must)\s+be
-      | the\s+(?:option|choice|one|answer)\s+that\s+(?:best\s+)?(?:fits|matches)(?:\s+best)?\s+is
-      | (?:suggests?|indicates?|supports?)(?:\s+that)?
-      | I(?:'d|\s+would|'ll|\s+will)?(?:\s+(?:like|want|have|need)\s+to)?
+      # "I'll change my answer from A to D"
+      | I(?:'d|\s+would|\s+will|'ll)?(?:\s+(?:like|want|have|need)\s+to)?
         \s+(?:revise|change|update|amend|switch)
         (?:\s+(?:my\s+answer|my\s+choice|it|that|this))?
-        (?:\s+from\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?)?\s+to
-      | (?:(?:this|that|which|it)\s+leaves|leaving)(?:\s+(?:us|me)\s+with)?(?:\s+(?:only|just))?
-        (?:\s+(?:options?|choices?))?
-      | (?:leads?|led|points?)\s+(?:me|us)\s+to(?:wards?)?
-      # "the image is best described by option B", "most closely matched by (3)"
-      | (?:best|most\s+(?:accurately|closely|aptly))
-        \s+(?:described|represented|explained|captured|characteri[sz]ed|matched|summari[sz]ed)\s+(?:by|as|with)
-      | (?:my|our)\s+(?:choice|pick|selection|guess|vote|bet|response|hunch|instinct|impression
-          |inclination|leaning|preference|verdict|call|conclusion|estimate|assessment|reading|take|reply
-          |pick\s+here|answer\s+choice)
-        (?:\s+(?:is|would\s+be|(?:goes|would\s+go)\s+to))?
-      # "The reply is B", "The verdict is C", "The selection would be 2"
-      | the\s+(?:reply|response|verdict|selection|pick|call|conclusion|label|letter)
-        \s+(?:is|would\s+be|here\s+is)
-      # "It corresponds to option C", "which maps to (3)", "this matches 2": a label only
-      | (?:corresponds?|corresponding|maps?|mapping|matches|aligns?|equates?)(?:\s+(?:best|most\s+closely))?
-        \s+(?:to|with)
+        \s+from\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?\s+to
       # "The option that applies is D", "the choice that is correct here is 2"
       | the\s+(?:option|choice|one|answer|letter)\s+(?:that|which)\s+(?:best\s+|most\s+closely\s+)?
         (?:applies|fits|matches|works|holds|describes\s+(?:it|this|the\s+\w+)|is\s+(?:correct|right|true|supported)
           |I(?:'d|\s+would)?\s+(?:choose|pick|select|go\s+with|favou?r|prefer))(?:\s+(?:best|here|most))?\s+is
-      | (?:it|this|that)(?:'s|\s+is|\s+(?:would|must|should|has\s+to)\s+be)
-      | (?:(?:my|our)\s+)?(?:best|final)\s+(?:choice|pick|guess)(?:\s+(?:is|would\s+be))?
-      # "The choice is D", "Somewhat confident in A", "Mine is B"
+      # "Mine is B"
       | (?:^|(?<=[.!?]\s))mine\s+(?:is|would\s+be)
-      | the\s+(?:choice|option|pick|selection)\s+(?:is|would\s+be)
-      | (?:(?:fairly|pretty|quite|very|reasonably|fully|somewhat|moderately|highly|most)\s+)?
-        (?:confident|certain)\s+(?:in|of|about)(?:\s+(?:option|answer|choice))?
-      | (?:my|our)\s+money\s+(?:is|would\s+be)\s+on
-      | I(?:'d|\s+would)?\s+put\s+my\s+money\s+on
-      | I(?:'d|\s+would|'ll|\s+will)\s+put
-      | I(?:'d|\s+would|'ll|\s+will)?\s+bet(?:\s+on)?
+      # "Not D, but C", "not C; B"
       | \bnot\s+(?:options?\s+)?[(\[]?[A-Za-z0-9]{1,2}[)\]]?(?:\s+after\s+all)?
         (?:\s*[,;]?\s*but(?:\s+rather)?|[ \t]*[;,:]|[ \t]+-)
-    )
-    (?![\w'])[ \t]*[:\-]?
-    """,
-    re.I | re.X,
-)
-# Verdicts that name an option by its text ("The most likely diagnosis is squamous cell carcinoma",
-# "most consistent with necrosis", "Diagnosis: necrosis").
-VERDICT_TEXT = re.compile(
-    r"""
+    """
+    return re.compile(r"(?<![\w'])(?:" + _phrasings("hedge") + forms + r")(?![\w'])[ \t]*[:\-]?", re.I | re.X)
+
+
+def _verdict_text() -> re.Pattern[str]:
+    """Verdicts that name an option by its text ("The most likely diagnosis is X", "favours X").
+
+    The phrasings are en.toml's ``verdict_text`` (and ``text_verdict_adjective``); here are the
+    forms with up to three free words ("the most likely *underlying diagnosis* is"), a colon, a
+    conclusion's punctuation or a clause's comma.
+    """
+    return re.compile(
+        rf"""
     (?<![\w'])
     (?:
-        (?:the\s+)?(?:most\s+(?:likely|probable|plausible|appropriate|consistent|accurate)|best|final|likely
-          |probable|correct)
-        \s+(?:[a-z]+\s+){0,3}?(?:is|would\s+be)
-      | (?:most|best)\s+consistent\s+with
-      | (?:favou?rs?|points?\s+(?:to|towards?)|supports?\s+a\s+diagnosis\s+of)
-      | (?:best|most\s+accurately)\s+(?:described|classified|characterized|identified)\s+as
-      | (?:best|most\s+likely)\s+(?:explained|represented|accounted\s+for)\s+by
-      | (?:aligns?|corresponds?|agrees?)\s+(?:most\s+closely|best)\s+with
-      | (?:which|this|that)\s+(?:corresponds|matches)(?:\s+to)?
+        (?:the\s+)?{_one_of("text_verdict_adjective")}
+        \s+(?:[a-z]+\s+){{0,3}}?(?:is|would\s+be)
+      | {_phrasings("verdict_text")}
       | (?:final\s+)?(?:diagnosis|conclusion|verdict)\s*:
       # a conclusion naming the option's text ("So this is anaphase.")
       | (?:so|therefore|thus|hence)[ \t]*,?[ \t]+(?:this|it|that)\s+(?:is|must\s+be|would\s+be)
@@ -269,38 +283,99 @@ VERDICT_TEXT = re.compile(
     )
     (?![\w'])
     """,
-    re.I | re.X,
-)
-# Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
-PREFIX = re.compile(
-    r"(?<![\w'])(?:(?:final|response|output|prediction|correct|pick|selection|correction|ans|result|best\s+(?:match|fit)"
-    r"|letter|label|verdict|call|guess|bet|reply|solution|key|update|revision|edit|(?:updated|revised|new)\s+answer"
-    r"|answering|rethinking|best\s+estimate|answer[ \t]*\((?:low|moderate|medium|high)\s+confidence\)"
-    r"|(?:pick|choose|select)\s+one)\s*(?::|=(?!=)|->|=>)"  # also "Response = C"
-    r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
-    r"|(?:therefore|thus|hence|so|correction|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead(?!\s+of\s)|rather"
-    r"|on\s+second\s+thought"
-    r"|tentatively|(?:up)?on\s+(?:closer|further)\s+(?:inspection|review|examination|look)"
-    r"|after\s+(?:a\s+)?(?:closer|further|second|more\s+careful)\s+(?:inspection|review|examination|look)"
-    r"|provisionally|presumably|perhaps|(?:most\s+|quite\s+)?(?:likely|probably)|scratch\s+that|(?:no\s+)?wait"
-    # hedge adverbs before a lone label ("Plausibly C.", "Maybe 2.") and a change of mind
-    r"|"
-    + alternation(english_phrases("hedge_adverb"))
-    + r"|(?:up)?on\s+(?:further\s+|more\s+)?reflection|after\s+(?:further\s+|more\s+)?reflection"
-    r"|having\s+re-?considered|thinking\s+(?:about\s+it\s+)?(?:again|more)|on\s+a\s+second\s+look"
-    r"|make\s+(?:that|it)|revising(?:\s+(?:to|my\s+answer(?:\s+to)?))?|looking\s+(?:again|closer)|let\s+me\s+correct\s+(?:myself|that)|hold\s+on|hang\s+on"
-    r"|let\s+me\s+fix\s+(?:that|this)|re-?considering"
-    # "Easy one - A.", "Instead of A, choose B."
-    r"|(?:an?\s+)?(?:easy|simple|straightforward)\s+one|(?:which|this|that)\s+brings\s+me\s+to"
-    r"|instead\s+of\s+[^,.;:\n]{1,60},[ \t]*(?:choose|pick|select|go\s+with))"
-    r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
-    r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
-    r"|going\s+with|(?:based\s+on|given|considering|taking|in\s+conclusion|in\s+summary|overall|on\s+balance"
-    r"|(?:all|everything)(?:\s+things)?\s+considered|putting\s+(?:\w+\s+){0,4}together"
-    r"|to\s+summari[sz]e|in\s+short|ultimately)[^.;:\n]{0,80}[,:])"
-    r"|(?:selected|chosen|picked)(?:\s+(?:options?|answers?|choices?))?\s*[:=]|=>|->|→|\u27a1\ufe0f?",
-    re.I,
-)
+        re.I | re.X,
+    )
+
+
+def _prefix() -> re.Pattern[str]:
+    """Terse answer prefixes ("Final: C", "Response: B", "Therefore: A", "=> D"): an explicit label only.
+
+    The words are en.toml's ``prefix_key`` (before ":" or "="), ``prefix_lead`` (a lead-in) and
+    ``prefix_clause`` (a clause up to its comma); the forms here hold a label or punctuation.
+    """
+    return re.compile(
+        r"(?<![\w'])(?:(?:"
+        + _phrasings("prefix_key")
+        + r"|answer[ \t]*\((?:low|moderate|medium|high)\s+confidence\))"
+        r"\s*(?::|=(?!=)|->|=>)"  # also "Response = C"
+        r"|(?:choice|option)[\"']?[ \t]*:(?=[ \t]*\S)"
+        r"|(?:" + _phrasings("prefix_lead") + r"|actually(?:[ \t]*,?[ \t]*no(?![\w']))?|instead(?!\s+of\s)"
+        # "Instead of A, choose B."
+        r"|instead\s+of\s+[^,.;:\n]{1,60},[ \t]*(?:choose|pick|select|go\s+with))"
+        r"(?![\w'])[ \t]*(?:[,:]|-(?=[ \t]))?"
+        r"|if\s+(?:I\s+(?:had|have)\s+to|forced\s+to|I\s+must)\s+(?:choose|pick|answer|select)[ \t]*[,:]"
+        r"|going\s+with|(?:"
+        + _phrasings("prefix_clause")
+        + r"|putting\s+(?:\w+\s+){0,4}together)[^.;:\n]{0,80}[,:])"
+        r"|(?:selected|chosen|picked)(?:\s+(?:options?|answers?|choices?))?\s*[:=]|=>|->|→|\u27a1\ufe0f?",
+        re.I,
+    )
+
+
+def _short() -> re.Pattern[str]:
+    """A short sentence ending in a label right after a verb or particle of choosing.
+
+    At most eight words, the word before the label being one of en.toml's ``short_verb`` ("I
+    suppose D.", "I'd probably go with C.", "This appears to be D."; never a noun: "The signal is
+    in panel C.", "It is vitamin D."), none of ``short_doubt`` in the sentence (negation,
+    condition, alternative, mere possibility) and no other label.
+    """
+    return re.compile(
+        r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
+        r"(?![^.!?\n]*(?<![\w'])(?i:" + _one_of("short_doubt") + r")(?![\w']))"
+        r"(?![^.!?\n]*n't)"
+        r"(?P<lead>(?:[\w']+[ \t]+){0,7}?)"
+        r"(?i:" + _one_of("short_verb") + r")[ \t]+"
+        r"(?=(?:(?i:option|choice|letter)[ \t]+)?\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
+        re.M,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class English:
+    """The English answer patterns, compiled from ``languages/en.toml`` (:func:`english`).
+
+    Attributes:
+        phrase: Answer phrases; a label, or option text after a connector, is the answer.
+        hedge: Hedged or first-person commitments; only an explicit label after them commits.
+        prefix: Terse prefixes and lead-ins; only an explicit label after them commits.
+        reverse_letters: A letter, then a verdict on it ("B is the correct answer").
+        reverse_numbers: A number, then a verdict on it ("(2) seems right").
+        ordinal_subject: An option named by its place, then a verdict ("The second option is correct").
+        short: A short sentence ending in a label after a verb of choosing ("I suppose D.").
+        verdict_text: Verdicts naming an option by its text ("most consistent with necrosis").
+    """
+
+    phrase: re.Pattern[str]
+    hedge: re.Pattern[str]
+    prefix: re.Pattern[str]
+    reverse_letters: re.Pattern[str]
+    reverse_numbers: re.Pattern[str]
+    ordinal_subject: re.Pattern[str]
+    short: re.Pattern[str]
+    verdict_text: re.Pattern[str]
+
+
+@folder_cached
+def english() -> English:
+    """The English answer patterns of the language files read now (built once per folder).
+
+    Raises:
+        LanguageFileError: When en.toml has an unknown ``[phrases]`` key or a slot naming no list.
+    """
+    ordinal_subject = re.compile(_ORDINAL + r"(?:\s*\([^()\n]{1,80}\))?" + _verdict())
+    return English(
+        _phrase(),
+        _hedge(),
+        _prefix(),
+        _reverse("letters"),
+        _reverse("numbers"),
+        ordinal_subject,
+        _short(),
+        _verdict_text(),
+    )
+
+
 # A short introductory clause, then a label ending the sentence ("After careful consideration,
 # E.", "If I had to pick one, 1."): the label is the answer. Not after a negated, conditional or
 # contrasting clause ("If it were A, B.", "Unless …, C."), nor after a label ("It is B, C.").
@@ -310,24 +385,6 @@ INTRO = re.compile(
     r"(?![^.;:!?\n,]*(?<!\w)(?i:not|no|never|unless|whether|were)(?!\w))"
     r"(?P<intro>[^.;:!?\n,]{3,80}),[ \t]*"
     r"(?=\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]+[ \t]*)?(?:$|\n|(?<=[.!])[ \t]*\S))",
-    re.M,
-)
-# A short sentence (at most eight words) ending in a label, where the word before the label is a
-# verb or particle of choosing, not a noun ("I suppose D.", "I'd probably go with C.", "This
-# appears to be D."; never "The signal is in panel C." or "It is vitamin D."). No negation,
-# condition, alternative or mere possibility ("could", "might") in it, and no other label.
-SHORT = re.compile(
-    r"(?:^|(?<=[.!?][ \t])|(?<=\n))[ \t]*"
-    r"(?![^.!?\n]*(?<![\w'])(?i:not|no|never|if|unless|whether|without|cannot|either|neither|or|nor|could|might"
-    r"|may|also)(?![\w']))"
-    r"(?![^.!?\n]*n't)"
-    r"(?P<lead>(?:[\w']+[ \t]+){0,7}?)"
-    r"(?i:say|guess|guessing|suppose|be|(?:go|going|goes)\s+with|(?:go|going|opt|opting|vote|voting)\s+for"
-    r"|toward|towards|lean\s+to|choose|choosing|pick|picking|select|selecting|wager|thinking|take"
-    r"|probably|presumably|likely|think|believe|reckon"
-    # "I'd go C.", "I'm answering A.", "Selecting option 4."
-    r"|go|answering|answer|answer\s+with|saying|opting|mark|circle|tick|vote)[ \t]+"
-    r"(?=(?:(?i:option|choice|letter)[ \t]+)?\(?(?:[A-Z]|\d{1,2})\)?[ \t]*(?:[.!]|$))",
     re.M,
 )
 # A hedged lead-in, then a label ending the sentence ("With moderate confidence: C.", "Hard to be
@@ -640,6 +697,5 @@ ALTERNATIVE_BEFORE = re.compile(r"(?<![\w'])(?i:or|and|nor|and/or)[ \t]+[(\[]?\Z
 CONTRASTED = re.compile(r"(?<![\w'])(?i:whereas|unlike|than|not|versus|vs\.?|over|instead\s+of)[ \t]+\Z")
 # A label that is an echoed format placeholder ("The answer is (X)"), ignored next to real ones.
 PLACEHOLDER = "X"
-# Words after a label on the first line that make it an answer with its reason ("B because …").
+# Label forms whose lower-case letter still counts after a hedge or prefix ("I'd say (c)").
 EXPLICIT = frozenset({"bracketed", "closed", "keyword"})
-REASON_WORDS = english_words("reason")

@@ -10,6 +10,8 @@ A, sondern C", "AではなくC") is; two labels joined by an alternative ("A ode
 nothing ("Je ne peux pas dire s'il s'agit de X").
 
 Adding a language is adding its file here and its rows to ``tests/parsing/corpus/languages.jsonl``.
+English (``en.toml``) holds only refusals under these keys: its answer phrases are its
+``[phrases]`` and ``[words]`` tables, read by the answer-marker rule (:func:`.vocabulary.english`).
 Matching is case-insensitive; a space in a phrase matches any run of whitespace. Every search is
 one pass of a compiled pattern over the reply, so the rule stays linear in the reply's length.
 """
@@ -19,16 +21,14 @@ from __future__ import annotations
 import bisect
 import re
 import tomllib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from functools import cache
-from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
 
+from scopebench.errors import LanguageFileError
 from scopebench.parsing._commits import Commit, Ctx, ParseResult, decide
 from scopebench.parsing._labels import LabelStyle
+from scopebench.parsing._language_files import folder_cached, language_folder, languages_from
 
 __all__ = [
     "Language",
@@ -81,52 +81,43 @@ class LanguageCommit:
     pos: int
 
 
-#: Where :func:`languages` reads from while :func:`languages_from` is in effect.
-_FOLDER: list[Traversable] = []
-
-
-@cache
+@folder_cached
 def languages() -> tuple[Language, ...]:
-    """Every language file shipped in this package, in code order (:func:`load_languages`)."""
-    return load_languages(_FOLDER[-1] if _FOLDER else resources.files(__name__))
+    """Every language file shipped in this package, in code order (:func:`load_languages`).
 
-
-@contextmanager
-def languages_from(folder: Traversable) -> Iterator[None]:
-    """Read the language files of ``folder`` instead of the package's while the block runs.
-
-    For trying a language file before adding it to the package (docs/parser.md, "Adding a
-    language"); the package's files are read again afterwards.
+    While :func:`languages_from` is in effect, the files of its folder instead.
     """
-    _FOLDER.append(folder)
-    languages.cache_clear()
-    _patterns.cache_clear()
-    try:
-        yield
-    finally:
-        _FOLDER.pop()
-        languages.cache_clear()
-        _patterns.cache_clear()
+    return load_languages(language_folder())
 
 
 def load_languages(folder: Traversable) -> tuple[Language, ...]:
     """Every ``*.toml`` language file in ``folder``, in code order.
 
     Raises:
-        ValueError: When a file has a key :class:`Language` does not know (a typo would otherwise
-            silently drop its phrases).
+        LanguageFileError: When a file has a key :class:`Language` does not know (a typo would
+            otherwise silently drop its phrases).
     """
-    # "words": the English rules' vocabulary (en.toml), read by scopebench.parsing.vocabulary
-    known = {f.name for f in fields(Language)} - {"code"} | {"words"}
+    known = {f.name for f in fields(Language)} - {"code"}
+    # "words" and "phrases": the English rules' vocabulary and phrasings, read from en.toml only
+    # (scopebench.parsing.vocabulary); in another file they would be silently ignored
+    english = {"words", "phrases"}
     found: list[Language] = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".toml"):
             continue
-        data = tomllib.loads(entry.read_text(encoding="utf-8"))
-        unknown = set(data) - known
+        try:
+            data = tomllib.loads(entry.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as e:
+            raise LanguageFileError(f"{entry.name}: not valid TOML ({e}); fix the file's syntax") from e
+        allowed = known | english if entry.name == "en.toml" else known
+        unknown = set(data) - allowed
         if unknown:
-            raise ValueError(f"{entry.name}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
-        lists = {k: tuple(str(p) for p in v) for k, v in data.items() if k not in ("name", "words")}
+            raise LanguageFileError(
+                f"{entry.name}: unknown keys {sorted(unknown)}; known: {sorted(allowed)}"
+                + (" ([words] and [phrases] are read from en.toml only)" if unknown & english else "")
+            )
+        not_phrases = ("name", "words", "phrases")  # not phrase lists of the language rule
+        lists = {k: tuple(str(p) for p in v) for k, v in data.items() if k not in not_phrases}
         found.append(Language(code=entry.name.removesuffix(".toml"), name=str(data.get("name", "")), **lists))
     return tuple(found)
 
@@ -198,8 +189,17 @@ def _gather(key: str) -> tuple[str, ...]:
     return tuple(p for lang in languages() for p in getattr(lang, key))
 
 
-@cache
 def _patterns(style: LabelStyle) -> _Patterns:
+    return _both_patterns()[style]
+
+
+@folder_cached
+def _both_patterns() -> dict[str, _Patterns]:
+    """The patterns of the language files read now, for letters and for numbers."""
+    return {"letters": _build_patterns("letters"), "numbers": _build_patterns("numbers")}
+
+
+def _build_patterns(style: LabelStyle) -> _Patterns:
     label = _LETTER if style == "letters" else _NUMBER
     # After an alphabet phrase a separator is needed ("Antwort: C", not "AntwortC"); CJK and
     # Korean phrases take the label straight after them ("答えはC").
