@@ -3,8 +3,14 @@ engine run where vLLM imports (it is not installed on the CPU-only development m
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
+import sys
+import types
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -165,3 +171,67 @@ def test_real_vllm_engine_on_a_tiny_text_model(tmp_path: Path) -> None:  # pragm
     assert {r.text for r in constrained.predict(items)} <= {"A", "B", "C", "D"}
     assert constrained.identity()["answer_format"] == "constrained"
     constrained.close()
+
+
+def _stand_in_vllm(monkeypatch: pytest.MonkeyPatch, *, structured_outputs: bool) -> list[Any]:
+    """A stand-in for the ``vllm`` package with the names its documentation gives: ``LLM.chat``,
+    ``SamplingParams(structured_outputs=StructuredOutputsParams(choice=…))`` (vLLM ≥ 0.11) or, before,
+    ``SamplingParams(guided_decoding=GuidedDecodingParams(choice=…))``. It answers a constrained
+    request with its last allowed string and records every ``SamplingParams`` it is sent."""
+    sent: list[Any] = []
+
+    class SamplingParams:
+        def __init__(self, **kwargs: Any) -> None:
+            self.kwargs = kwargs
+
+    @dataclass
+    class ChoiceParams:
+        choice: list[str] | None = None
+
+    class LLM:
+        def __init__(self, model: str, **kwargs: Any) -> None:
+            self.model = model
+
+        def chat(self, conversations: list[Any], sampling_params: list[Any], use_tqdm: bool) -> list[Any]:
+            sent.extend(sampling_params)
+            outputs = []
+            for params in sampling_params:
+                guide = params.kwargs.get("structured_outputs") or params.kwargs.get("guided_decoding")
+                text = guide.choice[-1] if guide is not None else "I would say B"
+                first = SimpleNamespace(text=text, finish_reason="stop", token_ids=[7])
+                outputs.append(SimpleNamespace(outputs=[first], prompt_token_ids=[1, 2, 3]))
+            return outputs
+
+    package = types.ModuleType("vllm")
+    package.__spec__ = importlib.machinery.ModuleSpec("vllm", None)
+    sampling = types.ModuleType("vllm.sampling_params")
+    package.LLM, package.SamplingParams, sampling.SamplingParams = LLM, SamplingParams, SamplingParams  # type: ignore[attr-defined]
+    name = "StructuredOutputsParams" if structured_outputs else "GuidedDecodingParams"
+    setattr(sampling, name, ChoiceParams)
+    package.sampling_params = sampling  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", package)
+    monkeypatch.setitem(sys.modules, "vllm.sampling_params", sampling)
+    return sent
+
+
+@pytest.mark.parametrize("structured_outputs", [True, False], ids=["vllm>=0.11", "vllm<0.11"])
+def test_constrained_asks_vllm_for_a_choice_of_the_labels(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, structured_outputs: bool
+) -> None:
+    """The request vLLM gets: one choice among the item's option labels for a multiple-choice item
+    under --answer-format constrained, none for a detection item or a free-form run. Catches the
+    labels not reaching vLLM, the wrong parameter name for the installed vLLM, and a free-form run
+    constrained by mistake (vLLM itself is not installable on a CPU-only machine: it pins its torch)."""
+    sent = _stand_in_vllm(monkeypatch, structured_outputs=structured_outputs)
+    key = "structured_outputs" if structured_outputs else "guided_decoding"
+    mcq, detection = _item(tmp_path), _item(tmp_path, kind="detection")
+    constrained = load_model("vllm:some/model", ModelOptions(answer_format="constrained"))
+    replies = constrained.predict([mcq, detection])
+    assert [p.kwargs.get(key) for p in sent] == [type(sent[0].kwargs[key])(choice=["A", "B", "C"]), None]
+    assert replies[0].text == "C" and replies[0].finish_reason == "stop"
+    assert constrained.identity()["answer_format"] == "constrained"
+    sent.clear()
+    free = load_model("vllm:some/model", ModelOptions())
+    assert free.predict([mcq])[0].text == "I would say B"
+    assert [sorted(p.kwargs) for p in sent] == [["max_tokens", "seed", "temperature"]]
+    assert "answer_format" not in free.identity()
