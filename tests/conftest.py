@@ -35,3 +35,13 @@ class UnitBenchmark(Benchmark):
 @pytest.fixture
 def unit_items() -> list[Item]:
     return make_items(10)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` first (stable order otherwise).
+
+    pytest-xdist hands tests to its workers in collection order, so a long test collected last runs
+    alone while the other worker idles; started first, the long ones overlap the many short ones.
+    Every worker collects the same order, as xdist requires.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

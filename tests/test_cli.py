@@ -98,6 +98,7 @@ def test_benchmarks_lists_every_builtin(capsys: pytest.CaptureFixture[str]) -> N
         assert name in out
 
 
+@pytest.mark.slow
 def test_demo_command_end_to_end(tmp_path: Path) -> None:
     # Not -q (which prints nothing but errors): the one-screen summary is what is checked.
     proc = _cli("demo", "--data", str(tmp_path / "demo"), "--out", str(tmp_path / "runs"))

@@ -173,6 +173,7 @@ def _assert_same_numbers(logged: dict[str, float], metrics: dict) -> None:
     assert set(metric_scalars(metrics)) <= set(logged)  # no scalar dropped
 
 
+@pytest.mark.slow
 def test_report_logs_to_mlflow_and_reads_back(html_runs, tmp_path):
     pytest.importorskip("mlflow")
     from mlflow.tracking import MlflowClient

@@ -27,6 +27,7 @@ def test_run_logs_to_tensorboard(tmp_path: Path) -> None:
     assert [p.name for p in logs.iterdir()] == ["r"]  # named after the run folder
 
 
+@pytest.mark.slow
 def test_eval_logs_each_run_to_mlflow(tmp_path: Path) -> None:
     # Catches: `eval` logging only the last run of its grid, or under the folder path instead of the label.
     pytest.importorskip("mlflow")

@@ -114,6 +114,7 @@ def _answer_by_keys(page: Any, site: dict[str, Any], k: int) -> tuple[int, int, 
     return aid, choice, confidence
 
 
+@pytest.mark.slow
 def test_a_whole_review_by_keyboard_only(site: dict[str, Any], browser: Any) -> None:
     """Catches a flow that needs the mouse (option, confidence, rubric, submit, next), a key shown
     before the answer is stored, a submit that returns to the list instead of opening the next item,
