@@ -21,26 +21,58 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scopebench.config import EngineConfig
-from scopebench.curate.exporting import export
-from scopebench.curate.filtering.step import FilterSection, filter_questions
-from scopebench.curate.generation.step import GenerateConfig, generate
 from scopebench.curate.ingestion.cache import FileHashes
-from scopebench.curate.ingestion.step import IngestConfig, ingest
+from scopebench.curate.ingestion.config import IngestConfig
 from scopebench.curate.manifest import load_manifest
 from scopebench.curate.output import MARKER
-from scopebench.curate.questions import QuestionConfig, make_questions
 from scopebench.curate.report import StepResult, read_problems
-from scopebench.curate.splits import SplitConfig, split
 from scopebench.curate.step import Step, signature
 from scopebench.errors import DataFormatError, DataNotFoundError
-from scopebench.models import parse_spec
+
+if TYPE_CHECKING:
+    from scopebench.config import EngineConfig
+    from scopebench.curate.filtering.step import FilterSection
+    from scopebench.curate.generation.step import GenerateConfig
+    from scopebench.curate.questions import QuestionConfig
+    from scopebench.curate.splits import SplitConfig
 
 __all__ = ["STEPS", "BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
+
+# Each step's module is imported by the functions below, when its configuration is validated or
+# the step runs, not here: a re-run that reuses every step must not pay for datasets, scipy or the
+# engine (which the filter's gates import), and a build without generate or filter never loads them.
+
+
+def _questions_config() -> type:
+    from scopebench.curate.questions import QuestionConfig
+
+    return QuestionConfig
+
+
+def _generate_config() -> type:
+    from scopebench.curate.generation.step import GenerateConfig
+
+    return GenerateConfig
+
+
+def _filter_config() -> type:
+    from scopebench.curate.filtering.step import FilterSection
+
+    return FilterSection
+
+
+def _split_config() -> type:
+    from scopebench.curate.splits import SplitConfig
+
+    return SplitConfig
+
+
+def _no_config() -> None:
+    return None
 
 
 def _run_ingest(
@@ -52,6 +84,8 @@ def _run_ingest(
     workers: int | None = None,
     engine: EngineConfig | None = None,
 ) -> StepResult:
+    from scopebench.curate.ingestion.step import ingest
+
     # The worker count and the executor are runner options, not configuration: the output does not
     # depend on them, so they stay out of the cache signature.
     max_pixels = c.max_pixels or None
@@ -61,18 +95,32 @@ def _run_ingest(
 
 
 def _run_questions(d: Path, o: Path, c: QuestionConfig, p: bool, cache: Path | None = None) -> StepResult:
+    from scopebench.curate.questions import make_questions
+
     return make_questions(d, o, c, progress=p, cache=cache)
 
 
 def _run_generate(d: Path, o: Path, c: GenerateConfig, p: bool, cache: Path | None = None) -> StepResult:
+    from scopebench.curate.generation.step import generate
+
     return generate(d, o, c, cache=cache, progress=p)
 
 
 def _run_filter(d: Path, o: Path, c: FilterSection, p: bool, cache: Path | None = None) -> StepResult:
+    from scopebench.curate.filtering.step import filter_questions
+
     return filter_questions(d, o, c.to_config(), progress=p, cache=cache)
 
 
+def _run_split(d: Path, o: Path, c: SplitConfig, p: bool) -> StepResult:
+    from scopebench.curate.splits import split
+
+    return split(d, o, c, progress=p)
+
+
 def _run_export(d: Path, o: Path, _c: None, p: bool) -> StepResult:
+    from scopebench.curate.exporting import export
+
     return export(d, o, progress=p)
 
 
@@ -85,40 +133,38 @@ STEPS: dict[str, Step] = {
             "ingest",
             "a manifest: image folders and metadata tables",
             (_DATASET, "sources.json", "inputs.json", "benchmark.json"),
-            IngestConfig,
+            lambda: IngestConfig,
             _run_ingest,
         ),
         Step(
             "questions",
             "an ingest output",
             (f"{_DATASET} with questions and captions",),
-            QuestionConfig,
+            _questions_config,
             _run_questions,
         ),
         Step(
             "generate",
             "a questions (or ingest) output and an inputs table",
             (f"{_DATASET} with a generated column", "generated.jsonl", "ledger.json"),
-            GenerateConfig,
+            _generate_config,
             _run_generate,
         ),
         Step(
             "filter",
             "a questions or generate output",
             (f"{_DATASET} of the kept questions", "gates/", "review_queue/", "benchmark_stats.json"),
-            FilterSection,
+            _filter_config,
             _run_filter,
         ),
         Step(
             "split",
             "a questions, generate or filter output",
             (f"{_DATASET}, split by image",),
-            SplitConfig,
-            lambda d, o, c, p: split(d, o, c, progress=p),
+            _split_config,
+            _run_split,
         ),
-        Step(
-            "export", "a split output", ("hf/", "local/"), None, lambda d, o, _c, p: export(d, o, progress=p)
-        ),
+        Step("export", "a split output", ("hf/", "local/"), _no_config, _run_export),
     )
 }
 
@@ -135,7 +181,7 @@ class BuildConfig(BaseModel):
         seed: Seed of every step.
         taxonomy: A user taxonomy YAML used by the questions step (the manifest's own ``taxonomy``
             is used by ingest).
-        ingest: :class:`~scopebench.curate.ingestion.step.IngestConfig` (``max_pixels``).
+        ingest: :class:`~scopebench.curate.ingestion.config.IngestConfig` (``max_pixels``).
         questions: :class:`~scopebench.curate.questions.QuestionConfig` (options, difficulty…).
         generate: :class:`~scopebench.curate.generation.step.GenerateConfig`; the step runs only
             when given.
@@ -281,6 +327,8 @@ def _generate_plan(cfg: BuildConfig, out: Path) -> list[_Planned]:
     """
     if cfg.generate is None:
         return []
+    from scopebench.models import parse_spec
+
     gcfg: GenerateConfig = cfg.section("generate")
     spec = parse_spec(gcfg.model)  # once; its target is the model file (or hub id) hashed below
     target = spec.target

@@ -5,6 +5,10 @@ A :class:`Step` names a step, says what it reads and writes, holds the class of 
 build <step>`` builds the same class from its options), runs the step's function, and computes its
 cache signature. :data:`scopebench.curate.pipeline.STEPS` holds every step's contract, in the order
 ``build run`` runs them; the configuration classes stay in their step modules.
+
+Both the configuration class and the runner are reached through functions that import the step's
+module when first called: a ``build run`` that finds every step's output up to date loads only the
+configuration classes it validates, never a step's implementation (datasets, the engine, scipy).
 """
 
 from __future__ import annotations
@@ -45,16 +49,23 @@ class Step:
         reads: What it reads.
         writes: What it writes beyond every output's ``build.json``, ``problems.jsonl``,
             ``README.md`` and ``provenance/``.
-        config: The class of its configuration (a dataclass or pydantic model; ``None``: none).
+        load_config: Returns the class of its configuration (a dataclass or pydantic model;
+            ``None``: none), importing its module on first use (:attr:`config`).
         runner: Runs it: ``(data, out, config, progress, **options)`` (``options``: where the
-            step keeps caches, ``cache`` or ``cache_dir``).
+            step keeps caches, ``cache`` or ``cache_dir``); it imports the step's implementation
+            when called.
     """
 
     name: str
     reads: str
     writes: tuple[str, ...]
-    config: type | None
+    load_config: Callable[[], type | None]
     runner: Runner
+
+    @property
+    def config(self) -> type | None:
+        """The class of the step's configuration (``None``: the step takes none)."""
+        return self.load_config()
 
     def make_config(self, raw: Mapping[str, Any] | None, **given: Any) -> Any:
         """The step's configuration from a ``build.yaml`` section (unknown keys refused) and ``given``.
@@ -62,19 +73,20 @@ class Step:
         Raises:
             DataFormatError: Naming every invalid key of the section.
         """
-        if self.config is None:
+        config = self.config
+        if config is None:
             return None
         values = {**(raw or {}), **given}
-        if dataclasses.is_dataclass(self.config):
+        if dataclasses.is_dataclass(config):
             # pydantic ignores unknown keys of a plain dataclass: a misspelt setting must not be.
-            known = {f.name for f in dataclasses.fields(self.config)}
+            known = {f.name for f in dataclasses.fields(config)}
             unknown = sorted(set(values) - known)
             if unknown:
                 raise DataFormatError(
                     f"invalid {self.name} settings: unknown key(s) {', '.join(unknown)}; known: "
                     + ", ".join(sorted(known))
                 )
-        adapter: TypeAdapter[Any] = TypeAdapter(self.config)
+        adapter: TypeAdapter[Any] = TypeAdapter(config)
         try:
             return adapter.validate_python(values)
         except ValidationError as exc:

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from scopebench.curate.ingestion.cache import ConversionStore, FileHashes, sha256_file
 from scopebench.curate.ingestion.cluster import convert_on_ray
+from scopebench.curate.ingestion.config import IngestConfig
 from scopebench.curate.ingestion.convert import Converted, Job, convert_all
 from scopebench.curate.ingestion.images import DEFAULT_MAX_PIXELS, image_id
 from scopebench.curate.ingestion.near_duplicates import find_near_duplicates
@@ -47,18 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["IngestConfig", "IngestResult", "IngestedImage", "ingest", "sha256_file"]
 
 STEP = "ingest"
-
-
-@dataclass(frozen=True)
-class IngestConfig:
-    """The ingest step's settings (``build.yaml``'s ``ingest:`` section).
-
-    Attributes:
-        max_pixels: Images declaring more pixels are ``oversized_image`` problems, refused from
-            the header before anything is decoded; 0: no limit.
-    """
-
-    max_pixels: int = DEFAULT_MAX_PIXELS
 
 
 @dataclass(slots=True)
