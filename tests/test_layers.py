@@ -30,7 +30,7 @@ ALLOWED_LOCAL_IMPORTS: dict[str, str] = {
     # `build run` validates every section and recognises cached outputs before any step runs; a
     # step's module (datasets, scipy, the engine behind the filter's gates) loads only when that
     # step's configuration class is needed or the step runs (tests/cli/test_import_cost.py).
-    "scopebench.curate.pipeline": "a step's module loads when its section is validated or it runs",
+    "scopebench.curate.pipeline": "a step's module loads when it runs (or its section is validated)",
 }
 
 #: Imported modules that may be imported inside a function anywhere, and why.

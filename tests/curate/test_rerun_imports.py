@@ -1,8 +1,8 @@
 """A ``build run`` that reuses every step imports no step implementation and no heavy library.
 
 Deciding that nothing changed needs build.yaml's sections validated, the step keys and the cached
-``build.json`` files; not datasets/pyarrow (writing outputs), scipy (answer-position statistics),
-the engine (behind the filter's gates) or torch. A step module imported at the pipeline's top again,
+``build.json`` files; not datasets/pyarrow (writing outputs), scipy and NumPy (answer positions),
+the engine (behind the filter's gates), torch, or any step's implementation. A step module imported at the pipeline's top again,
 or a heavy import moved back to a configuration module, is what this catches: an invariant of
 ``sys.modules`` in a fresh interpreter, not a timing (the cost itself is in bench/bench_ingest.py).
 """
@@ -28,13 +28,17 @@ _NOT_ON_A_REUSING_RUN = (
     "transformers",
     "ray",
     "pandas",
+    "numpy",
     "scopebench.engine",
     "scopebench.models",
     "scopebench.parsing",
     "scopebench.curate.ingestion.step",
+    "scopebench.curate.questions",
     "scopebench.curate.generation.step",
     "scopebench.curate.filtering.step",
+    "scopebench.curate.splits",
     "scopebench.curate.exporting",
+    "scopebench.curate.balance",
 )
 
 # Runs the CLI as `scopebench build run` does, then reports its exit code, what it printed and

@@ -26,10 +26,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scopebench.curate.ingestion.cache import FileHashes
-from scopebench.curate.ingestion.config import IngestConfig
 from scopebench.curate.manifest import load_manifest
-from scopebench.curate.output import MARKER
-from scopebench.curate.report import StepResult, read_problems
+from scopebench.curate.report import MARKER, StepResult, read_problems
+from scopebench.curate.settings import IngestConfig, QuestionConfig, SplitConfig
 from scopebench.curate.step import Step, signature
 from scopebench.errors import DataFormatError, DataNotFoundError
 
@@ -37,20 +36,13 @@ if TYPE_CHECKING:
     from scopebench.config import EngineConfig
     from scopebench.curate.filtering.step import FilterSection
     from scopebench.curate.generation.step import GenerateConfig
-    from scopebench.curate.questions import QuestionConfig
-    from scopebench.curate.splits import SplitConfig
 
 __all__ = ["STEPS", "BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
 
-# Each step's module is imported by the functions below, when its configuration is validated or
-# the step runs, not here: a re-run that reuses every step must not pay for datasets, scipy or the
-# engine (which the filter's gates import), and a build without generate or filter never loads them.
-
-
-def _questions_config() -> type:
-    from scopebench.curate.questions import QuestionConfig
-
-    return QuestionConfig
+# Each step's module is imported by the functions below, when the step runs (and, for generate and
+# filter, whose configuration classes live in their step modules, when their section is validated),
+# not here: a re-run that reuses every step must not pay for datasets, scipy, NumPy or the engine
+# (which the filter's gates import); ingest's, questions' and split's classes are in settings.py.
 
 
 def _generate_config() -> type:
@@ -63,16 +55,6 @@ def _filter_config() -> type:
     from scopebench.curate.filtering.step import FilterSection
 
     return FilterSection
-
-
-def _split_config() -> type:
-    from scopebench.curate.splits import SplitConfig
-
-    return SplitConfig
-
-
-def _no_config() -> None:
-    return None
 
 
 def _run_ingest(
@@ -133,14 +115,14 @@ STEPS: dict[str, Step] = {
             "ingest",
             "a manifest: image folders and metadata tables",
             (_DATASET, "sources.json", "inputs.json", "benchmark.json"),
-            lambda: IngestConfig,
+            IngestConfig,
             _run_ingest,
         ),
         Step(
             "questions",
             "an ingest output",
             (f"{_DATASET} with questions and captions",),
-            _questions_config,
+            QuestionConfig,
             _run_questions,
         ),
         Step(
@@ -161,10 +143,10 @@ STEPS: dict[str, Step] = {
             "split",
             "a questions, generate or filter output",
             (f"{_DATASET}, split by image",),
-            _split_config,
+            SplitConfig,
             _run_split,
         ),
-        Step("export", "a split output", ("hf/", "local/"), _no_config, _run_export),
+        Step("export", "a split output", ("hf/", "local/"), None, _run_export),
     )
 }
 
@@ -181,11 +163,11 @@ class BuildConfig(BaseModel):
         seed: Seed of every step.
         taxonomy: A user taxonomy YAML used by the questions step (the manifest's own ``taxonomy``
             is used by ingest).
-        ingest: :class:`~scopebench.curate.ingestion.config.IngestConfig` (``max_pixels``).
-        questions: :class:`~scopebench.curate.questions.QuestionConfig` (options, difficulty…).
+        ingest: :class:`~scopebench.curate.settings.IngestConfig` (``max_pixels``).
+        questions: :class:`~scopebench.curate.settings.QuestionConfig` (options, difficulty…).
         generate: :class:`~scopebench.curate.generation.step.GenerateConfig`; the step runs only
             when given.
-        split: :class:`~scopebench.curate.splits.SplitConfig` (fractions, ``tiny``).
+        split: :class:`~scopebench.curate.settings.SplitConfig` (fractions, ``tiny``).
         filter: :class:`~scopebench.curate.filtering.step.FilterSection`; the step runs only when
             given.
     """
@@ -207,7 +189,8 @@ class BuildConfig(BaseModel):
         raw = {k: v for k, v in (getattr(self, step) or {}).items() if v is not None}
         contract = STEPS[step]
         # Only a step that makes random choices takes the seed (ingest makes none).
-        takes_seed = contract.config is not None and "seed" in _field_names(contract.config)
+        config = contract.config_class
+        takes_seed = config is not None and "seed" in _field_names(config)
         return contract.make_config(raw, **({"seed": self.seed} if takes_seed else {}), **given)
 
     def path(self, rel: str) -> Path:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scopebench.curate.ingestion.config import DEFAULT_MAX_PIXELS
+from scopebench.curate.settings import DEFAULT_MAX_PIXELS
 from scopebench.errors import ImageLoadError
 
 __all__ = [

@@ -31,7 +31,6 @@ from pydantic import ValidationError
 
 from scopebench.curate.ingestion.cache import ConversionStore, FileHashes, sha256_file
 from scopebench.curate.ingestion.cluster import convert_on_ray
-from scopebench.curate.ingestion.config import IngestConfig
 from scopebench.curate.ingestion.convert import Converted, Job, convert_all
 from scopebench.curate.ingestion.images import DEFAULT_MAX_PIXELS, image_id
 from scopebench.curate.ingestion.near_duplicates import find_near_duplicates
@@ -39,6 +38,7 @@ from scopebench.curate.manifest import Manifest, Record, Source, load_manifest, 
 from scopebench.curate.output import write_dataset
 from scopebench.curate.report import BuildProblem, StepResult
 from scopebench.curate.schema import BUILD_COLUMNS, UBENCH_COLUMNS
+from scopebench.curate.settings import IngestConfig
 from scopebench.curate.taxonomy import Taxonomy, load_taxonomy
 from scopebench.errors import UsageError
 
