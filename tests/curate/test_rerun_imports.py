@@ -29,6 +29,7 @@ _NOT_ON_A_REUSING_RUN = (
     "ray",
     "pandas",
     "numpy",
+    "license_expression",  # its SPDX index: the input hash needs the manifest's paths only
     "scopebench.engine",
     "scopebench.models",
     "scopebench.parsing",

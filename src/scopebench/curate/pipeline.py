@@ -241,7 +241,9 @@ def _hash_inputs(cfg: BuildConfig, hashes: FileHashes) -> str:
     Each file's hash comes from ``hashes`` while its stat is unchanged, so an unchanged input folder
     is listed and stat-ed, not read.
     """
-    man = load_manifest(cfg.path(cfg.manifest))
+    # Only the paths matter here (the manifest's own bytes are hashed): its licences are not
+    # normalised, which would build the SPDX index on every re-run; ingest does it when it runs.
+    man = load_manifest(cfg.path(cfg.manifest), licences=False)
     h = hashlib.sha256()
     files = [cfg.path(cfg.manifest)]
     if man.taxonomy:
