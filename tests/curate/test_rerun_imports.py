@@ -59,6 +59,8 @@ print(json.dumps({"code": code, "out": out.getvalue(), "loaded": [m for m in nam
 
 
 def test_a_run_with_nothing_changed_loads_no_step_implementation(tmp_path: Path) -> None:
+    """Catches a step module (or datasets, scipy, the engine) imported before a step needs to run,
+    and a "light" re-run that only looks light because it stopped recognising the cached steps."""
     make_sources(tmp_path)
     build = tmp_path / "build.yaml"
     build.write_text("manifest: manifest.yaml\nout: out\nseed: 3\nsplit: {tiny: 1}\n")
