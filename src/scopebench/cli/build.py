@@ -7,7 +7,7 @@ The build package (and datasets, yaml, tifffile) is imported only when a build c
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -23,8 +23,10 @@ from scopebench.cli.options import (
     seed_option,
 )
 from scopebench.cli.output import out_console
-from scopebench.config import EngineConfig
 from scopebench.errors import DataFormatError, UsageError
+
+if TYPE_CHECKING:
+    from scopebench.config import EngineConfig
 
 #: The default of ``--max-pixels`` (8192 × 8192), as ``scopebench.curate.ingestion.images`` has it;
 #: repeated so that ``--help`` does not import the build package.
@@ -113,6 +115,8 @@ def _engine(args: Args) -> EngineConfig:
     """Where the image steps convert: ``--executor``, ``--ray-address``, ``--workers``."""
     if args.ray_address and args.executor != "ray":
         raise UsageError("--ray-address names a Ray cluster: add --executor ray (or leave the address out)")
+    from scopebench.config import EngineConfig
+
     return EngineConfig(executor=args.executor, ray_address=args.ray_address, workers=args.workers)
 
 

@@ -65,10 +65,12 @@ class Source(BaseModel):
 
     @field_validator("license")
     @classmethod
-    def _spdx(cls, value: str | None) -> str | None:
+    def _spdx(cls, value: str | None, info: ValidationInfo) -> str | None:
         # The source's default licence is written like a row's: as an SPDX id when it reads as one
         # (a row that uses it carries the warning when it does not).
-        return (normalise_licence(value) or value) if value is not None else None
+        if value is None or not (info.context or {}).get("licences", True):
+            return value
+        return normalise_licence(value) or value
 
     @field_validator("name")
     @classmethod
@@ -109,8 +111,14 @@ class Manifest(BaseModel):
         return p if p.is_absolute() else self.root / p
 
 
-def load_manifest(path: str | Path) -> Manifest:
+def load_manifest(path: str | Path, *, licences: bool = True) -> Manifest:
     """Read and validate a manifest YAML file.
+
+    Args:
+        path: The manifest.
+        licences: Write each source's licence as an SPDX id when it reads as one; ``False`` keeps
+            it as written and spares building the SPDX licence index (``build run`` lists the
+            input files of a manifest that way: the licences are not among them).
 
     Raises:
         DataNotFoundError: When the file does not exist.
@@ -129,7 +137,7 @@ def load_manifest(path: str | Path) -> Manifest:
     if not isinstance(raw, dict):
         raise DataFormatError(f"{p}: a manifest is a YAML mapping with a 'sources' list (see docs/build.md)")
     try:
-        manifest = Manifest.model_validate({**raw, "root": p.parent})
+        manifest = Manifest.model_validate({**raw, "root": p.parent}, context={"licences": licences})
     except ValidationError as exc:
         lines = [f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
         raise DataFormatError(f"{p} is not a valid manifest:\n" + "\n".join(lines)) from exc

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scopebench.curate.card import HISTORY, sha256_file, write_card
-from scopebench.curate.report import StepResult, write_problems
+from scopebench.curate.report import MARKER, StepResult, write_problems
 from scopebench.curate.schema import BUILD_COLUMNS, UBENCH_COLUMNS, features
 from scopebench.errors import DataFormatError, NoItemsError
 
@@ -46,8 +46,6 @@ __all__ = [
     "write_step_card",
 ]
 
-#: The file that marks a folder as a build output (so a re-run may replace it).
-MARKER = "build.json"
 _SHARD_BYTES = 500 * 1024 * 1024
 #: Rows encoded into one Arrow table and written to both layouts at a time (``datasets`` flushes an
 #: image dataset every 100 rows too).

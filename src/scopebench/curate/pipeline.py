@@ -21,26 +21,40 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scopebench.config import EngineConfig
-from scopebench.curate.exporting import export
-from scopebench.curate.filtering.step import FilterSection, filter_questions
-from scopebench.curate.generation.step import GenerateConfig, generate
 from scopebench.curate.ingestion.cache import FileHashes
-from scopebench.curate.ingestion.step import IngestConfig, ingest
 from scopebench.curate.manifest import load_manifest
-from scopebench.curate.output import MARKER
-from scopebench.curate.questions import QuestionConfig, make_questions
-from scopebench.curate.report import StepResult, read_problems
-from scopebench.curate.splits import SplitConfig, split
+from scopebench.curate.report import MARKER, StepResult, read_problems
+from scopebench.curate.settings import IngestConfig, QuestionConfig, SplitConfig
 from scopebench.curate.step import Step, signature
 from scopebench.errors import DataFormatError, DataNotFoundError
-from scopebench.models import parse_spec
+
+if TYPE_CHECKING:
+    from scopebench.config import EngineConfig
+    from scopebench.curate.filtering.step import FilterSection
+    from scopebench.curate.generation.step import GenerateConfig
 
 __all__ = ["STEPS", "BuildConfig", "BuildOutcome", "load_build_config", "run_build"]
+
+# Each step's module is imported by the functions below, when the step runs (and, for generate and
+# filter, whose configuration classes live in their step modules, when their section is validated),
+# not here: a re-run that reuses every step must not pay for datasets, scipy, NumPy or the engine
+# (which the filter's gates import); ingest's, questions' and split's classes are in settings.py.
+
+
+def _generate_config() -> type:
+    from scopebench.curate.generation.step import GenerateConfig
+
+    return GenerateConfig
+
+
+def _filter_config() -> type:
+    from scopebench.curate.filtering.step import FilterSection
+
+    return FilterSection
 
 
 def _run_ingest(
@@ -52,6 +66,8 @@ def _run_ingest(
     workers: int | None = None,
     engine: EngineConfig | None = None,
 ) -> StepResult:
+    from scopebench.curate.ingestion.step import ingest
+
     # The worker count and the executor are runner options, not configuration: the output does not
     # depend on them, so they stay out of the cache signature.
     max_pixels = c.max_pixels or None
@@ -61,18 +77,32 @@ def _run_ingest(
 
 
 def _run_questions(d: Path, o: Path, c: QuestionConfig, p: bool, cache: Path | None = None) -> StepResult:
+    from scopebench.curate.questions import make_questions
+
     return make_questions(d, o, c, progress=p, cache=cache)
 
 
 def _run_generate(d: Path, o: Path, c: GenerateConfig, p: bool, cache: Path | None = None) -> StepResult:
+    from scopebench.curate.generation.step import generate
+
     return generate(d, o, c, cache=cache, progress=p)
 
 
 def _run_filter(d: Path, o: Path, c: FilterSection, p: bool, cache: Path | None = None) -> StepResult:
+    from scopebench.curate.filtering.step import filter_questions
+
     return filter_questions(d, o, c.to_config(), progress=p, cache=cache)
 
 
+def _run_split(d: Path, o: Path, c: SplitConfig, p: bool) -> StepResult:
+    from scopebench.curate.splits import split
+
+    return split(d, o, c, progress=p)
+
+
 def _run_export(d: Path, o: Path, _c: None, p: bool) -> StepResult:
+    from scopebench.curate.exporting import export
+
     return export(d, o, progress=p)
 
 
@@ -99,14 +129,14 @@ STEPS: dict[str, Step] = {
             "generate",
             "a questions (or ingest) output and an inputs table",
             (f"{_DATASET} with a generated column", "generated.jsonl", "ledger.json"),
-            GenerateConfig,
+            _generate_config,
             _run_generate,
         ),
         Step(
             "filter",
             "a questions or generate output",
             (f"{_DATASET} of the kept questions", "gates/", "review_queue/", "benchmark_stats.json"),
-            FilterSection,
+            _filter_config,
             _run_filter,
         ),
         Step(
@@ -114,11 +144,9 @@ STEPS: dict[str, Step] = {
             "a questions, generate or filter output",
             (f"{_DATASET}, split by image",),
             SplitConfig,
-            lambda d, o, c, p: split(d, o, c, progress=p),
+            _run_split,
         ),
-        Step(
-            "export", "a split output", ("hf/", "local/"), None, lambda d, o, _c, p: export(d, o, progress=p)
-        ),
+        Step("export", "a split output", ("hf/", "local/"), None, _run_export),
     )
 }
 
@@ -135,11 +163,11 @@ class BuildConfig(BaseModel):
         seed: Seed of every step.
         taxonomy: A user taxonomy YAML used by the questions step (the manifest's own ``taxonomy``
             is used by ingest).
-        ingest: :class:`~scopebench.curate.ingestion.step.IngestConfig` (``max_pixels``).
-        questions: :class:`~scopebench.curate.questions.QuestionConfig` (options, difficulty…).
+        ingest: :class:`~scopebench.curate.settings.IngestConfig` (``max_pixels``).
+        questions: :class:`~scopebench.curate.settings.QuestionConfig` (options, difficulty…).
         generate: :class:`~scopebench.curate.generation.step.GenerateConfig`; the step runs only
             when given.
-        split: :class:`~scopebench.curate.splits.SplitConfig` (fractions, ``tiny``).
+        split: :class:`~scopebench.curate.settings.SplitConfig` (fractions, ``tiny``).
         filter: :class:`~scopebench.curate.filtering.step.FilterSection`; the step runs only when
             given.
     """
@@ -161,7 +189,8 @@ class BuildConfig(BaseModel):
         raw = {k: v for k, v in (getattr(self, step) or {}).items() if v is not None}
         contract = STEPS[step]
         # Only a step that makes random choices takes the seed (ingest makes none).
-        takes_seed = contract.config is not None and "seed" in _field_names(contract.config)
+        config = contract.config_class
+        takes_seed = config is not None and "seed" in _field_names(config)
         return contract.make_config(raw, **({"seed": self.seed} if takes_seed else {}), **given)
 
     def path(self, rel: str) -> Path:
@@ -212,7 +241,9 @@ def _hash_inputs(cfg: BuildConfig, hashes: FileHashes) -> str:
     Each file's hash comes from ``hashes`` while its stat is unchanged, so an unchanged input folder
     is listed and stat-ed, not read.
     """
-    man = load_manifest(cfg.path(cfg.manifest))
+    # Only the paths matter here (the manifest's own bytes are hashed): its licences are not
+    # normalised, which would build the SPDX index on every re-run; ingest does it when it runs.
+    man = load_manifest(cfg.path(cfg.manifest), licences=False)
     h = hashlib.sha256()
     files = [cfg.path(cfg.manifest)]
     if man.taxonomy:
@@ -281,6 +312,8 @@ def _generate_plan(cfg: BuildConfig, out: Path) -> list[_Planned]:
     """
     if cfg.generate is None:
         return []
+    from scopebench.models import parse_spec
+
     gcfg: GenerateConfig = cfg.section("generate")
     spec = parse_spec(gcfg.model)  # once; its target is the model file (or hub id) hashed below
     target = spec.target

@@ -31,7 +31,7 @@ import uuid
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -47,47 +47,14 @@ from scopebench.curate.output import (
     write_summary,
 )
 from scopebench.curate.report import BuildProblem, StepResult
-from scopebench.curate.schema import QUESTION_TASKS
+from scopebench.curate.settings import QuestionConfig
 from scopebench.curate.taxonomy import Taxonomy, load_taxonomy
-from scopebench.errors import DataFormatError
 
 __all__ = ["NONE_OF_THE_ABOVE", "QuestionConfig", "QuestionResult", "make_questions"]
 
 STEP = "questions"
 #: The text of the optional last option (μ-Bench's spelling).
 NONE_OF_THE_ABOVE = "none of the above"
-
-
-@dataclass(frozen=True)
-class QuestionConfig:
-    """How questions are made.
-
-    Attributes:
-        seed: Seed of every random choice (recorded in the output).
-        options: Options per question before "none of the above" (answer included), at least 2.
-        difficulty: ``hard`` (sibling distractors first) or ``easy`` (across the tree first).
-        none_of_the_above: Append "none of the above" as a last, never-correct option.
-        tasks: Which tasks to make.
-        taxonomy: A user taxonomy YAML merged into the shipped one.
-    """
-
-    seed: int = 0
-    options: int = 4
-    difficulty: Literal["hard", "easy"] = "hard"
-    none_of_the_above: bool = False
-    tasks: tuple[str, ...] = QUESTION_TASKS
-    taxonomy: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.options < 2:
-            raise DataFormatError(f"questions need at least 2 options, got options={self.options}")
-        if self.difficulty not in ("hard", "easy"):
-            raise DataFormatError(f"difficulty is 'hard' or 'easy', not {self.difficulty!r}")
-        unknown = [t for t in self.tasks if t not in QUESTION_TASKS]
-        if unknown:
-            raise DataFormatError(
-                f"unknown question task(s) {unknown}; choose from {', '.join(QUESTION_TASKS)}"
-            )
 
 
 def _pool(tax: Taxonomy, task: str, value: str, classes: list[str]) -> tuple[list[str], list[str]]:

@@ -8,7 +8,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["BuildProblem", "StepResult", "read_problems", "write_problems"]
+__all__ = ["MARKER", "BuildProblem", "StepResult", "read_problems", "write_problems"]
+
+#: The file that marks a folder as a build output (so a re-run may replace it): the step's
+#: :class:`StepResult` as JSON, with the cache key ``build run`` compares.
+MARKER = "build.json"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,40 +42,11 @@ from scopebench.curate.output import (
     write_summary,
 )
 from scopebench.curate.report import BuildProblem, StepResult
-from scopebench.errors import DataFormatError
+from scopebench.curate.settings import SplitConfig
 
 __all__ = ["SplitConfig", "assign_splits", "split"]
 
 STEP = "split"
-
-
-@dataclass(frozen=True)
-class SplitConfig:
-    """How to split.
-
-    Attributes:
-        seed: Seed of the shuffles (recorded).
-        fractions: Split name → share of images; shares must sum to 1 (default: all ``test``, as μ-Bench).
-        tiny: Images in ``test_tiny`` (a sample of ``test``; 0 for none).
-    """
-
-    seed: int = 0
-    fractions: dict[str, float] = field(default_factory=lambda: {"test": 1.0})
-    tiny: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.fractions or any(v < 0 for v in self.fractions.values()):
-            raise DataFormatError("split fractions must be a non-empty mapping of non-negative shares")
-        if abs(sum(self.fractions.values()) - 1.0) > 1e-9:
-            raise DataFormatError(f"split fractions must sum to 1, got {sum(self.fractions.values())}")
-        if "test_tiny" in self.fractions:
-            raise DataFormatError("test_tiny is drawn from test; set `tiny: N` instead of a fraction")
-        if self.tiny < 0:
-            raise DataFormatError("tiny must be 0 or more images")
-        if self.tiny and not self.fractions.get("test"):
-            raise DataFormatError(
-                "test_tiny is drawn from the test split: give `test` a share, or set tiny to 0"
-            )
 
 
 def _rng(seed: int, key: str) -> np.random.Generator:

@@ -4,7 +4,14 @@ A :class:`Step` names a step, says what it reads and writes, holds the class of 
 (the one declaration: ``build.yaml``'s section of the step is validated against it, and ``scopebench
 build <step>`` builds the same class from its options), runs the step's function, and computes its
 cache signature. :data:`scopebench.curate.pipeline.STEPS` holds every step's contract, in the order
-``build run`` runs them; the configuration classes stay in their step modules.
+``build run`` runs them. The configuration classes of ingest, questions and split live in
+:mod:`scopebench.curate.settings`, generate's and filter's in their step modules.
+
+A step whose configuration class lives in a heavy module gives a function that imports and returns
+it instead of the class (:attr:`Step.config_class` resolves either), and its runner imports the
+step's implementation when called: a ``build run`` that finds every step's output up to date loads
+only the configuration classes it validates, never a step's implementation (datasets, the engine,
+scipy).
 """
 
 from __future__ import annotations
@@ -45,16 +52,25 @@ class Step:
         reads: What it reads.
         writes: What it writes beyond every output's ``build.json``, ``problems.jsonl``,
             ``README.md`` and ``provenance/``.
-        config: The class of its configuration (a dataclass or pydantic model; ``None``: none).
+        config: The class of its configuration (a dataclass or pydantic model; ``None``: none), or
+            a function that imports and returns it (:attr:`config_class`).
         runner: Runs it: ``(data, out, config, progress, **options)`` (``options``: where the
-            step keeps caches, ``cache`` or ``cache_dir``).
+            step keeps caches, ``cache`` or ``cache_dir``); it imports the step's implementation
+            when called.
     """
 
     name: str
     reads: str
     writes: tuple[str, ...]
-    config: type | None
+    config: type | Callable[[], type] | None
     runner: Runner
+
+    @property
+    def config_class(self) -> type | None:
+        """The class of the step's configuration (``None``: the step takes none)."""
+        if self.config is None or isinstance(self.config, type):
+            return self.config
+        return self.config()
 
     def make_config(self, raw: Mapping[str, Any] | None, **given: Any) -> Any:
         """The step's configuration from a ``build.yaml`` section (unknown keys refused) and ``given``.
@@ -62,19 +78,20 @@ class Step:
         Raises:
             DataFormatError: Naming every invalid key of the section.
         """
-        if self.config is None:
+        config = self.config_class
+        if config is None:
             return None
         values = {**(raw or {}), **given}
-        if dataclasses.is_dataclass(self.config):
+        if dataclasses.is_dataclass(config):
             # pydantic ignores unknown keys of a plain dataclass: a misspelt setting must not be.
-            known = {f.name for f in dataclasses.fields(self.config)}
+            known = {f.name for f in dataclasses.fields(config)}
             unknown = sorted(set(values) - known)
             if unknown:
                 raise DataFormatError(
                     f"invalid {self.name} settings: unknown key(s) {', '.join(unknown)}; known: "
                     + ", ".join(sorted(known))
                 )
-        adapter: TypeAdapter[Any] = TypeAdapter(self.config)
+        adapter: TypeAdapter[Any] = TypeAdapter(config)
         try:
             return adapter.validate_python(values)
         except ValidationError as exc:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scopebench.curate.settings import DEFAULT_MAX_PIXELS
 from scopebench.errors import ImageLoadError
 
 __all__ = [
@@ -53,8 +54,6 @@ __all__ = [
 ]
 
 _TIFF = {".tif", ".tiff"}
-#: Default pixel limit: 8192 × 8192 (a worker's peak is measured in docs/build.md).
-DEFAULT_MAX_PIXELS = 8192 * 8192
 _BLOCK_BYTES = 1 << 20  # raw PNG bytes filtered and compressed at a time (bounds encoder memory)
 
 

@@ -38,6 +38,7 @@ from scopebench.curate.manifest import Manifest, Record, Source, load_manifest, 
 from scopebench.curate.output import write_dataset
 from scopebench.curate.report import BuildProblem, StepResult
 from scopebench.curate.schema import BUILD_COLUMNS, UBENCH_COLUMNS
+from scopebench.curate.settings import IngestConfig
 from scopebench.curate.taxonomy import Taxonomy, load_taxonomy
 from scopebench.errors import UsageError
 
@@ -47,18 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["IngestConfig", "IngestResult", "IngestedImage", "ingest", "sha256_file"]
 
 STEP = "ingest"
-
-
-@dataclass(frozen=True)
-class IngestConfig:
-    """The ingest step's settings (``build.yaml``'s ``ingest:`` section).
-
-    Attributes:
-        max_pixels: Images declaring more pixels are ``oversized_image`` problems, refused from
-            the header before anything is decoded; 0: no limit.
-    """
-
-    max_pixels: int = DEFAULT_MAX_PIXELS
 
 
 @dataclass(slots=True)
