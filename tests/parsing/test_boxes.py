@@ -157,17 +157,13 @@ def test_box_inside_deep_nesting_is_still_found() -> None:
         "<loc0001><loc0002><loc0003><loc0004> c ; " * 7_500,
     ],
 )
-def test_300k_character_replies_parse_well_under_a_second(text: str) -> None:
-    import time
-
+def test_300k_character_replies_parse_in_linear_time(text: str) -> None:
+    # 0.02–0.11 CPU s each when measured alone (bench/bench_parser.py); a quadratic parser takes
+    # minutes on 300k characters, so the 10 s timeout above trips only on such a regression, never
+    # on a loaded machine (an assert on the elapsed time did: 1.37 CPU s under a load of 4).
     assert len(text) >= 300_000
-    # CPU time of this process, not wall time: 8 test runs share 2 cores here.
-    t0 = time.process_time()
     res = parse_boxes(text, 100, 100)
-    elapsed = time.process_time() - t0
     assert len(res.boxes) <= 1000
-    # Measured alone: 0.02–0.11 s CPU each (the 21,500 JSON lists are the slowest).
-    assert elapsed < 1.0, elapsed
 
 
 @pytest.mark.parametrize("value", ["true", '"30"', "null"])
