@@ -20,6 +20,9 @@ from scopebench.experiments import linear_probe as LP
 from scopebench.items import ImageRef, Item
 from scopebench.models import parse_spec
 
+# One worker: the demo benchmark and the probe on it (module fixtures, ~10 s) are built once.
+pytestmark = pytest.mark.xdist_group("linear_probe")
+
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:

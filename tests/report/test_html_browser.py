@@ -35,6 +35,8 @@ ARGS = [
 
 pytestmark = [
     pytest.mark.browser,
+    # One worker: its module fixtures (two runs of a report, a browser page) are built once.
+    pytest.mark.xdist_group("html_browser"),
     pytest.mark.skipif(
         not CHROMIUM.is_file(),
         reason="needs Debian's chromium at /usr/bin/chromium (run `bash .ci/install-chromium.sh` as root)",
