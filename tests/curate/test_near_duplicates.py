@@ -7,14 +7,18 @@ import itertools
 import numpy as np
 import pytest
 
+from scopebench.curate.ingestion import near_duplicates
 from scopebench.curate.ingestion.images import dhash, grey8
 from scopebench.curate.ingestion.near_duplicates import (
     DEFAULT_MIN_SIMILARITY,
+    PREFILTER_MIN_CORRELATION,
     candidate_pairs,
     find_near_duplicates,
     pixel_similarity,
+    similarity,
+    thumbnail,
 )
-from scopebench.testing.near_duplicate_set import EDITS, labelled_set
+from scopebench.testing.near_duplicate_set import EDITS, labelled_set, smooth_field
 
 
 def _brute(values: np.ndarray, r: int) -> set[tuple[int, int]]:
@@ -79,3 +83,60 @@ def test_groups_on_a_labelled_set_are_exactly_the_fields() -> None:
         if images[i].family == images[j].family and images[i].field != images[j].field
     ]
     assert refused_lookalikes  # the hash proposed look-alikes; only the pixels kept them apart
+
+
+def test_hash_colliding_smooth_fields_are_each_decoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catches confirmation that decodes an image once per pair (the second image of each pair
+    missing a thumbnail cache smaller than the collection: quadratic decodes on smooth fields whose
+    hashes all collide), and a pre-filter that refuses a real near-duplicate among them."""
+    monkeypatch.setattr(near_duplicates, "_THUMBNAILS", 4)  # a collection larger than the cache
+    greys = [smooth_field(5, i, 96) for i in range(40)]
+    rng = np.random.default_rng(5)
+    noisy = np.clip(greys[7] + rng.normal(0, 2, greys[7].shape), 0, 255).astype(np.uint8)
+    greys.append(noisy)  # a re-encoding-like copy of image 7: the one true pair
+    loads: list[int] = []
+    found = find_near_duplicates(
+        ["0" * 16] * len(greys), 64, lambda i: loads.append(i) or greys[i]
+    )  # 64 bits: every pair is proposed
+    assert sorted(loads) == list(range(len(greys)))  # each image decoded exactly once
+    assert found.roots == [7 if i == 40 else i for i in range(len(greys))]
+    assert len(found.refused) == len(greys) * (len(greys) - 1) // 2 - 1
+    # an SSIM under the threshold, or a pre-filter correlation under its own
+    assert all(score < PREFILTER_MIN_CORRELATION for _, _, _, score in found.refused)
+
+
+def test_prefilter_never_refuses_a_pair_the_pixels_confirm() -> None:
+    """Catches a pre-filter threshold (or signature) that refuses true near-duplicates of the same
+    size (re-encodings, 16-bit copies, contrast changes) or any same-size pair whose block SSIM
+    reaches the default threshold, which would change the groups the pixels alone give."""
+    images = labelled_set(2, 3, seed=2, size=160)
+    thumbs = [thumbnail(grey8(im.pixels)) for im in images]
+    signatures = [near_duplicates._signature(near_duplicates._grid(t)) for t in thumbs]
+    checked = 0
+    for i, j in itertools.combinations(range(len(images)), 2):
+        if thumbs[i].shape != thumbs[j].shape:
+            continue  # the crop search decides these, never the pre-filter
+        correlation = float(signatures[i] @ signatures[j])
+        true = (images[i].family, images[i].field) == (images[j].family, images[j].field)
+        if true or similarity(thumbs[i], thumbs[j]) >= DEFAULT_MIN_SIMILARITY:
+            assert correlation >= PREFILTER_MIN_CORRELATION, (images[i].name, images[j].name, correlation)
+            checked += 1
+    assert checked >= 6 * 6  # 6 fields, each with 4 same-size images: 6 true pairs per field
+
+
+def test_rerun_with_remembered_scores_loads_nothing() -> None:
+    """Catches pre-filter refusals that are not remembered (a re-run would decode every image of
+    a smooth collection again) and a refusal remembered as an SSIM (a later, lower threshold would
+    confirm a pair on a correlation)."""
+    greys = [smooth_field(9, i, 64) for i in range(12)]
+    greys.append(greys[3].copy())
+    scores: dict[str, float] = {}
+    first = find_near_duplicates(["0" * 16] * 13, 64, lambda i: greys[i], scores=scores, key=str)
+    assert any(":grid:" in k for k in scores) and any(":grid:" not in k for k in scores)
+
+    def no_load(i: int) -> np.ndarray:
+        raise AssertionError(f"image {i} loaded on a re-run")
+
+    again = find_near_duplicates(["0" * 16] * 13, 64, no_load, scores=scores, key=str)
+    assert again == first
+    assert first.roots[12] == 3
