@@ -17,12 +17,13 @@ on the same background) is enough to refuse the pair. Two alignments are tried: 
 rescaled onto each other (re-encodings, 8/16-bit, rescales, contrast changes), and the smaller image
 located inside the larger at the same pixel size (crops); the better score counts.
 
-**Confirming cheaply.** Unrelated smooth images (illumination fields, empty backgrounds) have weak
-hashes and are proposed in bulk, so each image is decoded once, when its first pair needs it, and
-kept as a 16 × 16 signature (1 kB, for the whole run) plus its 64 × 64 grid and thumbnail in bounded
-caches. A pair of same-size images whose signatures correlate below
-:data:`PREFILTER_MIN_CORRELATION` is refused without its SSIM; the others are scored on the kept
-grids. The work per pair is then a dot product, and the decodes are one per image.
+**Confirming at scale.** Unrelated smooth images (illumination fields, empty backgrounds) have
+weak hashes and are proposed in bulk, so each image is decoded once, when its first pair needs it,
+and kept as its stretched 64 × 64 grid (16 kB) for the run; thumbnails (for crops) stay in a
+bounded cache. Pairs are scored in batches: the SSIM terms of each image are computed once per
+batch and only the cross term per pair, vectorized over the batch (:func:`_batch_block_ssim`, the
+same arithmetic as :func:`skimage.metrics.structural_similarity`); a score within ``1e-4`` of the
+threshold is recomputed pair by pair, so the decisions are exactly those of :func:`similarity`.
 """
 
 from __future__ import annotations
@@ -31,13 +32,12 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import numpy as np
+from scipy.ndimage import uniform_filter
 
 __all__ = [
     "DEFAULT_MIN_SIMILARITY",
-    "PREFILTER_MIN_CORRELATION",
     "SIMILARITY_VERSION",
     "NearDuplicates",
     "Thumbnail",
@@ -54,20 +54,14 @@ DEFAULT_MIN_SIMILARITY = 0.85
 #: Part of every remembered score's key: bumped whenever :func:`similarity` changes, so a score
 #: computed by older rules is never reused.
 SIMILARITY_VERSION = "1"
-_T = TypeVar("_T")
 _EXACT_BLOCKS = 4
 _MAX_TABLES = 5000  # beyond this (r ≥ 17 bits) one all-pairs pass in blocks is cheaper
 _GRID = 64  # side of the common grid the pixels are compared on
 _CROP_SIDE = 256  # a thumbnail's long side: where crops are searched for
 _THUMBNAILS = 256  # thumbnails kept while pairs are checked (≤ 256 kB each)
-_GRIDS = 4096  # common grids kept while pairs are checked (16 kB each)
-_SIGNATURE = 16  # side of the coarse grid the pre-filter correlates (1 kB per image, all kept)
-#: Correlation of two same-size images' coarse grids below which the pair is refused without its
-#: SSIM: on the labelled set every pair scoring ≥ 0.85 correlates ≥ 0.999, and no pair under 0.9
-#: scores above 0.31 (``bench/bench_near_duplicates.py --only prefilter`` prints the margin).
-PREFILTER_MIN_CORRELATION = 0.9
-#: The pre-filter is used only for a ``min_similarity`` at or above this (see above: 0.31 < 0.5).
-_PREFILTER_FROM = 0.5
+_BATCH = 1024  # pairs scored at once (≈ 0.5 MB of float32 per 64 × 64 term)
+_WIN = 7  # SSIM window, as structural_similarity(win_size=7)
+_RECHECK = 1e-4  # a batched score this close to the threshold is recomputed one pair at a time
 
 
 def _as_uint64(hashes: Sequence[str] | np.ndarray) -> np.ndarray:
@@ -165,9 +159,13 @@ def _resized(arr: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 
 def _block_ssim(a: np.ndarray, b: np.ndarray) -> float:
     """The lowest mean SSIM over a 4 × 4 grid of blocks of two same-shaped images, each stretched."""
+    return _block_ssim_stretched(_stretched(a), _stretched(b))
+
+
+def _block_ssim_stretched(a: np.ndarray, b: np.ndarray) -> float:
     from skimage.metrics import structural_similarity
 
-    _, full = structural_similarity(_stretched(a), _stretched(b), data_range=1.0, full=True, win_size=7)
+    _, full = structural_similarity(a, b, data_range=1.0, full=True, win_size=_WIN)
     rows = np.array_split(np.asarray(full), 4, axis=0)
     return float(min(block.mean() for row in rows for block in np.array_split(row, 4, axis=1)))
 
@@ -220,20 +218,6 @@ def _grid(t: Thumbnail) -> np.ndarray:
     return _resized(t.pixels, (_GRID, _GRID))
 
 
-def _signature(grid: np.ndarray) -> np.ndarray:
-    """``grid`` stretched, averaged onto 16 × 16, centred and scaled to unit length (zeros if flat).
-
-    The dot product of two signatures is the correlation of the images' coarse structure: a cheap
-    bound-in-practice on the block SSIM (a pair whose coarse grids do not correlate does not agree
-    block by block either), computed once per image instead of once per pair.
-    """
-    k = _GRID // _SIGNATURE
-    coarse = _stretched(grid).reshape(_SIGNATURE, k, _SIGNATURE, k).mean(axis=(1, 3)).ravel()
-    coarse = coarse - coarse.mean()
-    norm = float(np.linalg.norm(coarse))
-    return coarse / norm if norm > 1e-6 else np.zeros_like(coarse)
-
-
 def similarity(a: Thumbnail, b: Thumbnail) -> float:
     """:func:`pixel_similarity` of two thumbnails."""
     scores = [-1.0]
@@ -262,57 +246,70 @@ def pixel_similarity(a: np.ndarray, b: np.ndarray) -> float:
     return similarity(thumbnail(a), thumbnail(b))
 
 
-def _remember(cache: OrderedDict[int, _T], i: int, value: _T, size: int) -> None:
-    cache[i] = value
-    cache.move_to_end(i)
-    if len(cache) > size:
-        cache.popitem(last=False)
+def _ssim_terms(stretched: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Local means and (sample) variances of stretched images, as structural_similarity has them."""
+    size = (1, _WIN, _WIN)  # the leading axis stacks images: no filtering across it
+    cov_norm = _WIN**2 / (_WIN**2 - 1)
+    mean = uniform_filter(stretched, size=size)
+    return mean, cov_norm * (uniform_filter(stretched * stretched, size=size) - mean * mean)
+
+
+def _batch_block_ssim(a: np.ndarray, b: np.ndarray, terms: tuple[np.ndarray, ...]) -> np.ndarray:
+    """:func:`_block_ssim` of stacks of stretched grids ``a[k]``, ``b[k]`` (``K × 64 × 64``).
+
+    ``terms`` are :func:`_ssim_terms` of ``a`` then of ``b``; the operations, their order and the
+    float32 type follow :func:`skimage.metrics.structural_similarity` (uniform window, sample
+    covariance, data range 1), so the SSIM maps are those of one pair at a time; only the block
+    means may differ in the last bits (summation order).
+    """
+    ux, vx, uy, vy = terms
+    cov_norm = _WIN**2 / (_WIN**2 - 1)
+    c1, c2 = (0.01 * 1.0) ** 2, (0.03 * 1.0) ** 2
+    vxy = cov_norm * (uniform_filter(a * b, size=(1, _WIN, _WIN)) - ux * uy)
+    ssim = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux**2 + uy**2 + c1) * (vx + vy + c2))
+    side = _GRID // 4
+    blocks = ssim.reshape(len(ssim), 4, side, 4, side).mean(axis=(2, 4))
+    return np.asarray(blocks.min(axis=(1, 2)), dtype=np.float64)
 
 
 class _Pixels:
     """The images of proposed pairs as the checks need them, each decoded once.
 
-    A decode keeps, per image, its size and its 16 × 16 signature for the whole run (1 kB), and
-    its common grid (16 kB) and thumbnail (≤ 256 kB) in bounded caches: a pair of same-size images
-    is checked on signatures and grids alone, so only crops and rescales (pairs of different sizes,
-    which search one image inside the other on thumbnails) can make an image decoded again.
+    A decode keeps the image's size and stretched 64 × 64 grid for the whole run (16 kB), and its
+    thumbnail (≤ 256 kB) in a bounded cache: a pair of same-size images is scored on grids alone,
+    so only pairs of different sizes (crops and rescales, searched on thumbnails) can make an
+    image decoded again.
     """
 
     def __init__(self, grey: Callable[[int], np.ndarray]) -> None:
         self._grey = grey
         self.shapes: dict[int, tuple[int, int]] = {}
-        self.signatures: dict[int, np.ndarray] = {}
-        self._grids: OrderedDict[int, np.ndarray] = OrderedDict()
+        self.grids: dict[int, np.ndarray] = {}
         self._thumbs: OrderedDict[int, Thumbnail] = OrderedDict()
 
-    def _load(self, i: int) -> None:
+    def _load(self, i: int) -> Thumbnail:
         thumb = thumbnail(self._grey(i))
-        grid = _grid(thumb)
         self.shapes[i] = thumb.shape
-        self.signatures[i] = _signature(grid)
-        _remember(self._grids, i, grid, _GRIDS)
-        _remember(self._thumbs, i, thumb, _THUMBNAILS)
+        self.grids[i] = _stretched(_grid(thumb))
+        self._thumbs[i] = thumb
+        if len(self._thumbs) > _THUMBNAILS:
+            self._thumbs.popitem(last=False)
+        return thumb
 
     def shape(self, i: int) -> tuple[int, int]:
         if i not in self.shapes:
             self._load(i)
         return self.shapes[i]
 
-    def grid(self, i: int) -> np.ndarray:
-        if i not in self._grids:
-            self._load(i)
-        self._grids.move_to_end(i)
-        return self._grids[i]
-
     def thumb(self, i: int) -> Thumbnail:
         if i not in self._thumbs:
-            self._load(i)
+            return self._load(i)
         self._thumbs.move_to_end(i)
         return self._thumbs[i]
 
 
-class _Confirmer:
-    """Scores proposed pairs: remembered by content, pre-filtered, or checked on the pixels."""
+class _Scorer:
+    """Scores proposed pairs in batches: remembered by content, or computed and remembered."""
 
     def __init__(
         self,
@@ -322,39 +319,50 @@ class _Confirmer:
         key: Callable[[int], str] | None,
     ) -> None:
         self.pixels = _Pixels(grey)
-        self.prefilter = min_similarity >= _PREFILTER_FROM
+        self.min_similarity = min_similarity
         self.scores = scores
         self.key = key
 
-    def _computed(self, i: int, j: int) -> tuple[float, bool]:
-        px = self.pixels
-        if px.shape(i) != px.shape(j):
-            return similarity(px.thumb(i), px.thumb(j)), False  # the crop search needs thumbnails
-        a, b = px.signatures[i], px.signatures[j]
-        if self.prefilter and a.any() and b.any():  # flat images have no structure to correlate
-            correlation = float(a @ b)
-            if correlation < PREFILTER_MIN_CORRELATION:
-                return correlation, True
-        return _block_ssim(px.grid(i), px.grid(j)), False
-
-    def score(self, i: int, j: int) -> tuple[float, bool]:
-        """The score of pair ``(i, j)`` and whether the pre-filter refused it.
-
-        A pre-filter refusal's score is the signatures' correlation, not an SSIM.
-        """
+    def _pair_key(self, i: int, j: int) -> str | None:
         if self.scores is None or self.key is None:
-            return self._computed(i, j)
-        # Ordered as proposed (the score of a pair is not exactly symmetric), with the algorithm's
-        # version; a pre-filter refusal is remembered apart, since its value is a correlation.
-        ki, kj = self.key(i), self.key(j)
-        whole, coarse = f"{SIMILARITY_VERSION}:{ki}:{kj}", f"{SIMILARITY_VERSION}:grid:{ki}:{kj}"
-        if whole in self.scores:
-            return self.scores[whole], False
-        if self.prefilter and self.scores.get(coarse, 1.0) < PREFILTER_MIN_CORRELATION:
-            return self.scores[coarse], True
-        score, refused = self._computed(i, j)
-        self.scores[coarse if refused else whole] = score
-        return score, refused
+            return None
+        # Ordered as proposed (the score of a pair is not exactly symmetric), with the version.
+        return f"{SIMILARITY_VERSION}:{self.key(i)}:{self.key(j)}"
+
+    def score(self, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], float]:
+        """The similarity of each pair; images are loaded only for pairs not remembered."""
+        out: dict[tuple[int, int], float] = {}
+        todo: list[tuple[int, int]] = []
+        for p in pairs:
+            remembered = self._pair_key(*p)
+            if self.scores is not None and remembered is not None and remembered in self.scores:
+                out[p] = self.scores[remembered]
+            else:
+                todo.append(p)
+        px = self.pixels
+        same_size = [(i, j) for i, j in todo if px.shape(i) == px.shape(j)]
+        for i, j in todo:
+            if px.shape(i) != px.shape(j):  # the crop search needs thumbnails
+                out[(i, j)] = similarity(px.thumb(i), px.thumb(j))
+        out.update(self._same_size(same_size))
+        for p in todo:
+            remembered = self._pair_key(*p)
+            if self.scores is not None and remembered is not None:
+                self.scores[remembered] = out[p]
+        return out
+
+    def _same_size(self, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], float]:
+        if not pairs:
+            return {}
+        grids = self.pixels.grids
+        a = np.stack([grids[i] for i, _ in pairs])
+        b = np.stack([grids[j] for _, j in pairs])
+        found = _batch_block_ssim(a, b, (*_ssim_terms(a), *_ssim_terms(b)))
+        out = dict(zip(pairs, found.tolist(), strict=True))
+        for (i, j), value in out.items():
+            if abs(value - self.min_similarity) < _RECHECK:  # decide exactly as one pair at a time
+                out[(i, j)] = _block_ssim_stretched(grids[i], grids[j])
+        return out
 
 
 @dataclass
@@ -365,9 +373,7 @@ class NearDuplicates:
         roots: Each image's group root: the smallest index of its group (itself when alone).
         joined: For each image in a group of two or more, the first confirmed pair it was in:
             ``index → (other index, hash distance, pixel similarity)``.
-        refused: Proposed pairs the pixels refused: ``(i, j, hash distance, pixel similarity)``;
-            for a pair the pre-filter refused, the last value is its signatures' correlation
-            (below :data:`PREFILTER_MIN_CORRELATION`) instead.
+        refused: Proposed pairs the pixels refused: ``(i, j, hash distance, pixel similarity)``.
     """
 
     roots: list[int]
@@ -412,21 +418,26 @@ def find_near_duplicates(
 
     values = _as_uint64(hashes)
     out = NearDuplicates(roots=[])
-    # Pairs are scored lazily, in order, so a pair already joined through others costs nothing;
-    # each image is decoded once, when its first pair needs it.
-    confirm = _Confirmer(grey, min_similarity, scores, key)
-    for i, j in candidate_pairs(values, max_bits).tolist():
-        bits = int(np.bitwise_count(values[i] ^ values[j]))
-        if find(i) == find(j):
-            continue  # already joined through other confirmed pairs
-        score, prefiltered = (1.0, False) if same is not None and same(i, j) else confirm.score(i, j)
-        if prefiltered or score < min_similarity:
-            out.refused.append((i, j, bits, round(score, 4)))
-            continue
-        ri, rj = find(i), find(j)
-        # Every member keeps the first confirmed pair it was in, so each can name its evidence.
-        out.joined.setdefault(i, (j, bits, round(score, 4)))
-        out.joined.setdefault(j, (i, bits, round(score, 4)))
-        parent[max(ri, rj)] = min(ri, rj)
+    scorer = _Scorer(grey, min_similarity, scores, key)
+    pairs = candidate_pairs(values, max_bits).tolist()
+    # Pairs are scored a batch at a time (a batch skips pairs already joined when it starts), then
+    # walked in order, so the grouping is exactly that of checking one pair after the other.
+    for start in range(0, len(pairs), _BATCH):
+        batch = [(i, j) for i, j in pairs[start : start + _BATCH]]
+        identical = {(i, j) for i, j in batch if same is not None and same(i, j)}
+        scored = scorer.score([(i, j) for i, j in batch if find(i) != find(j) and (i, j) not in identical])
+        for i, j in batch:
+            if find(i) == find(j):
+                continue  # already joined through other confirmed pairs
+            bits = int(np.bitwise_count(values[i] ^ values[j]))
+            score = 1.0 if (i, j) in identical else scored[(i, j)]
+            if score < min_similarity:
+                out.refused.append((i, j, bits, round(score, 4)))
+                continue
+            ri, rj = find(i), find(j)
+            # Every member keeps the first confirmed pair it was in, so each can name its evidence.
+            out.joined.setdefault(i, (j, bits, round(score, 4)))
+            out.joined.setdefault(j, (i, bits, round(score, 4)))
+            parent[max(ri, rj)] = min(ri, rj)
     out.roots = [find(i) for i in range(n)]
     return out
