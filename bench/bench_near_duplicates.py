@@ -16,7 +16,7 @@
   the number of images. The PNGs are written once into ``--dir`` and reused.
 
 Usage: python bench/bench_near_duplicates.py [--sizes 10000,100000,1000000] [--families 6 --fields 5]
-       [--only confirm --confirm-sizes 1000,2000,5000 --dir /tmp/scopebench-smooth-fields]
+       [--only confirm --confirm-sizes 1000,2000,4000 --dir /tmp/scopebench-smooth-fields]
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def main() -> None:
     ap.add_argument("--families", type=int, default=6)
     ap.add_argument("--fields", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--confirm-sizes", default="1000,2000,5000")
+    ap.add_argument("--confirm-sizes", default="1000,2000,4000")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/scopebench-smooth-fields"))
     ap.add_argument("--only", choices=("index", "errors", "confirm"), action="append")
     args = ap.parse_args()

@@ -133,4 +133,5 @@ def smooth_field(seed: int, index: int, size: int = 512) -> np.ndarray:
     fx, fy, phase = rng.uniform(2, 12, 3)
     field = np.sin(x * fx + y * fy + phase) * 0.3 + 0.5
     grey = np.clip(field + rng.normal(0, 0.03, (size, size)), 0, 1)
-    return (grey * 255).round().astype(np.uint8)
+    out: np.ndarray = (grey * 255).round().astype(np.uint8)
+    return out

@@ -59,7 +59,7 @@ _MAX_TABLES = 5000  # beyond this (r ≥ 17 bits) one all-pairs pass in blocks i
 _GRID = 64  # side of the common grid the pixels are compared on
 _CROP_SIDE = 256  # a thumbnail's long side: where crops are searched for
 _THUMBNAILS = 256  # thumbnails kept while pairs are checked (≤ 256 kB each)
-_BATCH = 1024  # pairs scored at once (≈ 0.5 MB of float32 per 64 × 64 term)
+_BATCH = 256  # pairs scored at once: 4 MB per float32 term of the batch, ≈ 40 MB in all
 _WIN = 7  # SSIM window, as structural_similarity(win_size=7)
 _RECHECK = 1e-4  # a batched score this close to the threshold is recomputed one pair at a time
 
@@ -396,7 +396,9 @@ def find_near_duplicates(
     Args:
         hashes: One 64-bit hash (hex) per image.
         max_bits: Hamming distance at or below which a pair is proposed.
-        grey: Loads image ``i`` as a grey array (called only for images in a proposed pair).
+        grey: Loads image ``i`` as a grey array (called only for images in a proposed pair, once
+            per image unless it is in a pair of different sizes and its thumbnail has left the
+            256-entry cache).
         min_similarity: :func:`pixel_similarity` at or above which a proposed pair is confirmed.
         same: Says two images have identical pixels (confirmed without loading them).
         scores: Pixel similarities computed before, by ``"<key(i)>:<key(j)>"``; read and filled in,
