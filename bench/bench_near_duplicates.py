@@ -9,8 +9,14 @@
   all such pairs; *merged look-alikes* = pairs of different fields grouped / all such pairs. Shown
   for the hash alone (what grouping was before the pixel check) and hash + pixels, at ``r = 6`` (the
   default) and ``r = 10``.
+* **confirm** — the whole :func:`find_near_duplicates` (hash index + confirmation, decoding real
+  PNG files) on 512 × 512 smooth fields (:func:`~scopebench.testing.near_duplicate_set.smooth_field`:
+  no two are near-duplicates, but their hashes are weak and propose pairs in bulk): candidate
+  pairs, decodes, pairs scored on the pixels, CPU seconds and the exponent of a log-log fit in
+  the number of images. The PNGs are written once into ``--dir`` and reused.
 
 Usage: python bench/bench_near_duplicates.py [--sizes 10000,100000,1000000] [--families 6 --fields 5]
+       [--only confirm --confirm-sizes 1000,2000,4000 --dir /tmp/scopebench-smooth-fields]
 """
 
 from __future__ import annotations
@@ -20,8 +26,11 @@ import itertools
 import os
 import platform
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from scopebench.curate.ingestion.images import dhash, grey8
 from scopebench.curate.ingestion.near_duplicates import (
@@ -29,7 +38,8 @@ from scopebench.curate.ingestion.near_duplicates import (
     candidate_pairs,
     find_near_duplicates,
 )
-from scopebench.testing.near_duplicate_set import labelled_set
+from scopebench.curate.ingestion.step import _grey
+from scopebench.testing.near_duplicate_set import labelled_set, smooth_field
 
 
 def synthetic_hashes(n: int, seed: int = 0) -> np.ndarray:
@@ -125,6 +135,54 @@ def bench_errors(families: int, fields: int, seed: int) -> None:
             print(f"           edits not grouped with their original: {by_edit}")
 
 
+def make_fields(folder: Path, n: int, seed: int = 0) -> list[Path]:
+    """Smooth fields 0 … n−1 as 512 × 512 grey PNGs in ``folder`` (written only when missing)."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"field{seed}_{i:06d}.png" for i in range(n)]
+    for i, path in enumerate(tqdm(paths, desc="writing fields", unit="image", leave=False)):
+        if not path.exists():
+            Image.fromarray(smooth_field(seed, i)).save(path, compress_level=1)
+    return paths
+
+
+def _counting(paths: list[Path], decoded: list[int]) -> Callable[[int], np.ndarray]:
+    """Loads image ``i`` as the build does, noting each decode in ``decoded``."""
+
+    def grey(i: int) -> np.ndarray:
+        decoded.append(i)
+        return _grey(paths[i])
+
+    return grey
+
+
+def bench_confirm(sizes: list[int], r: int, folder: Path) -> None:
+    """CPU seconds of the whole near-duplicate search per collection size, decodes counted."""
+    paths = make_fields(folder, max(sizes))
+    hashes = [
+        dhash(_grey(p).astype(np.uint8)) for p in tqdm(paths, desc="hashing", unit="image", leave=False)
+    ]
+    times = []
+    for n in sizes:
+        decoded: list[int] = []
+        scores: dict[str, float] = {}
+        start, start_cpu = time.perf_counter(), time.process_time()
+        found = find_near_duplicates(hashes[:n], r, _counting(paths, decoded), scores=scores, key=str)
+        times.append(time.process_time() - start_cpu)
+        wall = time.perf_counter() - start
+        pairs = len(candidate_pairs(hashes[:n], r))
+        print(
+            f"  {n:>6,} images: {pairs:>8,} candidate pairs, {len(decoded):,} decodes "
+            f"({len(set(decoded)):,} images), {len(scores):,} pairs scored, {len(found.refused):,} refused, "
+            f"{sum(i != root for i, root in enumerate(found.roots))} grouped; "
+            f"{times[-1]:.1f} s CPU ({wall:.1f} s wall)"
+        )
+    if len(sizes) >= 2:
+        exponent = np.polyfit(np.log(sizes), np.log(times), 1)[0]
+        print(f"  fitted exponent (log CPU time vs log n): {exponent:.2f}; load {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000,1000000")
@@ -132,17 +190,22 @@ def main() -> None:
     ap.add_argument("--families", type=int, default=6)
     ap.add_argument("--fields", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--only", choices=("index", "errors"), action="append")
+    ap.add_argument("--confirm-sizes", default="1000,2000,4000")
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/scopebench-smooth-fields"))
+    ap.add_argument("--only", choices=("index", "errors", "confirm"), action="append")
     args = ap.parse_args()
     cpu = platform.processor() or platform.machine()
     print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    only = set(args.only or ("index", "errors"))
+    only = set(args.only or ("index", "errors", "confirm"))
     if "index" in only:
         print(f"index (r = {args.bits}):")
         bench_index([int(s) for s in args.sizes.split(",")], args.bits)
     if "errors" in only:
         print("errors on the labelled set:")
         bench_errors(args.families, args.fields, args.seed)
+    if "confirm" in only:
+        print(f"whole search on smooth fields (r = {args.bits}, PNGs in {args.dir}):")
+        bench_confirm([int(s) for s in args.confirm_sizes.split(",")], args.bits, args.dir)
 
 
 if __name__ == "__main__":

@@ -72,7 +72,8 @@ def _files(folder: Path) -> dict[str, bytes]:
 def test_bomb_is_a_problem_row_and_fields_group_exactly(tmp_path: Path) -> None:
     """Catches a decompression bomb that is decoded (or escapes as Pillow's DecompressionBombError)
     instead of becoming a row-level problem, and near-duplicate groups that are not exactly the
-    fields (look-alikes merged by their close hashes, or an edit left out)."""
+    fields (look-alikes merged by their close hashes, or an edit left out), and stats that report
+    another pair's hash distance as the ``near_duplicate_bits`` setting."""
     r = ingest(make_lab(tmp_path), tmp_path / "out", workers=1)
     assert r.items_in == 13 and r.kept == 12 and dict(r.dropped) == {"oversized_image": 1}
     bomb = next(p for p in r.problems if p.kind == "oversized_image")
@@ -87,6 +88,7 @@ def test_bomb_is_a_problem_row_and_fields_group_exactly(tmp_path: Path) -> None:
     assert [len([r for r in rows if r["dup_group"] == g]) for g in sorted(groups)] == [6, 6]
     stats = json.loads((tmp_path / "out" / "build.json").read_text())["stats"]["near_duplicates"]
     assert stats["grouped"] == 10 and stats["refused_pairs"] > 0  # look-alikes were proposed, then refused
+    assert stats["max_bits"] == 12  # the setting, not the distance of the last pair reported
     assert len([p for p in r.problems if p.kind == "near_duplicate"]) == 10
 
 

@@ -7,14 +7,17 @@ import itertools
 import numpy as np
 import pytest
 
+from scopebench.curate.ingestion import near_duplicates
 from scopebench.curate.ingestion.images import dhash, grey8
 from scopebench.curate.ingestion.near_duplicates import (
     DEFAULT_MIN_SIMILARITY,
     candidate_pairs,
     find_near_duplicates,
     pixel_similarity,
+    similarity,
+    thumbnail,
 )
-from scopebench.testing.near_duplicate_set import EDITS, labelled_set
+from scopebench.testing.near_duplicate_set import EDITS, labelled_set, smooth_field
 
 
 def _brute(values: np.ndarray, r: int) -> set[tuple[int, int]]:
@@ -79,3 +82,73 @@ def test_groups_on_a_labelled_set_are_exactly_the_fields() -> None:
         if images[i].family == images[j].family and images[i].field != images[j].field
     ]
     assert refused_lookalikes  # the hash proposed look-alikes; only the pixels kept them apart
+
+
+def test_hash_colliding_smooth_fields_are_each_decoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catches confirmation that decodes an image once per pair (the second image of each pair
+    missing a thumbnail cache smaller than the collection: quadratic decodes on smooth fields whose
+    hashes all collide), and batched scoring that loses the one real near-duplicate among them."""
+    monkeypatch.setattr(near_duplicates, "_THUMBNAILS", 4)  # a collection larger than the cache
+    greys = [smooth_field(5, i, 96) for i in range(40)]
+    rng = np.random.default_rng(5)
+    noisy = np.clip(greys[7] + rng.normal(0, 2, greys[7].shape), 0, 255).astype(np.uint8)
+    greys.append(noisy)  # a re-encoding-like copy of image 7: the one true pair
+    loads: list[int] = []
+    found = find_near_duplicates(
+        ["0" * 16] * len(greys), 64, lambda i: loads.append(i) or greys[i]
+    )  # 64 bits: every pair is proposed
+    assert sorted(loads) == list(range(len(greys)))  # each image decoded exactly once
+    assert found.roots == [7 if i == 40 else i for i in range(len(greys))]
+    assert len(found.refused) == len(greys) * (len(greys) - 1) // 2 - 1
+    assert all(score < DEFAULT_MIN_SIMILARITY for _, _, _, score in found.refused)
+
+
+def test_batched_scores_are_those_of_one_pair_at_a_time() -> None:
+    """Catches batched SSIM arithmetic that drifts from skimage's (a filter running across the
+    stack of pairs, population instead of sample covariance, blocks split differently): a drift
+    would confirm or refuse pairs other than the one-pair-at-a-time check does."""
+    images = labelled_set(2, 3, seed=2, size=160)
+    thumbs = [thumbnail(grey8(im.pixels)) for im in images]
+    pairs = [
+        (i, j) for i, j in itertools.combinations(range(len(images)), 2) if thumbs[i].shape == thumbs[j].shape
+    ]
+    grids = [near_duplicates._stretched(near_duplicates._grid(t)) for t in thumbs]
+    a, b = np.stack([grids[i] for i, _ in pairs]), np.stack([grids[j] for _, j in pairs])
+    batched = near_duplicates._batch_block_ssim(
+        a, b, (*near_duplicates._ssim_terms(a), *near_duplicates._ssim_terms(b))
+    )
+    one_by_one = [similarity(thumbs[i], thumbs[j]) for i, j in pairs]
+    assert len(pairs) > 100
+    assert np.abs(batched - np.array(one_by_one)).max() < 1e-6
+    assert (batched >= DEFAULT_MIN_SIMILARITY).sum() >= 6 * 6  # true same-size pairs are among them
+
+
+def test_grouping_does_not_depend_on_the_batch_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catches a batch walk that differs from checking one pair after the other (a pair joined by
+    an earlier pair of its own batch still refused or re-joined, evidence taken from a later pair)."""
+    images = labelled_set(2, 2, seed=4, size=128)
+    hashes = [dhash(im.pixels) for im in images]
+    greys = [grey8(im.pixels) for im in images]
+    monkeypatch.setattr(near_duplicates, "_BATCH", 1)
+    single = find_near_duplicates(hashes, 12, lambda i: greys[i])
+    monkeypatch.setattr(near_duplicates, "_BATCH", 7)
+    batched = find_near_duplicates(hashes, 12, lambda i: greys[i])
+    assert batched == single
+    assert single.joined and single.refused
+
+
+def test_rerun_with_remembered_scores_loads_nothing() -> None:
+    """Catches batched scoring that loads the images of pairs it has remembered (a re-run of a
+    large collection would decode every image again)."""
+    greys = [smooth_field(9, i, 64) for i in range(12)]
+    greys.append(greys[3].copy())
+    scores: dict[str, float] = {}
+    first = find_near_duplicates(["0" * 16] * 13, 64, lambda i: greys[i], scores=scores, key=str)
+    assert len(scores) == 13 * 12 // 2  # every pair scored once: no pair was joined through others
+
+    def no_load(i: int) -> np.ndarray:
+        raise AssertionError(f"image {i} loaded on a re-run")
+
+    again = find_near_duplicates(["0" * 16] * 13, 64, no_load, scores=scores, key=str)
+    assert again == first
+    assert first.roots[12] == 3

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["EDITS", "LabelledImage", "field_image", "labelled_set"]
+__all__ = ["EDITS", "LabelledImage", "field_image", "labelled_set", "smooth_field"]
 
 #: The edits that make a true near-duplicate of a field.
 EDITS = ("jpeg", "bit16", "rescale", "crop", "contrast")
@@ -116,4 +116,22 @@ def labelled_set(families: int, fields: int, *, seed: int = 0, size: int = 256) 
             out.append(LabelledImage(f"f{fam}_{fld}_orig", fam, fld, "orig", orig))
             for edit in EDITS:
                 out.append(LabelledImage(f"f{fam}_{fld}_{edit}", fam, fld, edit, _edit(orig, edit, rng)))
+    return out
+
+
+def smooth_field(seed: int, index: int, size: int = 512) -> np.ndarray:
+    """One smooth, low-frequency grey image (an illumination field, an empty background) plus noise.
+
+    Each ``index`` draws its own sinusoidal field, so no two are near-duplicates, yet their
+    difference hashes are weak and often close: the hash proposes such images in bulk.
+
+    Returns:
+        A grey uint8 array of ``size × size``.
+    """
+    rng = np.random.default_rng([seed, index])
+    y, x = np.mgrid[0:size, 0:size] / size
+    fx, fy, phase = rng.uniform(2, 12, 3)
+    field = np.sin(x * fx + y * fy + phase) * 0.3 + 0.5
+    grey = np.clip(field + rng.normal(0, 0.03, (size, size)), 0, 1)
+    out: np.ndarray = (grey * 255).round().astype(np.uint8)
     return out

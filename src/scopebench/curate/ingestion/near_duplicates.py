@@ -16,16 +16,25 @@ score is the *lowest* SSIM of a 4 × 4 grid of blocks, so one region that differ
 on the same background) is enough to refuse the pair. Two alignments are tried: the whole images
 rescaled onto each other (re-encodings, 8/16-bit, rescales, contrast changes), and the smaller image
 located inside the larger at the same pixel size (crops); the better score counts.
+
+**Confirming at scale.** Unrelated smooth images (illumination fields, empty backgrounds) have
+weak hashes and are proposed in bulk, so each image is decoded once, when its first pair needs it,
+and kept as its stretched 64 × 64 grid (16 kB) for the run; thumbnails (for crops) stay in a
+bounded cache. Pairs are scored in batches: the SSIM terms of each image are computed once per
+batch and only the cross term per pair, vectorized over the batch (:func:`_batch_block_ssim`, the
+same arithmetic as :func:`skimage.metrics.structural_similarity`); a score within ``1e-4`` of the
+threshold is recomputed pair by pair, so the decisions are exactly those of :func:`similarity`.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
+from collections import OrderedDict
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.ndimage import uniform_filter
 
 __all__ = [
     "DEFAULT_MIN_SIMILARITY",
@@ -50,6 +59,9 @@ _MAX_TABLES = 5000  # beyond this (r ≥ 17 bits) one all-pairs pass in blocks i
 _GRID = 64  # side of the common grid the pixels are compared on
 _CROP_SIDE = 256  # a thumbnail's long side: where crops are searched for
 _THUMBNAILS = 256  # thumbnails kept while pairs are checked (≤ 256 kB each)
+_BATCH = 256  # pairs scored at once: 4 MB per float32 term of the batch, ≈ 40 MB in all
+_WIN = 7  # SSIM window, as structural_similarity(win_size=7)
+_RECHECK = 1e-4  # a batched score this close to the threshold is recomputed one pair at a time
 
 
 def _as_uint64(hashes: Sequence[str] | np.ndarray) -> np.ndarray:
@@ -147,9 +159,13 @@ def _resized(arr: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 
 def _block_ssim(a: np.ndarray, b: np.ndarray) -> float:
     """The lowest mean SSIM over a 4 × 4 grid of blocks of two same-shaped images, each stretched."""
+    return _block_ssim_stretched(_stretched(a), _stretched(b))
+
+
+def _block_ssim_stretched(a: np.ndarray, b: np.ndarray) -> float:
     from skimage.metrics import structural_similarity
 
-    _, full = structural_similarity(_stretched(a), _stretched(b), data_range=1.0, full=True, win_size=7)
+    _, full = structural_similarity(a, b, data_range=1.0, full=True, win_size=_WIN)
     rows = np.array_split(np.asarray(full), 4, axis=0)
     return float(min(block.mean() for row in rows for block in np.array_split(row, 4, axis=1)))
 
@@ -197,12 +213,17 @@ def _crop_score(big: Thumbnail, small: Thumbnail) -> float:
     return _block_ssim(_resized(window, (_GRID, _GRID)), _resized(small_s, (_GRID, _GRID)))
 
 
+def _grid(t: Thumbnail) -> np.ndarray:
+    """``t`` on the common grid whole images are compared on."""
+    return _resized(t.pixels, (_GRID, _GRID))
+
+
 def similarity(a: Thumbnail, b: Thumbnail) -> float:
     """:func:`pixel_similarity` of two thumbnails."""
     scores = [-1.0]
     (ha, wa), (hb, wb) = a.shape, b.shape
     if abs((wa / ha) / (wb / hb) - 1.0) <= 0.05:
-        scores.append(_block_ssim(_resized(a.pixels, (_GRID, _GRID)), _resized(b.pixels, (_GRID, _GRID))))
+        scores.append(_block_ssim(_grid(a), _grid(b)))
     big, small = (a, b) if ha * wa >= hb * wb else (b, a)
     (hg, wg), (hs, ws) = big.shape, small.shape
     if hs <= hg and ws <= wg and hs * ws < hg * wg:
@@ -225,21 +246,123 @@ def pixel_similarity(a: np.ndarray, b: np.ndarray) -> float:
     return similarity(thumbnail(a), thumbnail(b))
 
 
-def _scored(
-    i: int,
-    j: int,
-    thumb: Callable[[int], Thumbnail],
-    scores: MutableMapping[str, float] | None,
-    key: Callable[[int], str] | None,
-) -> float:
-    """The similarity of pair ``(i, j)``: remembered by content, or computed and remembered."""
-    if scores is None or key is None:
-        return similarity(thumb(i), thumb(j))
-    # Ordered as proposed (the score of a pair is not exactly symmetric), with the algorithm's version.
-    pair = f"{SIMILARITY_VERSION}:{key(i)}:{key(j)}"
-    if pair not in scores:
-        scores[pair] = similarity(thumb(i), thumb(j))
-    return scores[pair]
+def _ssim_terms(stretched: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Local means and (sample) variances of stretched images, as structural_similarity has them."""
+    size = (1, _WIN, _WIN)  # the leading axis stacks images: no filtering across it
+    cov_norm = _WIN**2 / (_WIN**2 - 1)
+    mean = uniform_filter(stretched, size=size)
+    return mean, cov_norm * (uniform_filter(stretched * stretched, size=size) - mean * mean)
+
+
+def _batch_block_ssim(a: np.ndarray, b: np.ndarray, terms: tuple[np.ndarray, ...]) -> np.ndarray:
+    """:func:`_block_ssim` of stacks of stretched grids ``a[k]``, ``b[k]`` (``K × 64 × 64``).
+
+    ``terms`` are :func:`_ssim_terms` of ``a`` then of ``b``; the operations, their order and the
+    float32 type follow :func:`skimage.metrics.structural_similarity` (uniform window, sample
+    covariance, data range 1), so the SSIM maps are those of one pair at a time; only the block
+    means may differ in the last bits (summation order).
+    """
+    ux, vx, uy, vy = terms
+    cov_norm = _WIN**2 / (_WIN**2 - 1)
+    c1, c2 = (0.01 * 1.0) ** 2, (0.03 * 1.0) ** 2
+    vxy = cov_norm * (uniform_filter(a * b, size=(1, _WIN, _WIN)) - ux * uy)
+    ssim = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux**2 + uy**2 + c1) * (vx + vy + c2))
+    side = _GRID // 4
+    blocks = ssim.reshape(len(ssim), 4, side, 4, side).mean(axis=(2, 4))
+    return np.asarray(blocks.min(axis=(1, 2)), dtype=np.float64)
+
+
+class _Pixels:
+    """The images of proposed pairs as the checks need them, each decoded once.
+
+    A decode keeps the image's size and stretched 64 × 64 grid for the whole run (16 kB), and its
+    thumbnail (≤ 256 kB) in a bounded cache: a pair of same-size images is scored on grids alone,
+    so only pairs of different sizes (crops and rescales, searched on thumbnails) can make an
+    image decoded again.
+    """
+
+    def __init__(self, grey: Callable[[int], np.ndarray]) -> None:
+        self._grey = grey
+        self.shapes: dict[int, tuple[int, int]] = {}
+        self.grids: dict[int, np.ndarray] = {}
+        self._thumbs: OrderedDict[int, Thumbnail] = OrderedDict()
+
+    def _load(self, i: int) -> Thumbnail:
+        thumb = thumbnail(self._grey(i))
+        self.shapes[i] = thumb.shape
+        self.grids[i] = _stretched(_grid(thumb))
+        self._thumbs[i] = thumb
+        if len(self._thumbs) > _THUMBNAILS:
+            self._thumbs.popitem(last=False)
+        return thumb
+
+    def shape(self, i: int) -> tuple[int, int]:
+        if i not in self.shapes:
+            self._load(i)
+        return self.shapes[i]
+
+    def thumb(self, i: int) -> Thumbnail:
+        if i not in self._thumbs:
+            return self._load(i)
+        self._thumbs.move_to_end(i)
+        return self._thumbs[i]
+
+
+class _Scorer:
+    """Scores proposed pairs in batches: remembered by content, or computed and remembered."""
+
+    def __init__(
+        self,
+        grey: Callable[[int], np.ndarray],
+        min_similarity: float,
+        scores: MutableMapping[str, float] | None,
+        key: Callable[[int], str] | None,
+    ) -> None:
+        self.pixels = _Pixels(grey)
+        self.min_similarity = min_similarity
+        self.scores = scores
+        self.key = key
+
+    def _pair_key(self, i: int, j: int) -> str | None:
+        if self.scores is None or self.key is None:
+            return None
+        # Ordered as proposed (the score of a pair is not exactly symmetric), with the version.
+        return f"{SIMILARITY_VERSION}:{self.key(i)}:{self.key(j)}"
+
+    def score(self, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], float]:
+        """The similarity of each pair; images are loaded only for pairs not remembered."""
+        out: dict[tuple[int, int], float] = {}
+        todo: list[tuple[int, int]] = []
+        for p in pairs:
+            remembered = self._pair_key(*p)
+            if self.scores is not None and remembered is not None and remembered in self.scores:
+                out[p] = self.scores[remembered]
+            else:
+                todo.append(p)
+        px = self.pixels
+        same_size = [(i, j) for i, j in todo if px.shape(i) == px.shape(j)]
+        for i, j in todo:
+            if px.shape(i) != px.shape(j):  # the crop search needs thumbnails
+                out[(i, j)] = similarity(px.thumb(i), px.thumb(j))
+        out.update(self._same_size(same_size))
+        for p in todo:
+            remembered = self._pair_key(*p)
+            if self.scores is not None and remembered is not None:
+                self.scores[remembered] = out[p]
+        return out
+
+    def _same_size(self, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], float]:
+        if not pairs:
+            return {}
+        grids = self.pixels.grids
+        a = np.stack([grids[i] for i, _ in pairs])
+        b = np.stack([grids[j] for _, j in pairs])
+        found = _batch_block_ssim(a, b, (*_ssim_terms(a), *_ssim_terms(b)))
+        out = dict(zip(pairs, found.tolist(), strict=True))
+        for (i, j), value in out.items():
+            if abs(value - self.min_similarity) < _RECHECK:  # decide exactly as one pair at a time
+                out[(i, j)] = _block_ssim_stretched(grids[i], grids[j])
+        return out
 
 
 @dataclass
@@ -273,7 +396,9 @@ def find_near_duplicates(
     Args:
         hashes: One 64-bit hash (hex) per image.
         max_bits: Hamming distance at or below which a pair is proposed.
-        grey: Loads image ``i`` as a grey array (called only for images in a proposed pair).
+        grey: Loads image ``i`` as a grey array (called only for images in a proposed pair, once
+            per image unless it is in a pair of different sizes and its thumbnail has left the
+            256-entry cache).
         min_similarity: :func:`pixel_similarity` at or above which a proposed pair is confirmed.
         same: Says two images have identical pixels (confirmed without loading them).
         scores: Pixel similarities computed before, by ``"<key(i)>:<key(j)>"``; read and filled in,
@@ -295,20 +420,26 @@ def find_near_duplicates(
 
     values = _as_uint64(hashes)
     out = NearDuplicates(roots=[])
-    # Pairs come sorted by their first image, so a small cache of thumbnails serves most loads.
-    thumb = functools.lru_cache(maxsize=_THUMBNAILS)(lambda i: thumbnail(grey(i)))
-    for i, j in candidate_pairs(values, max_bits).tolist():
-        bits = int(np.bitwise_count(values[i] ^ values[j]))
-        if find(i) == find(j):
-            continue  # already joined through other confirmed pairs
-        score = 1.0 if same is not None and same(i, j) else _scored(i, j, thumb, scores, key)
-        if score < min_similarity:
-            out.refused.append((i, j, bits, round(score, 4)))
-            continue
-        ri, rj = find(i), find(j)
-        # Every member keeps the first confirmed pair it was in, so each can name its evidence.
-        out.joined.setdefault(i, (j, bits, round(score, 4)))
-        out.joined.setdefault(j, (i, bits, round(score, 4)))
-        parent[max(ri, rj)] = min(ri, rj)
+    scorer = _Scorer(grey, min_similarity, scores, key)
+    pairs = candidate_pairs(values, max_bits).tolist()
+    # Pairs are scored a batch at a time (a batch skips pairs already joined when it starts), then
+    # walked in order, so the grouping is exactly that of checking one pair after the other.
+    for start in range(0, len(pairs), _BATCH):
+        batch = [(i, j) for i, j in pairs[start : start + _BATCH]]
+        identical = {(i, j) for i, j in batch if same is not None and same(i, j)}
+        scored = scorer.score([(i, j) for i, j in batch if find(i) != find(j) and (i, j) not in identical])
+        for i, j in batch:
+            if find(i) == find(j):
+                continue  # already joined through other confirmed pairs
+            bits = int(np.bitwise_count(values[i] ^ values[j]))
+            score = 1.0 if (i, j) in identical else scored[(i, j)]
+            if score < min_similarity:
+                out.refused.append((i, j, bits, round(score, 4)))
+                continue
+            ri, rj = find(i), find(j)
+            # Every member keeps the first confirmed pair it was in, so each can name its evidence.
+            out.joined.setdefault(i, (j, bits, round(score, 4)))
+            out.joined.setdefault(j, (i, bits, round(score, 4)))
+            parent[max(ri, rj)] = min(ri, rj)
     out.roots = [find(i) for i in range(n)]
     return out

@@ -313,12 +313,12 @@ def _group(
         img.record["dup_group"] = head.record["image_id"]
         if img is head:
             continue
-        other, bits, score = found.joined[index]
+        other, apart, score = found.joined[index]  # not `bits`: the stats below report the setting
         peer = kept[other]
         evidence = (
             "identical pixels"
             if score == 1.0 and img.info["pixel_md5"] == peer.info["pixel_md5"]
-            else f"dHash {bits} bits apart, pixel similarity {score:.2f}"
+            else f"dHash {apart} bits apart, pixel similarity {score:.2f}"
         )
         msg = (
             f"near-duplicate of {head.source} row {head.row} ({head.record['source_path']}): "
