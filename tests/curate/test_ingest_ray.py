@@ -166,10 +166,11 @@ def test_a_task_never_writes_outside_its_folder(tmp_path: Path, monkeypatch: pyt
 
     monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
     data = (_images(tmp_path / "images", 1))[0].read_bytes()
-    [(done, entry, png), (dots, _, _)] = convert_batch(
+    [(done, entry, png, grid), (dots, _, _, _)] = convert_batch(
         [("../../escaped.png", data, "ab" * 32), ("..", data, "cd" * 32)], None
     )
     assert done.info is not None and entry == done.info and png is not None and png.startswith(b"\x89PNG")
+    assert grid is not None and grid.startswith(b"\x93NUMPY")  # the near-duplicate grid travels too
     assert dots.info is not None and dots.info["pixel_md5"] == done.info["pixel_md5"]
     assert not (tmp_path / "escaped.png").exists() and list((tmp_path / "node").iterdir()) == []
 

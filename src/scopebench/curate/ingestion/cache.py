@@ -4,19 +4,23 @@
   (size, modification time in nanoseconds, inode). A file whose stat has not changed is not read
   again; any write to it changes its modification time, and a copy or a move changes its inode, so
   the hash is recomputed. One SQLite file (``file_sha256.sqlite``).
-* :class:`ConversionStore` — the result of converting one file's bytes: its lossless PNG and a
-  small JSON of hashes and facts (or the reason it could not be converted), named after the file's
-  SHA-256 (``v2/<2 hex>/<sha256>.png`` / ``.json``). A metadata row that changes, a file that
-  moves or a second source listing the same bytes reuse it; changing how images are converted
-  changes the ``v2`` folder. Beside them, ``similarity.json`` keeps the pixel similarity of every
-  near-duplicate pair the hashes proposed, keyed by the two images' pixel MD5s, so a re-run loads
-  no image to confirm a pair it has already scored.
+* :class:`ConversionStore` — the result of converting one file's bytes: its lossless PNG, its
+  near-duplicate grid (the stretched 64 × 64 float64 grey grid the pixel check compares, as
+  ``.grid.npy``, 32 kB, so that check reads it instead of decoding the PNG) and a small JSON of
+  hashes and facts (or the reason it could not be converted), named after the file's SHA-256
+  (``v2/<2 hex>/<sha256>.png`` / ``.grid.npy`` / ``.json``). An entry without a grid (converted
+  before grids were kept, or with a damaged one) stays valid: the check decodes its PNG instead. A
+  metadata row that changes, a file that moves or a second source listing the same bytes reuse it;
+  changing how images are converted changes the ``v2`` folder. Beside them, ``similarity.json``
+  keeps the pixel similarity of every near-duplicate pair the hashes proposed, keyed by the two
+  images' pixel MD5s, so a re-run loads no image to confirm a pair it has already scored.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import sqlite3
@@ -24,7 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ConversionStore", "FileHashes", "sha256_file"]
+import numpy as np
+
+__all__ = ["ConversionStore", "FileHashes", "grid_bytes", "sha256_file"]
 
 #: Bumped whenever conversion output changes (encoder, hashes, facts recorded), so old entries are
 #: never reused for new rules.
@@ -119,6 +125,22 @@ class ConversionStore:
         """Where the PNG converted from the file with hash ``sha`` is stored."""
         return self._base(sha).with_suffix(".png")
 
+    def grid_path(self, sha: str) -> Path:
+        """Where the near-duplicate grid of the file with hash ``sha`` is stored."""
+        return self._base(sha).with_suffix(".grid.npy")
+
+    def grid(self, sha: str) -> np.ndarray | None:
+        """The stored near-duplicate grid of ``sha``; ``None``: absent, or not finite 64 × 64 float64."""
+        from scopebench.curate.ingestion.near_duplicates import GRID_SIDE
+
+        try:
+            arr = np.load(self.grid_path(sha), allow_pickle=False)
+        except (OSError, ValueError):
+            return None  # absent or damaged: the caller decodes the PNG, never guesses
+        if not isinstance(arr, np.ndarray) or arr.dtype != np.float64 or arr.shape != (GRID_SIDE, GRID_SIDE):
+            return None
+        return arr if bool(np.isfinite(arr).all()) else None
+
     def similarities(self) -> dict[str, float]:
         """The remembered near-duplicate pair scores (empty when none, or unreadable)."""
         try:
@@ -161,13 +183,29 @@ class ConversionStore:
                 tmp.unlink()
         return size
 
-    def put(self, sha: str, info: dict[str, Any], png: bytes | None) -> None:
-        """Store a conversion; the JSON is renamed into place last, so a reader sees all or nothing."""
+    def put(self, sha: str, info: dict[str, Any], png: bytes | None, grid: bytes | None = None) -> None:
+        """Store a conversion; the JSON is renamed into place last, so a reader sees all or nothing.
+
+        ``grid`` is the ``.npy`` file's bytes (:func:`grid_bytes`), when there is one.
+        """
         base = self._base(sha)
         base.parent.mkdir(parents=True, exist_ok=True)
         if png is not None:
             _atomic_write(base.with_suffix(".png"), png)
+        if grid is not None:
+            _atomic_write(self.grid_path(sha), grid)
         _atomic_write(base.with_suffix(".json"), json.dumps(info, sort_keys=True).encode())
+
+
+def grid_bytes(grid: np.ndarray) -> bytes:
+    """A near-duplicate grid as the bytes of its ``.npy`` file (no pickle).
+
+    Float64, the type :func:`~.near_duplicates.stretched_grid` computes in (its percentiles are
+    float64): a narrower copy would change scores in their last bits, and with them decisions.
+    """
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(grid, dtype=np.float64), allow_pickle=False)
+    return buffer.getvalue()
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -10,7 +10,8 @@ looks the hash up in its conversion store first: a file converted before costs n
 * Files are grouped in batches (at most :data:`BATCH_FILES` files and :data:`BATCH_BYTES` bytes);
   each batch is one Ray task of one CPU, which writes the files into a private temporary folder on
   its node, converts them exactly as the process pool does (:func:`.convert.convert_new`) and
-  returns the conversion store entries (facts and PNG bytes). The driver alone writes its store.
+  returns the conversion store entries (facts, PNG bytes and near-duplicate grid bytes). The
+  driver alone writes its store.
 * At most two batches per worker slot are in flight, and a batch is read only when it is sent:
   the driver holds a bounded number of files, whatever the number of images.
 * Results come back in job order whatever the cluster did, so the dataset is byte-identical to a
@@ -48,8 +49,9 @@ BATCH_BYTES = 64 << 20
 ATTEMPTS = 3
 
 #: What a task returns per file: the result, the store's entry for the bytes (``None``: nothing to
-#: store, e.g. an oversized image) and the PNG (``None`` unless converted).
-Entry = tuple[Converted, dict[str, Any] | None, bytes | None]
+#: store, e.g. an oversized image), the PNG and the near-duplicate grid's ``.npy`` (both ``None``
+#: unless converted).
+Entry = tuple[Converted, dict[str, Any] | None, bytes | None, bytes | None]
 
 
 def convert_batch(files: Sequence[tuple[str, bytes, str]], max_pixels: int | None) -> list[Entry]:
@@ -70,8 +72,10 @@ def convert_batch(files: Sequence[tuple[str, bytes, str]], max_pixels: int | Non
             done = convert_new(path, sha, max_pixels, store)
             path.unlink()
             entry = store.get(sha)
-            png = store.png_path(sha).read_bytes() if entry is not None and "error" not in entry else None
-            out.append((done, entry, png))
+            image = entry is not None and "error" not in entry
+            png = store.png_path(sha).read_bytes() if image else None
+            grid = store.grid_path(sha).read_bytes() if image else None
+            out.append((done, entry, png, grid))
     return out
 
 
@@ -177,9 +181,9 @@ class _Driver:
             )
             self._send(batch)
             return
-        for index, sha, (done, entry, png) in zip(batch.indices, batch.hashes, entries, strict=True):
+        for index, sha, (done, entry, png, grid) in zip(batch.indices, batch.hashes, entries, strict=True):
             if entry is not None:
-                self.store.put(sha, entry, png)
+                self.store.put(sha, entry, png, grid)
             self.results[index] = done
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "dhash",
     "encode_png",
     "grey8",
+    "grey_float",
     "hamming",
     "image_id",
     "pixel_md5",
@@ -277,6 +278,23 @@ def grey8(pixels: np.ndarray) -> np.ndarray:
     np.rint(arr, out=arr)
     np.clip(arr, 0, 255, out=arr)
     return arr.astype(np.uint8)
+
+
+def grey_float(pixels: np.ndarray) -> np.ndarray:
+    """``pixels`` as float32 grey, exactly as Pillow gives the stored PNG read back (``L`` or ``F``).
+
+    Grey stays as it is (8 or 16 bit); colour goes through Pillow's own ``L`` conversion (ITU-R
+    601-2 in integer arithmetic), after 16-bit samples are cut to their high byte as Pillow's PNG
+    decoder does. So a grid computed from the decoded array in a worker equals one computed from
+    the PNG later, bit for bit, without decoding it again.
+    """
+    from PIL import Image
+
+    if pixels.ndim == 2:
+        return pixels.astype(np.float32)
+    arr = (pixels >> 8).astype(np.uint8) if pixels.dtype == np.uint16 else np.ascontiguousarray(pixels)
+    mode = "RGBA" if arr.shape[-1] == 4 else "RGB"
+    return np.asarray(Image.fromarray(arr, mode=mode).convert("L"), dtype=np.float32)
 
 
 def dhash(pixels: np.ndarray) -> str:

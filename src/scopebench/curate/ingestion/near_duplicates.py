@@ -17,13 +17,15 @@ on the same background) is enough to refuse the pair. Two alignments are tried: 
 rescaled onto each other (re-encodings, 8/16-bit, rescales, contrast changes), and the smaller image
 located inside the larger at the same pixel size (crops); the better score counts.
 
-**Confirming at scale.** Unrelated smooth images (illumination fields, empty backgrounds) have
-weak hashes and are proposed in bulk, so each image is decoded once, when its first pair needs it,
-and kept as its stretched 64 × 64 grid (16 kB) for the run; thumbnails (for crops) stay in a
-bounded cache. Pairs are scored in batches: the SSIM terms of each image are computed once per
-batch and only the cross term per pair, vectorized over the batch (:func:`_batch_block_ssim`, the
-same arithmetic as :func:`skimage.metrics.structural_similarity`); a score within ``1e-4`` of the
-threshold is recomputed pair by pair, so the decisions are exactly those of :func:`similarity`.
+**Confirming at scale.** Unrelated smooth images (illumination fields, empty backgrounds) have weak
+hashes and are proposed in bulk, so each image is compared as its stretched 64 × 64 grid (32 kB,
+:func:`stretched_grid`), kept for the run: given by the caller (ingest computes it where the image
+is converted and stores it beside the PNG) or made when the image's first pair needs it, decoding
+the image once; thumbnails (for crops) stay in a bounded cache. Pairs are scored in batches: the
+SSIM terms of each image are computed once per batch and only the cross term per pair, vectorized
+over the batch (:func:`_batch_block_ssim`, the same arithmetic as
+:func:`skimage.metrics.structural_similarity`); a score within ``1e-4`` of the threshold is
+recomputed pair by pair, so the decisions are exactly those of :func:`similarity`.
 """
 
 from __future__ import annotations
@@ -38,13 +40,16 @@ from scipy.ndimage import uniform_filter
 
 __all__ = [
     "DEFAULT_MIN_SIMILARITY",
+    "GRID_SIDE",
     "SIMILARITY_VERSION",
     "NearDuplicates",
+    "StoredGrid",
     "Thumbnail",
     "candidate_pairs",
     "find_near_duplicates",
     "pixel_similarity",
     "similarity",
+    "stretched_grid",
     "thumbnail",
 ]
 
@@ -57,11 +62,16 @@ SIMILARITY_VERSION = "1"
 _EXACT_BLOCKS = 4
 _MAX_TABLES = 5000  # beyond this (r ≥ 17 bits) one all-pairs pass in blocks is cheaper
 _GRID = 64  # side of the common grid the pixels are compared on
+#: Side of :func:`stretched_grid`'s square.
+GRID_SIDE = _GRID
 _CROP_SIDE = 256  # a thumbnail's long side: where crops are searched for
 _THUMBNAILS = 256  # thumbnails kept while pairs are checked (≤ 256 kB each)
 _BATCH = 256  # pairs scored at once: 4 MB per float32 term of the batch, ≈ 40 MB in all
 _WIN = 7  # SSIM window, as structural_similarity(win_size=7)
 _RECHECK = 1e-4  # a batched score this close to the threshold is recomputed one pair at a time
+
+#: An image's original ``(height, width)`` and its :func:`stretched_grid`.
+StoredGrid = tuple[tuple[int, int], np.ndarray]
 
 
 def _as_uint64(hashes: Sequence[str] | np.ndarray) -> np.ndarray:
@@ -142,7 +152,11 @@ def _n_tables(blocks: int) -> int:
 
 
 def _stretched(grey: np.ndarray) -> np.ndarray:
-    """``grey`` (any numeric dtype) as float32 in [0, 1] between its own 1st and 99th percentiles."""
+    """``grey`` (any numeric dtype) in [0, 1] between its own 1st and 99th percentiles.
+
+    Float64: the percentiles are float64 scalars, which NumPy 2 does not narrow to the array's
+    float32; stored grids keep that type so that scores stay exactly those of this function.
+    """
     arr = grey.astype(np.float32)
     lo, hi = np.percentile(arr, (1, 99))
     if hi <= lo:
@@ -218,6 +232,15 @@ def _grid(t: Thumbnail) -> np.ndarray:
     return _resized(t.pixels, (_GRID, _GRID))
 
 
+def stretched_grid(grey: np.ndarray) -> np.ndarray:
+    """``grey`` (H × W) as whole-image comparisons use it: its stretched 64 × 64 float64 grid.
+
+    A grid passed to :func:`find_near_duplicates` must be this function's result for the image
+    ``grey`` loads, so that scores do not depend on where the grid was made.
+    """
+    return _stretched(_grid(thumbnail(grey)))
+
+
 def similarity(a: Thumbnail, b: Thumbnail) -> float:
     """:func:`pixel_similarity` of two thumbnails."""
     scores = [-1.0]
@@ -275,14 +298,17 @@ def _batch_block_ssim(a: np.ndarray, b: np.ndarray, terms: tuple[np.ndarray, ...
 class _Pixels:
     """The images of proposed pairs as the checks need them, each decoded once.
 
-    A decode keeps the image's size and stretched 64 × 64 grid for the whole run (16 kB), and its
+    A decode keeps the image's size and stretched 64 × 64 grid for the whole run (32 kB), and its
     thumbnail (≤ 256 kB) in a bounded cache: a pair of same-size images is scored on grids alone,
     so only pairs of different sizes (crops and rescales, searched on thumbnails) can make an
     image decoded again.
     """
 
-    def __init__(self, grey: Callable[[int], np.ndarray]) -> None:
+    def __init__(
+        self, grey: Callable[[int], np.ndarray], stored: Callable[[int], StoredGrid | None] | None
+    ) -> None:
         self._grey = grey
+        self._stored = stored
         self.shapes: dict[int, tuple[int, int]] = {}
         self.grids: dict[int, np.ndarray] = {}
         self._thumbs: OrderedDict[int, Thumbnail] = OrderedDict()
@@ -298,7 +324,11 @@ class _Pixels:
 
     def shape(self, i: int) -> tuple[int, int]:
         if i not in self.shapes:
-            self._load(i)
+            given = self._stored(i) if self._stored is not None else None
+            if given is None:
+                self._load(i)
+            else:
+                self.shapes[i], self.grids[i] = given
         return self.shapes[i]
 
     def thumb(self, i: int) -> Thumbnail:
@@ -317,8 +347,9 @@ class _Scorer:
         min_similarity: float,
         scores: MutableMapping[str, float] | None,
         key: Callable[[int], str] | None,
+        grids: Callable[[int], StoredGrid | None] | None = None,
     ) -> None:
-        self.pixels = _Pixels(grey)
+        self.pixels = _Pixels(grey, grids)
         self.min_similarity = min_similarity
         self.scores = scores
         self.key = key
@@ -390,6 +421,7 @@ def find_near_duplicates(
     same: Callable[[int, int], bool] | None = None,
     scores: MutableMapping[str, float] | None = None,
     key: Callable[[int], str] | None = None,
+    grids: Callable[[int], StoredGrid | None] | None = None,
 ) -> NearDuplicates:
     """Group images whose hashes are within ``max_bits`` bits *and* whose pixels agree.
 
@@ -404,6 +436,9 @@ def find_near_duplicates(
         scores: Pixel similarities computed before, by ``"<key(i)>:<key(j)>"``; read and filled in,
             so a re-run loads no image of a pair it has scored (ingest keeps it between runs).
         key: The content key of image ``i`` (its pixel MD5) for ``scores``.
+        grids: Image ``i``'s original ``(height, width)`` and :func:`stretched_grid`, when known
+            without decoding (``None``: not known, ``grey`` loads it); a pair of same-size images
+            with both grids known is scored without loading either.
 
     Returns:
         The groups (transitive over confirmed pairs; each rooted at its smallest index, so the
@@ -420,7 +455,7 @@ def find_near_duplicates(
 
     values = _as_uint64(hashes)
     out = NearDuplicates(roots=[])
-    scorer = _Scorer(grey, min_similarity, scores, key)
+    scorer = _Scorer(grey, min_similarity, scores, key, grids)
     pairs = candidate_pairs(values, max_bits).tolist()
     # Pairs are scored a batch at a time (a batch skips pairs already joined when it starts), then
     # walked in order, so the grouping is exactly that of checking one pair after the other.

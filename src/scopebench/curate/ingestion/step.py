@@ -12,7 +12,8 @@ Ray, the driver also holds the files of the batches in flight, a bounded number;
    cluster (:mod:`.cluster`), into the content-keyed :class:`~.cache.ConversionStore` (a
    temporary one when no cache is given);
 3. exact repeats and near-duplicates are found from the hashes, near-duplicates confirmed on the
-   pixels (:mod:`.near_duplicates`);
+   pixels (:mod:`.near_duplicates`) — on the grids the workers stored beside the PNGs, so the PNG
+   of an image is decoded here only for a crop search or a cache entry without a grid;
 4. the dataset is written in bounded batches, each PNG read back from the store
    (:func:`~scopebench.curate.output.write_dataset`).
 """
@@ -291,6 +292,12 @@ def _grey(png: Path) -> np.ndarray:
         return np.asarray(im.convert("F") if im.mode.startswith("I") else im.convert("L"), dtype=np.float32)
 
 
+def _stored_grid(store: ConversionStore, img: IngestedImage) -> tuple[tuple[int, int], np.ndarray] | None:
+    """The near-duplicate grid the worker stored for ``img`` with its size (``None``: decode the PNG)."""
+    grid = store.grid(str(img.info["file_sha256"]))
+    return None if grid is None else ((int(img.info["height"]), int(img.info["width"])), grid)
+
+
 def _group(
     kept: list[IngestedImage], store: ConversionStore, bits: int, min_similarity: float, result: StepResult
 ) -> None:
@@ -305,6 +312,7 @@ def _group(
         same=lambda i, j: kept[i].info["pixel_md5"] == kept[j].info["pixel_md5"],
         scores=scores,
         key=lambda i: str(kept[i].info["pixel_md5"]),
+        grids=lambda i: _stored_grid(store, kept[i]),
     )
     if len(scores) > before:
         store.save_similarities(scores)
