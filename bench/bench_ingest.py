@@ -222,7 +222,8 @@ def bench_memory(root: Path, sizes: list[int], time_limit: float) -> dict:
 def stage_cpu(files: list[Path]) -> dict[str, float]:
     """CPU milliseconds per image of each stage of a conversion, in this process, and of the floor."""
     from scopebench.curate.ingestion.cache import sha256_file
-    from scopebench.curate.ingestion.images import dhash, encode_png, pixel_md5, read_image
+    from scopebench.curate.ingestion.images import dhash, encode_png, grey_float, pixel_md5, read_image
+    from scopebench.curate.ingestion.near_duplicates import stretched_grid
 
     pixels = [read_image(p).pixels for p in files]  # warm: imports and the page cache
     stages = {
@@ -231,6 +232,7 @@ def stage_cpu(files: list[Path]) -> dict[str, float]:
         "PNG encode": lambda k: encode_png(pixels[k]),
         "dHash": lambda k: dhash(pixels[k]),
         "pixel MD5": lambda k: pixel_md5(pixels[k]),
+        "near-duplicate grid": lambda k: stretched_grid(grey_float(pixels[k])),
         "bare PIL loop": lambda k: floor_one(str(files[k])),
     }
     out = {}
