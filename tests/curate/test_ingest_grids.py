@@ -138,7 +138,7 @@ def test_a_stored_grid_of_the_wrong_shape_or_type_is_not_used(tmp_path: Path) ->
     store.grid_path(sha).parent.mkdir(parents=True)
     good = stretched_grid(np.arange(40 * 30, dtype=np.float32).reshape(40, 30))
     store.grid_path(sha).write_bytes(grid_bytes(good))
-    found = store.grid(sha)
+    found = store.grid(sha, near_duplicates.GRID_SIDE)
     assert found is not None and found.dtype == np.float64 and np.array_equal(found, good)
     bad = [
         np.zeros((32, 32), np.float32),
@@ -148,5 +148,5 @@ def test_a_stored_grid_of_the_wrong_shape_or_type_is_not_used(tmp_path: Path) ->
     ]
     for arr in bad:
         np.save(store.grid_path(sha), arr, allow_pickle=True)
-        assert store.grid(sha) is None
+        assert store.grid(sha, near_duplicates.GRID_SIDE) is None
     assert near_duplicates.GRID_SIDE == 64

@@ -26,9 +26,10 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["ConversionStore", "FileHashes", "grid_bytes", "sha256_file"]
 
@@ -129,15 +130,16 @@ class ConversionStore:
         """Where the near-duplicate grid of the file with hash ``sha`` is stored."""
         return self._base(sha).with_suffix(".grid.npy")
 
-    def grid(self, sha: str) -> np.ndarray | None:
-        """The stored near-duplicate grid of ``sha``; ``None``: absent, or not finite 64 × 64 float64."""
-        from scopebench.curate.ingestion.near_duplicates import GRID_SIDE
+    def grid(self, sha: str, side: int) -> np.ndarray | None:
+        """The stored near-duplicate grid of ``sha``; ``None``: absent, or not finite side × side float64."""
+        # numpy here, not at the top: a re-run that changes nothing reads this module and no array.
+        import numpy as np
 
         try:
             arr = np.load(self.grid_path(sha), allow_pickle=False)
         except (OSError, ValueError):
             return None  # absent or damaged: the caller decodes the PNG, never guesses
-        if not isinstance(arr, np.ndarray) or arr.dtype != np.float64 or arr.shape != (GRID_SIDE, GRID_SIDE):
+        if not isinstance(arr, np.ndarray) or arr.dtype != np.float64 or arr.shape != (side, side):
             return None
         return arr if bool(np.isfinite(arr).all()) else None
 
@@ -203,6 +205,8 @@ def grid_bytes(grid: np.ndarray) -> bytes:
     Float64, the type :func:`~.near_duplicates.stretched_grid` computes in (its percentiles are
     float64): a narrower copy would change scores in their last bits, and with them decisions.
     """
+    import numpy as np
+
     buffer = io.BytesIO()
     np.save(buffer, np.ascontiguousarray(grid, dtype=np.float64), allow_pickle=False)
     return buffer.getvalue()

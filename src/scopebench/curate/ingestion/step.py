@@ -34,7 +34,7 @@ from scopebench.curate.ingestion.cache import ConversionStore, FileHashes, sha25
 from scopebench.curate.ingestion.cluster import convert_on_ray
 from scopebench.curate.ingestion.convert import Converted, Job, convert_all
 from scopebench.curate.ingestion.images import DEFAULT_MAX_PIXELS, image_id
-from scopebench.curate.ingestion.near_duplicates import find_near_duplicates
+from scopebench.curate.ingestion.near_duplicates import GRID_SIDE, find_near_duplicates
 from scopebench.curate.manifest import Manifest, Record, Source, load_manifest, read_table
 from scopebench.curate.output import write_dataset
 from scopebench.curate.report import BuildProblem, StepResult
@@ -294,7 +294,7 @@ def _grey(png: Path) -> np.ndarray:
 
 def _stored_grid(store: ConversionStore, img: IngestedImage) -> tuple[tuple[int, int], np.ndarray] | None:
     """The near-duplicate grid the worker stored for ``img`` with its size (``None``: decode the PNG)."""
-    grid = store.grid(str(img.info["file_sha256"]))
+    grid = store.grid(str(img.info["file_sha256"]), GRID_SIDE)
     return None if grid is None else ((int(img.info["height"]), int(img.info["width"])), grid)
 
 
