@@ -60,7 +60,7 @@ def shown(text: str) -> str:
     show paths as the user would type them; the full spec stays in ``run.json`` only.
     """
     home = str(Path.home()).rstrip("/\\")
-    if not home or home in ("/", "."):
+    if not home or home in ("/", ".") or home not in text:
         return text
     return re.sub(re.escape(home) + r"(?=[/\\\s\"'<>&:,;)\]]|$)", "~", text)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -66,17 +67,17 @@ def test_scores_are_probabilities_and_batch_independent(
 def test_each_unique_image_and_caption_encoded_once(tiny_models: dict[str, Path], tmp_path: Path) -> None:
     backend: Any = load_model(f"clip:{tiny_models['clip']}", ModelOptions(batch_size=4))
     calls = {"images": 0, "texts": 0}
-    enc_i, enc_t = backend.encode_images, backend.encode_texts
+    enc_i, enc_t = backend.encode_prepared, backend.encode_texts
 
-    def count_i(images: Any) -> Any:
-        calls["images"] += len(images)
-        return enc_i(images)
+    def count_i(pixels: Any) -> Any:  # the processor's pixel_values: one row per image
+        calls["images"] += len(pixels)
+        return enc_i(pixels)
 
     def count_t(texts: Any) -> Any:
         calls["texts"] += len(texts)
         return enc_t(texts)
 
-    backend.encode_images, backend.encode_texts = count_i, count_t
+    backend.encode_prepared, backend.encode_texts = count_i, count_t
     items = _items(tmp_path, n=12)
     backend.predict(items[:5])
     backend.predict(items[5:])  # a second batch reuses the run's cache
@@ -184,3 +185,89 @@ def test_calls_are_cut_by_images_not_items(tiny_models: dict[str, Path], tmp_pat
     assert [r for b in batches for r in b] == requests  # every request once, in order
     assert [len({r.item.images[0].key for r in b if r.item.images}) for b in batches] == [3, 3, 1]
     assert [len(b) for b in batches] == [15, 15, 6]  # whole images per call, whatever size says
+
+
+class _Traced:
+    """A contrastive backend without a model: embeds an image as its mean colour, logs each step."""
+
+    @staticmethod
+    def make(events: list[tuple[str, tuple[str, ...]]], batch: int, n_batches: int) -> Any:
+        from scopebench.models.contrastive import ContrastiveBackend
+
+        class Backend(ContrastiveBackend):
+            def prepare_images(self, images: Any) -> Any:
+                keys = tuple(str(np.asarray(im).mean()) for im in images)
+                events.append(("prepare", keys))
+                done = sum(1 for e in events if e[0] == "prepare")
+                if done <= self.n_batches:
+                    self.prepared[done - 1].set()
+                return [np.asarray(im, dtype=np.float64).mean(axis=(0, 1)) for im in images]
+
+            def encode_prepared(self, prepared: Any) -> np.ndarray:
+                n = sum(1 for e in events if e[0] == "encode")
+                if n < self.n_batches - 1:  # the next batch is prepared while this one encodes
+                    assert self.prepared[n + 1].wait(60), "the next batch was not prepared meanwhile"
+                events.append(("encode", tuple(str(p.mean()) for p in prepared)))
+                arr = np.stack(prepared)
+                return arr / np.linalg.norm(arr, axis=1, keepdims=True)
+
+            def encode_images(self, images: Any) -> np.ndarray:
+                return self.encode_prepared(self.prepare_images(images))
+
+            def encode_texts(self, texts: Any) -> np.ndarray:
+                return np.eye(3)[["xyz".index(t) for t in texts]]
+
+        backend = Backend("clip:traced", ModelOptions(batch_size=batch))
+        backend.n_batches = n_batches
+        backend.prepared = [threading.Event() for _ in range(n_batches)]
+        return backend
+
+
+def test_next_batch_is_prepared_while_this_one_encodes_and_never_further_ahead(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    items = []
+    for k in range(7):  # 7 images in batches of 2: 4 batches, one image broken
+        p = tmp_path / f"i{k}.png"
+        if k == 4:
+            p.write_bytes(b"not a png")
+        else:
+            Image.fromarray(rng.integers(1, 255, (8, 8, 3), dtype=np.uint8)).save(p)
+        items.append(Item(id=f"t/{k}", benchmark="local", split="test", task="t", question="q",
+                          choices=("a", "b", "c"), answer_index=0, images=(ImageRef(key=p.name, path=p),),
+                          captions=("x", "y", "z")))  # fmt: skip
+    events: list[tuple[str, tuple[str, ...]]] = []
+    backend = _Traced.make(events, batch=2, n_batches=4)
+    got = backend.predict(items)
+    kinds = [e[0] for e in events]
+    # Never more than one prepared batch waiting (two alive with the one being encoded), and
+    # every batch prepared is encoded, in order.
+    ahead = [kinds[: n + 1].count("prepare") - kinds[: n + 1].count("encode") for n in range(len(kinds))]
+    assert max(ahead) == 2 and ahead[-1] == 0 and min(ahead) >= 0
+    assert [e[1] for e in events if e[0] == "prepare"] == [e[1] for e in events if e[0] == "encode"]
+    assert kinds.count("encode") == 4
+    assert [r.status for r in got] == ["ok"] * 4 + ["error"] + ["ok"] * 2
+    assert got[4].error is not None and "i4.png" in got[4].error
+    # The same scores as encoding each image alone, outside any batch.
+    alone = _Traced.make([], batch=1, n_batches=0).predict(items)  # no waits
+    assert [r.scores for r in got] == [r.scores for r in alone]
+
+
+def test_images_over_the_pixel_limit_are_refused_whatever_the_warning_filters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import warnings
+
+    from scopebench import items as items_module
+    from scopebench.errors import ImageLoadError
+
+    path = tmp_path / "big.png"
+    Image.new("RGB", (20, 20)).save(path)
+    # Pillow's own guard is process-wide warning state that another thread may reset; the size
+    # check of open_image does not depend on it.
+    monkeypatch.setattr(items_module, "_BOMB_LIMIT", 399)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ImageLoadError, match="decompression-bomb limit"):
+            items_module.open_image(path, what="big.png")
+    monkeypatch.setattr(items_module, "_BOMB_LIMIT", 400)
+    assert items_module.open_image(path, what="big.png").size == (20, 20)

@@ -418,6 +418,9 @@ class _RowBuilder:
         self.problems = problems
         self.seen: set[str] = set()
         self.binary_columns: set[str] = set()
+        # Per image reference: (path, key, exists). μ-Bench asks 5–6 questions per image, so the
+        # path checks and the stat are done once per image, not once per row.
+        self._refs: dict[str, tuple[Path, str, bool]] = {}
 
     def problem(self, record: str, message: str, *, kind: str, severity: Severity = "error") -> None:
         """Record a problem about this file."""
@@ -649,14 +652,11 @@ class _RowBuilder:
                 )
                 return None
             try:
-                path = safe_join(self.root, ref.strip())
+                path, key, exists = self._file_ref(ref.strip())
             except UnsafePathError as exc:
                 self.problem(record, f"{exc}; row skipped", kind="unsafe_path")
                 return None
-            # Relative to the folder as given (not resolved): safe_join checks references as
-            # written, so a data folder or cache that is itself a symlink keeps working.
-            key = path.relative_to(os.path.abspath(self.root)).as_posix()
-            if not path.is_file():
+            if not exists:
                 missing = True
                 self.problem(
                     record,
@@ -667,6 +667,21 @@ class _RowBuilder:
                 )
             out.append(ImageRef(key=key, path=path))
         return tuple(out), missing
+
+    def _file_ref(self, ref: str) -> tuple[Path, str, bool]:
+        """``(path, key, exists)`` of an image reference (cached per reference).
+
+        Raises:
+            UnsafePathError: When the reference leaves the data folder.
+        """
+        known = self._refs.get(ref)
+        if known is None:
+            path = safe_join(self.root, ref)
+            # Relative to the folder as given (not resolved): safe_join checks references as
+            # written, so a data folder or cache that is itself a symlink keeps working.
+            key = path.relative_to(os.path.abspath(self.root)).as_posix()
+            known = self._refs[ref] = (path, key, path.is_file())
+        return known
 
     def _captions(
         self, v: Mapping[str, Any], choices: tuple[str, ...], record: str

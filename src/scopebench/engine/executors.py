@@ -97,8 +97,12 @@ class LocalExecutor:
         self.backend = backend
 
     def run(self, batches: Sequence[Sequence[Request]]) -> Iterator[tuple[Sequence[Request], list[Response]]]:
-        """Answer batches in order."""
-        for batch in batches:
+        """Answer batches in order, telling the backend which batches come next."""
+        if batches:
+            self.backend.prefetch(batches[0])
+        for n, batch in enumerate(batches):
+            if n + 1 < len(batches):
+                self.backend.prefetch(batches[n + 1])
             yield batch, answer_batch(self.backend, batch)
 
     def close(self) -> None:
@@ -148,6 +152,8 @@ class AutoBatchExecutor:
         k = 0
         while k < len(todo):
             batch = todo[k : k + self.size]
+            self.backend.prefetch(batch)
+            self.backend.prefetch(todo[k + self.size : k + 2 * self.size])
             responses = self._try(batch)
             if responses is None:
                 continue  # ran out of memory: the same requests again, in a smaller batch

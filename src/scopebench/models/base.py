@@ -267,5 +267,12 @@ class Backend(ABC):  # noqa: B024 - abstract by contract: answer() or predict() 
         """What identifies this model in provenance records (spec, revision, weight hash, mode)."""
         return {"spec": self.spec, "mode": self.mode}
 
+    def prefetch(self, requests: Sequence[Request]) -> None:  # noqa: B027 - optional hook
+        """A hint that ``requests`` come next, so the backend may start reading what they need.
+
+        A contrastive backend decodes their images while its model encodes the current batch. A
+        hint is never required for correctness; the default ignores it.
+        """
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (GPU memory, sessions, worker processes)."""

@@ -10,9 +10,11 @@ and the raw logits are kept in ``extra["logits"]``.
 Efficiency: benchmarks repeat images (μ-Bench asks 5–6 questions per image) and captions (the same
 option sentences recur thousands of times). Each backend keeps per-run caches keyed by
 :attr:`ImageRef.key` and by caption text, so each unique image and caption is encoded once per run,
-in batches; pixels are released right after encoding. Embeddings are kept as float32: float16
-storage (before 2026-11-24) moved probabilities by up to 5e-4 against the reference loop on a
-CPU, enough to flip a near-tie, and saves only ~2 KB per image (35 MB for μ-Bench's 17k images).
+in batches. While the model encodes one batch of images, a thread decodes and preprocesses the
+next (:meth:`ContrastiveBackend.prepare_images`), so the model does not wait on Pillow; pixels are
+released right after encoding. Embeddings are kept as float32: float16 storage moves probabilities
+by up to 5e-4 against the reference loop on a CPU, enough to flip a near-tie, and would save only
+~2 KB per image (35 MB for μ-Bench's 17k images).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import hashlib
 import logging
 from abc import abstractmethod
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +116,9 @@ class ContrastiveBackend(Backend):
         self._image_errors: dict[str, str] = {}
         self._text_cache: dict[str, np.ndarray] = {}
         self.encode_batch = int(options.extra.get("encode_batch_size", options.batch_size or 32))
+        self._pool: ThreadPoolExecutor | None = None
+        # The batches :meth:`prefetch` is preparing, by their image keys.
+        self._ahead: dict[tuple[str, ...], Future[tuple[Any, list[str], dict[str, str]]]] = {}
 
     @abstractmethod
     def encode_images(self, images: Sequence[Any]) -> np.ndarray:
@@ -145,27 +151,85 @@ class ContrastiveBackend(Backend):
             out.append(current)
         return out
 
-    def _fill_image_cache(self, items: Sequence[Item]) -> None:
+    def prepare_images(self, images: Sequence[Any]) -> Any:
+        """The model's input for decoded images (resized, normalised…), made ahead of the model.
+
+        The default hands the images on as they are and :meth:`encode_prepared` encodes them with
+        :meth:`encode_images`. A backend that splits its preprocessing from its forward pass
+        overrides both, so the next batch is prepared while the model encodes this one.
+        """
+        return list(images)
+
+    def encode_prepared(self, prepared: Any) -> np.ndarray:
+        """Embed what :meth:`prepare_images` made → (n, d) L2-normalised."""
+        return self.encode_images(prepared)
+
+    def prefetch(self, requests: Sequence[Request]) -> None:
+        """Start decoding and preparing the first batch of images ``requests`` need, not yet encoded.
+
+        The engine hints each batch before it answers the one before, so Pillow and the processor
+        work while the model encodes. At most two batches are prepared ahead; further hints are
+        ignored until one is used.
+        """
+        if len(self._ahead) >= 2:
+            return
+        refs = self._uncached([r.item for r in requests])
+        keys = tuple(list(refs)[: self.encode_batch])
+        if keys and keys not in self._ahead:
+            self._ahead[keys] = self._pixel_pool().submit(self._prepare_chunk, [refs[k] for k in keys])
+
+    def _pixel_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="scopebench-pixels")
+        return self._pool
+
+    def _uncached(self, items: Sequence[Item]) -> dict[str, Any]:
+        """The first image reference of each item whose image is neither encoded nor failed, by key."""
         todo: dict[str, Any] = {}
         for it in items:
             for ref in it.images[:1]:
                 if ref.key not in self._image_cache and ref.key not in self._image_errors:
                     todo.setdefault(ref.key, ref)
+        return todo
+
+    def _fill_image_cache(self, items: Sequence[Item]) -> None:
+        todo = self._uncached(items)
         keys = list(todo)
-        for start in range(0, len(keys), self.encode_batch):
-            chunk = keys[start : start + self.encode_batch]
-            pixels, ok = [], []
-            for k in chunk:
-                try:
-                    pixels.append(todo[k].load())
-                    ok.append(k)
-                except ImageLoadError as exc:
-                    self._image_errors[k] = str(exc)
-            if pixels:
-                emb = self.encode_images(pixels)
+        chunks = [tuple(keys[k : k + self.encode_batch]) for k in range(0, len(keys), self.encode_batch)]
+        if not chunks:
+            return
+        # The next batch is decoded and prepared in a thread while the model encodes this one
+        # (Pillow and the processors release the GIL for most of it); each batch's pixels are
+        # released right after it is encoded.
+        pool = self._pixel_pool()
+        ahead = self._ahead.pop(chunks[0], None)
+        if ahead is None:  # not hinted (a direct call), or hinted for other images
+            ahead = pool.submit(self._prepare_chunk, [todo[k] for k in chunks[0]])
+        for n in range(len(chunks)):
+            prepared, ok, errors = ahead.result()
+            if n + 1 < len(chunks):
+                ahead = pool.submit(self._prepare_chunk, [todo[k] for k in chunks[n + 1]])
+            self._image_errors.update(errors)
+            if ok:
+                emb = self.encode_prepared(prepared)
                 for k, e in zip(ok, emb, strict=True):
                     self._image_cache[k] = e.astype(np.float32)
-            del pixels  # decoded images are not kept past their batch
+            del prepared
+        # A hint that named any image done now can no longer match a batch: drop it.
+        done = set(keys)
+        for stale in [k for k in self._ahead if done.intersection(k)]:
+            del self._ahead[stale]
+
+    def _prepare_chunk(self, refs: Sequence[Any]) -> tuple[Any, list[str], dict[str, str]]:
+        """``(prepared pixels, keys prepared, errors by key)`` of one batch of image references."""
+        pixels, ok, errors = [], [], {}
+        for ref in refs:
+            try:
+                pixels.append(ref.load())
+                ok.append(ref.key)
+            except ImageLoadError as exc:
+                errors[ref.key] = str(exc)
+        return (self.prepare_images(pixels) if pixels else None), ok, errors
 
     def _fill_text_cache(self, texts: Sequence[str]) -> None:
         todo = list(dict.fromkeys(t for t in texts if t not in self._text_cache))
@@ -192,13 +256,22 @@ class ContrastiveBackend(Backend):
             img = self._image_cache[key]
             txt = np.stack([self._text_cache[c] for c in captions[it.id]])
             logits = self.logit_scale * (txt @ img) + self.logit_bias
-            z = logits - logits.max()
-            probs = np.exp(z) / np.exp(z).sum()
-            extra: dict[str, Any] = {"logits": [round(float(x), 6) for x in logits]}
+            e = np.exp(logits - logits.max())
+            probs = e / e.sum()
+            extra: dict[str, Any] = {"logits": [round(x, 6) for x in logits.tolist()]}
             if len(it.images) > 1:
                 extra["note"] = "contrastive models see only the first image"
-            out.append(Response(it.id, scores=[float(p) for p in probs], extra=extra))
+            out.append(Response(it.id, scores=probs.tolist(), extra=extra))
         return out
+
+    def close(self) -> None:
+        """Stop preparing images ahead and drop the caches."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._ahead.clear()
+        self._image_cache.clear()
+        self._text_cache.clear()
 
     def cache_sizes(self) -> tuple[int, int]:
         """Unique images and captions encoded so far (for tests and logs)."""
@@ -236,15 +309,25 @@ class HFContrastiveBackend(ContrastiveBackend):
         text_cfg = getattr(self.config, "text_config", None)
         self.max_length = int(getattr(text_cfg, "max_position_embeddings", 77) or 77)
 
+    def _ensure_processor(self) -> None:
+        if self.processor is not None:
+            return
+        from transformers import AutoProcessor
+
+        try:
+            self.processor = AutoProcessor.from_pretrained(self.model_id)
+        except OSError as exc:
+            raise ModelError(f"cannot load contrastive model {self.model_id!r}: {exc}") from exc
+
     def _ensure_loaded(self) -> None:
         if self.model is not None:
             return
         torch = self._torch
-        from transformers import AutoModel, AutoProcessor
+        from transformers import AutoModel
 
+        self._ensure_processor()
         try:
             self.model = AutoModel.from_pretrained(self.model_id, dtype=self.dtype).to(self.device).eval()
-            self.processor = AutoProcessor.from_pretrained(self.model_id)
         except OSError as exc:
             raise ModelError(f"cannot load contrastive model {self.model_id!r}: {exc}") from exc
         if not hasattr(self.model, "get_image_features"):
@@ -255,6 +338,14 @@ class HFContrastiveBackend(ContrastiveBackend):
             self.logit_scale = float(self.model.logit_scale.exp().item())
             bias = getattr(self.model, "logit_bias", None)
             self.logit_bias = float(bias.item()) if bias is not None else 0.0
+
+    def prefetch(self, requests: Sequence[Request]) -> None:
+        """Load the processor, then prepare ``requests``' images (the first batch's as weights load)."""
+        try:
+            self._ensure_processor()
+        except ModelError:
+            return  # answer() reports it
+        super().prefetch(requests)
 
     def answer(self, requests: Sequence[Request]) -> list[Response]:
         """Load the weights on first use, then score (see :class:`ContrastiveBackend`)."""
@@ -275,10 +366,16 @@ class HFContrastiveBackend(ContrastiveBackend):
 
     def encode_images(self, images: Sequence[Any]) -> np.ndarray:
         """Embed images with the model's vision tower and projection."""
-        torch = self._torch
-        inputs = self.processor(images=list(images), return_tensors="pt")
-        pixel_values = inputs["pixel_values"].to(self.device, self.dtype)
-        with torch.inference_mode():
+        return self.encode_prepared(self.prepare_images(images))
+
+    def prepare_images(self, images: Sequence[Any]) -> Any:
+        """The processor's ``pixel_values`` (resized, normalised) of PIL images."""
+        return self.processor(images=list(images), return_tensors="pt")["pixel_values"]
+
+    def encode_prepared(self, prepared: Any) -> np.ndarray:
+        """Embed ``pixel_values`` with the model's vision tower and projection."""
+        pixel_values = prepared.to(self.device, self.dtype)
+        with self._torch.inference_mode():
             return self._normalise(self._features(self.model.get_image_features(pixel_values=pixel_values)))
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
@@ -312,6 +409,5 @@ class HFContrastiveBackend(ContrastiveBackend):
 
     def close(self) -> None:
         """Drop the model and caches."""
+        super().close()
         self.model = None
-        self._image_cache.clear()
-        self._text_cache.clear()

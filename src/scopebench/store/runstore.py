@@ -12,12 +12,13 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from scopebench.display import shown
 from scopebench.errors import DataNotFoundError, RunDirReadOnlyError, StoreDamagedError
-from scopebench.items import Item, Record
+from scopebench.items import Item, Record, Sample
 from scopebench.store.lock import lock_holder
 
 __all__ = ["RunStore", "salvage_hint"]
@@ -236,19 +237,26 @@ class RunStore:
         Raises:
             StoreDamagedError: When the file or a record in it cannot be read.
         """
+        for item_id, body in self._bodies():
+            try:
+                yield Record.from_dict(json.loads(body))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise self._damaged(item_id, exc) from exc
+
+    def _bodies(self) -> Iterator[tuple[str, str]]:
+        """``(item id, stored JSON)`` of every record, ordered by item id."""
         try:
-            for item_id, body in self._db.execute("SELECT item_id, body FROM records ORDER BY item_id"):
-                try:
-                    yield Record.from_dict(json.loads(body))
-                except (ValueError, TypeError, KeyError) as exc:
-                    raise StoreDamagedError(
-                        f"the run store {self.path} is damaged: the record of item {item_id!r} cannot be "
-                        f"read ({type(exc).__name__}: {exc}). {salvage_hint(self.path.parent)}"
-                    ) from exc
+            yield from self._db.execute("SELECT item_id, body FROM records ORDER BY item_id")
         except sqlite3.DatabaseError as exc:
             raise StoreDamagedError(
                 f"the run store {self.path} is damaged ({exc}). {salvage_hint(self.path.parent)}"
             ) from exc
+
+    def _damaged(self, item_id: str, exc: Exception) -> StoreDamagedError:
+        return StoreDamagedError(
+            f"the run store {self.path} is damaged: the record of item {item_id!r} cannot be "
+            f"read ({type(exc).__name__}: {exc}). {salvage_hint(self.path.parent)}"
+        )
 
     def count(self) -> int:
         """Number of stored records."""
@@ -296,10 +304,27 @@ class RunStore:
         """Write every record as one JSON line (sorted by item id), paths as :func:`_shared` shows them."""
         tmp = path.with_suffix(path.suffix + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            for rec in self.iter_records():
-                fh.write(json.dumps(_shared(rec.to_dict()), ensure_ascii=False) + "\n")
+            for row in self._record_dicts():
+                fh.write(json.dumps(_shared(row), ensure_ascii=False) + "\n")
         tmp.replace(path)
         return path
+
+    def _record_dicts(self) -> Iterator[dict[str, Any]]:
+        """Every record as :meth:`Record.to_dict` gives it, ordered by item id.
+
+        A stored body already is that dict when it has the current fields (every record this
+        version writes); only an older run's body goes through :class:`Record` to gain the
+        fields added since. Skipping the round trip is what keeps exporting a finished run cheap.
+
+        Raises:
+            StoreDamagedError: When the file or a record in it cannot be read.
+        """
+        for item_id, body in self._bodies():
+            try:
+                row = json.loads(body)
+                yield row if _current_shape(row) else Record.from_dict(row).to_dict()
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise self._damaged(item_id, exc) from exc
 
     def export_parquet(self, path: Path) -> Path:
         """Write every record to Parquet, one row each.
@@ -319,6 +344,18 @@ class RunStore:
         table = pa.Table.from_pylist(rows) if rows else pa.table({"item_id": pa.array([], pa.string())})
         pq.write_table(table, path)
         return path
+
+
+_RECORD_KEYS = tuple(f.name for f in fields(Record))
+_SAMPLE_KEYS = tuple(f.name for f in fields(Sample))
+
+
+def _current_shape(row: Any) -> bool:
+    """Whether a stored record dict has exactly the current fields, in order (sample included)."""
+    if not isinstance(row, dict) or tuple(row) != _RECORD_KEYS:
+        return False
+    sample = row["sample"]
+    return sample is None or (isinstance(sample, dict) and tuple(sample) == _SAMPLE_KEYS)
 
 
 def _shared(row: dict[str, Any]) -> dict[str, Any]:
