@@ -8,7 +8,6 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -59,7 +58,7 @@ def shown(text: str) -> str:
     Console lines, progress bars and the files a run shares (``records.jsonl``, ``metrics.json``)
     show paths as the user would type them; the full spec stays in ``run.json`` only.
     """
-    home = str(Path.home()).rstrip("/\\")
+    home = os.path.expanduser("~").rstrip("/\\")
     if not home or home in ("/", ".") or home not in text:
         return text
     return re.sub(re.escape(home) + r"(?=[/\\\s\"'<>&:,;)\]]|$)", "~", text)

@@ -271,3 +271,35 @@ def test_images_over_the_pixel_limit_are_refused_whatever_the_warning_filters(
             items_module.open_image(path, what="big.png")
     monkeypatch.setattr(items_module, "_BOMB_LIMIT", 400)
     assert items_module.open_image(path, what="big.png").size == (20, 20)
+
+
+def test_a_run_prepares_each_batch_once_ahead_and_stores_what_unhinted_batches_give(
+    tiny_models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Catches a hint that is prepared but not used (each batch decoded twice), or one that puts
+    another batch's pixels under this batch's images (records differ from a run without hints)."""
+    from scopebench.models.contrastive import HFContrastiveBackend
+
+    rng = np.random.default_rng(2)
+    rows = []
+    for k in range(7):  # 7 images, 3 per call: 3 calls
+        Image.fromarray(rng.integers(0, 255, (24, 24, 3), dtype=np.uint8)).save(tmp_path / f"{k}.png")
+        rows += [{"question": f"Q{q}?", "choices": ["a", "b", "c"], "answer": q % 3, "image": f"{k}.png", "task": "t"}
+                 for q in range(2)]  # fmt: skip
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = RunConfig(benchmark="local", data=str(tmp_path / "data.jsonl"), model=f"clip:{tiny_models['clip']}",
+                    batch_size=3)  # fmt: skip
+    prepared: list[int] = []
+    real = HFContrastiveBackend.prepare_images
+
+    def counted(self: Any, images: Any) -> Any:
+        prepared.append(len(images))
+        return real(self, images)
+
+    monkeypatch.setattr(HFContrastiveBackend, "prepare_images", counted)
+    run_benchmark(cfg, tmp_path / "hinted")
+    assert prepared == [3, 3, 1]  # every image once, each batch once
+    monkeypatch.setattr(HFContrastiveBackend, "prefetch", lambda self, requests: None)
+    run_benchmark(cfg, tmp_path / "plain")
+    hinted = (tmp_path / "hinted" / "records.jsonl").read_text()
+    assert hinted == (tmp_path / "plain" / "records.jsonl").read_text() and hinted.count("\n") == 14
