@@ -98,7 +98,7 @@ def open_image(data: bytes | Path, *, what: str) -> Image.Image:
             with Image.open(src) as img:
                 # Checked here too: the warning filter above is process-global, so a thread that
                 # leaves its own catch_warnings meanwhile may undo it (images decode ahead in a thread).
-                if img.width * img.height > _BOMB_LIMIT:
+                if _BOMB_LIMIT is not None and img.width * img.height > _BOMB_LIMIT:
                     raise Image.DecompressionBombError(f"{img.width * img.height} pixels")
                 img.load()
                 return img.convert("RGB") if img.mode != "RGB" else img.copy()
