@@ -246,8 +246,8 @@ class LazyGroup(Group):
     ``lazy`` maps each command name to the module that defines it: the one place that says which
     command lives where. The first time one of a module's commands is asked for, the module is
     imported and its ``register(group)`` adds its commands, so running one command imports only
-    its module (and what that imports). Listing every command (``--help`` of the group, shell
-    completion, the did-you-mean of a mistyped name) imports every module. A module absent from
+    its module (and what that imports). Listing every command (``--help`` of the group, the
+    did-you-mean of a mistyped name) imports every module. A module absent from
     this installation is not offered.
     """
 
