@@ -11,7 +11,9 @@ workers, sampled every 50 ms.
   loop (decode, lossless PNG, MD5 in a pool of the same two processes) to ingest;
 * **re-runs** — ``build run`` cold, again with nothing changed, after one changed metadata row and
   after one changed question template: CPU seconds (user + sys of the process and its workers) and
-  wall, each as a ratio to the cold run, in this process and as ``scopebench build run`` commands;
+  wall, each as a ratio to the cold run, in this process and as ``scopebench build run`` commands
+  (nothing changed: the least CPU of ``--repeat`` runs), and that command's CPU by stage (interpreter,
+  the CLI, pydantic, the manifest models, the pipeline, the run itself);
 * **disk** — input, ingest output and conversion cache sizes;
 * **worker** — the peak memory one worker adds converting a 2048 × 2048 16-bit RGBA image;
 * **ray** — ``--speed`` images converted by 2 Ray tasks at once on a running one-node Ray cluster
@@ -21,12 +23,14 @@ workers, sampled every 50 ms.
   own (``unshare -n``, loopback only; root needed), so nothing listens beyond 127.0.0.1.
 
 Usage: python bench/bench_ingest.py [--sizes 1000,5000,20000] [--speed 300] [--time-limit 120]
+       [--only reruns --reruns 100 --repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -355,29 +359,86 @@ def _rerun_project(root: Path, n: int) -> tuple[Path, Path, Path]:
     return build, root / f"meta_{n}.csv", tax
 
 
-def _rerun_cases(build: Path, meta: Path, tax: Path, measure: Any) -> dict[str, tuple[float, float]]:
-    """(CPU s, wall s) of a cold run and of re-runs: nothing changed, one row, one template changed."""
+def _rerun_cases(
+    build: Path, meta: Path, tax: Path, measure: Any, repeat: int
+) -> dict[str, tuple[float, float]]:
+    """(CPU s, wall s) of a cold run and of re-runs: nothing changed, one row, one template changed.
+
+    ``measure(label)`` runs the build once; nothing changed is the run of least CPU of ``repeat``
+    (a fixed cost of tenths of a second: one run's figure is mostly the machine's load).
+    """
     shutil.rmtree(build.parent / "reruns" / "build", ignore_errors=True)
     original, template = meta.read_text(), tax.read_text()
-    out = {"cold": measure(), "no change": measure()}
+    out = {"cold": measure("cold")}
+    out["no change"] = min((measure("no change") for _ in range(repeat)), key=lambda m: m[0])
     # One row's stain changes (a real change: its stain question is drawn again).
     meta.write_text(
         original.replace(f"im000001.png,{ROW}", f"im000001.png,{ROW.replace('Giemsa', 'Wright-Giemsa')}")
     )
     try:
-        out["one row"] = measure()
+        out["one row"] = measure("one row")
     finally:
         meta.write_text(original)
-    measure()  # back to the original rows (not reported)
+    measure("restored")  # back to the original rows (not reported)
     tax.write_text(_TEMPLATES.format(text='"Which dye or label is shown?"'))
     try:
-        out["one template"] = measure()
+        out["one template"] = measure("one template")
     finally:
         tax.write_text(template)
     return out
 
 
-def bench_reruns(root: Path, n: int) -> dict:
+# A nothing-changed `scopebench build run` in stages, each stage's process CPU marked: the imports in
+# the order the command makes them, then the command itself (whose imports are then done).
+_RERUN_PARTS = """
+import contextlib, io, json, sys, time
+marks = [time.process_time()]
+import scopebench
+marks.append(time.process_time())
+import click, scopebench.cli as cli
+group = cli.build_cli()
+group.get_command(click.Context(group), "build")
+marks.append(time.process_time())
+import pydantic
+marks.append(time.process_time())
+import scopebench.curate.manifest
+marks.append(time.process_time())
+import scopebench.curate.pipeline, yaml
+marks.append(time.process_time())
+with contextlib.redirect_stdout(io.StringIO()):
+    code = cli.main(["-q", "build", "run", sys.argv[1], "--workers", "2"])
+marks.append(time.process_time())
+print(json.dumps({"code": code, "marks": marks}))
+"""
+_PART_NAMES = (
+    "interpreter start",
+    "import scopebench (item types, PIL)",
+    "the CLI: click, rich, the build command's module",
+    "pydantic",
+    "manifest and taxonomy models (pydantic's plugin scan)",
+    "pipeline, step contract, settings, PyYAML",
+    "the run itself and its summary table",
+)
+
+
+def rerun_parts(build: Path, repeat: int) -> dict[str, float]:
+    """CPU seconds of each stage of a nothing-changed ``build run`` command, median of ``repeat``
+    fresh interpreters (a stage's share, where the minimum of a sum would mix runs)."""
+    import statistics
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    runs = []
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, "-c", _RERUN_PARTS, str(build)], check=True,
+                              capture_output=True, text=True, env=env)  # fmt: skip
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        assert got["code"] == 0, done.stderr
+        marks = got["marks"]
+        runs.append([marks[0], *(b - a for a, b in itertools.pairwise(marks))])
+    return {name: statistics.median(r[i] for r in runs) for i, name in enumerate(_PART_NAMES)}
+
+
+def bench_reruns(root: Path, n: int, repeat: int) -> dict:
     """``build run`` cold, with nothing changed, one metadata row changed, one template changed.
 
     Measured twice: in this process with the imports done first (the work itself; the steps'
@@ -394,24 +455,23 @@ def bench_reruns(root: Path, n: int) -> dict:
 
     per_step: dict[str, dict[str, float]] = {}
 
-    def in_process() -> tuple[float, float]:
+    def in_process(label: str) -> tuple[float, float]:
         cpu, start = _process_cpu(), time.perf_counter()
         marks = [cpu]
         outcome = run_build(build, workers=2, on_step=lambda _r: marks.append(_process_cpu()))
         wall, used = time.perf_counter() - start, _process_cpu() - cpu
-        run = f"run {len(steps)}"
-        steps[run] = outcome.steps
-        per_step[run] = {r.step: marks[i + 1] - marks[i] for i, r in enumerate(outcome.steps)}
+        steps[label] = outcome.steps
+        per_step[label] = {r.step: marks[i + 1] - marks[i] for i, r in enumerate(outcome.steps)}
         return used, wall
 
-    def command() -> tuple[float, float]:
+    def command(label: str) -> tuple[float, float]:
         wall, _ = run_measured([sys.executable, "-m", "scopebench", "--quiet", "build", "run", str(build),
                                 "--workers", "2"])  # fmt: skip
         return CPU[-1], wall
 
     results = {}
     for mode, measure in (("in-process", in_process), ("command", command)):
-        cases = _rerun_cases(build, meta, tax, measure)
+        cases = _rerun_cases(build, meta, tax, measure, repeat)
         cold_cpu, cold_wall = cases["cold"]
         print(f"  {n} images, build run {mode}: cold {cold_cpu:.1f} CPU s, {cold_wall:.1f} s wall")
         for name in ("no change", "one row", "one template"):
@@ -420,15 +480,23 @@ def bench_reruns(root: Path, n: int) -> dict:
                   f"{wall / cold_wall:.1%} of cold")  # fmt: skip
         results[mode] = cases
         if mode == "in-process":
-            row, template = steps["run 2"], steps["run 4"]
+            row, template = steps["one row"], steps["one template"]
             print(f"    one row: images converted again {row[0].converted}, questions drawn {row[1].made} "
                   f"(reused {row[1].reused}); one template: questions drawn {template[1].made} "
                   f"(reused {template[1].reused}), ingest reused: {template[0].cached}")  # fmt: skip
-            for run, name in (("run 0", "cold"), ("run 2", "one row"), ("run 4", "one template")):
+            for name in ("cold", "one row", "one template"):
                 print(
                     f"    CPU s per step, {name}: "
-                    + ", ".join(f"{k} {v:.2f}" for k, v in per_step[run].items())
+                    + ", ".join(f"{k} {v:.2f}" for k, v in per_step[name].items())
                 )
+    print(f"  load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    run_build(build, workers=2)  # back to the original template: the next runs change nothing
+    parts = rerun_parts(build, repeat)
+    print(f"  nothing changed, as a command, by stage (CPU s, median of {repeat}):")
+    for name, cpu in parts.items():
+        print(f"    {name}: {cpu:.3f}")
+    print(f"    together: {sum(parts.values()):.3f}")
+    results["command parts"] = parts
     shutil.rmtree(root / "reruns")
     return results
 
@@ -508,7 +576,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,5000,20000")
     ap.add_argument("--speed", type=int, default=300)
-    ap.add_argument("--reruns", type=int, default=300)
+    ap.add_argument("--reruns", type=int, default=300, help="images of the re-runs' build")
+    ap.add_argument(
+        "--repeat", type=int, default=5, help="re-runs with nothing changed; the least CPU is reported"
+    )
     ap.add_argument("--time-limit", type=float, default=120.0, help="skip a size predicted to take longer")
     ap.add_argument("--root", default="/tmp/scopebench-bench-ingest")
     ap.add_argument("--only", choices=("memory", "speed", "reruns", "worker", "ray"), action="append")
@@ -531,7 +602,7 @@ def main() -> None:
         results["speed"] = bench_speed(root, args.speed)
     if "reruns" in only:
         print("re-runs:")
-        results["reruns"] = bench_reruns(root, args.reruns)
+        results["reruns"] = bench_reruns(root, args.reruns, args.repeat)
     if "ray" in only:
         print("ray (a local cluster of 2 CPUs, inside unshare -n):")
         if os.environ.get("SB_BENCH_NETNS") != "1":  # start again in a network namespace of our own

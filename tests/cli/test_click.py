@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,11 @@ from scopebench.models.registry import ModelSpec
 
 
 def _walk(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
-    for name, command in sorted(group.commands.items()):
+    # Through click's listing contract, not ``group.commands``: the top group loads its commands lazily.
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, f"`{name}` is listed but cannot be loaded"
         yield (*path, name), command
         if isinstance(command, click.Group):
             yield from _walk(command, (*path, name))
@@ -60,6 +66,46 @@ def test_help_of_every_command_lists_each_option(
     assert main([*path, "-h"]) == 0  # argparse's -h still works
 
 
+def test_each_command_is_mapped_to_the_module_that_registers_it() -> None:
+    """The lazy group finds a command only through ``_COMMAND_MODULES``: a command a module's
+    ``register`` adds but the map does not name (or names under another module) would be
+    unreachable or load the wrong module; this catches the map drifting from the modules."""
+    registered: dict[str, str] = {}
+    for module_name in sorted(set(cli._COMMAND_MODULES.values())):
+        group = click.Group("probe-of-register")
+        importlib.import_module(module_name).register(group)
+        assert group.commands, f"{module_name}.register added no command"
+        registered.update(dict.fromkeys(group.commands, module_name))
+    assert registered == cli._COMMAND_MODULES
+
+
+def test_an_absent_command_module_is_not_offered_but_a_missing_dependency_is_raised(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Catches the lazy group listing a command whose module this installation lacks (``--help``
+    would show it, running it would fail), and swallowing the ModuleNotFoundError of a module that
+    is there but misses a dependency (the user must learn what to install)."""
+    from scopebench.cli.options import LazyGroup
+
+    monkeypatch.setitem(sys.modules, "scopebench.absent_extension", None)  # importing it fails
+    (tmp_path / "extension_with_missing_dep.py").write_text("import no_such_package_for_scopebench_tests\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    group = LazyGroup(
+        "scopebench",
+        lazy={
+            "probe": "scopebench.cli.probe",
+            "gone": "scopebench.absent_extension",
+            "broken": "extension_with_missing_dep",
+        },
+    )
+    ctx = click.Context(group)
+    assert group.list_commands(ctx) == ["broken", "probe"]
+    assert group.get_command(ctx, "gone") is None
+    assert isinstance(group.get_command(ctx, "probe"), click.Group)
+    with pytest.raises(ModuleNotFoundError, match="no_such_package_for_scopebench_tests"):
+        group.get_command(ctx, "broken")
+
+
 def test_usage_errors_exit_2_with_the_message_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--bench", "demo", "--out", "o"]) == 2
     err = capsys.readouterr().err
@@ -70,6 +116,9 @@ def test_usage_errors_exit_2_with_the_message_on_stderr(capsys: pytest.CaptureFi
     assert "'x' is neither a number of items (≥ 1) nor a fraction between 0 and 1" in capsys.readouterr().err
     assert main(["runn"]) == 2
     assert "No such command 'runn'" in capsys.readouterr().err
+    # The suggestion sees every command, not only the modules loaded so far.
+    assert main(["revew"]) == 2
+    assert "Did you mean 'review'?" in capsys.readouterr().err
     assert main([]) == 2  # a command is required, as with argparse
     assert main(["build"]) == 2  # … and a step of a group
 

@@ -1,12 +1,16 @@
-"""Printing help loads no plotting, table or model library.
+"""Running one command imports only its command module; printing help loads no heavy library.
 
-``scopebench --help`` (and every command's ``--help``) builds the whole click group, so whatever the
-CLI modules import at their top is paid by every invocation. A top-level ``import matplotlib`` (or a
-module that imports one, such as the report's plotting helpers) slipped into the import chain
-again is what this catches: a real invariant of ``sys.modules``, not a timing. The same holds for
+The ``scopebench`` group imports a command's module only when that command is asked for, so a
+command module importing another at its top, or the group going back to importing every module
+to build itself, makes every invocation pay for all of them (rich tables, the review app's
+checks, the probes): this checks which modules a fresh interpreter holds afterwards. ``--help`` of
+the group imports every command module, so whatever those import at their top is paid there: a
+top-level ``import matplotlib`` (or a module that imports one, such as the report's plotting
+helpers) slipped into the import chain again is what the second half catches. The same holds for
 our own heavy layers: a CLI module importing scoring (numpy), the answer parser's compiled
 patterns, the pydantic configuration models, the run store (sqlite3) or a probe at its top, or an
-option declaration (a choices list, a help text) that needs one of them.
+option declaration (a choices list, a help text) that needs one of them. Real invariants of
+``sys.modules``, not timings.
 """
 
 from __future__ import annotations
@@ -15,6 +19,11 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
+
+import pytest
+
+from scopebench.cli import _COMMAND_MODULES
 
 # Libraries that take tenths of a second or more to import and that no help text needs.
 _HEAVY = (
@@ -41,27 +50,14 @@ _HEAVY = (
 )
 
 
-def test_building_the_cli_loads_no_heavy_library() -> None:
-    code = (
-        "import json, sys\n"
-        "from scopebench.cli import build_cli\n"
-        "build_cli()\n"
-        f"print(json.dumps([m for m in {_HEAVY!r} if m in sys.modules]))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=dict(os.environ)
-    )
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
-
-
-def _loaded_after(argv: list[str]) -> list[str]:
-    """The modules of ``_HEAVY`` loaded once ``scopebench ARGV`` has printed its help."""
+def _loaded_after(argv: list[str], names: Sequence[str] = _HEAVY) -> list[str]:
+    """The modules of ``names`` loaded once ``scopebench ARGV`` has run in a fresh interpreter."""
     code = (
         "import contextlib, io, json, sys\n"
         "from scopebench.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         f"    main({argv!r})\n"
-        f"print(json.dumps([m for m in {_HEAVY!r} if m in sys.modules]))\n"
+        f"print(json.dumps([m for m in {tuple(names)!r} if m in sys.modules]))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=dict(os.environ)
@@ -76,3 +72,21 @@ def test_help_of_the_group_and_of_a_probe_loads_no_heavy_module() -> None:
     assert _loaded_after(["--help"]) == []
     assert _loaded_after(["probe", "shortcut", "--help"]) == []
     assert _loaded_after(["probe", "matching", "--help"]) == []
+
+
+_COMMAND_MODULE_NAMES = tuple(sorted(set(_COMMAND_MODULES.values())))
+
+
+@pytest.mark.parametrize("module", _COMMAND_MODULE_NAMES, ids=lambda m: m.rsplit(".", 1)[-1])
+def test_a_command_imports_only_its_own_command_module(module: str) -> None:
+    """Catches the group importing every command module again (``build_cli`` registering them all)
+    and a command module importing another at its top: `scopebench build run` would pay for the
+    review app's, the probes' and the reports' modules and their libraries."""
+    command = next(name for name, owner in _COMMAND_MODULES.items() if owner == module)
+    assert _loaded_after([command, "--help"], _COMMAND_MODULE_NAMES) == [module]
+
+
+def test_the_group_help_lists_every_command_module() -> None:
+    """The group's --help shows each command's short help, which needs every module: a lazy group
+    that listed only the modules loaded so far would print a partial command list."""
+    assert _loaded_after(["--help"], _COMMAND_MODULE_NAMES) == list(_COMMAND_MODULE_NAMES)

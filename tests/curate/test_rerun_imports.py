@@ -40,6 +40,14 @@ _NOT_ON_A_REUSING_RUN = (
     "scopebench.curate.splits",
     "scopebench.curate.exporting",
     "scopebench.curate.balance",
+    # The other commands' modules: the lazy `scopebench` group imports only `build`'s.
+    "scopebench.cli.core",
+    "scopebench.cli.report",
+    "scopebench.cli.probe",
+    "scopebench.cli.tools",
+    "scopebench.cli.review",
+    "scopebench.cli.paper",
+    "scopebench.cli.finetune",
 )
 
 # Runs the CLI as `scopebench build run` does, then reports its exit code, what it printed and

@@ -8,8 +8,9 @@ How to add a subcommand:
 
 1. Put it in the module of its feature area (``cli/core.py``, ``cli/report.py``, ``cli/probe.py``,
    ``cli/tools.py``, ``cli/review.py``, ``cli/build.py``, ``cli/paper.py``, ``cli/finetune.py``) or
-   a new ``cli/<area>.py``; a new module is listed in :data:`_EXTENSION_MODULES` below and defines
-   ``register(group)``, which adds its commands to the ``scopebench`` group.
+   a new ``cli/<area>.py``, whose ``register(group)`` adds its commands to the ``scopebench``
+   group; name the command and its module in :data:`_COMMAND_MODULES` below (the group imports
+   the module only when that command runs, so keep heavy imports inside the command bodies).
 2. Declare it with ``@command("name", short_help=...)`` (:mod:`scopebench.cli.options`), its
    options, then ``@pass_args`` over a function ``(args) -> int`` that returns the exit code;
    ``args`` holds the options by name.
@@ -27,7 +28,6 @@ How to add a subcommand:
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
@@ -41,7 +41,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scopebench.cli.options import Args, Group, parse_key_values, read_exclude
+from scopebench.cli.options import Args, LazyGroup, parse_key_values, read_exclude
 from scopebench.cli.output import out_console, print_wide
 from scopebench.display import configure_logging, shown
 from scopebench.errors import DataFormatError, RunInterruptedError, ScopebenchError
@@ -61,33 +61,22 @@ _read_exclude = read_exclude
 console = out_console(120)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
-# Feature areas that add their own subcommands (module with `add_subcommands(sub)`); a module
-# that is absent in this installation is simply not offered.
-_EXTENSION_MODULES = (
-    "scopebench.cli.report",
-    "scopebench.cli.probe",
-    "scopebench.cli.tools",
-    "scopebench.cli.review",
-    "scopebench.cli.build",
-    "scopebench.cli.paper",
-    "scopebench.cli.finetune",
-)
-
-
-def _present_modules(names: Sequence[str]) -> list[Any]:
-    """The modules of ``names`` this installation has, in order.
-
-    A module that is absent is skipped; one whose own import fails on a missing dependency is not
-    (that error must reach the user).
-    """
-    modules = []
-    for name in names:
-        try:
-            modules.append(importlib.import_module(name))
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-    return modules
+#: Which module defines each ``scopebench`` command, the one place that says so. The group imports
+#: a module only when one of its commands is asked for (:class:`~scopebench.cli.options.LazyGroup`),
+#: so ``scopebench build run`` never imports the review app's, the probes' or the reports' modules;
+#: a module absent from this installation is not offered.
+_COMMAND_MODULES: dict[str, str] = {
+    **dict.fromkeys(
+        ("benchmarks", "validate", "run", "strategies", "models", "export", "demo"), "scopebench.cli.core"
+    ),
+    **dict.fromkeys(("compare", "report"), "scopebench.cli.report"),
+    "probe": "scopebench.cli.probe",
+    **dict.fromkeys(("merge", "linear-probe"), "scopebench.cli.tools"),
+    "review": "scopebench.cli.review",
+    "build": "scopebench.cli.build",
+    **dict.fromkeys(("table", "eval"), "scopebench.cli.paper"),
+    "finetune": "scopebench.cli.finetune",
+}
 
 
 # Commands ---------------------------------------------------------------------------------------
@@ -597,12 +586,12 @@ def _fmt_acc(row: dict[str, Any]) -> str:
 
 
 def build_cli() -> click.Group:
-    """The ``scopebench`` command: a click group with every subcommand and sub-group."""
-    from scopebench.cli.core import register
+    """The ``scopebench`` command: a click group whose subcommands are imported when asked for."""
 
     @click.group(
         "scopebench",
-        cls=Group,
+        cls=LazyGroup,
+        lazy=_COMMAND_MODULES,
         help="Evaluate vision-language models on microscopy, pathology and figure benchmarks.",
         subcommand_metavar="COMMAND [ARGS]...",
     )
@@ -612,9 +601,6 @@ def build_cli() -> click.Group:
     def cli(verbose: int, quiet: bool) -> None:
         configure_logging(verbose, quiet)
 
-    register(cli)
-    for module in _present_modules(_EXTENSION_MODULES):
-        module.register(cli)
     return cli
 
 

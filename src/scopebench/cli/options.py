@@ -19,7 +19,7 @@ import functools
 import importlib.util
 import json
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,6 +36,7 @@ __all__ = [
     "Args",
     "Command",
     "Group",
+    "LazyGroup",
     "ModelSpecType",
     "argument",
     "command",
@@ -45,6 +46,7 @@ __all__ = [
     "model_options",
     "module_summary",
     "pass_args",
+    "present_module",
     "run_options",
     "tracking_options",
     "with_tracking",
@@ -222,6 +224,70 @@ class Group(click.Group):
 
 
 Group.group_class = Group
+
+
+def present_module(name: str) -> types.ModuleType | None:
+    """Module ``name`` imported, or ``None`` when this installation lacks it.
+
+    Only the module's own absence is ``None``: a module whose import fails on a missing dependency
+    raises that ModuleNotFoundError, which must reach the user (it names what to install).
+    """
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        return None
+
+
+class LazyGroup(Group):
+    """A group whose commands are imported only when asked for (click's lazy-loading pattern).
+
+    ``lazy`` maps each command name to the module that defines it: the one place that says which
+    command lives where. The first time one of a module's commands is asked for, the module is
+    imported and its ``register(group)`` adds its commands, so running one command imports only
+    its module (and what that imports). Listing every command (``--help`` of the group, the
+    did-you-mean of a mistyped name) imports every module. A module absent from
+    this installation is not offered.
+    """
+
+    def __init__(self, *args: Any, lazy: Mapping[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy)
+        self._registered: set[str] = set()
+
+    def _load(self, module_name: str) -> None:
+        """Import ``module_name`` (once) and let it add its commands to this group."""
+        if module_name in self._registered:
+            return
+        module = present_module(module_name)
+        if module is not None:
+            module.register(self)
+        self._registered.add(module_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, sorted; a command of an absent module is left out."""
+        present = {
+            name
+            for name, module_name in self.lazy.items()
+            if name in self.commands or importlib.util.find_spec(module_name) is not None
+        }
+        return sorted(present | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``, importing its module the first time (``None``: no such command)."""
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            self._load(self.lazy[cmd_name])
+        return self.commands.get(cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """As click's; an unknown name first loads every module, so "Did you mean" sees every command."""
+        if args and self.get_command(ctx, args[0]) is None:
+            for module_name in dict.fromkeys(self.lazy.values()):
+                self._load(module_name)
+        return super().resolve_command(ctx, args)
 
 
 def module_summary(name: str) -> str | None:
