@@ -174,3 +174,17 @@ def test_damaged_caches_are_redone_or_refused(tmp_path: Path, built: dict[str, A
     cache.write_bytes(b"this is not a database" * 100)
     with pytest.raises(DataFormatError, match="delete it and run again"):
         make_questions(data, tmp_path / "q3", cache=cache)
+
+
+def test_build_yaml_named_another_way_reuses_every_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Catches step keys that hold paths as the command spelt them: ``build run proj/build.yaml``
+    after ``build run /abs/proj/build.yaml`` redid questions, split and export."""
+    config = _project(tmp_path / "proj")
+    run_build(config.resolve())
+    monkeypatch.chdir(tmp_path)
+    again = run_build("proj/build.yaml")
+    assert [s.cached for s in again.steps] == [True] * len(again.steps)
+    monkeypatch.chdir(tmp_path / "proj")
+    assert all(s.cached for s in run_build("build.yaml").steps)

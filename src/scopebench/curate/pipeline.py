@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -227,7 +228,9 @@ def load_build_config(path: str | Path) -> BuildConfig:
         raise DataNotFoundError(f"build configuration not found: {p}")
     try:
         raw = yaml.safe_load(p.read_text(encoding="utf-8"))
-        return BuildConfig.model_validate({**(raw or {}), "root": p.parent})
+        # Absolute (not resolved): the paths in step keys then read the same however the
+        # command names build.yaml (``build.yaml``, ``./proj/build.yaml``, ``/abs/build.yaml``).
+        return BuildConfig.model_validate({**(raw or {}), "root": Path(os.path.abspath(p.parent))})
     except yaml.YAMLError as exc:
         raise DataFormatError(f"{p} is not valid YAML: {exc}") from exc
     except ValidationError as exc:
