@@ -14,7 +14,7 @@
   changing how images are converted changes the ``v2`` folder. Beside them, ``similarity.json``
   keeps the pixel similarity of every near-duplicate pair the hashes proposed, keyed by the two
   images' pixel MD5s, so a re-run loads no image to confirm a pair it has already scored (held in
-  memory as :class:`~.pair_scores.PairScores`, 75 bytes a pair).
+  memory as :class:`~.pair_scores.PairScores`, 41 bytes a pair).
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
 Images whose hashes all collide propose a pair for almost every two of them (≈ 1.1M pairs at
 20,000 images), and ingest remembers every score it computes (``similarity.json``) so that a
 re-run scores no pair twice. A dict of ``"1:<md5>:<md5>"`` strings held ≈ 190 bytes a pair;
-:class:`PairScores` holds a key as 67 ASCII bytes in a NumPy array beside its float64 score
-(75 bytes a pair), kept sorted so that a look-up is a binary search, with the scores set since the
-last merge in a small dict. :func:`write_json` writes them as ``json.dump(..., sort_keys=True)``
-does, byte for byte, without building the sorted list of every item first.
+:class:`PairScores` holds such a key as 33 bytes (the version character and the two MD5s' bytes)
+in a NumPy array beside its float64 score (41 bytes a pair), kept sorted so that a look-up is a
+binary search, with the scores set since the last merge in a small dict. :func:`write_json`
+writes them as ``json.dump(..., sort_keys=True)`` does, byte for byte, without building the
+sorted list of every item first.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import heapq
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator, MutableMapping
 from typing import TextIO
 
@@ -21,21 +23,31 @@ import numpy as np
 
 __all__ = ["PairScores", "write_json"]
 
-#: Longest key held in the arrays: ``<version>:<32 hex>:<32 hex>``, the pair keys ingest makes.
-_WIDTH = 67
+#: The keys held in the arrays, those ingest makes: ``<version>:<md5 hex>:<md5 hex>``. Lower-case
+#: hex, so that the packed bytes sort as the strings do.
+_PACKABLE = re.compile(r"[!-~]:[0-9a-f]{32}:[0-9a-f]{32}")
+_WIDTH = 33  # bytes of a packed key
 #: Scores set since the last merge into the arrays (a merge copies the arrays once).
 _PENDING = 1 << 16
 #: Items read from the arrays at a time while iterating (bounded, whatever the number of pairs).
 _CHUNK = 1 << 14
 
 
-def _fits(key: str) -> bool:
-    """Whether ``key`` is held exactly as ``S67`` bytes: ASCII, no NUL (NumPy strips trailing ones)."""
-    return len(key) <= _WIDTH and key.isascii() and "\x00" not in key
+def _pack(key: str) -> bytes | None:
+    """``key`` as the arrays hold it (``None``: not a key of ingest's form, kept in a dict)."""
+    if _PACKABLE.fullmatch(key) is None:
+        return None
+    return key[0].encode("ascii") + bytes.fromhex(key[2:34]) + bytes.fromhex(key[35:])
+
+
+def _unpack(packed: bytes) -> str:
+    # NumPy drops an ``S`` value's trailing NUL bytes (an MD5 may end in 00): pad them back.
+    packed = packed.ljust(_WIDTH, b"\x00")
+    return f"{chr(packed[0])}:{packed[1:17].hex()}:{packed[17:].hex()}"
 
 
 class PairScores(MutableMapping[str, float]):
-    """Scores by pair key, compact (see the module docstring); any other key is kept in a dict.
+    """Scores by pair key, packed (see the module docstring); any other key is kept in a dict.
 
     Args:
         items: The initial ``(key, score)`` items.
@@ -45,21 +57,20 @@ class PairScores(MutableMapping[str, float]):
         self._keys = np.empty(0, dtype=f"S{_WIDTH}")
         self._values = np.empty(0, dtype=np.float64)
         self._pending: dict[str, float] = {}
-        self._other: dict[str, float] = {}  # keys the arrays cannot hold exactly (a hostile file's)
+        self._other: dict[str, float] = {}  # keys of another form (an older version's, a hostile file's)
         for key, value in items:
             self[key] = value
         self._merge()
 
-    def _find(self, key: str) -> int | None:
-        encoded = key.encode("ascii")
-        pos = int(np.searchsorted(self._keys, encoded))
-        return pos if pos < len(self._keys) and self._keys[pos] == encoded else None
+    def _find(self, packed: bytes) -> int | None:
+        pos = int(np.searchsorted(self._keys, packed))
+        return pos if pos < len(self._keys) and self._keys[pos] == packed else None
 
     def _merge(self) -> None:
         """Move the pending scores into the sorted arrays."""
         if not self._pending:
             return
-        keys = np.array(list(self._pending), dtype=self._keys.dtype)
+        keys = np.array([_pack(k) for k in self._pending], dtype=self._keys.dtype)
         values = np.fromiter(self._pending.values(), dtype=np.float64, count=len(self._pending))
         order = np.argsort(keys, kind="stable")
         keys, values = keys[order], values[order]
@@ -69,20 +80,22 @@ class PairScores(MutableMapping[str, float]):
         self._pending.clear()
 
     def __getitem__(self, key: str) -> float:
-        if not _fits(key):
+        packed = _pack(key)
+        if packed is None:
             return self._other[key]
         if key in self._pending:
             return self._pending[key]
-        pos = self._find(key)
+        pos = self._find(packed)
         if pos is None:
             raise KeyError(key)
         return float(self._values[pos])
 
     def __setitem__(self, key: str, value: float) -> None:
-        if not _fits(key):
+        packed = _pack(key)
+        if packed is None:
             self._other[key] = float(value)
             return
-        pos = self._find(key)
+        pos = self._find(packed)
         if pos is not None:
             self._values[pos] = value
             return
@@ -91,11 +104,12 @@ class PairScores(MutableMapping[str, float]):
             self._merge()
 
     def __delitem__(self, key: str) -> None:
-        if not _fits(key):
+        packed = _pack(key)
+        if packed is None:
             del self._other[key]
         elif key in self._pending:
             del self._pending[key]
-        elif (pos := self._find(key)) is not None:
+        elif (pos := self._find(packed)) is not None:
             self._keys = np.delete(self._keys, pos)
             self._values = np.delete(self._values, pos)
         else:
@@ -111,11 +125,11 @@ class PairScores(MutableMapping[str, float]):
         for start in range(0, len(self._keys), _CHUNK):
             keys = self._keys[start : start + _CHUNK].tolist()
             values = self._values[start : start + _CHUNK].tolist()
-            yield from zip((k.decode("ascii") for k in keys), values, strict=True)
+            yield from zip(map(_unpack, keys), values, strict=True)
 
     def sorted_items(self) -> Iterator[tuple[str, float]]:
         """Every ``(key, score)``, by key as Python orders strings (the order of ``sort_keys``)."""
-        # ASCII bytes sort as their code points: the arrays' order is the strings' order.
+        # Packed keys sort as their strings do (fixed positions, lower-case hex): merge by string.
         streams = (self._array_items(), sorted(self._pending.items()), sorted(self._other.items()))
         return heapq.merge(*streams, key=lambda item: item[0])
 
