@@ -185,3 +185,18 @@ def test_memory_held_while_scoring_does_not_grow_with_the_images_in_pairs(
     small, large = _peak_bytes(40), _peak_bytes(120)
     extra_pairs = 120 * 119 // 2 - 40 * 39 // 2
     assert large - small < extra_pairs * 48 + 120 * 1024, (small, large)
+
+
+def test_folding_repeats_in_the_index_finds_the_same_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catches folding (which bounds the index's memory when every table finds the same close
+    pairs) that drops the pairs of the last tables or keeps a pair twice: the same rows whether
+    repeats are folded after every table or never."""
+    rng = np.random.default_rng(8)
+    base = rng.integers(0, 2**63, size=3, dtype=np.uint64)
+    flips = [sum(1 << int(f) for f in rng.choice(64, size=3, replace=False)) for _ in range(120)]
+    values = np.array([base[k % 3] ^ np.uint64(f) for k, f in enumerate(flips)], dtype=np.uint64)
+    unfolded = candidate_pairs(values, 6)
+    monkeypatch.setattr(near_duplicates, "_FOLD", 0)
+    folded = candidate_pairs(values, 6)
+    assert np.array_equal(folded, unfolded)
+    assert len(unfolded) > 1000 and {tuple(p) for p in folded.tolist()} == _brute(values, 6)

@@ -68,6 +68,7 @@ DEFAULT_MIN_SIMILARITY = 0.85
 SIMILARITY_VERSION = "1"
 _EXACT_BLOCKS = 4
 _MAX_TABLES = 5000  # beyond this (r ≥ 17 bits) one all-pairs pass in blocks is cheaper
+_FOLD = 1 << 20  # pairs found by the index tables before repeats are folded away (8 MB)
 _GRID = 64  # side of the common grid the pixels are compared on
 #: Side of :func:`stretched_grid`'s square.
 GRID_SIDE = _GRID
@@ -140,16 +141,31 @@ def candidate_pairs(hashes: Sequence[str] | np.ndarray, max_bits: int) -> np.nda
     if blocks > 64 or _n_tables(blocks) > _MAX_TABLES:
         codes = _all_pairs(values, max_bits)
     else:
-        masks = _block_masks(blocks)
-        found: list[np.ndarray] = []
-        for chosen in itertools.combinations(masks, _EXACT_BLOCKS):
-            mask = np.bitwise_or.reduce(np.array(chosen, dtype=np.uint64))
-            i, j = _pairs_with_equal_keys(values & mask)
-            close = np.bitwise_count(values[i] ^ values[j]) <= max_bits
-            found.append(i[close] * n + j[close])
-        codes = np.concatenate(found)
+        codes = _indexed_pairs(values, max_bits, blocks)
     codes = np.unique(codes)
     return np.stack([codes // n, codes % n], axis=1).astype(np.int64)
+
+
+def _indexed_pairs(values: np.ndarray, max_bits: int, blocks: int) -> np.ndarray:
+    """Codes ``i * n + j`` of the pairs within ``max_bits``, from one table per choice of blocks."""
+    n = len(values)
+    masks = _block_masks(blocks)
+    codes = np.empty(0, dtype=np.int64)
+    found: list[np.ndarray] = []
+    held = 0
+    for chosen in itertools.combinations(masks, _EXACT_BLOCKS):
+        mask = np.bitwise_or.reduce(np.array(chosen, dtype=np.uint64))
+        i, j = _pairs_with_equal_keys(values & mask)
+        close = np.bitwise_count(values[i] ^ values[j]) <= max_bits
+        found.append(i[close] * n + j[close])
+        held += int(close.sum())
+        # A close pair is found by every table whose blocks its differing bits miss (up to all
+        # 210): folded into the distinct pairs once the repeats outweigh them, so that memory
+        # follows the pairs, not the pairs times the tables that find them.
+        if held > 2 * len(codes) + _FOLD:
+            codes = np.unique(np.concatenate([codes, *found]))
+            found, held = [], 0
+    return np.concatenate([codes, *found])
 
 
 def _n_tables(blocks: int) -> int:
