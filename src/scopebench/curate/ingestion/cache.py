@@ -148,15 +148,20 @@ class ConversionStore:
 
     def similarities(self) -> PairScores:
         """The remembered near-duplicate pair scores (empty when none, or unreadable), held compactly."""
-        from scopebench.curate.ingestion.pair_scores import PairScores
+        from scopebench.curate.ingestion.pair_scores import PairScores, read_json
 
         try:
-            raw = json.loads((self.root / "similarity.json").read_text(encoding="utf-8"))
+            text = (self.root / "similarity.json").read_text(encoding="utf-8")
+            # Item by item when the file is as written (no dict of a million items first).
+            found = read_json(text)
+            raw = json.loads(text) if found is None else None
         except (OSError, ValueError):
             return PairScores()  # absent or damaged: scores are recomputed, never guessed
+        if found is not None:
+            return found
         if not isinstance(raw, dict):
             return PairScores()
-        return PairScores((str(k), float(v)) for k, v in raw.items() if isinstance(v, int | float))
+        return PairScores((str(k), float(v)) for k, v in raw.items() if _finite_number(v))
 
     def save_similarities(self, scores: MutableMapping[str, float]) -> None:
         """Write the pair scores (see :meth:`similarities`), as ``json.dump(scores, sort_keys=True)``."""
@@ -207,6 +212,17 @@ class ConversionStore:
         if grid is not None:
             _atomic_write(self.grid_path(sha), grid)
         _atomic_write(base.with_suffix(".json"), json.dumps(info, sort_keys=True).encode())
+
+
+def _finite_number(value: object) -> bool:
+    """Whether ``value`` (read from JSON) is a number a float holds (an integer may be too large)."""
+    if not isinstance(value, int | float):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return False  # not a score ingest wrote: recomputed, never guessed
+    return True
 
 
 def grid_bytes(grid: np.ndarray) -> bytes:

@@ -21,7 +21,7 @@ from typing import TextIO
 
 import numpy as np
 
-__all__ = ["PairScores", "write_json"]
+__all__ = ["PairScores", "read_json", "write_json"]
 
 #: The keys held in the arrays, those ingest makes: ``<version>:<md5 hex>:<md5 hex>``. Lower-case
 #: hex, so that the packed bytes sort as the strings do.
@@ -31,6 +31,12 @@ _WIDTH = 33  # bytes of a packed key
 _PENDING = 1 << 16
 #: Items read from the arrays at a time while iterating (bounded, whatever the number of pairs).
 _CHUNK = 1 << 14
+_WS = "[ \t\n\r]*"  # JSON's whitespace (``\s`` would take more than json.loads does)
+#: One ``"key": number`` item of an object of numbers, and what follows it (``,`` or ``}``).
+_ITEM = re.compile(
+    rf'{_WS}"((?:[^"\\\x00-\x1f]|\\.)*)"{_WS}:{_WS}'
+    rf"(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|NaN|-?Infinity){_WS}([,}}])"
+)
 
 
 def _pack(key: str) -> bytes | None:
@@ -64,7 +70,10 @@ class PairScores(MutableMapping[str, float]):
 
     def _find(self, packed: bytes) -> int | None:
         pos = int(np.searchsorted(self._keys, packed))
-        return pos if pos < len(self._keys) and self._keys[pos] == packed else None
+        if pos == len(self._keys):
+            return None
+        # An element comes back without its trailing NUL bytes: padded before comparing.
+        return pos if bytes(self._keys[pos]).ljust(_WIDTH, b"\x00") == packed else None
 
     def _merge(self) -> None:
         """Move the pending scores into the sorted arrays."""
@@ -132,6 +141,46 @@ class PairScores(MutableMapping[str, float]):
         # Packed keys sort as their strings do (fixed positions, lower-case hex): merge by string.
         streams = (self._array_items(), sorted(self._pending.items()), sorted(self._other.items()))
         return heapq.merge(*streams, key=lambda item: item[0])
+
+
+def read_json(text: str) -> PairScores | None:
+    """``text``, a JSON object whose values are all numbers, read item by item into :class:`PairScores`.
+
+    Reads as ``json.loads`` followed by ``float`` of each value would (a repeated key keeps its last
+    value), without the dict of every item that ``json.loads`` builds first. ``None`` when ``text``
+    is anything else (another value among the items, not an object, damaged): the caller reads it
+    the general way.
+    """
+    scores = PairScores()
+    if re.fullmatch(rf"{_WS}{{{_WS}}}{_WS}", text[:256]) and len(text) <= 256:
+        return scores
+    start = re.match(rf"{_WS}{{", text)
+    pos = start.end() if start is not None else len(text)
+    while (item := _ITEM.match(text, pos)) is not None:
+        key, number, after = item.groups()
+        if "\\" in key:
+            try:
+                key = json.loads(f'"{key}"')
+            except ValueError:
+                return None  # an escape JSON does not have
+        value = _parsed(number)
+        if value is None:
+            return None
+        scores[key] = value
+        pos = item.end()
+        if after == "}":
+            return scores if not text[pos:].strip(" \t\n\r") else None
+    return None
+
+
+def _parsed(number: str) -> float | None:
+    """A JSON number as ``float(json.loads(number))``; ``None`` for an integer no float holds."""
+    if any(c in number for c in ".eEIN"):
+        return float(number)
+    try:  # json.loads reads "-0" as the integer 0, whose float is 0.0, not -0.0
+        return float(int(number))
+    except (ValueError, OverflowError):  # past Python's digit limit, or beyond a float's range
+        return None
 
 
 def _number(value: float) -> str:
