@@ -20,12 +20,13 @@ located inside the larger at the same pixel size (crops); the better score count
 **Confirming at scale.** Unrelated smooth images (illumination fields, empty backgrounds) have weak
 hashes and are proposed in bulk, so each image is compared as its stretched 64 × 64 grid (32 kB,
 :func:`stretched_grid`): given by the caller (ingest computes it where the image is converted and
-stores it beside the PNG) or made when the image's first pair needs it, decoding the image once.
-Memory does not grow with the pairs: each grid is written once to a temporary file and read back
-for the batch that needs it (at most two grids per pair of the batch are held), thumbnails (for
-crops) stay in a bounded cache, and refused pairs are kept as packed numbers. Pairs are scored in batches: the
-SSIM terms of each image are computed once per batch and only the cross term per pair, vectorized
-over the batch (:func:`_batch_block_ssim`, the same arithmetic as
+stores it beside the PNG) or made when the image's first pair needs it, decoding the image once. No
+grid stays in memory: each is written once to a temporary file and read back for the batch that
+needs it (at most two grids per pair of the batch are held), and thumbnails (for crops) stay in a
+bounded cache; what is held per pair is packed (the candidate pairs as a NumPy array, the refused
+pairs as machine numbers: 16 and 32 bytes a pair), so the pixels held do not grow with the images.
+Pairs are scored in batches: the SSIM terms of each image are computed once per batch and only the
+cross term per pair, vectorized over the batch (:func:`_batch_block_ssim`, the same arithmetic as
 :func:`skimage.metrics.structural_similarity`); a score within ``1e-4`` of the threshold is
 recomputed pair by pair, so the decisions are exactly those of :func:`similarity`.
 """
