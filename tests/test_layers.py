@@ -44,6 +44,10 @@ ALLOWED_LOCAL_PAIRS: dict[tuple[str, str], str] = {
     ("scopebench.review.app", "scopebench.review"): (
         "the route modules import the app's dependencies (DB, auth, state); create_app registers them"
     ),
+    ("scopebench.curate.ingestion.cache", "scopebench.curate.ingestion.pair_scores"): (
+        "`build run` imports the cache to recognise unchanged inputs without NumPy; the pair scores "
+        "(NumPy arrays) load only when ingest reads or writes them"
+    ),
 }
 
 

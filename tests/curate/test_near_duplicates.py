@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -152,3 +153,50 @@ def test_rerun_with_remembered_scores_loads_nothing() -> None:
     again = find_near_duplicates(["0" * 16] * 13, 64, no_load, scores=scores, key=str)
     assert again == first
     assert first.roots[12] == 3
+
+
+def _peak_bytes(n: int) -> int:
+    """The traced peak of grouping ``n`` same-size images whose hashes all collide (every pair
+    proposed, every pair refused), their grids given as fresh copies, as a store's reads are."""
+    rng = np.random.default_rng(11)
+    grids = [rng.random((near_duplicates.GRID_SIDE, near_duplicates.GRID_SIDE)) for _ in range(n)]
+
+    def no_load(i: int) -> np.ndarray:
+        raise AssertionError(f"image {i} decoded although its grid was given")
+
+    tracemalloc.start()
+    try:
+        found = find_near_duplicates(["0" * 16] * n, 64, no_load, grids=lambda i: ((96, 96), grids[i].copy()))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(found.refused) == n * (n - 1) // 2  # noise against noise: nothing confirmed
+    return peak
+
+
+def test_memory_held_while_scoring_does_not_grow_with_the_images_in_pairs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Catches a stage that keeps every grid it has read (32 kB per image in a pair: 640 MB at
+    20,000 images whose hashes all collide), or the pairs and refused pairs as Python objects
+    (≈ 130 and 170 bytes a pair). Tripling the images (ten times the pairs) may add only the
+    packed pairs (48 bytes each) and per-image sizes; keeping the 80 extra grids adds 2.6 MB."""
+    monkeypatch.setattr(near_duplicates, "_BATCH", 8)  # a batch's working set far below the grids
+    small, large = _peak_bytes(40), _peak_bytes(120)
+    extra_pairs = 120 * 119 // 2 - 40 * 39 // 2
+    assert large - small < extra_pairs * 48 + 120 * 1024, (small, large)
+
+
+def test_folding_repeats_in_the_index_finds_the_same_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catches folding (which bounds the index's memory when every table finds the same close
+    pairs) that drops the pairs of the last tables or keeps a pair twice: the same rows whether
+    repeats are folded after every table or never."""
+    rng = np.random.default_rng(8)
+    base = rng.integers(0, 2**63, size=3, dtype=np.uint64)
+    flips = [sum(1 << int(f) for f in rng.choice(64, size=3, replace=False)) for _ in range(120)]
+    values = np.array([base[k % 3] ^ np.uint64(f) for k, f in enumerate(flips)], dtype=np.uint64)
+    unfolded = candidate_pairs(values, 6)
+    monkeypatch.setattr(near_duplicates, "_FOLD", 0)
+    folded = candidate_pairs(values, 6)
+    assert np.array_equal(folded, unfolded)
+    assert len(unfolded) > 1000 and {tuple(p) for p in folded.tolist()} == _brute(values, 6)

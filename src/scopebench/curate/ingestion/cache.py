@@ -13,7 +13,8 @@
   metadata row that changes, a file that moves or a second source listing the same bytes reuse it;
   changing how images are converted changes the ``v2`` folder. Beside them, ``similarity.json``
   keeps the pixel similarity of every near-duplicate pair the hashes proposed, keyed by the two
-  images' pixel MD5s, so a re-run loads no image to confirm a pair it has already scored.
+  images' pixel MD5s, so a re-run loads no image to confirm a pair it has already scored (held in
+  memory as :class:`~.pair_scores.PairScores`, 41 bytes a pair).
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ import io
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from scopebench.curate.ingestion.pair_scores import PairScores
 
 __all__ = ["ConversionStore", "FileHashes", "grid_bytes", "sha256_file"]
 
@@ -143,23 +146,32 @@ class ConversionStore:
             return None
         return arr if bool(np.isfinite(arr).all()) else None
 
-    def similarities(self) -> dict[str, float]:
-        """The remembered near-duplicate pair scores (empty when none, or unreadable)."""
-        try:
-            raw = json.loads((self.root / "similarity.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}  # absent or damaged: scores are recomputed, never guessed
-        if not isinstance(raw, dict):
-            return {}
-        return {str(k): float(v) for k, v in raw.items() if isinstance(v, int | float)}
+    def similarities(self) -> PairScores:
+        """The remembered near-duplicate pair scores (empty when none, or unreadable), held compactly."""
+        from scopebench.curate.ingestion.pair_scores import PairScores, read_json
 
-    def save_similarities(self, scores: dict[str, float]) -> None:
-        """Write the pair scores (see :meth:`similarities`)."""
+        try:
+            text = (self.root / "similarity.json").read_text(encoding="utf-8")
+            # Item by item when the file is as written (no dict of a million items first).
+            found = read_json(text)
+            raw = json.loads(text) if found is None else None
+        except (OSError, ValueError):
+            return PairScores()  # absent or damaged: scores are recomputed, never guessed
+        if found is not None:
+            return found
+        if not isinstance(raw, dict):
+            return PairScores()
+        return PairScores((str(k), float(v)) for k, v in raw.items() if _finite_number(v))
+
+    def save_similarities(self, scores: MutableMapping[str, float]) -> None:
+        """Write the pair scores (see :meth:`similarities`), as ``json.dump(scores, sort_keys=True)``."""
+        from scopebench.curate.ingestion.pair_scores import write_json
+
         self.root.mkdir(parents=True, exist_ok=True)
         # Streamed into the file: on images whose hashes collide there are millions of pairs, and
         # the whole JSON text (then its bytes) held at once added ~200 MB to ingest's peak memory.
         with _replacing(self.root / "similarity.json") as tmp, tmp.open("w", encoding="utf-8") as fh:
-            json.dump(scores, fh, sort_keys=True)
+            write_json(scores, fh)
 
     def get(self, sha: str) -> dict[str, Any] | None:
         """The stored facts of ``sha`` (``{"error": …}`` for a file that could not be converted)."""
@@ -200,6 +212,17 @@ class ConversionStore:
         if grid is not None:
             _atomic_write(self.grid_path(sha), grid)
         _atomic_write(base.with_suffix(".json"), json.dumps(info, sort_keys=True).encode())
+
+
+def _finite_number(value: object) -> bool:
+    """Whether ``value`` (read from JSON) is a number a float holds (an integer may be too large)."""
+    if not isinstance(value, int | float):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return False  # not a score ingest wrote: recomputed, never guessed
+    return True
 
 
 def grid_bytes(grid: np.ndarray) -> bytes:

@@ -19,11 +19,14 @@ located inside the larger at the same pixel size (crops); the better score count
 
 **Confirming at scale.** Unrelated smooth images (illumination fields, empty backgrounds) have weak
 hashes and are proposed in bulk, so each image is compared as its stretched 64 × 64 grid (32 kB,
-:func:`stretched_grid`), kept for the run: given by the caller (ingest computes it where the image
-is converted and stores it beside the PNG) or made when the image's first pair needs it, decoding
-the image once; thumbnails (for crops) stay in a bounded cache. Pairs are scored in batches: the
-SSIM terms of each image are computed once per batch and only the cross term per pair, vectorized
-over the batch (:func:`_batch_block_ssim`, the same arithmetic as
+:func:`stretched_grid`): given by the caller (ingest computes it where the image is converted and
+stores it beside the PNG) or made when the image's first pair needs it, decoding the image once. No
+grid stays in memory: each is written once to a temporary file and read back for the batch that
+needs it (at most two grids per pair of the batch are held), and thumbnails (for crops) stay in a
+bounded cache; what is held per pair is packed (the candidate pairs as a NumPy array, the refused
+pairs as machine numbers: 16 and 32 bytes a pair), so the pixels held do not grow with the images.
+Pairs are scored in batches: the SSIM terms of each image are computed once per batch and only the
+cross term per pair, vectorized over the batch (:func:`_batch_block_ssim`, the same arithmetic as
 :func:`skimage.metrics.structural_similarity`); a score within ``1e-4`` of the threshold is
 recomputed pair by pair, so the decisions are exactly those of :func:`similarity`.
 """
@@ -31,9 +34,13 @@ recomputed pair by pair, so the decisions are exactly those of :func:`similarity
 from __future__ import annotations
 
 import itertools
+import tempfile
+from array import array
 from collections import OrderedDict
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import overload
 
 import numpy as np
 from scipy.ndimage import uniform_filter
@@ -43,6 +50,7 @@ __all__ = [
     "GRID_SIDE",
     "SIMILARITY_VERSION",
     "NearDuplicates",
+    "RefusedPairs",
     "StoredGrid",
     "Thumbnail",
     "candidate_pairs",
@@ -61,6 +69,7 @@ DEFAULT_MIN_SIMILARITY = 0.85
 SIMILARITY_VERSION = "1"
 _EXACT_BLOCKS = 4
 _MAX_TABLES = 5000  # beyond this (r ≥ 17 bits) one all-pairs pass in blocks is cheaper
+_FOLD = 1 << 20  # pairs found by the index tables before repeats are folded away (8 MB)
 _GRID = 64  # side of the common grid the pixels are compared on
 #: Side of :func:`stretched_grid`'s square.
 GRID_SIDE = _GRID
@@ -133,16 +142,31 @@ def candidate_pairs(hashes: Sequence[str] | np.ndarray, max_bits: int) -> np.nda
     if blocks > 64 or _n_tables(blocks) > _MAX_TABLES:
         codes = _all_pairs(values, max_bits)
     else:
-        masks = _block_masks(blocks)
-        found: list[np.ndarray] = []
-        for chosen in itertools.combinations(masks, _EXACT_BLOCKS):
-            mask = np.bitwise_or.reduce(np.array(chosen, dtype=np.uint64))
-            i, j = _pairs_with_equal_keys(values & mask)
-            close = np.bitwise_count(values[i] ^ values[j]) <= max_bits
-            found.append(i[close] * n + j[close])
-        codes = np.concatenate(found)
+        codes = _indexed_pairs(values, max_bits, blocks)
     codes = np.unique(codes)
     return np.stack([codes // n, codes % n], axis=1).astype(np.int64)
+
+
+def _indexed_pairs(values: np.ndarray, max_bits: int, blocks: int) -> np.ndarray:
+    """Codes ``i * n + j`` of the pairs within ``max_bits``, from one table per choice of blocks."""
+    n = len(values)
+    masks = _block_masks(blocks)
+    codes = np.empty(0, dtype=np.int64)
+    found: list[np.ndarray] = []
+    held = 0
+    for chosen in itertools.combinations(masks, _EXACT_BLOCKS):
+        mask = np.bitwise_or.reduce(np.array(chosen, dtype=np.uint64))
+        i, j = _pairs_with_equal_keys(values & mask)
+        close = np.bitwise_count(values[i] ^ values[j]) <= max_bits
+        found.append(i[close] * n + j[close])
+        held += int(close.sum())
+        # A close pair is found by every table whose blocks its differing bits miss (up to all
+        # 210): folded into the distinct pairs once the repeats outweigh them, so that memory
+        # follows the pairs, not the pairs times the tables that find them.
+        if held > 2 * len(codes) + _FOLD:
+            codes = np.unique(np.concatenate([codes, *found]))
+            found, held = [], 0
+    return np.concatenate([codes, *found])
 
 
 def _n_tables(blocks: int) -> int:
@@ -295,28 +319,69 @@ def _batch_block_ssim(a: np.ndarray, b: np.ndarray, terms: tuple[np.ndarray, ...
     return np.asarray(blocks.min(axis=(1, 2)), dtype=np.float64)
 
 
+class _GridFile:
+    """Grids written once to an unnamed temporary file and read back by image index.
+
+    The file is in ``folder`` (``None``: the system's temporary folder) and disappears when closed,
+    or when the process ends. Reading a grid back costs a ``seek`` and a 32 kB read from the page
+    cache, small beside scoring it; holding every grid instead grew by 32 kB per image in a pair
+    (640 MB at 20,000 images whose hashes all collide).
+    """
+
+    def __init__(self, folder: Path | None) -> None:
+        # Lives across calls; find_near_duplicates closes it when the walk ends, however it ends.
+        self._fh = tempfile.TemporaryFile(dir=folder, buffering=0)  # noqa: SIM115
+        self._slots: dict[int, int] = {}
+
+    def put(self, i: int, grid: np.ndarray) -> None:
+        """Store (or replace) image ``i``'s grid, a ``64 × 64`` array of floats."""
+        arr = np.ascontiguousarray(grid, dtype=np.float64)
+        if arr.shape != (_GRID, _GRID):
+            raise ValueError(f"a near-duplicate grid is {_GRID} × {_GRID}, not {arr.shape}")
+        slot = self._slots.setdefault(i, len(self._slots))
+        self._fh.seek(slot * arr.nbytes)
+        self._fh.write(arr.data.cast("B"))
+
+    def __contains__(self, i: int) -> bool:
+        return i in self._slots
+
+    def get(self, i: int) -> np.ndarray:
+        """Image ``i``'s grid (stored by :meth:`put` before)."""
+        arr = np.empty((_GRID, _GRID), dtype=np.float64)
+        self._fh.seek(self._slots[i] * arr.nbytes)
+        if self._fh.readinto(arr.data.cast("B")) != arr.nbytes:
+            raise OSError("the temporary file of near-duplicate grids was cut short")
+        return arr
+
+    def close(self) -> None:
+        self._fh.close()
+
+
 class _Pixels:
     """The images of proposed pairs as the checks need them, each decoded once.
 
-    A decode keeps the image's size and stretched 64 × 64 grid for the whole run (32 kB), and its
-    thumbnail (≤ 256 kB) in a bounded cache: a pair of same-size images is scored on grids alone,
-    so only pairs of different sizes (crops and rescales, searched on thumbnails) can make an
-    image decoded again.
+    A decode keeps the image's size for the whole run and its stretched 64 × 64 grid in a
+    :class:`_GridFile`, and its thumbnail (≤ 256 kB) in a bounded cache: a pair of same-size
+    images is scored on grids alone, so only pairs of different sizes (crops and rescales,
+    searched on thumbnails) can make an image decoded again.
     """
 
     def __init__(
-        self, grey: Callable[[int], np.ndarray], stored: Callable[[int], StoredGrid | None] | None
+        self,
+        grey: Callable[[int], np.ndarray],
+        stored: Callable[[int], StoredGrid | None] | None,
+        folder: Path | None = None,
     ) -> None:
         self._grey = grey
         self._stored = stored
         self.shapes: dict[int, tuple[int, int]] = {}
-        self.grids: dict[int, np.ndarray] = {}
+        self.grids = _GridFile(folder)
         self._thumbs: OrderedDict[int, Thumbnail] = OrderedDict()
 
     def _load(self, i: int) -> Thumbnail:
         thumb = thumbnail(self._grey(i))
         self.shapes[i] = thumb.shape
-        self.grids[i] = _stretched(_grid(thumb))
+        self.grids.put(i, _stretched(_grid(thumb)))
         self._thumbs[i] = thumb
         if len(self._thumbs) > _THUMBNAILS:
             self._thumbs.popitem(last=False)
@@ -328,7 +393,8 @@ class _Pixels:
             if given is None:
                 self._load(i)
             else:
-                self.shapes[i], self.grids[i] = given
+                self.shapes[i] = given[0]
+                self.grids.put(i, given[1])
         return self.shapes[i]
 
     def thumb(self, i: int) -> Thumbnail:
@@ -348,8 +414,9 @@ class _Scorer:
         scores: MutableMapping[str, float] | None,
         key: Callable[[int], str] | None,
         grids: Callable[[int], StoredGrid | None] | None = None,
+        folder: Path | None = None,
     ) -> None:
-        self.pixels = _Pixels(grey, grids)
+        self.pixels = _Pixels(grey, grids, folder)
         self.min_similarity = min_similarity
         self.scores = scores
         self.key = key
@@ -385,7 +452,8 @@ class _Scorer:
     def _same_size(self, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], float]:
         if not pairs:
             return {}
-        grids = self.pixels.grids
+        # Read back once per batch, each image once: at most two grids per pair are held.
+        grids = {i: self.pixels.grids.get(i) for i in sorted({i for pair in pairs for i in pair})}
         a = np.stack([grids[i] for i, _ in pairs])
         b = np.stack([grids[j] for _, j in pairs])
         found = _batch_block_ssim(a, b, (*_ssim_terms(a), *_ssim_terms(b)))
@@ -396,6 +464,53 @@ class _Scorer:
         return out
 
 
+class RefusedPairs(Sequence[tuple[int, int, int, float]]):
+    """Proposed pairs the pixels refused, ``(i, j, hash distance, pixel similarity)``, packed.
+
+    A sequence of tuples to its readers, held as machine numbers (32 bytes a pair, against ≈ 170
+    for a list of tuples): images whose hashes all collide have millions of refused pairs.
+    """
+
+    def __init__(self) -> None:
+        self._ijb = array("q")  # i, j and the hash distance of each pair, one after the other
+        self._score = array("d")
+
+    def append(self, pair: tuple[int, int, int, float]) -> None:
+        """Add one refused pair."""
+        i, j, bits, score = pair
+        self._ijb.extend((i, j, bits))
+        self._score.append(score)
+
+    def __len__(self) -> int:
+        return len(self._score)
+
+    @overload
+    def __getitem__(self, k: int) -> tuple[int, int, int, float]: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[tuple[int, int, int, float]]: ...
+    def __getitem__(self, k: int | slice) -> tuple[int, int, int, float] | list[tuple[int, int, int, float]]:
+        if isinstance(k, slice):
+            return [self[x] for x in range(*k.indices(len(self)))]
+        score = self._score[k]  # raises IndexError first; negative indices as a list's
+        k %= len(self)
+        return self._ijb[3 * k], self._ijb[3 * k + 1], self._ijb[3 * k + 2], score
+
+    def __iter__(self) -> Iterator[tuple[int, int, int, float]]:
+        ijb = iter(self._ijb)
+        for score in self._score:
+            yield next(ijb), next(ijb), next(ijb), score
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RefusedPairs):
+            return self._ijb == other._ijb and self._score == other._score
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
+
+    def __repr__(self) -> str:
+        return f"RefusedPairs({len(self)} pairs)"
+
+
 @dataclass
 class NearDuplicates:
     """Near-duplicate groups of ``n`` images.
@@ -404,12 +519,13 @@ class NearDuplicates:
         roots: Each image's group root: the smallest index of its group (itself when alone).
         joined: For each image in a group of two or more, the first confirmed pair it was in:
             ``index → (other index, hash distance, pixel similarity)``.
-        refused: Proposed pairs the pixels refused: ``(i, j, hash distance, pixel similarity)``.
+        refused: Proposed pairs the pixels refused: ``(i, j, hash distance, pixel similarity)``,
+            in the order they were checked.
     """
 
     roots: list[int]
     joined: dict[int, tuple[int, int, float]] = field(default_factory=dict)
-    refused: list[tuple[int, int, int, float]] = field(default_factory=list)
+    refused: RefusedPairs = field(default_factory=RefusedPairs)
 
 
 def find_near_duplicates(
@@ -422,6 +538,7 @@ def find_near_duplicates(
     scores: MutableMapping[str, float] | None = None,
     key: Callable[[int], str] | None = None,
     grids: Callable[[int], StoredGrid | None] | None = None,
+    spill: Path | None = None,
 ) -> NearDuplicates:
     """Group images whose hashes are within ``max_bits`` bits *and* whose pixels agree.
 
@@ -439,6 +556,8 @@ def find_near_duplicates(
         grids: Image ``i``'s original ``(height, width)`` and :func:`stretched_grid`, when known
             without decoding (``None``: not known, ``grey`` loads it); a pair of same-size images
             with both grids known is scored without loading either.
+        spill: The folder of the temporary file the grids are kept in while pairs are scored
+            (32 kB per image in a pair; ``None``: the system's temporary folder).
 
     Returns:
         The groups (transitive over confirmed pairs; each rooted at its smallest index, so the
@@ -455,12 +574,33 @@ def find_near_duplicates(
 
     values = _as_uint64(hashes)
     out = NearDuplicates(roots=[])
-    scorer = _Scorer(grey, min_similarity, scores, key, grids)
-    pairs = candidate_pairs(values, max_bits).tolist()
-    # Pairs are scored a batch at a time (a batch skips pairs already joined when it starts), then
-    # walked in order, so the grouping is exactly that of checking one pair after the other.
+    scorer = _Scorer(grey, min_similarity, scores, key, grids, spill)
+    try:
+        _walk(candidate_pairs(values, max_bits), values, scorer, same, find, parent, out)
+    finally:
+        scorer.pixels.grids.close()
+    out.roots = [find(i) for i in range(n)]
+    return out
+
+
+def _walk(
+    pairs: np.ndarray,
+    values: np.ndarray,
+    scorer: _Scorer,
+    same: Callable[[int, int], bool] | None,
+    find: Callable[[int], int],
+    parent: list[int],
+    out: NearDuplicates,
+) -> None:
+    """Score ``pairs`` (``k × 2``, in order) and join the confirmed ones into ``parent``'s groups.
+
+    Pairs are scored a batch at a time (a batch skips pairs already joined when it starts), then
+    walked in order, so the grouping is exactly that of checking one pair after the other. Only the
+    batch is a Python list: ``pairs`` stays a NumPy array (16 bytes a pair, not ≈ 130).
+    """
+    min_similarity = scorer.min_similarity
     for start in range(0, len(pairs), _BATCH):
-        batch = [(i, j) for i, j in pairs[start : start + _BATCH]]
+        batch: list[tuple[int, int]] = [(i, j) for i, j in pairs[start : start + _BATCH].tolist()]
         identical = {(i, j) for i, j in batch if same is not None and same(i, j)}
         scored = scorer.score([(i, j) for i, j in batch if find(i) != find(j) and (i, j) not in identical])
         for i, j in batch:
@@ -476,5 +616,3 @@ def find_near_duplicates(
             out.joined.setdefault(i, (j, bits, round(score, 4)))
             out.joined.setdefault(j, (i, bits, round(score, 4)))
             parent[max(ri, rj)] = min(ri, rj)
-    out.roots = [find(i) for i in range(n)]
-    return out

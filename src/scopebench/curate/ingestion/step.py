@@ -304,6 +304,7 @@ def _group(
     """Mark near-duplicate groups (``dup_group``): hash-proposed, pixel-confirmed; report them."""
     scores = store.similarities()
     before = len(scores)
+    store.root.mkdir(parents=True, exist_ok=True)  # beside the stored grids, not in a RAM-backed /tmp
     found = find_near_duplicates(
         [k.info["dhash"] for k in kept],
         bits,
@@ -313,6 +314,7 @@ def _group(
         scores=scores,
         key=lambda i: str(kept[i].info["pixel_md5"]),
         grids=lambda i: _stored_grid(store, kept[i]),
+        spill=store.root,
     )
     if len(scores) > before:
         store.save_similarities(scores)
