@@ -217,6 +217,9 @@ class _Traced:
             def encode_texts(self, texts: Any) -> np.ndarray:
                 return np.eye(3)[["xyz".index(t) for t in texts]]
 
+            def prepares_ahead(self) -> bool:
+                return True  # whatever this machine's cores
+
         backend = Backend("clip:traced", ModelOptions(batch_size=batch))
         backend.n_batches = n_batches
         backend.prepared = [threading.Event() for _ in range(n_batches)]
@@ -297,9 +300,30 @@ def test_a_run_prepares_each_batch_once_ahead_and_stores_what_unhinted_batches_g
         return real(self, images)
 
     monkeypatch.setattr(HFContrastiveBackend, "prepare_images", counted)
+    monkeypatch.setattr(HFContrastiveBackend, "prepares_ahead", lambda self: True)
     run_benchmark(cfg, tmp_path / "hinted")
     assert prepared == [3, 3, 1]  # every image once, each batch once
     monkeypatch.setattr(HFContrastiveBackend, "prefetch", lambda self, requests: None)
     run_benchmark(cfg, tmp_path / "plain")
     hinted = (tmp_path / "hinted" / "records.jsonl").read_text()
     assert hinted == (tmp_path / "plain" / "records.jsonl").read_text() and hinted.count("\n") == 14
+
+
+def test_images_are_prepared_ahead_on_an_accelerator_or_a_spare_core(
+    tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Catches a decoding thread started beside torch threads that already take every core (on 2
+    cores it only takes turns with them), or none on a GPU, where it hides Pillow's time."""
+    import os
+
+    import torch
+
+    backend: Any = load_model(f"clip:{tiny_models['clip']}", ModelOptions(device="cpu"))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 8)
+    assert not backend.prepares_ahead()
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    assert backend.prepares_ahead()
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 8)
+    backend.device = "cuda:0"
+    assert backend.prepares_ahead()

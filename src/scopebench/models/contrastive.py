@@ -11,8 +11,9 @@ Efficiency: benchmarks repeat images (μ-Bench asks 5–6 questions per image) a
 option sentences recur thousands of times). Each backend keeps per-run caches keyed by
 :attr:`ImageRef.key` and by caption text, so each unique image and caption is encoded once per run,
 in batches. While the model encodes one batch of images, a thread decodes and preprocesses the
-next (:meth:`ContrastiveBackend.prepare_images`), so the model does not wait on Pillow; pixels are
-released right after encoding. Embeddings are kept as float32: float16 storage moves probabilities
+next (:meth:`ContrastiveBackend.prepare_images`) when the model runs on an accelerator or a CPU
+core is spare (:meth:`ContrastiveBackend.prepares_ahead`), so the model does not wait on Pillow;
+pixels are released right after encoding. Embeddings are kept as float32: float16 storage moves probabilities
 by up to 5e-4 against the reference loop on a CPU, enough to flip a near-tie, and would save only
 ~2 KB per image (35 MB for μ-Bench's 17k images).
 """
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import sys
 from abc import abstractmethod
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -171,12 +174,27 @@ class ContrastiveBackend(Backend):
         work while the model encodes. At most two batches are prepared ahead; further hints are
         ignored until one is used.
         """
-        if len(self._ahead) >= 2:
+        if len(self._ahead) >= 2 or not self.prepares_ahead():
             return
         refs = self._uncached([r.item for r in requests])
         keys = tuple(list(refs)[: self.encode_batch])
         if keys and keys not in self._ahead:
             self._ahead[keys] = self._pixel_pool().submit(self._prepare_chunk, [refs[k] for k in keys])
+
+    def prepares_ahead(self) -> bool:
+        """Whether images are prepared in a thread ahead of the model.
+
+        On an accelerator, always. On a CPU only when a core is left beside the model's own
+        threads: torch uses every core by default, and a preparing thread would then take turns
+        with them instead of filling idle time (measured on 2 cores: no faster, at times slower).
+        """
+        device = str(getattr(self, "device", "cpu"))
+        if not device.startswith("cpu"):
+            return True
+        torch = sys.modules.get("torch")
+        threads = torch.get_num_threads() if torch is not None else 1
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return cores > threads
 
     def _pixel_pool(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -201,14 +219,15 @@ class ContrastiveBackend(Backend):
         # The next batch is decoded and prepared in a thread while the model encodes this one
         # (Pillow and the processors release the GIL for most of it); each batch's pixels are
         # released right after it is encoded.
-        pool = self._pixel_pool()
-        ahead = self._ahead.pop(chunks[0], None)
-        if ahead is None:  # not hinted (a direct call), or hinted for other images
-            ahead = pool.submit(self._prepare_chunk, [todo[k] for k in chunks[0]])
-        for n in range(len(chunks)):
-            prepared, ok, errors = ahead.result()
-            if n + 1 < len(chunks):
-                ahead = pool.submit(self._prepare_chunk, [todo[k] for k in chunks[n + 1]])
+        in_thread = self.prepares_ahead()
+        pending = self._ahead.pop(chunks[0], None)
+        for n, chunk in enumerate(chunks):
+            if pending is None:  # not hinted (a direct call, or no spare core), or hinted for others
+                pending = self._start([todo[k] for k in chunk], in_thread)
+            prepared, ok, errors = pending.result()
+            pending = None
+            if in_thread and n + 1 < len(chunks):
+                pending = self._start([todo[k] for k in chunks[n + 1]], in_thread)
             self._image_errors.update(errors)
             if ok:
                 emb = self.encode_prepared(prepared)
@@ -219,6 +238,14 @@ class ContrastiveBackend(Backend):
         done = set(keys)
         for stale in [k for k in self._ahead if done.intersection(k)]:
             del self._ahead[stale]
+
+    def _start(self, refs: Sequence[Any], in_thread: bool) -> Future[tuple[Any, list[str], dict[str, str]]]:
+        """Prepare ``refs`` in the pixel thread, or here and now (a finished future)."""
+        if in_thread:
+            return self._pixel_pool().submit(self._prepare_chunk, refs)
+        done: Future[tuple[Any, list[str], dict[str, str]]] = Future()
+        done.set_result(self._prepare_chunk(refs))
+        return done
 
     def _prepare_chunk(self, refs: Sequence[Any]) -> tuple[Any, list[str], dict[str, str]]:
         """``(prepared pixels, keys prepared, errors by key)`` of one batch of image references."""
