@@ -293,20 +293,29 @@ def test_a_run_prepares_each_batch_once_ahead_and_stores_what_unhinted_batches_g
     cfg = RunConfig(benchmark="local", data=str(tmp_path / "data.jsonl"), model=f"clip:{tiny_models['clip']}",
                     batch_size=3)  # fmt: skip
     prepared: list[int] = []
+    threads: list[bool] = []
     real = HFContrastiveBackend.prepare_images
 
     def counted(self: Any, images: Any) -> Any:
         prepared.append(len(images))
+        threads.append(threading.current_thread() is threading.main_thread())
         return real(self, images)
 
     monkeypatch.setattr(HFContrastiveBackend, "prepare_images", counted)
     monkeypatch.setattr(HFContrastiveBackend, "prepares_ahead", lambda self: True)
     run_benchmark(cfg, tmp_path / "hinted")
-    assert prepared == [3, 3, 1]  # every image once, each batch once
+    assert prepared == [3, 3, 1] and threads == [False] * 3  # every image once, each batch once, ahead
+    # No spare core: only the first batch is prepared ahead (while the weights load), the rest in turn.
+    monkeypatch.setattr(HFContrastiveBackend, "prepares_ahead", lambda self: False)
+    prepared.clear()
+    threads.clear()
+    run_benchmark(cfg, tmp_path / "in-turn")
+    assert prepared == [3, 3, 1] and threads == [False, True, True]
     monkeypatch.setattr(HFContrastiveBackend, "prefetch", lambda self, requests: None)
     run_benchmark(cfg, tmp_path / "plain")
     hinted = (tmp_path / "hinted" / "records.jsonl").read_text()
     assert hinted == (tmp_path / "plain" / "records.jsonl").read_text() and hinted.count("\n") == 14
+    assert hinted == (tmp_path / "in-turn" / "records.jsonl").read_text()
 
 
 def test_images_are_prepared_ahead_on_an_accelerator_or_a_spare_core(

@@ -174,12 +174,22 @@ class ContrastiveBackend(Backend):
         work while the model encodes. At most two batches are prepared ahead; further hints are
         ignored until one is used.
         """
-        if len(self._ahead) >= 2 or not self.prepares_ahead():
+        # Two batches ahead at most; with no spare core, only the first batch, while weights load.
+        limit = 2 if self.prepares_ahead() else 1 if self.loading() else 0
+        if len(self._ahead) >= limit:
             return
         refs = self._uncached([r.item for r in requests])
         keys = tuple(list(refs)[: self.encode_batch])
         if keys and keys not in self._ahead:
             self._ahead[keys] = self._pixel_pool().submit(self._prepare_chunk, [refs[k] for k in keys])
+
+    def loading(self) -> bool:
+        """Whether the weights are still to be loaded.
+
+        The first batch is then prepared in a thread whatever the cores: loading keeps one core
+        busy and leaves the others idle.
+        """
+        return False
 
     def prepares_ahead(self) -> bool:
         """Whether images are prepared in a thread ahead of the model.
@@ -365,6 +375,10 @@ class HFContrastiveBackend(ContrastiveBackend):
             self.logit_scale = float(self.model.logit_scale.exp().item())
             bias = getattr(self.model, "logit_bias", None)
             self.logit_bias = float(bias.item()) if bias is not None else 0.0
+
+    def loading(self) -> bool:
+        """Whether the weights load on the next :meth:`answer` (they load on first use)."""
+        return self.model is None
 
     def prefetch(self, requests: Sequence[Request]) -> None:
         """Load the processor, then prepare ``requests``' images (the first batch's as weights load)."""
