@@ -53,3 +53,27 @@ def make_sources(root: Path, *, licence_b: str | None = "CC0-1.0") -> Path:
         "organism: Mus musculus, label_name: nucleus}\n"
     )
     return root / "manifest.yaml"
+
+
+#: One metadata row in μ-Bench's vocabulary, for sources whose rows differ only by image.
+ROW = "light microscopy,brightfield microscopy,pathology,hematopathology,Giemsa,Homo sapiens"
+
+
+def write_lab_manifest(root: Path, names: list[str], *, near_duplicate_bits: int) -> Path:
+    """``root/meta.csv`` (one :data:`ROW` per image of ``names``) and a one-source manifest over ``root/images``."""
+    (root / "meta.csv").write_text(
+        "image,modality,submodality,domain,subdomain,stain,organism\n"
+        + "".join(f"{n},{ROW}\n" for n in names)
+    )
+    (root / "manifest.yaml").write_text(
+        f"name: lab\nnear_duplicate_bits: {near_duplicate_bits}\nsources:\n"
+        "  - name: lab\n    images: images\n    metadata: meta.csv\n    license: CC-BY-4.0\n"
+    )
+    return root / "manifest.yaml"
+
+
+def tree_bytes(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` by its relative path: what byte-identity checks compare."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }

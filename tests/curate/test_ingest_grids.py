@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from curate_helpers import tree_bytes, write_lab_manifest
 from PIL import Image
 
 from scopebench.curate.ingestion import near_duplicates
@@ -15,8 +16,6 @@ from scopebench.curate.ingestion.images import dhash, grey8, grey_float, write_p
 from scopebench.curate.ingestion.near_duplicates import find_near_duplicates, stretched_grid
 from scopebench.curate.ingestion.step import IngestResult, ingest
 from scopebench.testing.near_duplicate_set import labelled_set, smooth_field
-
-ROW = "light microscopy,brightfield microscopy,pathology,hematopathology,Giemsa,Homo sapiens"
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
@@ -81,21 +80,7 @@ def _smooth_lab(root: Path) -> Path:
         names.append(f"s{i}.png")
     Image.open(images / "s2.png").save(images / "s2_copy.jpg", quality=95)
     names.append("s2_copy.jpg")
-    (root / "meta.csv").write_text(
-        "image,modality,submodality,domain,subdomain,stain,organism\n"
-        + "".join(f"{n},{ROW}\n" for n in names)
-    )
-    (root / "manifest.yaml").write_text(
-        "name: lab\nnear_duplicate_bits: 64\nsources:\n"
-        "  - name: lab\n    images: images\n    metadata: meta.csv\n    license: CC-BY-4.0\n"
-    )
-    return root / "manifest.yaml"
-
-
-def _files(folder: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
+    return write_lab_manifest(root, names, near_duplicate_bits=64)
 
 
 def test_ingest_confirms_on_stored_grids_without_decoding_a_png(
@@ -127,7 +112,7 @@ def test_ingest_confirms_on_stored_grids_without_decoding_a_png(
     monkeypatch.chdir(tmp_path / "b")  # the same relative output folder: build.json names it
     again = ingest(manifest, "out", cache_dir=cache, workers=1)
     assert (again.converted, len(loads)) == (0, 9)
-    assert _files(tmp_path / "b" / "out") == _files(tmp_path / "a" / "out")
+    assert tree_bytes(tmp_path / "b" / "out") == tree_bytes(tmp_path / "a" / "out")
 
 
 def test_a_stored_grid_of_the_wrong_shape_or_type_is_not_used(tmp_path: Path) -> None:

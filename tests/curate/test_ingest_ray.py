@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 import tifffile
+from curate_helpers import tree_bytes
 from PIL import Image
 
 from scopebench.cli import main
@@ -98,12 +99,6 @@ def _images(folder: Path, n: int) -> list[Path]:
     return [*paths, folder / "cut.png", folder / "again.png"]
 
 
-def _files(folder: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
-
-
 def _jobs(paths: list[Path], store: Path, known: bool = False) -> list[Job]:
     return [Job(str(p), sha256_file(p) if known else None, str(store), 10_000) for p in paths]
 
@@ -127,7 +122,7 @@ def test_results_come_in_job_order_and_the_store_equals_a_local_one(tmp_path: Pa
     assert ray.sent.count(ray.sent[1]) == 2  # … and it is the one sent again
     assert ray.most_in_flight <= 2
     assert ray.options["max_retries"] == 0
-    assert _files(tmp_path / "ray") == _files(tmp_path / "local")
+    assert tree_bytes(tmp_path / "ray") == tree_bytes(tmp_path / "local")
 
 
 def test_stored_conversions_are_not_sent(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tifffile
+from curate_helpers import ROW, tree_bytes, write_lab_manifest
 from PIL import Image
 
 from scopebench.cli import main
@@ -19,8 +20,6 @@ from scopebench.curate.ingestion.cache import FileHashes
 from scopebench.curate.ingestion.images import DEFAULT_MAX_PIXELS, OversizedImageError, read_image
 from scopebench.curate.ingestion.step import IngestResult, ingest
 from scopebench.testing.near_duplicate_set import labelled_set
-
-ROW = "light microscopy,brightfield microscopy,pathology,hematopathology,Giemsa,Homo sapiens"
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -53,20 +52,7 @@ def make_lab(root: Path) -> Path:
         names.append(name)
     bomb_png(images / "bomb.png")
     names.append("bomb.png")
-    table = "image,modality,submodality,domain,subdomain,stain,organism\n"
-    table += "".join(f"{n},{ROW}\n" for n in names)
-    (root / "meta.csv").write_text(table)
-    (root / "manifest.yaml").write_text(
-        "name: lab\nnear_duplicate_bits: 12\nsources:\n"
-        "  - name: lab\n    images: images\n    metadata: meta.csv\n    license: CC-BY-4.0\n"
-    )
-    return root / "manifest.yaml"
-
-
-def _files(folder: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
+    return write_lab_manifest(root, names, near_duplicate_bits=12)
 
 
 def test_bomb_is_a_problem_row_and_fields_group_exactly(tmp_path: Path) -> None:
@@ -140,7 +126,7 @@ def test_one_and_two_workers_write_identical_files(tmp_path: Path, monkeypatch: 
         (tmp_path / str(workers)).mkdir()
         monkeypatch.chdir(tmp_path / str(workers))
         ingest(manifest, "out", workers=workers)
-        outputs.append(_files(tmp_path / str(workers) / "out"))
+        outputs.append(tree_bytes(tmp_path / str(workers) / "out"))
     assert outputs[0].keys() == outputs[1].keys() and "test/state.json" in outputs[0]
     assert [k for k in outputs[0] if outputs[0][k] != outputs[1][k]] == []
 
@@ -151,10 +137,10 @@ def test_rerun_with_the_cache_converts_nothing_and_writes_the_same(tmp_path: Pat
     manifest = make_lab(tmp_path)
     cache = tmp_path / "cache"
     cold = ingest(manifest, tmp_path / "out", cache_dir=cache, workers=1)
-    first = _files(tmp_path / "out")
+    first = tree_bytes(tmp_path / "out")
     warm = ingest(manifest, tmp_path / "out", cache_dir=cache, workers=1)
     assert isinstance(cold, IngestResult) and (cold.converted, warm.converted, warm.reused) == (12, 0, 12)
-    assert _files(tmp_path / "out") == first
+    assert tree_bytes(tmp_path / "out") == first
     # A changed metadata row converts no image; a changed image file is converted again.
     meta = tmp_path / "meta.csv"
     meta.write_text(
