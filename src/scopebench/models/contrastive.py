@@ -13,9 +13,9 @@ option sentences recur thousands of times). Each backend keeps per-run caches ke
 in batches. While the model encodes one batch of images, a thread decodes and preprocesses the
 next (:meth:`ContrastiveBackend.prepare_images`) when the model runs on an accelerator or a CPU
 core is spare (:meth:`ContrastiveBackend.prepares_ahead`), so the model does not wait on Pillow;
-pixels are released right after encoding. Embeddings are kept as float32: float16 storage moves probabilities
-by up to 5e-4 against the reference loop on a CPU, enough to flip a near-tie, and would save only
-~2 KB per image (35 MB for μ-Bench's 17k images).
+pixels are released right after encoding. Embeddings are kept as float32: float16 storage moves
+probabilities by up to 5e-4 against the reference loop on a CPU, enough to flip a near-tie, and
+would save only ~2 KB per image (35 MB for μ-Bench's 17k images).
 """
 
 from __future__ import annotations
