@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from helpers import make_items
+from openai_server import ChatServer
 from scopebench.benchmarks import Benchmark, LoadedBenchmark, register_benchmark
 from scopebench.items import Item
 
@@ -45,3 +47,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     Every worker collects the same order, as xdist requires.
     """
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(scope="module")
+def chat_server() -> Iterator[ChatServer]:
+    """The OpenAI-compatible stand-in (tests/openai_server.py) on 127.0.0.1, one per test module."""
+    with ChatServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def openai_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An API key for ``openai:`` models and a response cache of the test's own."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("SCOPEBENCH_CACHE", str(tmp_path / "cache"))

@@ -1,6 +1,6 @@
 """Why generation stopped reaches the record, the parser and the report.
 
-Against the real OpenAI-compatible test server on 127.0.0.1 (``cut:TEXT`` answers TEXT with
+Against the real OpenAI-compatible test chat_server on 127.0.0.1 (``cut:TEXT`` answers TEXT with
 ``finish_reason: "length"``), the replay backend's optional ``finish_reason`` field, and the HF
 backend's own reading of its generated rows.
 """
@@ -8,7 +8,6 @@ backend's own reading of its generated rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,57 +26,51 @@ from scopebench.store import load_run
 WALK = "Let me check each one. option 0 is not seen. option 1 is unlikely. option 3 is absent.\nNow option 2"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ChatServer]:
-    with ChatServer() as srv:
-        yield srv
+# Every test here gets an API key and a cache of its own (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("openai_env")
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("SCOPEBENCH_CACHE", str(tmp_path / "cache"))
-
-
-def _run(server: ChatServer, model: str, out: Path) -> list[Any]:
+def _run(chat_server: ChatServer, model: str, out: Path) -> list[Any]:
     cfg = RunConfig(
-        benchmark="unit", data="4", model=f"openai:{model}", base_url=server.base_url,
+        benchmark="unit", data="4", model=f"openai:{model}", base_url=chat_server.base_url,
         model_args={"cache": False},
     )  # fmt: skip
     result = run_benchmark(cfg, out)
     return [*sorted(load_run(out).records, key=lambda r: r.item_id), result.metrics]
 
 
-def test_cut_walk_through_is_not_read_by_elimination(server: ChatServer, tmp_path: Path) -> None:
+def test_cut_walk_through_is_not_read_by_elimination(chat_server: ChatServer, tmp_path: Path) -> None:
     # Catches: a cut reply read by its one option not yet ruled out (option text), a record that
     # does not say it was cut, and a report that does not say so.
-    *cut, metrics = _run(server, f"cut:{WALK}", tmp_path / "cut")
+    *cut, metrics = _run(chat_server, f"cut:{WALK}", tmp_path / "cut")
     assert all(r.finish_reason == "length" and r.truncated for r in cut)
     assert all(r.status == "unparsed" and r.choice is None for r in cut)
     assert metrics["overall"]["truncated"] == 4
     note = table_note(metrics)
     assert "4 of 4 replies were cut at the length limit" in note and "max_new_tokens" in note
     # The same words, finished ("stop"), are read as before: option 2 is the one named and not ruled out.
-    *whole, metrics = _run(server, f"say:{WALK}", tmp_path / "whole")
+    *whole, metrics = _run(chat_server, f"say:{WALK}", tmp_path / "whole")
     assert all(r.finish_reason == "stop" and not r.truncated for r in whole)
     assert [r.choice for r in whole] == [2, 2, 2, 2]
     assert metrics["overall"]["truncated"] == 0 and "length limit" not in table_note(metrics)
 
 
-def test_cut_reply_with_a_verdict_before_the_cut_is_read(server: ChatServer, tmp_path: Path) -> None:
+def test_cut_reply_with_a_verdict_before_the_cut_is_read(chat_server: ChatServer, tmp_path: Path) -> None:
     # Catches: truncation handled by dropping every cut reply instead of reading its explicit verdict.
-    *recs, _ = _run(server, "cut:The answer is C. Option 0 is not seen and option 1 is unli", tmp_path / "r")
+    *recs, _ = _run(
+        chat_server, "cut:The answer is C. Option 0 is not seen and option 1 is unli", tmp_path / "r"
+    )
     assert [(r.choice, r.truncated) for r in recs] == [(2, True)] * 4
 
 
-def test_echoed_prompt_is_stripped_in_a_run(server: ChatServer, tmp_path: Path) -> None:
+def test_echoed_prompt_is_stripped_in_a_run(chat_server: ChatServer, tmp_path: Path) -> None:
     # Catches: the engine not handing the rendered prompt to the parser. The reply repeats the
     # prompt the "unit" items render to (question, options, instruction), then answers.
     from helpers import make_items
     from scopebench.protocols import render
 
     prompt = render(make_items(1)[0], "default").text
-    *recs, _ = _run(server, "say:USER: " + " ".join(prompt.split()) + " ASSISTANT: D", tmp_path / "e")
+    *recs, _ = _run(chat_server, "say:USER: " + " ".join(prompt.split()) + " ASSISTANT: D", tmp_path / "e")
     assert recs[0].choice == 3 and recs[0].extra["parse_method"] == "bare_label"
 
 
@@ -88,7 +81,7 @@ def test_echoed_prompt_is_stripped_in_a_run(server: ChatServer, tmp_path: Path) 
      ("something", None), (None, None), (3, None)],
 )  # fmt: skip
 def test_finish_reason_names(raw: object, want: str | None) -> None:
-    # Catches: a server's own spelling of "cut" (max_tokens, MAX_TOKENS) not read as length.
+    # Catches: a chat_server's own spelling of "cut" (max_tokens, MAX_TOKENS) not read as length.
     assert finish_reason(raw) == want
 
 

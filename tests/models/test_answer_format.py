@@ -1,6 +1,6 @@
 """``--answer-format constrained``: the backend may only answer an option label.
 
-Against real pieces: the local OpenAI-compatible server (tests/openai_server.py enforces a
+Against real pieces: the local OpenAI-compatible chat_server (tests/openai_server.py enforces a
 structured-outputs enum with its tiny GPT-2), a tiny random-weight HF model (a logits restriction
 in ``generate``), and the refusals for backends that cannot enforce it. vLLM's guided choice is
 checked by tests/models/test_vllm_backend.py where vLLM is installed.
@@ -9,7 +9,6 @@ checked by tests/models/test_vllm_backend.py where vLLM is installed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,29 +20,20 @@ from scopebench.errors import ModelSpecError
 from scopebench.models import ModelOptions, load_model
 from scopebench.store import load_run
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ChatServer]:
-    with ChatServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("SCOPEBENCH_CACHE", str(tmp_path / "cache"))
+# Every test here gets an API key and a cache of its own (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("openai_env")
 
 
 def test_openai_constrained_sends_the_label_schema_and_every_reply_parses(
-    server: ChatServer, tmp_path: Path
+    chat_server: ChatServer, tmp_path: Path
 ) -> None:
     # Catches: the schema not sent (or with the wrong labels), the JSON reply not read by the
     # parser, and run.json not saying which format the run used.
-    server.state.reset()
-    cfg = RunConfig(benchmark="unit", data="8", model="openai:tiny", base_url=server.base_url,
+    chat_server.state.reset()
+    cfg = RunConfig(benchmark="unit", data="8", model="openai:tiny", base_url=chat_server.base_url,
                     answer_format="constrained", model_args={"cache": False})  # fmt: skip
     run_benchmark(cfg, tmp_path / "c")
-    sent = [e.body["response_format"] for e in server.state.log]
+    sent = [e.body["response_format"] for e in chat_server.state.log]
     assert len(sent) == 8
     assert all(
         f["json_schema"]["schema"]["properties"]["answer"]["enum"] == ["A", "B", "C", "D"] for f in sent
@@ -54,9 +44,9 @@ def test_openai_constrained_sends_the_label_schema_and_every_reply_parses(
     assert run_json["answer_format"] == "constrained"
     assert run_json["model_identity"]["answer_format"] == "constrained"
     # The same items free-form: no schema sent, and the random model's text is what the parser gets.
-    server.state.reset()
+    chat_server.state.reset()
     run_benchmark(replace(cfg, answer_format="free"), tmp_path / "f")
-    assert all("response_format" not in e.body for e in server.state.log)
+    assert all("response_format" not in e.body for e in chat_server.state.log)
     assert json.loads((tmp_path / "f" / "run.json").read_text())["answer_format"] == "free"
 
 
@@ -84,9 +74,9 @@ def test_backends_that_cannot_enforce_it_are_refused(spec: str) -> None:
         load_model(spec, ModelOptions(answer_format="constrained"))
 
 
-def test_constrained_with_a_strategy_is_refused(server: ChatServer, tmp_path: Path) -> None:
+def test_constrained_with_a_strategy_is_refused(chat_server: ChatServer, tmp_path: Path) -> None:
     # Catches: every chain-of-thought turn cut to one label.
-    cfg = RunConfig(benchmark="unit", data="2", model="openai:tiny", base_url=server.base_url,
+    cfg = RunConfig(benchmark="unit", data="2", model="openai:tiny", base_url=chat_server.base_url,
                     answer_format="constrained", strategy="step-by-step")  # fmt: skip
     with pytest.raises(ModelSpecError, match="strategy"):
         run_benchmark(cfg, tmp_path / "s")

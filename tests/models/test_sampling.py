@@ -1,6 +1,6 @@
 """``--gen-arg temperature=… top_p=… n=…``: sampling beyond greedy, every sample kept with its seed.
 
-Against the local OpenAI-compatible server (tests/openai_server.py: its ``pick:`` model draws a
+Against the local OpenAI-compatible chat_server (tests/openai_server.py: its ``pick:`` model draws a
 label with the request's seed when the temperature is above 0) and the refusals for backends
 that cannot sample.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,31 +24,23 @@ from scopebench.store import load_run
 GEN = {"temperature": 1.0, "top_p": 0.9, "n": 5}
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ChatServer]:
-    with ChatServer() as srv:
-        yield srv
+# Every test here gets an API key and a cache of its own (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("openai_env")
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("SCOPEBENCH_CACHE", str(tmp_path / "cache"))
-
-
-def _config(server: ChatServer, **changes: object) -> RunConfig:
-    options: dict[str, object] = {"base_url": server.base_url, "seed": 3, "gen_args": GEN,
+def _config(chat_server: ChatServer, **changes: object) -> RunConfig:
+    options: dict[str, object] = {"base_url": chat_server.base_url, "seed": 3, "gen_args": GEN,
                                   "model_args": {"cache": False}, **changes}  # fmt: skip
     return RunConfig.from_options("unit", "6", "openai:pick:A,B,C,D", **options)
 
 
-def test_each_sample_has_its_seed_and_the_majority_decides(server: ChatServer, tmp_path: Path) -> None:
+def test_each_sample_has_its_seed_and_the_majority_decides(chat_server: ChatServer, tmp_path: Path) -> None:
     # Catches: one request sent for n samples (or all with one seed), samples not kept in the
     # record, the headline choice not the majority of the parsed samples, and metrics that do not
     # average over samples.
-    server.state.reset()
-    result = run_benchmark(_config(server), tmp_path / "a")
-    bodies = [e.body for e in server.state.log]
+    chat_server.state.reset()
+    result = run_benchmark(_config(chat_server), tmp_path / "a")
+    bodies = [e.body for e in chat_server.state.log]
     assert len(bodies) == 6 * 5
     assert sorted(Counter(b["seed"] for b in bodies).items()) == [(s, 6) for s in range(3, 8)]
     assert all(b["temperature"] == 1.0 and b["top_p"] == 0.9 for b in bodies)
@@ -73,31 +64,31 @@ def test_each_sample_has_its_seed_and_the_majority_decides(server: ChatServer, t
     assert run_json["gen_args"] == GEN and run_json["model_identity"]["gen_args"] == GEN
 
 
-def test_same_seed_same_replies_another_seed_others(server: ChatServer, tmp_path: Path) -> None:
+def test_same_seed_same_replies_another_seed_others(chat_server: ChatServer, tmp_path: Path) -> None:
     # Catches: seeds not sent (the replies would then not follow --seed) or not reproducible.
     def replies(seed: int, out: str) -> list[list[str]]:
-        run_benchmark(replace(_config(server), seed=seed), tmp_path / out)
+        run_benchmark(replace(_config(chat_server), seed=seed), tmp_path / out)
         return [[s["text"] for s in r.extra["samples"]] for r in load_run(tmp_path / out).records]
 
     assert replies(3, "a") == replies(3, "b")
     assert replies(3, "a") != replies(11, "c")
 
 
-def test_greedy_runs_keep_no_samples(server: ChatServer, tmp_path: Path) -> None:
+def test_greedy_runs_keep_no_samples(chat_server: ChatServer, tmp_path: Path) -> None:
     # Catches: the sampling path taken (or a seed sent) when no --gen-arg is given.
-    server.state.reset()
-    result = run_benchmark(_config(server, gen_args={}), tmp_path / "g")
-    assert len(server.state.log) == 6 and all("seed" not in e.body for e in server.state.log)
+    chat_server.state.reset()
+    result = run_benchmark(_config(chat_server, gen_args={}), tmp_path / "g")
+    assert len(chat_server.state.log) == 6 and all("seed" not in e.body for e in chat_server.state.log)
     assert all("samples" not in r.extra for r in load_run(tmp_path / "g").records)
     assert result.metrics["sampling"] is None
     assert json.loads((tmp_path / "g" / "run.json").read_text())["gen_args"] is None
 
 
-def test_resume_refuses_other_gen_args(server: ChatServer, tmp_path: Path) -> None:
+def test_resume_refuses_other_gen_args(chat_server: ChatServer, tmp_path: Path) -> None:
     # Catches: gen_args outside the run's identity (a resume would mix 5-sample and 3-sample items).
-    run_benchmark(_config(server), tmp_path / "r")
+    run_benchmark(_config(chat_server), tmp_path / "r")
     with pytest.raises(ConfigMismatchError, match="gen_args"):
-        run_benchmark(_config(server, gen_args={**GEN, "n": 3}), tmp_path / "r")
+        run_benchmark(_config(chat_server, gen_args={**GEN, "n": 3}), tmp_path / "r")
 
 
 @pytest.mark.parametrize(
@@ -291,10 +282,10 @@ def test_eval_configs_take_gen_args(tmp_path: Path) -> None:
         plan_grid(load_eval_config(path), tmp_path / "runs")
 
 
-def test_strategies_refuse_gen_args(server: ChatServer) -> None:
+def test_strategies_refuse_gen_args(chat_server: ChatServer) -> None:
     # Catches: a chain-of-thought run with --gen-arg silently answering with one greedy-looking reply.
     from scopebench.models.strategies import StrategyBackend
 
-    inner = load_model("openai:pick:A,B", ModelOptions(base_url=server.base_url, gen_args={"n": 2}))
+    inner = load_model("openai:pick:A,B", ModelOptions(base_url=chat_server.base_url, gen_args={"n": 2}))
     with pytest.raises(ModelSpecError, match="drop --strategy or --gen-arg"):
         StrategyBackend(inner, "step-by-step")
