@@ -18,7 +18,7 @@ from typing import Any
 
 from scopebench.display import shown
 from scopebench.errors import DataNotFoundError, RunDirReadOnlyError, StoreDamagedError
-from scopebench.items import Item, Record, Sample
+from scopebench.items import RECORD_FIELDS, Item, Record, Sample
 from scopebench.store.lock import lock_holder
 
 __all__ = ["RunStore", "salvage_hint"]
@@ -346,13 +346,12 @@ class RunStore:
         return path
 
 
-_RECORD_KEYS = tuple(f.name for f in fields(Record))
 _SAMPLE_KEYS = tuple(f.name for f in fields(Sample))
 
 
 def _current_shape(row: Any) -> bool:
     """Whether a stored record dict has exactly the current fields, in order (sample included)."""
-    if not isinstance(row, dict) or tuple(row) != _RECORD_KEYS:
+    if not isinstance(row, dict) or tuple(row) != RECORD_FIELDS:
         return False
     sample = row["sample"]
     return sample is None or (isinstance(sample, dict) and tuple(sample) == _SAMPLE_KEYS)
