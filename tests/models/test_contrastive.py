@@ -226,7 +226,12 @@ class _Traced:
         return backend
 
 
-def test_next_batch_is_prepared_while_this_one_encodes_and_never_further_ahead(tmp_path: Path) -> None:
+def test_next_batch_is_prepared_while_this_one_encodes_and_never_further_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scopebench.models import contrastive
+
+    monkeypatch.setattr(contrastive, "_cores", lambda: 1)  # each batch prepared in one part
     rng = np.random.default_rng(1)
     items = []
     for k in range(7):  # 7 images in batches of 2: 4 batches, one image broken
@@ -281,8 +286,10 @@ def test_a_run_prepares_each_batch_once_ahead_and_stores_what_unhinted_batches_g
 ) -> None:
     """Catches a hint that is prepared but not used (each batch decoded twice), or one that puts
     another batch's pixels under this batch's images (records differ from a run without hints)."""
+    from scopebench.models import contrastive
     from scopebench.models.contrastive import HFContrastiveBackend
 
+    monkeypatch.setattr(contrastive, "_cores", lambda: 1)  # each batch prepared in one part
     rng = np.random.default_rng(2)
     rows = []
     for k in range(7):  # 7 images, 3 per call: 3 calls
@@ -305,12 +312,12 @@ def test_a_run_prepares_each_batch_once_ahead_and_stores_what_unhinted_batches_g
     monkeypatch.setattr(HFContrastiveBackend, "prepares_ahead", lambda self: True)
     run_benchmark(cfg, tmp_path / "hinted")
     assert prepared == [3, 3, 1] and threads == [False] * 3  # every image once, each batch once, ahead
-    # No spare core: only the first batch is prepared ahead (while the weights load), the rest in turn.
+    # No spare core: the first two batches are prepared ahead (while the weights load), the rest in turn.
     monkeypatch.setattr(HFContrastiveBackend, "prepares_ahead", lambda self: False)
     prepared.clear()
     threads.clear()
     run_benchmark(cfg, tmp_path / "in-turn")
-    assert prepared == [3, 3, 1] and threads == [False, True, True]
+    assert prepared == [3, 3, 1] and threads == [False, False, True]
     monkeypatch.setattr(HFContrastiveBackend, "prefetch", lambda self, requests: None)
     run_benchmark(cfg, tmp_path / "plain")
     hinted = (tmp_path / "hinted" / "records.jsonl").read_text()
@@ -336,3 +343,64 @@ def test_images_are_prepared_ahead_on_an_accelerator_or_a_spare_core(
     monkeypatch.setattr(torch, "get_num_threads", lambda: 8)
     backend.device = "cuda:0"
     assert backend.prepares_ahead()
+
+
+@pytest.mark.parametrize("cores", [2, 3, 8])
+def test_a_batch_is_prepared_in_one_part_per_core_with_the_pixels_of_one_pass(
+    tiny_models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int
+) -> None:
+    """Catches parts joined out of order, an image in two parts or none, a broken image's error lost,
+    or keys that no longer line up with the pixels (each image would score another's captions)."""
+    import torch
+
+    from scopebench.models import contrastive
+
+    monkeypatch.setattr(contrastive, "_cores", lambda: cores)
+    rng = np.random.default_rng(3)
+    refs = []
+    for k in range(7):
+        p = tmp_path / f"{k}.png"
+        if k == 2:
+            p.write_bytes(b"not a png")
+        else:
+            Image.fromarray(rng.integers(0, 255, (30 + k, 20 + 3 * k, 3), dtype=np.uint8)).save(p)
+        refs.append(ImageRef(key=p.name, path=p))
+    backend: Any = load_model(f"clip:{tiny_models['clip']}", ModelOptions(device="cpu"))
+    sizes: list[int] = []
+    real = backend.prepare_images
+
+    def sized(images: Any) -> Any:
+        sizes.append(len(images))
+        return real(images)
+
+    backend.prepare_images = sized
+    backend._ensure_processor()
+    pixels, ok, errors = backend._prepare_chunk(refs)
+    assert sorted(sizes) == sorted({2: [2, 4], 3: [1, 2, 3], 8: [1] * 6}[cores])  # 7 refs, the third broken
+    assert ok == [r.key for r in refs if r.key != "2.png"] and list(errors) == ["2.png"]
+    whole = real([r.load() for r in refs if r.key != "2.png"])
+    assert torch.equal(pixels, whole) and pixels.shape[0] == 6
+    backend.close()
+
+
+def test_records_do_not_depend_on_the_cores_images_are_prepared_on(
+    tiny_models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scopebench.models import contrastive
+
+    rng = np.random.default_rng(4)
+    rows = []
+    for k in range(9):
+        Image.fromarray(rng.integers(0, 255, (20 + k, 24, 3), dtype=np.uint8)).save(tmp_path / f"{k}.png")
+        rows.append(
+            {"question": "Q?", "choices": ["a", "b", "c"], "answer": k % 3, "image": f"{k}.png", "task": "t"}
+        )
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = RunConfig(benchmark="local", data=str(tmp_path / "data.jsonl"), model=f"clip:{tiny_models['clip']}",
+                    batch_size=4)  # fmt: skip
+    texts = []
+    for cores in (1, 2, 5):
+        monkeypatch.setattr(contrastive, "_cores", lambda cores=cores: cores)
+        run_benchmark(cfg, tmp_path / f"cores-{cores}")
+        texts.append((tmp_path / f"cores-{cores}" / "records.jsonl").read_text())
+    assert texts[0].count("\n") == 9 and texts[0] == texts[1] == texts[2]

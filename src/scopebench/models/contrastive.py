@@ -21,6 +21,7 @@ would save only ~2 KB per image (35 MB for μ-Bench's 17k images).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
 import sys
@@ -68,6 +69,11 @@ def resolve_device(device: str) -> str:
     if dev.type == "mps" and not torch.backends.mps.is_available():
         raise ModelSpecError(f"--device {device}: MPS is not available on this machine; use --device cpu")
     return device
+
+
+def _cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 _WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth"}
@@ -120,6 +126,7 @@ class ContrastiveBackend(Backend):
         self._text_cache: dict[str, np.ndarray] = {}
         self.encode_batch = int(options.extra.get("encode_batch_size", options.batch_size or 32))
         self._pool: ThreadPoolExecutor | None = None
+        self._parts: ThreadPoolExecutor | None = None
         # The batches :meth:`prefetch` is preparing, by their image keys.
         self._ahead: dict[tuple[str, ...], Future[tuple[Any, list[str], dict[str, str]]]] = {}
 
@@ -167,6 +174,14 @@ class ContrastiveBackend(Backend):
         """Embed what :meth:`prepare_images` made → (n, d) L2-normalised."""
         return self.encode_images(prepared)
 
+    def join_prepared(self, parts: Sequence[Any]) -> Any:
+        """One model input from :meth:`prepare_images` of consecutive parts of a batch, in order.
+
+        The default joins lists (what the default :meth:`prepare_images` makes); a backend whose
+        prepared input is a tensor concatenates along the batch axis.
+        """
+        return [x for part in parts for x in part]
+
     def prefetch(self, requests: Sequence[Request]) -> None:
         """Start decoding and preparing the first batch of images ``requests`` need, not yet encoded.
 
@@ -174,8 +189,9 @@ class ContrastiveBackend(Backend):
         work while the model encodes. At most two batches are prepared ahead; further hints are
         ignored until one is used.
         """
-        # Two batches ahead at most; with no spare core, only the first batch, while weights load.
-        limit = 2 if self.prepares_ahead() else 1 if self.loading() else 0
+        # Two batches ahead at most; with no spare core, only while the weights load (loading
+        # keeps one core busy: the first two batches are decoded on another meanwhile).
+        limit = 2 if self.prepares_ahead() or self.loading() else 0
         if len(self._ahead) >= limit:
             return
         refs = self._uncached([r.item for r in requests])
@@ -203,13 +219,18 @@ class ContrastiveBackend(Backend):
             return True
         torch = sys.modules.get("torch")
         threads = torch.get_num_threads() if torch is not None else 1
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return cores > threads
+        return _cores() > threads
 
     def _pixel_pool(self) -> ThreadPoolExecutor:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="scopebench-pixels")
         return self._pool
+
+    def _part_pool(self) -> ThreadPoolExecutor | None:
+        """Threads that decode and prepare the parts of one batch (``None`` on a single core)."""
+        if self._parts is None and _cores() > 1:
+            self._parts = ThreadPoolExecutor(_cores(), thread_name_prefix="scopebench-decode")
+        return self._parts
 
     def _uncached(self, items: Sequence[Item]) -> dict[str, Any]:
         """The first image reference of each item whose image is neither encoded nor failed, by key."""
@@ -258,7 +279,28 @@ class ContrastiveBackend(Backend):
         return done
 
     def _prepare_chunk(self, refs: Sequence[Any]) -> tuple[Any, list[str], dict[str, str]]:
-        """``(prepared pixels, keys prepared, errors by key)`` of one batch of image references."""
+        """``(prepared pixels, keys prepared, errors by key)`` of one batch of image references.
+
+        The batch is cut into one consecutive part per core, decoded and prepared in threads
+        (Pillow and the processors' array work release the GIL) and joined in order, so the
+        result is the same as one pass: a CPU whose cores all encode would otherwise leave all
+        but one idle while the next batch is prepared (32 CLIP images on 2 cores: 0.16–0.20 s in
+        one pass, 0.10–0.12 s in two).
+        """
+        n = min(_cores(), len(refs))
+        pool = self._part_pool() if n > 1 else None
+        if pool is None:
+            parts = [self._prepare_part(refs)]
+        else:
+            bounds = [len(refs) * k // n for k in range(n + 1)]
+            parts = list(pool.map(self._prepare_part, [refs[a:b] for a, b in itertools.pairwise(bounds)]))
+        prepared = [p for p, _, _ in parts if p is not None]
+        ok = [k for _, keys, _ in parts for k in keys]
+        errors = {k: v for _, _, errs in parts for k, v in errs.items()}
+        return (self.join_prepared(prepared) if prepared else None), ok, errors
+
+    def _prepare_part(self, refs: Sequence[Any]) -> tuple[Any, list[str], dict[str, str]]:
+        """``(prepared pixels or None, keys prepared, errors by key)`` of consecutive references."""
         pixels, ok, errors = [], [], {}
         for ref in refs:
             try:
@@ -306,6 +348,9 @@ class ContrastiveBackend(Backend):
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._parts is not None:
+            self._parts.shutdown(wait=True)
+            self._parts = None
         self._ahead.clear()
         self._image_cache.clear()
         self._text_cache.clear()
@@ -412,6 +457,10 @@ class HFContrastiveBackend(ContrastiveBackend):
     def prepare_images(self, images: Sequence[Any]) -> Any:
         """The processor's ``pixel_values`` (resized, normalised) of PIL images."""
         return self.processor(images=list(images), return_tensors="pt")["pixel_values"]
+
+    def join_prepared(self, parts: Sequence[Any]) -> Any:
+        """``pixel_values`` of consecutive parts of a batch, concatenated in order."""
+        return parts[0] if len(parts) == 1 else self._torch.cat(list(parts))
 
     def encode_prepared(self, prepared: Any) -> np.ndarray:
         """Embed ``pixel_values`` with the model's vision tower and projection."""
