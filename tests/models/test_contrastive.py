@@ -312,14 +312,18 @@ def test_a_run_prepares_each_batch_once_ahead_and_stores_what_unhinted_batches_g
     monkeypatch.setattr(HFContrastiveBackend, "prepares_ahead", lambda self: True)
     run_benchmark(cfg, tmp_path / "hinted")
     assert prepared == [3, 3, 1] and threads == [False] * 3  # every image once, each batch once, ahead
-    # No spare core: the first two batches are prepared ahead (while the weights load), the rest in turn.
+    # No spare core: the first two batches are prepared ahead (while the weights load), the third
+    # once the second is encoded; without hints, each in turn.
     monkeypatch.setattr(HFContrastiveBackend, "prepares_ahead", lambda self: False)
     prepared.clear()
     threads.clear()
     run_benchmark(cfg, tmp_path / "in-turn")
-    assert prepared == [3, 3, 1] and threads == [False, False, True]
+    assert prepared == [3, 3, 1] and threads == [False] * 3
     monkeypatch.setattr(HFContrastiveBackend, "prefetch", lambda self, requests: None)
+    prepared.clear()
+    threads.clear()
     run_benchmark(cfg, tmp_path / "plain")
+    assert prepared == [3, 3, 1] and threads == [True] * 3
     hinted = (tmp_path / "hinted" / "records.jsonl").read_text()
     assert hinted == (tmp_path / "plain" / "records.jsonl").read_text() and hinted.count("\n") == 14
     assert hinted == (tmp_path / "in-turn" / "records.jsonl").read_text()
@@ -404,3 +408,50 @@ def test_records_do_not_depend_on_the_cores_images_are_prepared_on(
         run_benchmark(cfg, tmp_path / f"cores-{cores}")
         texts.append((tmp_path / f"cores-{cores}" / "records.jsonl").read_text())
     assert texts[0].count("\n") == 9 and texts[0] == texts[1] == texts[2]
+
+
+def test_without_a_spare_core_the_next_batch_is_prepared_only_while_the_model_is_idle(
+    tiny_models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Catches a batch prepared beside an encode on a CPU whose cores torch takes (the threads then
+    take turns), or one not started until the engine asks for it (the core left idle meanwhile)."""
+    from scopebench.models import contrastive
+    from scopebench.models.contrastive import HFContrastiveBackend
+
+    monkeypatch.setattr(contrastive, "_cores", lambda: 1)
+    monkeypatch.setattr(HFContrastiveBackend, "prepares_ahead", lambda self: False)
+    rng = np.random.default_rng(5)
+    rows = []
+    for k in range(9):  # 9 images, 2 per call: 5 calls
+        Image.fromarray(rng.integers(0, 255, (16, 16, 3), dtype=np.uint8)).save(tmp_path / f"{k}.png")
+        rows.append(
+            {"question": "Q?", "choices": ["a", "b", "c"], "answer": k % 3, "image": f"{k}.png", "task": "t"}
+        )
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    encoding = threading.Event()
+    events: list[tuple[str, bool, bool]] = []  # (step, in the main thread, while an encode runs)
+    prepare, encode = HFContrastiveBackend.prepare_images, HFContrastiveBackend.encode_prepared
+
+    def traced_prepare(self: Any, images: Any) -> Any:
+        events.append(("prepare", threading.current_thread() is threading.main_thread(), encoding.is_set()))
+        return prepare(self, images)
+
+    def traced_encode(self: Any, prepared: Any) -> Any:
+        encoding.set()
+        try:
+            return encode(self, prepared)
+        finally:
+            encoding.clear()
+            events.append(("encoded", True, False))
+
+    monkeypatch.setattr(HFContrastiveBackend, "prepare_images", traced_prepare)
+    monkeypatch.setattr(HFContrastiveBackend, "encode_prepared", traced_encode)
+    cfg = RunConfig(benchmark="local", data=str(tmp_path / "data.jsonl"), model=f"clip:{tiny_models['clip']}",
+                    batch_size=2)  # fmt: skip
+    run_benchmark(cfg, tmp_path / "run")
+    steps = [e[0] for e in events]
+    assert steps.count("prepare") == steps.count("encoded") == 5
+    # Batches 3-5 are started by the call before, after its encode, in the pixel thread.
+    later = [n for n, e in enumerate(events) if e[0] == "prepare"][2:]
+    assert all(not events[n][1] and not events[n][2] for n in later)
+    assert [steps[: n + 1].count("encoded") for n in later] == [2, 3, 4]

@@ -13,7 +13,9 @@ option sentences recur thousands of times). Each backend keeps per-run caches ke
 in batches. While the model encodes one batch of images, a thread decodes and preprocesses the
 next (:meth:`ContrastiveBackend.prepare_images`) when the model runs on an accelerator or a CPU
 core is spare (:meth:`ContrastiveBackend.prepares_ahead`), so the model does not wait on Pillow;
-pixels are released right after encoding. Embeddings are kept as float32: float16 storage moves
+on a CPU whose cores the model's threads take, the next batch starts once this one is encoded,
+while the engine stores its answers. Each batch is prepared in one part per core. Pixels are
+released right after encoding. Embeddings are kept as float32: float16 storage moves
 probabilities by up to 5e-4 against the reference loop on a CPU, enough to flip a near-tie, and
 would save only ~2 KB per image (35 MB for μ-Bench's 17k images).
 """
@@ -129,6 +131,8 @@ class ContrastiveBackend(Backend):
         self._parts: ThreadPoolExecutor | None = None
         # The batches :meth:`prefetch` is preparing, by their image keys.
         self._ahead: dict[tuple[str, ...], Future[tuple[Any, list[str], dict[str, str]]]] = {}
+        # A hinted batch to start preparing once this call's encoding is done (no spare core).
+        self._deferred: tuple[tuple[str, ...], list[Any]] | None = None
 
     @abstractmethod
     def encode_images(self, images: Sequence[Any]) -> np.ndarray:
@@ -187,17 +191,29 @@ class ContrastiveBackend(Backend):
 
         The engine hints each batch before it answers the one before, so Pillow and the processor
         work while the model encodes. At most two batches are prepared ahead; further hints are
-        ignored until one is used.
+        ignored until one is used. With no spare core the batch starts only once the current call
+        has encoded its images, while the engine parses and stores their answers (:meth:`answer`).
         """
-        # Two batches ahead at most; with no spare core, only while the weights load (loading
-        # keeps one core busy: the first two batches are decoded on another meanwhile).
-        limit = 2 if self.prepares_ahead() or self.loading() else 0
-        if len(self._ahead) >= limit:
-            return
         refs = self._uncached([r.item for r in requests])
         keys = tuple(list(refs)[: self.encode_batch])
-        if keys and keys not in self._ahead:
-            self._ahead[keys] = self._pixel_pool().submit(self._prepare_chunk, [refs[k] for k in keys])
+        if not keys or keys in self._ahead:
+            return
+        # Loading keeps one core busy: the first two batches are decoded on another meanwhile.
+        if self.prepares_ahead() or self.loading():
+            if len(self._ahead) < 2:
+                self._ahead[keys] = self._pixel_pool().submit(self._prepare_chunk, [refs[k] for k in keys])
+        else:
+            self._deferred = (keys, [refs[k] for k in keys])
+
+    def _start_deferred(self) -> None:
+        """Start preparing the batch :meth:`prefetch` put off, unless a call already encoded it."""
+        if self._deferred is None:
+            return
+        keys, refs = self._deferred
+        self._deferred = None
+        done = any(k in self._image_cache or k in self._image_errors for k in keys)
+        if not done and keys not in self._ahead and len(self._ahead) < 2:
+            self._ahead[keys] = self._pixel_pool().submit(self._prepare_chunk, refs)
 
     def loading(self) -> bool:
         """Whether the weights are still to be loaded.
@@ -323,6 +339,7 @@ class ContrastiveBackend(Backend):
         captions = {r.item_id: list(r.captions) for r in requests}
         self._fill_image_cache([it for it in items if it.images])
         self._fill_text_cache([c for cs in captions.values() for c in cs])
+        self._start_deferred()  # the model is idle until the next call
         out = []
         for it in items:
             if not it.images:
@@ -352,6 +369,7 @@ class ContrastiveBackend(Backend):
             self._parts.shutdown(wait=True)
             self._parts = None
         self._ahead.clear()
+        self._deferred = None
         self._image_cache.clear()
         self._text_cache.clear()
 
