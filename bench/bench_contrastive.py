@@ -17,8 +17,10 @@ Prints five ratios:
                            take: on such a CPU, the engine's own cost
 * resume / original        (target ≤ 2%): re-running the finished run
 
-Engine and floors take turns, swapping order every repeat; each ratio is printed as the minimum
-over the minimum and per repeat (adjacent runs, so a slow spell of the machine hits both).
+Engine and floors take turns in a rotating order (each first, second, third and last once in every
+4 repeats; use a multiple of 4 for --repeat), after a pause and a garbage collection; each ratio
+is printed as the minimum over the minimum and per repeat (adjacent runs, so a slow spell of the
+machine hits both).
 
 Usage: python bench/bench_contrastive.py [--images 40] [--repeat 3] [--out /tmp/bench] [--device cuda]
        [--skip-naive]
@@ -27,12 +29,14 @@ Usage: python bench/bench_contrastive.py [--images 40] [--repeat 3] [--out /tmp/
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
 import platform
 import shutil
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 from pathlib import Path
@@ -122,6 +126,7 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/scopebench-bench")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved repeats; each figure is the minimum")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (all three paths run there)")
+    ap.add_argument("--pause", type=float, default=1.0, help="seconds idle before each timed path")
     ap.add_argument("--skip-naive", action="store_true", help="no naive loop (minutes at 1,000 items)")
     args = ap.parse_args()
     logging.getLogger("transformers").setLevel(logging.ERROR)
@@ -142,18 +147,23 @@ def main() -> None:
         run_benchmark(cfg, out / f"run-{r}")  # end to end: model loading, store and metrics included
         engine.append(time.perf_counter() - start)
 
+    paths: list[Callable[[int], None]] = [
+        timed_engine,
+        lambda r: floor.append(model_only(model_dir, data, args.batch, args.device)),
+        lambda r: overlapped.append(model_only(model_dir, data, args.batch, args.device, prep="ahead")),
+        lambda r: in_parts.append(model_only(model_dir, data, args.batch, args.device, prep="parts")),
+    ]
     run_benchmark(cfg, out / "warm-up")  # imports (scipy's, the store's) are paid once per process
     for r in range(args.repeat):
         naive.append(float("nan") if args.skip_naive else naive_loop(model_dir, data, args.device))
-        # Engine and floor swap places every repeat, so a machine slowing down or speeding up over
-        # the minutes of a repeat does not always favour the same one.
-        if r % 2:
-            timed_engine(r)
-        floor.append(model_only(model_dir, data, args.batch, args.device))
-        overlapped.append(model_only(model_dir, data, args.batch, args.device, prep="ahead"))
-        in_parts.append(model_only(model_dir, data, args.batch, args.device, prep="parts"))
-        if not r % 2:
-            timed_engine(r)
+        # The four paths take turns in a rotating order (each first, second, third and last once in
+        # every 4 repeats): on this machine a path run after minutes of back-to-back encoding is
+        # slower, and a fixed order would always bill that to the same one. A pause and a full
+        # garbage collection before each, outside its clock, so none pays for another's leftovers.
+        for k in range(len(paths)):
+            gc.collect()
+            time.sleep(args.pause)
+            paths[(r + k) % len(paths)](r)
         start = time.perf_counter()
         again = run_benchmark(cfg, out / f"run-{r}")
         resume.append(time.perf_counter() - start)
