@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,21 @@ def test_the_group_help_lists_every_command_module() -> None:
     """The group's --help shows each command's short help, which needs every module: a lazy group
     that listed only the modules loaded so far would print a partial command list."""
     assert _loaded_after(["--help"], _COMMAND_MODULE_NAMES) == list(_COMMAND_MODULE_NAMES)
+
+
+def test_a_run_and_its_report_import_neither_pandas_nor_scipy_stats(tmp_path: Path) -> None:
+    """Catches the Wilson interval (every accuracy row has one) going back to statsmodels, which
+    imports pandas, or to scipy.stats: 0.75 CPU s or more added to every run, a tenth of a 10-item
+    run with a tiny CLIP."""
+    rows = [
+        {"question": f"Q{i}?", "choices": ["a", "b", "c"], "answer": i % 3, "task": f"t{i % 2}"}
+        for i in range(12)
+    ]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["-q", "run", "--bench", "local", "--data", str(data), "--model", "random",
+            "--out", str(tmp_path / "run")]  # fmt: skip
+    loaded = _loaded_after(argv, ("pandas", "statsmodels", "scipy.stats", "scopebench.report"))
+    assert loaded == ["scopebench.report"]  # the report was written, without them
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["overall"]["ci_method"] == "wilson" and metrics["overall"]["n"] == 12
