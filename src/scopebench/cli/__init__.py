@@ -28,6 +28,7 @@ How to add a subcommand:
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -630,6 +631,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _hoist_global_flags(sys.argv[1:] if argv is None else argv)
     terminated = _TerminateFlag()
     previous = _install_sigterm(terminated)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(*_COMMAND_GC_THRESHOLDS)
     try:
         # Not cli.main(): that turns KeyboardInterrupt into Abort and exits the interpreter itself.
         with cli.make_context("scopebench", args) as ctx:
@@ -663,6 +666,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        gc.set_threshold(*thresholds)
+
+
+#: Python's garbage-collector thresholds while a command runs. A full collection walks every
+#: object alive, and importing torch, transformers and matplotlib creates ~400k of them: at the
+#: default ``(700, 10, 10)`` a 10-item `run` with a CLIP did 7 full collections while importing
+#: them, 0.9 s of its 6.2 s. A full collection now waits for 100 collections of the middle
+#: generation instead of 10; the young generations, where short-lived cycles are found, keep the
+#: default pace (bench/RESULTS.md, "Fixed costs").
+_COMMAND_GC_THRESHOLDS = (700, 10, 100)
 
 
 class _TerminateFlag:
