@@ -2,6 +2,6 @@
 
 import sys
 
-from scopebench.cli import main
+from scopebench.cli import entry
 
-sys.exit(main())
+sys.exit(entry())
