@@ -93,18 +93,23 @@ def test_the_group_help_lists_every_command_module() -> None:
     assert _loaded_after(["--help"], _COMMAND_MODULE_NAMES) == list(_COMMAND_MODULE_NAMES)
 
 
+def _random_baseline_run(tmp_path: Path, n: int) -> list[str]:
+    """``scopebench`` arguments of a run of the random baseline on ``n`` text questions (written)."""
+    rows = [
+        {"question": f"Q{i}?", "choices": ["a", "b", "c"], "answer": i % 3, "task": f"t{i % 2}"}
+        for i in range(n)
+    ]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = str(tmp_path / "run")
+    return ["-q", "run", "--bench", "local", "--data", str(data), "--model", "random", "--out", out]
+
+
 def test_a_run_and_its_report_import_neither_pandas_nor_scipy_stats(tmp_path: Path) -> None:
     """Catches the Wilson interval (every accuracy row has one) going back to statsmodels, which
     imports pandas, or to scipy.stats: 0.75 CPU s or more added to every run, a tenth of a 10-item
     run with a tiny CLIP."""
-    rows = [
-        {"question": f"Q{i}?", "choices": ["a", "b", "c"], "answer": i % 3, "task": f"t{i % 2}"}
-        for i in range(12)
-    ]
-    data = tmp_path / "data.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    argv = ["-q", "run", "--bench", "local", "--data", str(data), "--model", "random",
-            "--out", str(tmp_path / "run")]  # fmt: skip
+    argv = _random_baseline_run(tmp_path, 12)
     loaded = _loaded_after(argv, ("pandas", "statsmodels", "scipy.stats", "scopebench.report"))
     assert loaded == ["scopebench.report"]  # the report was written, without them
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
@@ -120,21 +125,7 @@ def test_a_command_runs_without_full_collections_while_importing_and_restores_th
     this run of the random baseline, whose report imports matplotlib."""
     import gc
 
-    rows = [{"question": "Q?", "choices": ["a", "b"], "answer": i % 2, "task": "t"} for i in range(6)]
-    data = tmp_path / "data.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    argv = [
-        "-q",
-        "run",
-        "--bench",
-        "local",
-        "--data",
-        str(data),
-        "--model",
-        "random",
-        "--out",
-        str(tmp_path / "r"),
-    ]
+    argv = _random_baseline_run(tmp_path, 6)
     code = (
         "import gc, json\nfrom scopebench.cli import main\nfull = []\n"
         "gc.callbacks.append(lambda phase, info: full.append(1) if phase == 'start' and info['generation'] == 2 else None)\n"
