@@ -671,8 +671,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 #: Python's garbage-collector thresholds while a command runs. A full collection walks every
 #: object alive, and importing torch, transformers and matplotlib creates ~400k of them: at the
-#: default ``(700, 10, 10)`` a 10-item `run` with a CLIP did 7 full collections while importing
-#: them, 0.9 s of its 6.2 s. A full collection now waits for 100 collections of the middle
+#: default ``(700, 10, 10)`` a 10-item `run` with a CLIP does 7 full collections while importing
+#: them, 0.9 s. A full collection here waits for 100 collections of the middle
 #: generation instead of 10; the young generations, where short-lived cycles are found, keep the
 #: default pace (bench/RESULTS.md, "Fixed costs").
 _COMMAND_GC_THRESHOLDS = (700, 10, 100)
@@ -682,8 +682,8 @@ def entry(argv: Sequence[str] | None = None) -> int:
     """The ``scopebench`` executable and ``python -m scopebench``: :func:`main`, then a quick exit.
 
     The interpreter's exit runs full garbage collections over every object still alive — about
-    450k once torch and transformers are imported — which took 0.9–1.5 s of a 10-item run's
-    5.5 s of wall time. Freezing the collector first leaves those objects to reference counting
+    450k once torch and transformers are imported: 0.9–1.5 s of wall time after a 10-item run
+    that took 4 s. Freezing the collector first leaves those objects to reference counting
     as the modules are torn down; a cycle among them is not collected, which costs nothing in a
     process that is ending. :func:`main` itself does not freeze, so a program that calls it keeps
     its collector as it was.

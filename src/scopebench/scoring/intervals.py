@@ -57,7 +57,7 @@ def wilson_interval(correct: int, n: int) -> Interval:
     ``proportion_confint(method="wilson")`` computes it (the tests check the two agree bit for bit
     on every count up to n = 60 and at large n, and against scipy's ``binomtest``). Neither
     library is imported: statsmodels pulls in pandas, scipy.stats takes 0.75 CPU s to import, and
-    this is the one interval every run computes (a 10-item run took 6.4 CPU s in all).
+    this is the one interval every run computes.
     Rounding noise (``0.9999999999999999`` for 12 of 12) is removed by clipping to ``[0, 1]`` and
     to the estimate, which the Wilson interval always contains.
 
