@@ -17,13 +17,22 @@ Prints five ratios:
                            take: on such a CPU, the engine's own cost
 * resume / original        (target ≤ 2%): re-running the finished run
 
+The naive loop and the floors run in a process of their own, as a user's script would (spawned
+once, its imports and first model load done before any clock starts); the engine runs in this
+one, as ``scopebench run`` does. On a CPU the engine sets glibc's allocator to keep freed
+activations for the next layer (``scopebench.models.cpu_memory``): ``--floor-allocator system``
+(the default) leaves the floors' process glibc's defaults, as a plain script has them;
+``--floor-allocator ours`` gives it the engine's settings, so the ratios are the engine's own cost
+alone; ``--allocator system`` keeps the engine from changing them (what the settings buy). Each
+path's minor page faults are printed beside its time.
+
 Engine and floors take turns in a rotating order (each first, second, third and last once in every
 4 repeats; use a multiple of 4 for --repeat), after a pause and a garbage collection; each ratio
 is printed as the minimum over the minimum and per repeat (adjacent runs, so a slow spell of the
 machine hits both).
 
 Usage: python bench/bench_contrastive.py [--images 40] [--repeat 3] [--out /tmp/bench] [--device cuda]
-       [--skip-naive]
+       [--skip-naive] [--allocator ours|system] [--floor-allocator system|ours]
 """
 
 from __future__ import annotations
@@ -32,13 +41,15 @@ import argparse
 import gc
 import json
 import logging
+import multiprocessing
 import os
 import platform
+import resource
 import shutil
 import statistics
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -48,6 +59,7 @@ from _data import TASKS, make_data
 from PIL import Image
 
 from scopebench.engine import RunConfig, run_benchmark
+from scopebench.models import cpu_memory
 from scopebench.testing.tiny import build_tiny_clip
 
 
@@ -121,6 +133,21 @@ def model_only(model_dir: Path, data: Path, batch: int, device: str = "cpu", pre
     return time.perf_counter() - start
 
 
+def _floor_process(threads: int, allocator: str) -> None:
+    """Set up the floors' process: a plain script's, or with the engine's allocator settings."""
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    torch.set_num_threads(threads)
+    if allocator == "ours":
+        cpu_memory.keep_freed_memory("cpu")
+
+
+def _counted(fn: Callable[..., float], *args: Any) -> tuple[float, int]:
+    """``fn(*args)``'s seconds and the minor page faults of this process meanwhile."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    seconds = fn(*args)
+    return seconds, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
 MODEL_LOAD, IMAGES, CAPTIONS = "model load", "images (waiting for pixels, encoding)", "captions (encoding)"
 
 
@@ -176,7 +203,13 @@ def main() -> None:
     ap.add_argument("--pause", type=float, default=1.0, help="seconds idle before each timed path")
     ap.add_argument("--breakdown", action="store_true", help="then one engine run timed part by part")
     ap.add_argument("--skip-naive", action="store_true", help="no naive loop (minutes at 1,000 items)")
+    ap.add_argument("--allocator", choices=("ours", "system"), default="ours",
+                    help="the engine's: glibc's as the engine sets it on a CPU, or its defaults")  # fmt: skip
+    ap.add_argument("--floor-allocator", choices=("system", "ours"), default="system",
+                    help="the floors' process: glibc's defaults (a script's), or the engine's")  # fmt: skip
     args = ap.parse_args()
+    if args.allocator == "system":
+        cpu_memory._libc = lambda: None  # the engine keeps glibc's defaults
     logging.getLogger("transformers").setLevel(logging.ERROR)
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
@@ -189,21 +222,40 @@ def main() -> None:
                     device=args.device)  # fmt: skip
     # Interleaved repeats, minimum of each: on a shared machine a single timing varies by up to 2x.
     naive, floor, overlapped, in_parts, engine, resume = [], [], [], [], [], []
+    faults: dict[str, list[int]] = {}
 
-    def timed_engine(r: int) -> None:
+    def timed_engine(r: int) -> float:
         start = time.perf_counter()
         run_benchmark(cfg, out / f"run-{r}")  # end to end: model loading, store and metrics included
         engine.append(time.perf_counter() - start)
+        return engine[-1]
+
+    floors = ProcessPoolExecutor(1, multiprocessing.get_context("spawn"), _floor_process,
+                                 (torch.get_num_threads(), args.floor_allocator))  # fmt: skip
+
+    def floor_path(name: str, times: list[float], prep: str) -> Callable[[int], None]:
+        def run(r: int) -> None:
+            job = floors.submit(_counted, model_only, model_dir, data, args.batch, args.device, prep)
+            seconds, n_faults = job.result()
+            times.append(seconds)
+            faults.setdefault(name, []).append(n_faults)
+
+        return run
+
+    def engine_path(r: int) -> None:
+        faults.setdefault("engine", []).append(_counted(timed_engine, r)[1])
 
     paths: list[Callable[[int], None]] = [
-        timed_engine,
-        lambda r: floor.append(model_only(model_dir, data, args.batch, args.device)),
-        lambda r: overlapped.append(model_only(model_dir, data, args.batch, args.device, prep="ahead")),
-        lambda r: in_parts.append(model_only(model_dir, data, args.batch, args.device, prep="parts")),
+        engine_path,
+        floor_path("model only", floor, "plain"),
+        floor_path("ahead", overlapped, "ahead"),
+        floor_path("in parts", in_parts, "parts"),
     ]
     run_benchmark(cfg, out / "warm-up")  # imports (scipy's, the store's) are paid once per process
+    floors.submit(model_only, model_dir, data, args.batch, args.device).result()  # the floors' too
     for r in range(args.repeat):
-        naive.append(float("nan") if args.skip_naive else naive_loop(model_dir, data, args.device))
+        if not args.skip_naive:
+            naive.append(floors.submit(naive_loop, model_dir, data, args.device).result())
         # The four paths take turns in a rotating order (each first, second, third and last once in
         # every 4 repeats): on this machine a path run after minutes of back-to-back encoding is
         # slower, and a fixed order would always bill that to the same one. A pause and a full
@@ -216,16 +268,20 @@ def main() -> None:
         again = run_benchmark(cfg, out / f"run-{r}")
         resume.append(time.perf_counter() - start)
         assert again.n_new == 0
+    floors.shutdown()
+    naive = naive or [float("nan")]
     t_naive, t_floor, t_engine, t_resume = min(naive), min(floor), min(engine), min(resume)
     t_overlap, t_parts = min(overlapped), min(in_parts)
 
     machine = platform.processor() or platform.machine()
     gpu = f" + {torch.cuda.get_device_name()}" if args.device.startswith("cuda") else ""
     print(f"machine: {machine}{gpu}, {torch.get_num_threads()} torch threads, torch {torch.__version__}; "
-          f"{n_items} items on {args.images} images, 20 unique captions; min of {args.repeat}")  # fmt: skip
+          f"{n_items} items on {args.images} images, 20 unique captions; min of {args.repeat}; "
+          f"allocator: engine {args.allocator}, floors {args.floor_allocator}")  # fmt: skip
     each = (("model only", floor), ("ahead", overlapped), ("in parts", in_parts), ("engine", engine))
     for name, times in each:
-        print(f"  each repeat, {name}: " + ", ".join(f"{t:.2f}" for t in times) + " s")
+        print(f"  each repeat, {name}: " + ", ".join(f"{t:.2f}" for t in times) + " s; minor page faults, "
+              f"median {statistics.median(faults[name]):,.0f}")  # fmt: skip
     print(f"naive loop (re-encode per question, batch 1): {t_naive:8.2f} s")
     print(f"model only (unique images+captions, batched): {t_floor:8.2f} s")
     print(f"model only, next batch decoded meanwhile:     {t_overlap:8.2f} s")

@@ -455,3 +455,23 @@ def test_without_a_spare_core_the_next_batch_is_prepared_only_while_the_model_is
     later = [n for n, e in enumerate(events) if e[0] == "prepare"][2:]
     assert all(not events[n][1] and not events[n][2] for n in later)
     assert [steps[: n + 1].count("encoded") for n in later] == [2, 3, 4]
+
+
+def test_a_cpu_model_keeps_freed_memory_while_loaded(
+    tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scopebench.models.contrastive as contrastive
+
+    calls: list[tuple[str, str | None]] = []
+    monkeypatch.setattr(
+        contrastive, "keep_freed_memory", lambda device: calls.append(("keep", device)) or True
+    )
+    monkeypatch.setattr(contrastive, "release_freed_memory", lambda: calls.append(("release", None)))
+    backend: Any = load_model(f"clip:{tiny_models['clip']}", ModelOptions(device="cpu"))
+    assert calls == []  # a finished run's resume builds the backend and loads nothing
+    backend._ensure_loaded()
+    backend._ensure_loaded()
+    assert calls == [("keep", "cpu")]
+    backend.close()
+    assert calls == [("keep", "cpu"), ("release", None)]
+    assert backend.model is None

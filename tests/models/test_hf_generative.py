@@ -371,3 +371,21 @@ def test_detection_items_use_the_family_prompt(family: str, tiny: dict[str, Path
     # The fixture's item without an image is answered text-only; the one whose file is missing is not.
     statuses = sorted(r.status for r in recs.values())
     assert statuses.count("missing_image") == 1
+
+
+def test_a_cpu_model_keeps_freed_memory_while_loaded(
+    tiny: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scopebench.models.hf_generative as hf_generative
+
+    calls: list[tuple[str, str | None]] = []
+    monkeypatch.setattr(
+        hf_generative, "keep_freed_memory", lambda device: calls.append(("keep", device)) or True
+    )
+    monkeypatch.setattr(hf_generative, "release_freed_memory", lambda: calls.append(("release", None)))
+    backend: Any = load_model(f"hf:{tiny['qwen2-vl']}", ModelOptions(device="cpu"))
+    assert calls == []
+    backend._ensure_loaded()
+    assert calls == [("keep", "cpu")]
+    backend.close()
+    assert calls == [("keep", "cpu"), ("release", None)]

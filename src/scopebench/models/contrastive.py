@@ -38,6 +38,7 @@ import numpy as np
 from scopebench.errors import ImageLoadError, MissingDependencyError, ModelError, ModelSpecError, reason
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
+from scopebench.models.cpu_memory import keep_freed_memory, release_freed_memory
 from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request
 
@@ -426,6 +427,7 @@ class HFContrastiveBackend(ContrastiveBackend):
         from transformers import AutoModel
 
         self._ensure_processor()
+        keep_freed_memory(self.device)
         try:
             self.model = AutoModel.from_pretrained(self.model_id, dtype=self.dtype).to(self.device).eval()
         except OSError as exc:
@@ -519,3 +521,4 @@ class HFContrastiveBackend(ContrastiveBackend):
         """Drop the model and caches."""
         super().close()
         self.model = None
+        release_freed_memory()

@@ -52,6 +52,7 @@ from scopebench.items import ImageRef, Item
 from scopebench.models._shared_prefix import SHAREABLE_FAMILIES, shared_prefix_logprobs
 from scopebench.models.base import Backend, ChatMessage, FinishReason, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
+from scopebench.models.cpu_memory import keep_freed_memory, release_freed_memory
 from scopebench.models.hf_processor import load_processor
 from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.models.sampling import gather, sample_seeds
@@ -199,6 +200,7 @@ class HFGenerativeBackend(Backend):
             return
         from transformers import AutoModelForImageTextToText
 
+        keep_freed_memory(self.device)
         try:
             model: Any = AutoModelForImageTextToText.from_pretrained(
                 self.model_id, dtype=self.dtype, revision=self.revision
@@ -707,9 +709,10 @@ class HFGenerativeBackend(Backend):
         }
 
     def close(self) -> None:
-        """Drop the model (frees GPU memory)."""
+        """Drop the model (frees GPU memory; on a CPU, gives the heap's free memory back)."""
         self.model = None
         self.processor = None
+        release_freed_memory()
 
 
 def _merge_system(turns: Sequence[_Turn]) -> list[_Turn]:

@@ -31,6 +31,7 @@ from scopebench.errors import MissingDependencyError, ModelError, reason
 from scopebench.items import Item
 from scopebench.models.base import Backend, ModelOptions, Response
 from scopebench.models.contrastive import resolve_device, weights_digest
+from scopebench.models.cpu_memory import keep_freed_memory, release_freed_memory
 from scopebench.models.registry import ModelSpec, parse_spec
 from scopebench.protocols import Request
 
@@ -93,6 +94,7 @@ class NSPBackend(Backend):
             return
         from transformers import AutoTokenizer, BertForNextSentencePrediction
 
+        keep_freed_memory(self.device)
         try:
             loaded: Any = BertForNextSentencePrediction.from_pretrained(
                 self.model_id, dtype=self.dtype, output_loading_info=True
@@ -171,5 +173,6 @@ class NSPBackend(Backend):
         }
 
     def close(self) -> None:
-        """Drop the model."""
+        """Drop the model (on a CPU, giving the heap's free memory back)."""
         self.model = None
+        release_freed_memory()

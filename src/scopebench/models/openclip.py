@@ -25,6 +25,7 @@ import numpy as np
 from scopebench.errors import MissingDependencyError, ModelError
 from scopebench.models.base import ModelOptions
 from scopebench.models.contrastive import ContrastiveBackend, resolve_device, weights_digest
+from scopebench.models.cpu_memory import keep_freed_memory, release_freed_memory
 from scopebench.models.registry import ModelSpec, parse_spec
 
 __all__ = ["OpenClipBackend", "parse_openclip_spec", "register_local_folder"]
@@ -104,6 +105,7 @@ class OpenClipBackend(ContrastiveBackend):
             raise MissingDependencyError("open_clip_torch", "openclip", "openclip: models") from exc
         self._torch = torch
         self.device = resolve_device(options.device)
+        keep_freed_memory(self.device)
         folder = Path(arg).expanduser()
         kwargs: dict[str, Any] = {}
         if folder.is_dir() and (folder / "open_clip_config.json").is_file():
@@ -152,3 +154,8 @@ class OpenClipBackend(ContrastiveBackend):
             digest = weights_digest(Path(self.weights))
         return {"spec": self.spec, "mode": self.mode, "model": self.name, "weights_sha256": digest,
                 "device": self.device, "logit_scale": round(self.logit_scale, 6)}  # fmt: skip
+
+    def close(self) -> None:
+        """Drop the caches (on a CPU, giving the heap's free memory back)."""
+        super().close()
+        release_freed_memory()

@@ -34,6 +34,7 @@ import numpy as np
 
 from scopebench.errors import MissingDependencyError, ModelSpecError
 from scopebench.models.contrastive import resolve_device, weights_digest
+from scopebench.models.cpu_memory import keep_freed_memory, release_freed_memory
 
 __all__ = ["POOLINGS", "VISION_SCHEMES", "VisionEncoder", "VisionSpec", "parse_vision_spec"]
 
@@ -112,6 +113,7 @@ class VisionEncoder:
         self.encode_batch = max(1, batch_size or 32)
         self.device = resolve_device(device)
         self._torch = torch
+        keep_freed_memory(self.device)
         try:
             self.processor = AutoImageProcessor.from_pretrained(spec.target)
             self.model = AutoModel.from_pretrained(spec.target)
@@ -182,5 +184,6 @@ class VisionEncoder:
         }
 
     def close(self) -> None:
-        """Drop the model."""
+        """Drop the model (on a CPU, giving the heap's free memory back)."""
         self.model = None
+        release_freed_memory()

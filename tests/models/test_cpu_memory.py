@@ -1,0 +1,101 @@
+"""glibc's allocator keeps a CPU model's freed activations for reuse (scopebench.models.cpu_memory).
+
+The effect is checked by its cause, not by a clock: a child process allocates and frees eight
+16 MiB blocks per round, as a model's layers do, and counts the minor page faults of the later
+rounds. With glibc's defaults the freed blocks go back to the kernel and every round faults each
+page in again (8 × 4,096 pages); kept, the later rounds fault almost none.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from scopebench.models import cpu_memory
+from scopebench.models.cpu_memory import user_allocator_settings
+
+_GLIBC = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc") if hasattr(os, "confstr") else False
+
+# Rounds 3–10 of allocating, touching and freeing eight 16 MiB blocks with the C library's own
+# malloc (numpy would ask the kernel for huge pages and hide the faults).
+_ROUNDS = textwrap.dedent(
+    """
+    import ctypes, resource, sys
+    from scopebench.models.cpu_memory import keep_freed_memory
+    tuned = keep_freed_memory(sys.argv[1])
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    size = 16 << 20
+    for n in range(10):
+        if n == 2:
+            start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        blocks = [libc.malloc(size) for _ in range(8)]
+        for b in blocks:
+            ctypes.memset(b, 1, size)
+        for b in blocks:
+            libc.free(b)
+    print(tuned, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start)
+    """
+)
+
+#: Pages the eight rounds touch: what they fault when nothing is kept.
+_PAGES = 8 * 8 * (16 << 20) // 4096
+
+
+def _rounds(device: str, **env: str) -> tuple[bool, int]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+    out = subprocess.run(
+        [sys.executable, "-c", _ROUNDS, device],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return out[0] == "True", int(out[1])
+
+
+@pytest.mark.skipif(not _GLIBC, reason="the thresholds are glibc's")
+def test_a_cpu_model_s_freed_blocks_are_reused_not_faulted_in_again() -> None:
+    tuned, faults = _rounds("cpu")
+    assert tuned
+    assert faults < _PAGES // 20, faults  # reused: a few pages of bookkeeping at most
+    untouched, faults_default = _rounds("cuda")  # an accelerator's model leaves glibc's defaults
+    assert not untouched
+    assert faults_default > _PAGES // 2, faults_default
+
+
+@pytest.mark.skipif(not _GLIBC, reason="the thresholds are glibc's")
+def test_the_user_s_allocator_settings_win() -> None:
+    tuned, faults = _rounds("cpu", MALLOC_ARENA_MAX="2")
+    assert not tuned
+    assert faults > _PAGES // 2, faults
+
+
+@pytest.mark.parametrize(
+    ("environ", "chosen"),
+    [
+        ({}, None),
+        ({"MALLOC_TRIM_THRESHOLD_": "131072"}, "MALLOC_TRIM_THRESHOLD_"),
+        ({"MALLOC_ARENA_MAX": "2", "PATH": "/bin"}, "MALLOC_ARENA_MAX"),
+        ({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=131072"}, "GLIBC_TUNABLES"),
+        ({"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2"}, None),
+        ({"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}, "LD_PRELOAD"),
+        ({"LD_PRELOAD": "/opt/libtcmalloc_minimal.so.4"}, "LD_PRELOAD"),
+        ({"LD_PRELOAD": "/usr/lib/libfaketime.so.1"}, None),
+    ],
+)
+def test_what_counts_as_the_user_s_choice(environ: dict[str, str], chosen: str | None) -> None:
+    assert user_allocator_settings(environ) == chosen
+
+
+def test_nothing_is_changed_off_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cpu_memory, "_tuned", False)
+    monkeypatch.setattr(cpu_memory, "_libc", lambda: None)
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    assert cpu_memory.keep_freed_memory("cpu") is False
+    cpu_memory.release_freed_memory()  # nothing to give back, and no error
