@@ -4,10 +4,10 @@ A model on the CPU allocates its activations afresh at every layer and frees the
 megabytes each (ViT-B/32 on 32 images: 5–20 MB per tensor, about 750 MB per batch). glibc's malloc
 returns a freed block of that size to the kernel, either at once (blocks above its mmap
 threshold) or by trimming the top of its heap (once more than its trim threshold lies free
-there), so the next layer maps it again and the kernel zeroes every page on first touch. Measured on 2
-cores with a ViT-B/32-sized CLIP at 1,000 items (``bench/bench_contrastive.py``): 0.4–1.3 million
-minor page faults per run with glibc's defaults, 12–41 thousand with these settings, and the run
-5–10% faster.
+there), so the next layer maps it again and the kernel zeroes every page on first touch. Measured
+on 2 cores with a ViT-B/32-sized CLIP at 1,000 items (``bench/bench_contrastive.py``): about a
+million minor page faults per run with glibc's defaults, 56–79 thousand with these settings, and
+the run 0.96× the time of a plain script's model-only loop instead of 1.08×.
 
 :func:`keep_freed_memory` sets the two thresholds so that blocks up to glibc's largest mmap
 threshold (32 MiB) come from the heap and up to 1 GiB of freed memory stays there for the next
