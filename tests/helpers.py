@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
+import pytest
 from PIL import Image
 
 from scopebench.items import ImageRef, Item
+from scopebench.models import ModelOptions, load_model
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -38,3 +42,23 @@ def make_items(n: int, n_choices: int = 4, *, image_dir: Path | None = None) -> 
             )
         )
     return items
+
+
+def check_keeps_freed_memory(monkeypatch: pytest.MonkeyPatch, module: ModuleType, spec: str) -> Any:
+    """Load ``spec`` on the CPU and check its backend (in ``module``) sets and releases the allocator.
+
+    The settings are made once, when the weights load (not when the backend is built: a finished
+    run's resume builds it and loads nothing), and the heap's free memory is given back at close.
+    Returns the closed backend.
+    """
+    calls: list[tuple[str, str | None]] = []
+    monkeypatch.setattr(module, "keep_freed_memory", lambda device: calls.append(("keep", device)) or True)
+    monkeypatch.setattr(module, "release_freed_memory", lambda: calls.append(("release", None)))
+    backend: Any = load_model(spec, ModelOptions(device="cpu"))
+    assert calls == []
+    backend._ensure_loaded()
+    backend._ensure_loaded()
+    assert calls == [("keep", "cpu")]
+    backend.close()
+    assert calls == [("keep", "cpu"), ("release", None)]
+    return backend

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from helpers import check_keeps_freed_memory
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.items import ImageRef, Item
 from scopebench.models import ModelOptions, load_model
@@ -462,16 +463,4 @@ def test_a_cpu_model_keeps_freed_memory_while_loaded(
 ) -> None:
     import scopebench.models.contrastive as contrastive
 
-    calls: list[tuple[str, str | None]] = []
-    monkeypatch.setattr(
-        contrastive, "keep_freed_memory", lambda device: calls.append(("keep", device)) or True
-    )
-    monkeypatch.setattr(contrastive, "release_freed_memory", lambda: calls.append(("release", None)))
-    backend: Any = load_model(f"clip:{tiny_models['clip']}", ModelOptions(device="cpu"))
-    assert calls == []  # a finished run's resume builds the backend and loads nothing
-    backend._ensure_loaded()
-    backend._ensure_loaded()
-    assert calls == [("keep", "cpu")]
-    backend.close()
-    assert calls == [("keep", "cpu"), ("release", None)]
-    assert backend.model is None
+    assert check_keeps_freed_memory(monkeypatch, contrastive, f"clip:{tiny_models['clip']}").model is None

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from helpers import check_keeps_freed_memory
 from scopebench.engine import RunConfig, run_benchmark
 from scopebench.errors import ModelSpecError
 from scopebench.items import ImageRef, Item
@@ -378,14 +379,4 @@ def test_a_cpu_model_keeps_freed_memory_while_loaded(
 ) -> None:
     import scopebench.models.hf_generative as hf_generative
 
-    calls: list[tuple[str, str | None]] = []
-    monkeypatch.setattr(
-        hf_generative, "keep_freed_memory", lambda device: calls.append(("keep", device)) or True
-    )
-    monkeypatch.setattr(hf_generative, "release_freed_memory", lambda: calls.append(("release", None)))
-    backend: Any = load_model(f"hf:{tiny['qwen2-vl']}", ModelOptions(device="cpu"))
-    assert calls == []
-    backend._ensure_loaded()
-    assert calls == [("keep", "cpu")]
-    backend.close()
-    assert calls == [("keep", "cpu"), ("release", None)]
+    assert check_keeps_freed_memory(monkeypatch, hf_generative, f"hf:{tiny['qwen2-vl']}").model is None
