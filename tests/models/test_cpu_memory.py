@@ -116,7 +116,7 @@ def test_what_counts_as_the_user_s_choice(environ: dict[str, str], chosen: str |
 
 
 def test_nothing_is_changed_off_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cpu_memory, "_tuned", False)
+    monkeypatch.setattr(cpu_memory, "_tuned", None)
     monkeypatch.setattr(cpu_memory, "_libc", lambda: None)
     monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
     assert cpu_memory.keep_freed_memory("cpu") is False

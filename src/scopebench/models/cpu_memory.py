@@ -23,6 +23,7 @@ import ctypes
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["keep_freed_memory", "release_freed_memory", "user_allocator_settings"]
@@ -38,11 +39,12 @@ MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 1 << 30
 
 _lock = threading.Lock()
-_tuned = False
+#: The C library whose thresholds this process set (``None`` until set).
+_tuned: Any = None
 _OTHER_ALLOCATORS = ("jemalloc", "tcmalloc", "mimalloc")
 
 
-def user_allocator_settings(environ: dict[str, str] | None = None) -> str | None:
+def user_allocator_settings(environ: Mapping[str, str] | None = None) -> str | None:
     """What in the environment already chooses the allocator or its settings, or ``None``.
 
     Args:
@@ -88,9 +90,9 @@ def keep_freed_memory(device: str) -> bool:
     """
     global _tuned
     if not str(device).startswith("cpu"):
-        return _tuned
+        return _tuned is not None
     with _lock:
-        if _tuned:
+        if _tuned is not None:
             return True
         chosen = user_allocator_settings()
         libc = None if chosen else _libc()
@@ -99,15 +101,13 @@ def keep_freed_memory(device: str) -> bool:
                 log.debug("allocator left as %s sets it", chosen)
             return False
         # Setting either threshold turns off glibc's own adjustment of both, so both are set.
-        _tuned = bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
-            libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-        )
-        return _tuned
+        mmap_set = libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        if mmap_set and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD):
+            _tuned = libc
+        return _tuned is not None
 
 
 def release_freed_memory() -> None:
     """Give the heap's free memory back to the kernel (after a CPU model is dropped)."""
-    if _tuned:
-        libc = _libc()
-        if libc is not None:
-            libc.malloc_trim(0)
+    if _tuned is not None:
+        _tuned.malloc_trim(0)
